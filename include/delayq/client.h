@@ -1,0 +1,284 @@
+/*
+ * libdelayq: the C client of the delayq delayed-job system.
+ *
+ * A dq_client holds one blocking connection to Redis.  It is not thread-safe:
+ * use one client per thread.  Every call returns a dq_status; on anything but
+ * DQ_OK, dq_errmsg() describes the failure in one line.  The library never
+ * exits, aborts or prints.
+ *
+ * Strings handed to the library are copied or used only during the call.
+ * Results that own memory (dq_job, dq_claim_result, dq_dead_page) are freed
+ * with their own dq_*_free function.
+ *
+ * The Redis key layout and the scripts are described in docs/protocol.md.
+ */
+#ifndef DELAYQ_CLIENT_H
+#define DELAYQ_CLIENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Bumped on any incompatible change to this header. */
+#define DQ_CLIENT_API_VERSION 1
+
+#define DQ_DEFAULT_PREFIX "dq"
+#define DQ_DEFAULT_MAX_PAYLOAD (1024 * 1024)
+#define DQ_QUEUE_MAX 128   /* bytes in a queue name */
+#define DQ_TYPE_MAX 128    /* bytes in a job type */
+#define DQ_ID_MAX 256      /* bytes in a job id */
+#define DQ_CLAIM_MAX 1000  /* jobs in one claim */
+
+typedef enum dq_status {
+    DQ_OK = 0,
+    DQ_ERR_INVALID,   /* the caller's argument is unusable (see message) */
+    DQ_ERR_NOTFOUND,  /* no such job (in the state asked for) */
+    DQ_ERR_EXISTS,    /* enqueue: the id is taken and replace was not asked */
+    DQ_ERR_RUNNING,   /* the job is being processed and cannot be changed */
+    DQ_ERR_DEAD,      /* cancel: the job is dead already (purge it instead) */
+    DQ_ERR_STALE,     /* ack/fail: the job is no longer held under this fence */
+    DQ_ERR_TOO_LARGE, /* the payload is over the configured limit */
+    DQ_ERR_CONNECT,   /* Redis could not be reached, or the connection broke */
+    DQ_ERR_AUTH,      /* Redis refused the password or user, or SELECT */
+    DQ_ERR_TIMEOUT,   /* Redis did not answer within the command timeout */
+    DQ_ERR_REDIS,     /* Redis answered with an error */
+    DQ_ERR_NOMEM
+} dq_status;
+
+/* A short constant name for a status ("not found", "timeout", ...). */
+const char *dq_status_str(dq_status st);
+
+typedef struct dq_options {
+    const char *host;          /* default "127.0.0.1"; ignored with unix_path */
+    int port;                  /* default 6379 */
+    const char *unix_path;     /* unix socket; NULL for TCP */
+    const char *user;          /* ACL user; NULL for the default user */
+    const char *password;      /* NULL for none */
+    int db;                    /* SELECT this database; default 0 */
+    int connect_timeout_ms;    /* default 5000 */
+    int command_timeout_ms;    /* default 5000; 0 waits for ever */
+    int keepalive;             /* TCP keepalive on (1, default) or off (0) */
+    const char *prefix;        /* key prefix, default "dq" */
+    size_t max_payload;        /* bytes; default DQ_DEFAULT_MAX_PAYLOAD */
+} dq_options;
+
+/* Fill `opt` with the defaults above. */
+void dq_options_init(dq_options *opt);
+
+typedef struct dq_client dq_client;
+
+/*
+ * Connect, authenticate and select the database.  Returns the client, or
+ * NULL with the reason in `err` (at most `errlen` bytes, NUL-terminated) and,
+ * when `status` is not NULL, the status (DQ_ERR_CONNECT, DQ_ERR_AUTH,
+ * DQ_ERR_TIMEOUT, DQ_ERR_INVALID or DQ_ERR_NOMEM) in *status.
+ */
+dq_client *dq_connect(const dq_options *opt, char *err, size_t errlen,
+                      dq_status *status);
+
+/* Close the connection and free the client; NULL is ignored. */
+void dq_close(dq_client *c);
+
+/* The message of the client's last failure ("" after success). */
+const char *dq_errmsg(const dq_client *c);
+
+/* ---- Producing ---------------------------------------------------------- */
+
+typedef struct dq_enqueue_req {
+    const char *queue;      /* required */
+    const char *type;       /* required: selects the handler */
+    const char *id;         /* NULL or "" to generate one; may not be all
+                               digits (that form is kept for generated ids) */
+    const void *payload;    /* opaque bytes; may be NULL when payload_len 0 */
+    size_t payload_len;
+    int64_t delay_ms;       /* run after this delay, on Redis's clock ... */
+    int64_t at_ms;          /* ... or, when > 0, at this Unix time in ms */
+    int max_attempts;       /* 0: the consumer's default for the type */
+    bool replace;           /* reschedule an existing job with this id */
+} dq_enqueue_req;
+
+typedef struct dq_enqueued {
+    char id[DQ_ID_MAX + 1];
+    int64_t due_ms;         /* Unix ms, server clock */
+    bool replaced;          /* an existing job was rescheduled */
+} dq_enqueued;
+
+/*
+ * Schedule one job.  DQ_ERR_EXISTS when the id is taken and replace is
+ * false; DQ_ERR_RUNNING when replace is asked for a job being processed.
+ * `out` may be NULL.
+ */
+dq_status dq_enqueue(dq_client *c, const dq_enqueue_req *req, dq_enqueued *out);
+
+/*
+ * Schedule `n` jobs in one pipeline.  `results` (n entries, may be NULL)
+ * receive each job's id; `statuses` (n entries, may be NULL) each job's
+ * status.  Returns DQ_OK when every job was scheduled, otherwise the first
+ * failure; jobs are independent, so a refused one does not stop the rest.
+ */
+dq_status dq_enqueue_many(dq_client *c, const dq_enqueue_req *reqs, size_t n,
+                          dq_enqueued *results, dq_status *statuses);
+
+/* Delete a job that is still waiting.  DQ_ERR_RUNNING, DQ_ERR_DEAD or
+ * DQ_ERR_NOTFOUND say why not. */
+dq_status dq_cancel(dq_client *c, const char *queue, const char *id);
+
+/* ---- Consuming ---------------------------------------------------------- */
+
+typedef struct dq_job {
+    char *id;
+    char *type;
+    void *payload;          /* NUL-terminated for convenience */
+    size_t payload_len;
+    int attempt;            /* 1 on the first run */
+    int max_attempts;       /* 0: the consumer's default */
+    int64_t due_ms;
+    int64_t created_ms;
+    int64_t fence;          /* present it to dq_ack / dq_fail */
+    char *last_error;       /* "" when no attempt failed yet */
+} dq_job;
+
+typedef struct dq_claim_result {
+    dq_job *jobs;
+    size_t n;
+    int64_t now_ms;         /* server time of the claim */
+    int64_t next_due_in_ms; /* 0: more are due; -1: nothing delayed */
+} dq_claim_result;
+
+/*
+ * Take up to `max` (1..DQ_CLAIM_MAX) due jobs, each leased for `lease_ms`.
+ * Free the result with dq_claim_result_free, also after a failure.
+ */
+dq_status dq_claim(dq_client *c, const char *queue, int max, int64_t lease_ms,
+                   dq_claim_result *out);
+void dq_claim_result_free(dq_claim_result *r);
+
+/* Finish a job that ran.  DQ_ERR_STALE when it is no longer held under
+ * this fence (its lease expired); nothing is changed then. */
+dq_status dq_ack(dq_client *c, const char *queue, const char *id, int64_t fence);
+
+/* Finish `n` jobs in one call.  `acked` (n entries, may be NULL) receives
+ * true for each job acked; returns DQ_OK unless the call itself failed. */
+dq_status dq_ack_many(dq_client *c, const char *queue, const dq_job *jobs,
+                      size_t n, bool *acked);
+
+typedef struct dq_retry_policy {
+    int64_t base_ms;        /* first retry after about this long (1000) */
+    int64_t cap_ms;         /* no retry waits longer (3600000) */
+    double jitter;          /* 0..1: shorten each wait by up to this (0.2) */
+    int default_max_attempts; /* for jobs enqueued without a limit (5) */
+} dq_retry_policy;
+
+void dq_retry_policy_init(dq_retry_policy *p);
+
+typedef enum dq_fail_mode {
+    DQ_FAIL_RETRY,          /* retry unless the attempts are used up */
+    DQ_FAIL_DEAD            /* no more attempts: dead now */
+} dq_fail_mode;
+
+typedef struct dq_fail_result {
+    bool dead;              /* true: moved to the dead set */
+    int64_t at_ms;          /* the retry's due time, or the time of death */
+} dq_fail_result;
+
+/*
+ * Record a failed attempt with its error text.  With DQ_FAIL_RETRY the job
+ * comes back after `retry_delay_ms`, or after the policy's backoff when it
+ * is negative, unless its attempts are used up.  DQ_ERR_STALE as for ack.
+ */
+dq_status dq_fail(dq_client *c, const char *queue, const char *id,
+                  int64_t fence, const char *error, dq_fail_mode mode,
+                  int64_t retry_delay_ms, const dq_retry_policy *policy,
+                  dq_fail_result *out);
+
+typedef struct dq_reap_result {
+    size_t retried;
+    size_t dead;
+    int64_t next_in_ms;     /* 0: more have expired; -1: nothing processing */
+} dq_reap_result;
+
+/* Return up to `batch` jobs whose lease expired to the queue, or bury them
+ * when their attempts are used up (error "lease expired"). */
+dq_status dq_reap(dq_client *c, const char *queue, int batch,
+                  const dq_retry_policy *policy, dq_reap_result *out);
+
+/* ---- Operating ---------------------------------------------------------- */
+
+typedef struct dq_stats {
+    int64_t delayed;        /* waiting, not yet due */
+    int64_t due;            /* due, waiting for a worker */
+    int64_t processing;
+    int64_t expired;        /* processing past their lease */
+    int64_t dead;
+    int64_t next_due_in_ms; /* -1 when nothing is delayed */
+    int64_t now_ms;
+} dq_stats;
+
+dq_status dq_stats_get(dq_client *c, const char *queue, dq_stats *out);
+
+/* The queues that have been enqueued to, sorted; free with dq_strv_free. */
+dq_status dq_queues(dq_client *c, char ***names, size_t *n);
+void dq_strv_free(char **v, size_t n);
+
+typedef enum dq_state {
+    DQ_STATE_DELAYED,
+    DQ_STATE_PROCESSING,
+    DQ_STATE_DEAD,
+    DQ_STATE_ORPHAN,        /* a record in no set: report it */
+    DQ_STATE_UNREADABLE     /* a record this version cannot decode */
+} dq_state;
+
+const char *dq_state_str(dq_state s);
+
+typedef struct dq_job_info {
+    dq_job job;             /* attempt = attempts made so far */
+    dq_state state;
+    int64_t state_ms;       /* due, lease deadline or time of death */
+    int64_t now_ms;
+} dq_job_info;
+
+dq_status dq_show(dq_client *c, const char *queue, const char *id,
+                  dq_job_info *out);
+void dq_job_info_free(dq_job_info *info);
+
+typedef struct dq_dead_entry {
+    char *id;
+    char *type;
+    char *last_error;
+    int attempts;
+    int64_t died_ms;
+    size_t payload_len;
+} dq_dead_entry;
+
+typedef struct dq_dead_page {
+    dq_dead_entry *entries;
+    size_t n;
+    int64_t total;          /* dead jobs in the queue */
+} dq_dead_page;
+
+/* Dead jobs from `offset` (oldest death first), at most `count`. */
+dq_status dq_dead_list(dq_client *c, const char *queue, int64_t offset,
+                       int count, dq_dead_page *out);
+void dq_dead_page_free(dq_dead_page *p);
+
+/* Requeue one dead job (due now, attempts reset); DQ_ERR_NOTFOUND when it
+ * is not dead. */
+dq_status dq_requeue(dq_client *c, const char *queue, const char *id);
+/* Requeue every dead job; *moved (may be NULL) counts them. */
+dq_status dq_requeue_all(dq_client *c, const char *queue, int64_t *moved);
+/* Delete one dead job; DQ_ERR_NOTFOUND when it is not dead. */
+dq_status dq_purge(dq_client *c, const char *queue, const char *id);
+/* Delete every dead job; *deleted (may be NULL) counts them. */
+dq_status dq_purge_all(dq_client *c, const char *queue, int64_t *deleted);
+
+/* Server time in Unix ms (Redis TIME). */
+dq_status dq_server_time(dq_client *c, int64_t *now_ms);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* DELAYQ_CLIENT_H */

@@ -1,0 +1,2 @@
+/* placeholder */
+extern int dq_placeholder_cmd_jobs;

@@ -1,0 +1,2 @@
+/* placeholder */
+extern int dq_placeholder_redis_conf;

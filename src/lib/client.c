@@ -1,0 +1,399 @@
+/*
+ * libdelayq's connection: connect, authenticate, select, reconnect after a
+ * broken connection, and run scripts with EVALSHA (loading them on
+ * NOSCRIPT).  The only place in the library that talks to hiredis's
+ * blocking API.
+ */
+#include "lib/client_internal.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/scripts.h"
+
+dq_status client_fail(dq_client *c, dq_status st, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->err, sizeof c->err, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+const char *dq_errmsg(const dq_client *c)
+{
+    return c ? c->err : "no client";
+}
+
+const char *dq_status_str(dq_status st)
+{
+    switch (st) {
+    case DQ_OK: return "ok";
+    case DQ_ERR_INVALID: return "invalid argument";
+    case DQ_ERR_NOTFOUND: return "not found";
+    case DQ_ERR_EXISTS: return "exists";
+    case DQ_ERR_RUNNING: return "running";
+    case DQ_ERR_DEAD: return "dead";
+    case DQ_ERR_STALE: return "stale fence";
+    case DQ_ERR_TOO_LARGE: return "payload too large";
+    case DQ_ERR_CONNECT: return "connection failed";
+    case DQ_ERR_AUTH: return "authentication failed";
+    case DQ_ERR_TIMEOUT: return "timeout";
+    case DQ_ERR_REDIS: return "redis error";
+    case DQ_ERR_NOMEM: return "out of memory";
+    }
+    return "unknown status";
+}
+
+void dq_options_init(dq_options *opt)
+{
+    memset(opt, 0, sizeof *opt);
+    opt->host = "127.0.0.1";
+    opt->port = 6379;
+    opt->connect_timeout_ms = 5000;
+    opt->command_timeout_ms = 5000;
+    opt->keepalive = 1;
+    opt->prefix = DQ_DEFAULT_PREFIX;
+    opt->max_payload = DQ_DEFAULT_MAX_PAYLOAD;
+}
+
+static struct timeval ms_to_tv(int ms)
+{
+    struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+    return tv;
+}
+
+/* Where the client connects, for messages: "127.0.0.1:6379" or the path. */
+static void describe_addr(const dq_client *c, char *buf, size_t len)
+{
+    if (c->unix_path)
+        snprintf(buf, len, "%s", c->unix_path);
+    else
+        snprintf(buf, len, "%s:%d", c->host, c->port);
+}
+
+/* Map a broken context to a status and message; the context is kept so the
+ * caller can free it. */
+static dq_status context_error(dq_client *c, redisContext *rc, const char *what)
+{
+    char addr[300];
+    describe_addr(c, addr, sizeof addr);
+    int timed_out = rc->err == REDIS_ERR_IO
+                    && (errno == EAGAIN || errno == EWOULDBLOCK || errno == ETIMEDOUT);
+    if (timed_out || strstr(rc->errstr, "timed out")
+        || strstr(rc->errstr, "temporarily unavailable"))
+        return client_fail(c, DQ_ERR_TIMEOUT, "redis %s: %s timed out", addr, what);
+    if (rc->err == REDIS_ERR_EOF)
+        return client_fail(c, DQ_ERR_CONNECT, "redis %s: connection closed by server", addr);
+    return client_fail(c, DQ_ERR_CONNECT, "redis %s: %s", addr,
+                       rc->errstr[0] ? rc->errstr : what);
+}
+
+/* Run a handshake command (AUTH, SELECT) on a fresh context. */
+static dq_status handshake(dq_client *c, redisContext *rc, int argc,
+                           const char **argv, const char *what)
+{
+    redisReply *r = redisCommandArgv(rc, argc, argv, NULL);
+    if (!r)
+        return context_error(c, rc, what);
+    dq_status st = DQ_OK;
+    if (r->type == REDIS_REPLY_ERROR)
+        st = client_fail(c, DQ_ERR_AUTH, "redis refused %s: %s", what, r->str);
+    freeReplyObject(r);
+    return st;
+}
+
+/* (Re)open the connection with the client's settings. */
+static dq_status client_open(dq_client *c)
+{
+    char addr[300];
+    describe_addr(c, addr, sizeof addr);
+    struct timeval ctv = ms_to_tv(c->connect_timeout_ms);
+    redisContext *rc = c->unix_path ? redisConnectUnixWithTimeout(c->unix_path, ctv)
+                                    : redisConnectWithTimeout(c->host, c->port, ctv);
+    if (!rc)
+        return client_fail(c, DQ_ERR_NOMEM, "out of memory connecting to redis");
+    if (rc->err) {
+        dq_status st = context_error(c, rc, "connect");
+        if (st == DQ_ERR_CONNECT)
+            client_fail(c, st, "cannot connect to redis at %s: %s", addr, rc->errstr);
+        redisFree(rc);
+        return st;
+    }
+    if (c->command_timeout_ms > 0)
+        redisSetTimeout(rc, ms_to_tv(c->command_timeout_ms));
+    if (c->keepalive && !c->unix_path)
+        redisEnableKeepAlive(rc);
+
+    dq_status st = DQ_OK;
+    if (c->password) {
+        const char *argv[3] = { "AUTH", c->user ? c->user : c->password, c->password };
+        st = handshake(c, rc, c->user ? 3 : 2, argv, "AUTH");
+    }
+    if (st == DQ_OK && c->db != 0) {
+        char db[16];
+        snprintf(db, sizeof db, "%d", c->db);
+        const char *argv[2] = { "SELECT", db };
+        st = handshake(c, rc, 2, argv, "SELECT");
+    }
+    if (st != DQ_OK) {
+        redisFree(rc);
+        return st;
+    }
+    c->rc = rc;
+    c->registered[0] = '\0';
+    return DQ_OK;
+}
+
+static char *dup_or_null(const char *s)
+{
+    return s ? strdup(s) : NULL;
+}
+
+dq_client *dq_connect(const dq_options *opt, char *err, size_t errlen,
+                      dq_status *status)
+{
+    dq_options defaults;
+    if (!opt) {
+        dq_options_init(&defaults);
+        opt = &defaults;
+    }
+    dq_status st = DQ_ERR_NOMEM;
+    dq_client *c = calloc(1, sizeof *c);
+    if (!c) {
+        snprintf(err, errlen, "out of memory");
+        goto fail;
+    }
+    const char *prefix = opt->prefix ? opt->prefix : DQ_DEFAULT_PREFIX;
+    const char *why = keys_check_prefix(prefix);
+    if (why) {
+        st = client_fail(c, DQ_ERR_INVALID, "%s", why);
+        goto fail;
+    }
+    c->host = strdup(opt->host ? opt->host : "127.0.0.1");
+    c->unix_path = dup_or_null(opt->unix_path);
+    c->user = dup_or_null(opt->user);
+    c->password = dup_or_null(opt->password);
+    c->prefix = strdup(prefix);
+    c->port = opt->port > 0 ? opt->port : 6379;
+    c->db = opt->db;
+    c->connect_timeout_ms = opt->connect_timeout_ms > 0 ? opt->connect_timeout_ms : 5000;
+    c->command_timeout_ms = opt->command_timeout_ms > 0 ? opt->command_timeout_ms : 0;
+    c->keepalive = opt->keepalive;
+    c->max_payload = opt->max_payload ? opt->max_payload : DQ_DEFAULT_MAX_PAYLOAD;
+    if (!c->host || !c->prefix || (opt->unix_path && !c->unix_path)
+        || (opt->user && !c->user) || (opt->password && !c->password)) {
+        st = client_fail(c, DQ_ERR_NOMEM, "out of memory");
+        goto fail;
+    }
+    if (opt->user && !opt->password) {
+        st = client_fail(c, DQ_ERR_INVALID, "an ACL user needs a password");
+        goto fail;
+    }
+    st = client_open(c);
+    if (st != DQ_OK)
+        goto fail;
+    if (status)
+        *status = DQ_OK;
+    return c;
+
+fail:
+    if (c && err)
+        snprintf(err, errlen, "%s", c->err);
+    if (status)
+        *status = st;
+    dq_close(c);
+    return NULL;
+}
+
+void dq_close(dq_client *c)
+{
+    if (!c)
+        return;
+    if (c->rc)
+        redisFree(c->rc);
+    free(c->host);
+    free(c->unix_path);
+    free(c->user);
+    if (c->password)
+        memset(c->password, 0, strlen(c->password));
+    free(c->password);
+    free(c->prefix);
+    free(c);
+}
+
+dq_status client_queue_keys(dq_client *c, const char *queue, struct queue_keys *k)
+{
+    const char *why = keys_check_queue(queue);
+    if (why)
+        return client_fail(c, DQ_ERR_INVALID, "%s", why);
+    keys_build(k, c->prefix, queue);
+    return DQ_OK;
+}
+
+/* A broken connection is re-made at the start of the next call, so that a
+ * long-lived client survives a Redis restart. */
+static dq_status ensure_open(dq_client *c)
+{
+    if (c->rc && !c->rc->err)
+        return DQ_OK;
+    if (c->rc) {
+        redisFree(c->rc);
+        c->rc = NULL;
+    }
+    return client_open(c);
+}
+
+/* The context broke during a command: report it and drop the context. */
+static dq_status broken(dq_client *c, const char *what)
+{
+    dq_status st = context_error(c, c->rc, what);
+    redisFree(c->rc);
+    c->rc = NULL;
+    return st;
+}
+
+static int is_noscript(const redisReply *r)
+{
+    return r && r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0;
+}
+
+static dq_status load_script(dq_client *c, enum dq_script_id s)
+{
+    redisReply *r = redisCommand(c->rc, "SCRIPT LOAD %s", dq_scripts[s].text);
+    if (!r)
+        return broken(c, "SCRIPT LOAD");
+    dq_status st = DQ_OK;
+    if (r->type == REDIS_REPLY_ERROR)
+        st = client_fail(c, DQ_ERR_REDIS, "redis refused the %s script: %s",
+                         dq_scripts[s].name, r->str);
+    freeReplyObject(r);
+    return st;
+}
+
+/* Judge a reply: an error reply becomes DQ_ERR_REDIS with its text. */
+static dq_status check_reply(dq_client *c, redisReply *r, enum dq_script_id s)
+{
+    if (r->type != REDIS_REPLY_ERROR)
+        return DQ_OK;
+    if (strncmp(r->str, "NOAUTH", 6) == 0 || strncmp(r->str, "WRONGPASS", 9) == 0)
+        return client_fail(c, DQ_ERR_AUTH, "redis: %s", r->str);
+    return client_fail(c, DQ_ERR_REDIS, "redis error in %s: %s",
+                       dq_scripts[s].name, r->str);
+}
+
+dq_status client_run(dq_client *c, struct cmd *cmd, enum dq_script_id s,
+                     redisReply **reply)
+{
+    *reply = NULL;
+    if (cmd->oom)
+        return client_fail(c, DQ_ERR_NOMEM, "out of memory building a command");
+    dq_status st = ensure_open(c);
+    if (st != DQ_OK)
+        return st;
+    for (int tries = 0; tries < 2; tries++) {
+        redisReply *r = redisCommandArgv(c->rc, cmd->argc, cmd->argv, cmd->lens);
+        if (!r)
+            return broken(c, dq_scripts[s].name);
+        if (tries == 0 && is_noscript(r)) {
+            freeReplyObject(r);
+            st = load_script(c, s);
+            if (st != DQ_OK)
+                return st;
+            continue;
+        }
+        st = check_reply(c, r, s);
+        if (st != DQ_OK) {
+            freeReplyObject(r);
+            return st;
+        }
+        c->err[0] = '\0';
+        *reply = r;
+        return DQ_OK;
+    }
+    return client_fail(c, DQ_ERR_REDIS, "redis keeps losing the %s script",
+                       dq_scripts[s].name);
+}
+
+/* Write the commands whose reply slot is NULL, then read their replies. */
+static dq_status pipeline_round(dq_client *c, struct cmd *cmds, size_t n,
+                                redisReply **replies)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!replies[i]
+            && redisAppendCommandArgv(c->rc, cmds[i].argc, cmds[i].argv,
+                                      cmds[i].lens) != REDIS_OK)
+            return client_fail(c, DQ_ERR_NOMEM, "out of memory queueing commands");
+    for (size_t i = 0; i < n; i++) {
+        if (replies[i])
+            continue;
+        void *r = NULL;
+        if (redisGetReply(c->rc, &r) != REDIS_OK)
+            return broken(c, "pipeline");
+        replies[i] = r;
+    }
+    return DQ_OK;
+}
+
+dq_status client_pipeline(dq_client *c, struct cmd *cmds, size_t n,
+                          enum dq_script_id s, redisReply **replies)
+{
+    for (size_t i = 0; i < n; i++) {
+        replies[i] = NULL;
+        if (cmds[i].oom)
+            return client_fail(c, DQ_ERR_NOMEM, "out of memory building a command");
+    }
+    dq_status st = ensure_open(c);
+    for (int tries = 0; st == DQ_OK && tries < 2; tries++) {
+        st = pipeline_round(c, cmds, n, replies);
+        size_t missing = 0;
+        for (size_t i = 0; st == DQ_OK && i < n; i++)
+            if (is_noscript(replies[i])) {
+                freeReplyObject(replies[i]);
+                replies[i] = NULL;
+                missing++;
+            }
+        if (st != DQ_OK || missing == 0)
+            break;
+        st = load_script(c, s);
+    }
+    for (size_t i = 0; st == DQ_OK && i < n; i++)
+        if (!replies[i])
+            st = client_fail(c, DQ_ERR_REDIS, "redis keeps losing the %s script",
+                             dq_scripts[s].name);
+    if (st != DQ_OK)
+        for (size_t i = 0; i < n; i++) {
+            if (replies[i])
+                freeReplyObject(replies[i]);
+            replies[i] = NULL;
+        }
+    else
+        c->err[0] = '\0';
+    return st;
+}
+
+dq_status client_register_queue(dq_client *c, const char *queue)
+{
+    if (strcmp(c->registered, queue) == 0)
+        return DQ_OK;
+    dq_status st = ensure_open(c);
+    if (st != DQ_OK)
+        return st;
+    char key[KEYS_NAME_MAX];
+    keys_registry(key, sizeof key, c->prefix);
+    const char *argv[3] = { "SADD", key, queue };
+    redisReply *r = redisCommandArgv(c->rc, 3, argv, NULL);
+    if (!r)
+        return broken(c, "SADD");
+    if (r->type == REDIS_REPLY_ERROR) {
+        st = check_reply(c, r, DQ_SCRIPT_ENQUEUE);
+        freeReplyObject(r);
+        return st;
+    }
+    freeReplyObject(r);
+    snprintf(c->registered, sizeof c->registered, "%s", queue);
+    return DQ_OK;
+}

@@ -1,0 +1,62 @@
+/*
+ * Inside libdelayq: the blocking connection and how scripts run over it.
+ * client.c owns the connection; ops_*.c build commands with proto.c and
+ * run them through client_run / client_pipeline.
+ */
+#ifndef DQ_CLIENT_INTERNAL_H
+#define DQ_CLIENT_INTERNAL_H
+
+#include <delayq/client.h>
+#include <hiredis/hiredis.h>
+
+#include "lib/cmd.h"
+#include "lib/keys.h"
+
+struct dq_client {
+    redisContext *rc;       /* NULL or broken: reconnect on the next call */
+    char *host;
+    int port;
+    char *unix_path;
+    char *user;
+    char *password;
+    int db;
+    int connect_timeout_ms;
+    int command_timeout_ms;
+    int keepalive;
+    char *prefix;
+    size_t max_payload;
+    char registered[DQ_QUEUE_MAX + 1]; /* last queue added to the registry */
+    char err[512];
+};
+
+/* Record a failure message and return `st`, so callers can write
+ * `return client_fail(c, DQ_ERR_INVALID, "...")`. */
+dq_status client_fail(dq_client *c, dq_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Check the queue name and build its keys; DQ_ERR_INVALID with a message. */
+dq_status client_queue_keys(dq_client *c, const char *queue,
+                            struct queue_keys *k);
+
+/*
+ * Send one command and return its reply in *reply (free it with
+ * freeReplyObject).  An EVALSHA that meets NOSCRIPT (Redis restarted, or
+ * SCRIPT FLUSH) loads the script and is sent once more: the script did not
+ * run, so that is safe.  Error replies become DQ_ERR_REDIS with the text.
+ */
+dq_status client_run(dq_client *c, struct cmd *cmd, enum dq_script_id s,
+                     redisReply **reply);
+
+/*
+ * Send `n` commands in one write and read their replies into replies[]
+ * (all NULL on failure).  EVALSHA commands of script `s` that meet NOSCRIPT
+ * are re-sent after loading it.  Error replies are left in replies[] for
+ * the caller to judge one by one.
+ */
+dq_status client_pipeline(dq_client *c, struct cmd *cmds, size_t n,
+                          enum dq_script_id s, redisReply **replies);
+
+/* Add `queue` to the registry of queue names (once per connection). */
+dq_status client_register_queue(dq_client *c, const char *queue);
+
+#endif

@@ -1,0 +1,37 @@
+/*
+ * A Redis command under construction: an argument vector for
+ * redisCommandArgv / redisAsyncCommandArgv.  Strings pushed with cmd_push
+ * are borrowed and must outlive the send; numbers are formatted into
+ * storage the command owns.
+ */
+#ifndef DQ_CMD_H
+#define DQ_CMD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lib/keys.h"
+#include "lib/scripts.h"
+
+struct cmd {
+    int argc;
+    int cap;
+    const char **argv;
+    size_t *lens;
+    char **owned;       /* formatted numbers, freed by cmd_free */
+    int nowned;
+    int oom;            /* an allocation failed: the command is unusable */
+};
+
+void cmd_init(struct cmd *c);
+void cmd_free(struct cmd *c);
+
+/* Start "EVALSHA <sha> 5 <the queue's keys>".  The keys are borrowed. */
+void cmd_eval(struct cmd *c, enum dq_script_id s, const struct queue_keys *k);
+
+void cmd_push(struct cmd *c, const void *p, size_t len);
+void cmd_push_str(struct cmd *c, const char *s);
+void cmd_push_i64(struct cmd *c, int64_t v);
+void cmd_push_double(struct cmd *c, double v);
+
+#endif

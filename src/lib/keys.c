@@ -1,0 +1,82 @@
+#include "lib/keys.h"
+
+#include <delayq/client.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char *const key_suffix[KEYS_PER_SCRIPT] = {
+    "jobs", "delayed", "processing", "dead", "meta"
+};
+
+void keys_build(struct queue_keys *k, const char *prefix, const char *queue)
+{
+    for (int i = 0; i < KEYS_PER_SCRIPT; i++)
+        snprintf(k->key[i], sizeof k->key[i], "%s:{%s}:%s", prefix, queue,
+                 key_suffix[i]);
+    snprintf(k->wake, sizeof k->wake, "%s:{%s}:wake", prefix, queue);
+}
+
+void keys_registry(char *out, size_t outlen, const char *prefix)
+{
+    snprintf(out, outlen, "%s:queues", prefix);
+}
+
+/* Printable ASCII without spaces: names appear in keys, logs and tables. */
+static int is_plain(const char *s)
+{
+    for (; *s; s++)
+        if (*s <= ' ' || *s > '~')
+            return 0;
+    return 1;
+}
+
+const char *keys_check_queue(const char *queue)
+{
+    if (!queue || !*queue)
+        return "queue name is empty";
+    if (strlen(queue) > DQ_QUEUE_MAX)
+        return "queue name is longer than 128 bytes";
+    if (!is_plain(queue))
+        return "queue name has a space or a non-printable character";
+    /* Braces would change the Redis Cluster hash tag of the queue's keys. */
+    if (strpbrk(queue, "{}"))
+        return "queue name contains '{' or '}'";
+    return NULL;
+}
+
+const char *keys_check_prefix(const char *prefix)
+{
+    if (!prefix || !*prefix)
+        return "key prefix is empty";
+    if (strlen(prefix) > 64)
+        return "key prefix is longer than 64 bytes";
+    if (!is_plain(prefix) || strpbrk(prefix, "{}"))
+        return "key prefix has a space, a brace or a non-printable character";
+    return NULL;
+}
+
+const char *keys_check_type(const char *type)
+{
+    if (!type || !*type)
+        return "job type is empty";
+    if (strlen(type) > DQ_TYPE_MAX)
+        return "job type is longer than 128 bytes";
+    if (!is_plain(type))
+        return "job type has a space or a non-printable character";
+    if (strcmp(type, "*") == 0)
+        return "job type '*' is kept for the handler table's fallback";
+    return NULL;
+}
+
+const char *keys_check_id(const char *id)
+{
+    if (!id || !*id)
+        return "job id is empty";
+    if (strlen(id) > DQ_ID_MAX)
+        return "job id is longer than 256 bytes";
+    if (!is_plain(id))
+        return "job id has a space or a non-printable character";
+    if (strspn(id, "0123456789") == strlen(id))
+        return "job id is all digits (that form is kept for generated ids)";
+    return NULL;
+}

@@ -1,0 +1,348 @@
+#include "lib/proto.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int proto_claim_batch(int max)
+{
+    if (max < 1)
+        return 1;
+    return max > DQ_CLAIM_MAX ? DQ_CLAIM_MAX : max;
+}
+
+/* ---- reading replies ---------------------------------------------------- */
+
+static int is_array(const redisReply *r, size_t min)
+{
+    return r && r->type == REDIS_REPLY_ARRAY && r->elements >= min;
+}
+
+static int64_t elem_int(const redisReply *r, size_t i)
+{
+    const redisReply *e = r->element[i];
+    if (e->type == REDIS_REPLY_INTEGER)
+        return e->integer;
+    if (e->type == REDIS_REPLY_STRING)
+        return strtoll(e->str, NULL, 10);
+    return 0;
+}
+
+static int elem_is(const redisReply *r, size_t i, const char *s)
+{
+    const redisReply *e = r->element[i];
+    return (e->type == REDIS_REPLY_STRING || e->type == REDIS_REPLY_STATUS)
+           && strcmp(e->str, s) == 0;
+}
+
+/* A NUL-terminated copy of a string element (binary-safe: the length is
+ * stored in *len when len is not NULL).  NULL when out of memory. */
+static char *elem_dup(const redisReply *r, size_t i, size_t *len)
+{
+    const redisReply *e = r->element[i];
+    size_t n = (e->type == REDIS_REPLY_STRING) ? e->len : 0;
+    char *s = malloc(n + 1);
+    if (!s)
+        return NULL;
+    if (n)
+        memcpy(s, e->str, n);
+    s[n] = '\0';
+    if (len)
+        *len = n;
+    return s;
+}
+
+void proto_job_free(dq_job *j)
+{
+    free(j->id);
+    free(j->type);
+    free(j->payload);
+    free(j->last_error);
+    memset(j, 0, sizeof *j);
+}
+
+/* Fill a job from nine consecutive elements: id, type, payload, attempts,
+ * max_attempts, due, created, fence, last_error. */
+static dq_status read_job(const redisReply *r, size_t at, dq_job *j)
+{
+    j->id = elem_dup(r, at, NULL);
+    j->type = elem_dup(r, at + 1, NULL);
+    j->payload = elem_dup(r, at + 2, &j->payload_len);
+    j->attempt = (int)elem_int(r, at + 3);
+    j->max_attempts = (int)elem_int(r, at + 4);
+    j->due_ms = elem_int(r, at + 5);
+    j->created_ms = elem_int(r, at + 6);
+    j->fence = elem_int(r, at + 7);
+    j->last_error = elem_dup(r, at + 8, NULL);
+    if (!j->id || !j->type || !j->payload || !j->last_error)
+        return DQ_ERR_NOMEM;
+    return DQ_OK;
+}
+
+/* ---- enqueue ------------------------------------------------------------ */
+
+void proto_enqueue_cmd(struct cmd *c, const struct queue_keys *k,
+                       const dq_enqueue_req *req)
+{
+    cmd_eval(c, DQ_SCRIPT_ENQUEUE, k);
+    cmd_push_str(c, k->wake);
+    cmd_push_str(c, req->id ? req->id : "");
+    cmd_push_str(c, req->type);
+    cmd_push(c, req->payload, req->payload_len);
+    cmd_push_str(c, req->at_ms > 0 ? "at" : "delay");
+    cmd_push_i64(c, req->at_ms > 0 ? req->at_ms
+                                   : (req->delay_ms > 0 ? req->delay_ms : 0));
+    cmd_push_i64(c, req->max_attempts > 0 ? req->max_attempts : 0);
+    cmd_push_str(c, req->replace ? "1" : "0");
+}
+
+dq_status proto_enqueue_reply(const redisReply *r, dq_enqueued *out)
+{
+    if (!is_array(r, 4) || r->element[1]->type != REDIS_REPLY_STRING)
+        return DQ_ERR_REDIS;
+    if (out) {
+        size_t n = r->element[1]->len;
+        if (n > DQ_ID_MAX)
+            n = DQ_ID_MAX;
+        memcpy(out->id, r->element[1]->str, n);
+        out->id[n] = '\0';
+        out->due_ms = elem_int(r, 2);
+        out->replaced = elem_is(r, 0, "replaced");
+    }
+    if (elem_is(r, 0, "ok") || elem_is(r, 0, "replaced"))
+        return DQ_OK;
+    if (elem_is(r, 0, "exists"))
+        return DQ_ERR_EXISTS;
+    if (elem_is(r, 0, "running"))
+        return DQ_ERR_RUNNING;
+    return DQ_ERR_REDIS;
+}
+
+/* ---- claim, ack, fail, reap --------------------------------------------- */
+
+void proto_claim_cmd(struct cmd *c, const struct queue_keys *k, int max,
+                     int64_t lease_ms)
+{
+    cmd_eval(c, DQ_SCRIPT_CLAIM, k);
+    cmd_push_i64(c, proto_claim_batch(max));
+    cmd_push_i64(c, lease_ms > 0 ? lease_ms : 1);
+}
+
+dq_status proto_claim_reply(const redisReply *r, dq_claim_result *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!is_array(r, 3))
+        return DQ_ERR_REDIS;
+    size_t n = (size_t)elem_int(r, 2);
+    if (r->elements != 3 + 9 * n)
+        return DQ_ERR_REDIS;
+    out->now_ms = elem_int(r, 0);
+    out->next_due_in_ms = elem_int(r, 1);
+    if (n == 0)
+        return DQ_OK;
+    out->jobs = calloc(n, sizeof *out->jobs);
+    if (!out->jobs)
+        return DQ_ERR_NOMEM;
+    out->n = n;
+    for (size_t i = 0; i < n; i++)
+        if (read_job(r, 3 + 9 * i, &out->jobs[i]) != DQ_OK)
+            return DQ_ERR_NOMEM;
+    return DQ_OK;
+}
+
+void proto_ack_cmd(struct cmd *c, const struct queue_keys *k,
+                   const dq_job *jobs, size_t n)
+{
+    cmd_eval(c, DQ_SCRIPT_ACK, k);
+    for (size_t i = 0; i < n; i++) {
+        cmd_push_str(c, jobs[i].id);
+        cmd_push_i64(c, jobs[i].fence);
+    }
+}
+
+dq_status proto_ack_reply(const redisReply *r, size_t n, bool *acked)
+{
+    if (!is_array(r, n) || r->elements != n)
+        return DQ_ERR_REDIS;
+    if (acked)
+        for (size_t i = 0; i < n; i++)
+            acked[i] = elem_int(r, i) == 1;
+    return DQ_OK;
+}
+
+static void push_policy(struct cmd *c, const dq_retry_policy *p)
+{
+    cmd_push_i64(c, p->base_ms);
+    cmd_push_i64(c, p->cap_ms);
+    cmd_push_double(c, p->jitter < 0 ? 0 : (p->jitter > 1 ? 1 : p->jitter));
+}
+
+void proto_fail_cmd(struct cmd *c, const struct queue_keys *k, const char *id,
+                    int64_t fence, const char *error, dq_fail_mode mode,
+                    int64_t retry_delay_ms, const dq_retry_policy *p,
+                    uint32_t seed)
+{
+    cmd_eval(c, DQ_SCRIPT_FAIL, k);
+    cmd_push_str(c, k->wake);
+    cmd_push_str(c, id);
+    cmd_push_i64(c, fence);
+    cmd_push_str(c, error ? error : "");
+    cmd_push_str(c, mode == DQ_FAIL_DEAD ? "dead" : "retry");
+    cmd_push_i64(c, retry_delay_ms < 0 ? -1 : retry_delay_ms);
+    push_policy(c, p);
+    cmd_push_i64(c, seed);
+    cmd_push_i64(c, p->default_max_attempts);
+}
+
+dq_status proto_fail_reply(const redisReply *r, dq_fail_result *out)
+{
+    if (!is_array(r, 2))
+        return DQ_ERR_REDIS;
+    if (elem_is(r, 0, "stale"))
+        return DQ_ERR_STALE;
+    if (!elem_is(r, 0, "dead") && !elem_is(r, 0, "retry"))
+        return DQ_ERR_REDIS;
+    if (out) {
+        out->dead = elem_is(r, 0, "dead");
+        out->at_ms = elem_int(r, 1);
+    }
+    return DQ_OK;
+}
+
+void proto_reap_cmd(struct cmd *c, const struct queue_keys *k, int batch,
+                    const dq_retry_policy *p, uint32_t seed)
+{
+    cmd_eval(c, DQ_SCRIPT_REAP, k);
+    cmd_push_str(c, k->wake);
+    cmd_push_i64(c, batch > 0 ? batch : 1);
+    push_policy(c, p);
+    cmd_push_i64(c, seed);
+    cmd_push_i64(c, p->default_max_attempts);
+}
+
+dq_status proto_reap_reply(const redisReply *r, dq_reap_result *out)
+{
+    if (!is_array(r, 3))
+        return DQ_ERR_REDIS;
+    out->retried = (size_t)elem_int(r, 0);
+    out->dead = (size_t)elem_int(r, 1);
+    out->next_in_ms = elem_int(r, 2);
+    return DQ_OK;
+}
+
+/* ---- operating ---------------------------------------------------------- */
+
+dq_status proto_cancel_reply(const redisReply *r)
+{
+    if (!r || (r->type != REDIS_REPLY_STRING && r->type != REDIS_REPLY_STATUS))
+        return DQ_ERR_REDIS;
+    if (strcmp(r->str, "cancelled") == 0)
+        return DQ_OK;
+    if (strcmp(r->str, "running") == 0)
+        return DQ_ERR_RUNNING;
+    if (strcmp(r->str, "dead") == 0)
+        return DQ_ERR_DEAD;
+    if (strcmp(r->str, "notfound") == 0)
+        return DQ_ERR_NOTFOUND;
+    return DQ_ERR_REDIS;
+}
+
+dq_status proto_stats_reply(const redisReply *r, dq_stats *out)
+{
+    if (!is_array(r, 7))
+        return DQ_ERR_REDIS;
+    out->now_ms = elem_int(r, 0);
+    out->delayed = elem_int(r, 1);
+    out->due = elem_int(r, 2);
+    out->processing = elem_int(r, 3);
+    out->dead = elem_int(r, 4);
+    out->next_due_in_ms = elem_int(r, 5);
+    out->expired = elem_int(r, 6);
+    return DQ_OK;
+}
+
+static dq_state state_from(const redisReply *r)
+{
+    if (elem_is(r, 0, "delayed"))
+        return DQ_STATE_DELAYED;
+    if (elem_is(r, 0, "processing"))
+        return DQ_STATE_PROCESSING;
+    if (elem_is(r, 0, "dead"))
+        return DQ_STATE_DEAD;
+    if (elem_is(r, 0, "orphan"))
+        return DQ_STATE_ORPHAN;
+    return DQ_STATE_UNREADABLE;
+}
+
+dq_status proto_show_reply(const redisReply *r, dq_job_info *out)
+{
+    memset(out, 0, sizeof *out);
+    if (is_array(r, 1) && elem_is(r, 0, "notfound"))
+        return DQ_ERR_NOTFOUND;
+    if (!is_array(r, 11))
+        return DQ_ERR_REDIS;
+    out->state = state_from(r);
+    out->state_ms = elem_int(r, 9);
+    out->now_ms = elem_int(r, 10);
+    /* Same layout as a claimed job, with the state in place of the id. */
+    dq_status st = read_job(r, 0, &out->job);
+    free(out->job.id);
+    out->job.id = NULL;
+    return st;
+}
+
+void dq_job_info_free(dq_job_info *info)
+{
+    if (info)
+        proto_job_free(&info->job);
+}
+
+dq_status proto_dead_list_reply(const redisReply *r, dq_dead_page *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!is_array(r, 1) || (r->elements - 1) % 6 != 0)
+        return DQ_ERR_REDIS;
+    out->total = elem_int(r, 0);
+    size_t n = (r->elements - 1) / 6;
+    if (n == 0)
+        return DQ_OK;
+    out->entries = calloc(n, sizeof *out->entries);
+    if (!out->entries)
+        return DQ_ERR_NOMEM;
+    out->n = n;
+    for (size_t i = 0; i < n; i++) {
+        dq_dead_entry *e = &out->entries[i];
+        size_t at = 1 + 6 * i;
+        e->id = elem_dup(r, at, NULL);
+        e->died_ms = elem_int(r, at + 1);
+        e->type = elem_dup(r, at + 2, NULL);
+        e->attempts = (int)elem_int(r, at + 3);
+        e->last_error = elem_dup(r, at + 4, NULL);
+        e->payload_len = (size_t)elem_int(r, at + 5);
+        if (!e->id || !e->type || !e->last_error)
+            return DQ_ERR_NOMEM;
+    }
+    return DQ_OK;
+}
+
+void dq_dead_page_free(dq_dead_page *p)
+{
+    if (!p)
+        return;
+    for (size_t i = 0; i < p->n; i++) {
+        free(p->entries[i].id);
+        free(p->entries[i].type);
+        free(p->entries[i].last_error);
+    }
+    free(p->entries);
+    memset(p, 0, sizeof *p);
+}
+
+dq_status proto_count_reply(const redisReply *r, int64_t *moved,
+                            int64_t *remaining)
+{
+    if (!is_array(r, 2))
+        return DQ_ERR_REDIS;
+    *moved = elem_int(r, 0);
+    *remaining = elem_int(r, 1);
+    return DQ_OK;
+}

@@ -1,0 +1,54 @@
+/*
+ * The delayq protocol: how each script's arguments are laid out and how its
+ * reply is read.  Shared by the blocking client (libdelayq) and by anything
+ * that talks to Redis asynchronously, so the layout lives in one place.
+ *
+ * Reply readers return DQ_OK, or DQ_ERR_REDIS when the reply does not have
+ * the shape the script returns (wrong script version on the server), or the
+ * status the script reported (not found, stale, ...).
+ */
+#ifndef DQ_PROTO_H
+#define DQ_PROTO_H
+
+#include <delayq/client.h>
+#include <hiredis/hiredis.h>
+
+#include "lib/cmd.h"
+
+/* Clamp the claim batch into 1..DQ_CLAIM_MAX. */
+int proto_claim_batch(int max);
+
+void proto_enqueue_cmd(struct cmd *c, const struct queue_keys *k,
+                       const dq_enqueue_req *req);
+dq_status proto_enqueue_reply(const redisReply *r, dq_enqueued *out);
+
+void proto_claim_cmd(struct cmd *c, const struct queue_keys *k, int max,
+                     int64_t lease_ms);
+dq_status proto_claim_reply(const redisReply *r, dq_claim_result *out);
+
+void proto_ack_cmd(struct cmd *c, const struct queue_keys *k,
+                   const dq_job *jobs, size_t n);
+dq_status proto_ack_reply(const redisReply *r, size_t n, bool *acked);
+
+/* `seed` feeds the script's jitter (Lua's own random is not random). */
+void proto_fail_cmd(struct cmd *c, const struct queue_keys *k, const char *id,
+                    int64_t fence, const char *error, dq_fail_mode mode,
+                    int64_t retry_delay_ms, const dq_retry_policy *p,
+                    uint32_t seed);
+dq_status proto_fail_reply(const redisReply *r, dq_fail_result *out);
+
+void proto_reap_cmd(struct cmd *c, const struct queue_keys *k, int batch,
+                    const dq_retry_policy *p, uint32_t seed);
+dq_status proto_reap_reply(const redisReply *r, dq_reap_result *out);
+
+dq_status proto_cancel_reply(const redisReply *r);
+dq_status proto_stats_reply(const redisReply *r, dq_stats *out);
+dq_status proto_show_reply(const redisReply *r, dq_job_info *out);
+dq_status proto_dead_list_reply(const redisReply *r, dq_dead_page *out);
+/* requeue and purge: {moved, remaining}. */
+dq_status proto_count_reply(const redisReply *r, int64_t *moved,
+                            int64_t *remaining);
+
+void proto_job_free(dq_job *j);
+
+#endif

@@ -1,0 +1,63 @@
+-- claim: take up to `max` due jobs into processing, each with a lease that
+-- ends at now + lease_ms, and count the attempt.
+-- ARGV: max, lease_ms
+-- Returns {now_ms, wait_ms, n, then n groups of 9:
+--          id, type, payload, attempt, max_attempts, due_ms, created_ms,
+--          fence, last_error}
+-- wait_ms is the time until the next delayed job is due (0 when more are
+-- due already), or -1 when none is delayed.  fence identifies this claim:
+-- ack and fail must present it, so that a worker whose lease expired cannot
+-- finish a job that was claimed again.
+local now = now_ms()
+local max = tonumber(ARGV[1])
+local deadline = now + tonumber(ARGV[2])
+local ids = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, max)
+local n = #ids
+local out = { now, -1, 0 }
+if n > 0 then
+  redis.call('ZREMRANGEBYRANK', KEYS[2], 0, n - 1)
+  local raws = redis.call('HMGET', KEYS[1], unpack(ids))
+  local fence = redis.call('HINCRBY', KEYS[5], 'fence', n) - n
+  local hset, zadd, bury = {}, {}, {}
+  local claimed = 0
+  for i = 1, n do
+    local id = ids[i]
+    local j = decode(raws[i])
+    if j then
+      fence = fence + 1
+      j.attempts = j.attempts + 1
+      j.fence = fence
+      hset[#hset + 1] = id
+      hset[#hset + 1] = encode(j)
+      zadd[#zadd + 1] = deadline
+      zadd[#zadd + 1] = id
+      out[#out + 1] = id
+      out[#out + 1] = j.type
+      out[#out + 1] = j.payload
+      out[#out + 1] = j.attempts
+      out[#out + 1] = j.max
+      out[#out + 1] = j.due
+      out[#out + 1] = j.created
+      out[#out + 1] = j.fence
+      out[#out + 1] = j.err
+      claimed = claimed + 1
+    elseif raws[i] then
+      -- Unreadable record: keep it for an operator rather than drop it.
+      bury[#bury + 1] = now
+      bury[#bury + 1] = id
+    end
+  end
+  if claimed > 0 then
+    redis.call('HSET', KEYS[1], unpack(hset))
+    redis.call('ZADD', KEYS[3], unpack(zadd))
+  end
+  if #bury > 0 then redis.call('ZADD', KEYS[4], unpack(bury)) end
+  out[3] = claimed
+end
+if n == max then
+  out[2] = 0
+else
+  local head = head_due(KEYS[2])
+  if head then out[2] = math.max(0, head - now) end
+end
+return out

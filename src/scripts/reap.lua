@@ -1,0 +1,63 @@
+-- reap: jobs whose lease expired (their worker died or hung) go through the
+-- same retry-or-dead decision as a failure, with the error "lease expired".
+-- ARGV: wake_channel, batch, backoff_base_ms, backoff_cap_ms, jitter, seed,
+--       default_max_attempts, then optional pairs type, max_attempts
+-- Returns {retried, dead, wait_ms}: wait_ms is 0 when more leases have
+-- expired already, else the time until the next lease expires, or -1.
+local now = now_ms()
+local batch = tonumber(ARGV[2])
+local ids = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'LIMIT', 0, batch)
+local n = #ids
+local retried, dead = 0, 0
+if n > 0 then
+  local per_type = {}
+  for i = 8, #ARGV - 1, 2 do per_type[ARGV[i]] = tonumber(ARGV[i + 1]) end
+  local default_max = tonumber(ARGV[7])
+  local rng = make_rng(ARGV[6])
+  local base, cap, jitter = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+  redis.call('ZREMRANGEBYRANK', KEYS[3], 0, n - 1)
+  local raws = redis.call('HMGET', KEYS[1], unpack(ids))
+  local hset, zdelayed, zdead = {}, {}, {}
+  local soonest = nil
+  for i = 1, n do
+    local id = ids[i]
+    local j = decode(raws[i])
+    if not j then
+      if raws[i] then
+        zdead[#zdead + 1] = now
+        zdead[#zdead + 1] = id
+        dead = dead + 1
+      end
+    else
+      j.err = 'lease expired'
+      if j.attempts >= attempts_allowed(j, per_type[j.type] or default_max) then
+        zdead[#zdead + 1] = now
+        zdead[#zdead + 1] = id
+        dead = dead + 1
+      else
+        j.due = now + backoff_ms(j.attempts, base, cap, jitter, rng)
+        zdelayed[#zdelayed + 1] = j.due
+        zdelayed[#zdelayed + 1] = id
+        if soonest == nil or j.due < soonest then soonest = j.due end
+        retried = retried + 1
+      end
+      hset[#hset + 1] = id
+      hset[#hset + 1] = encode(j)
+    end
+  end
+  if #hset > 0 then redis.call('HSET', KEYS[1], unpack(hset)) end
+  if #zdead > 0 then redis.call('ZADD', KEYS[4], unpack(zdead)) end
+  if #zdelayed > 0 then
+    local before = head_due(KEYS[2])
+    redis.call('ZADD', KEYS[2], unpack(zdelayed))
+    wake_if_sooner(ARGV[1], before, soonest)
+  end
+end
+local wait = -1
+if n == batch then
+  wait = 0
+else
+  local h = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
+  if h[2] then wait = math.max(0, tonumber(h[2]) - now) end
+end
+return { retried, dead, wait }

@@ -1,0 +1,44 @@
+-- requeue: give dead jobs a new life, due now with their attempts reset;
+-- the last error is kept for reference.
+-- ARGV: wake_channel, id ('' = the oldest `batch` dead jobs), batch
+-- Returns {moved, remaining_dead}; moved is 0 when the id is not dead.
+local now = now_ms()
+local ids
+if ARGV[2] ~= '' then
+  if redis.call('ZREM', KEYS[4], ARGV[2]) == 0 then
+    return { 0, redis.call('ZCARD', KEYS[4]) }
+  end
+  ids = { ARGV[2] }
+else
+  ids = redis.call('ZRANGE', KEYS[4], 0, tonumber(ARGV[3]) - 1)
+  if #ids > 0 then redis.call('ZREMRANGEBYRANK', KEYS[4], 0, #ids - 1) end
+end
+local moved = 0
+if #ids > 0 then
+  local raws = redis.call('HMGET', KEYS[1], unpack(ids))
+  local hset, zadd, unreadable = {}, {}, {}
+  for i, id in ipairs(ids) do
+    local j = decode(raws[i])
+    if j then
+      j.attempts = 0
+      j.due = now
+      hset[#hset + 1] = id
+      hset[#hset + 1] = encode(j)
+      zadd[#zadd + 1] = now
+      zadd[#zadd + 1] = id
+      moved = moved + 1
+    elseif raws[i] then
+      unreadable[#unreadable + 1] = now
+      unreadable[#unreadable + 1] = id
+    end
+  end
+  -- An unreadable record cannot run: it stays dead for an operator.
+  if #unreadable > 0 then redis.call('ZADD', KEYS[4], unpack(unreadable)) end
+  if moved > 0 then
+    local before = head_due(KEYS[2])
+    redis.call('HSET', KEYS[1], unpack(hset))
+    redis.call('ZADD', KEYS[2], unpack(zadd))
+    wake_if_sooner(ARGV[1], before, now)
+  end
+end
+return { moved, redis.call('ZCARD', KEYS[4]) }

@@ -1,0 +1,14 @@
+#!lua flags=no-writes
+-- stats: the queue's figures in one consistent read.
+-- Returns {now_ms, delayed (not yet due), due (due, waiting for a worker),
+--          processing, dead, next_due_in_ms (-1 when nothing is delayed),
+--          expired (processing past their lease, waiting for the reaper)}
+local now = now_ms()
+local total = redis.call('ZCARD', KEYS[2])
+local due = redis.call('ZCOUNT', KEYS[2], '-inf', now)
+local head = head_due(KEYS[2])
+local next_in = -1
+if head then next_in = math.max(0, head - now) end
+return { now, total - due, due, redis.call('ZCARD', KEYS[3]),
+         redis.call('ZCARD', KEYS[4]), next_in,
+         redis.call('ZCOUNT', KEYS[3], '-inf', now) }

@@ -1,0 +1,48 @@
+/*
+ * A real redis-server for the tests: started on a private unix socket in a
+ * temporary directory, with persistence off, and stopped by pid.
+ *
+ * When no redis-server can be found the test program exits 77, which the
+ * automake test driver reports as SKIP; CI installs redis-server, so there
+ * it always runs.
+ */
+#ifndef DQ_TEST_FIXTURE_H
+#define DQ_TEST_FIXTURE_H
+
+#include <delayq/client.h>
+#include <sys/types.h>
+
+struct redis_fixture {
+    char dir[128];       /* the temporary directory */
+    char sock[192];      /* DIR/redis.sock */
+    char conf_path[192]; /* scratch file name under DIR, for tests */
+    pid_t pid;
+};
+
+/* Start a server; on failure print why and exit 1 (77 if absent). */
+void fixture_redis_start(struct redis_fixture *f);
+
+/* Stop the server (SIGTERM, then SIGKILL after 5 s) and remove DIR. */
+void fixture_redis_stop(struct redis_fixture *f);
+
+/* Restart the server on the same socket (its data is lost: no persistence). */
+void fixture_redis_restart(struct redis_fixture *f);
+
+/* Delete every key. */
+void fixture_redis_flush(const struct redis_fixture *f);
+
+/* A client on the fixture's socket; the test fails if it cannot connect. */
+dq_client *fixture_client(const struct redis_fixture *f);
+
+/* Options that reach the fixture (its socket), for tests that set more. */
+void fixture_options(const struct redis_fixture *f, dq_options *opt);
+
+/* Run a raw command on the fixture (printf-style, as redisCommand) and
+ * return its integer reply, or the length of an array reply; -1 on error. */
+long long fixture_redis_int(const struct redis_fixture *f, const char *fmt, ...);
+
+/* Path of a built program: $(top_builddir)/NAME, from the environment
+ * variable TOP_BUILDDIR the test harness sets (default "."). */
+const char *fixture_build_path(const char *name);
+
+#endif
