@@ -166,6 +166,12 @@ dq_status dq_ack(dq_client *c, const char *queue, const char *id, int64_t fence)
 dq_status dq_ack_many(dq_client *c, const char *queue, const dq_job *jobs,
                       size_t n, bool *acked);
 
+/* Give back `n` claimed jobs that were not started: they return to the
+ * queue at their due time without counting the attempt.  *released (may be
+ * NULL) counts those still held under their fence. */
+dq_status dq_release(dq_client *c, const char *queue, const dq_job *jobs,
+                     size_t n, size_t *released);
+
 typedef struct dq_retry_policy {
     int64_t base_ms;        /* first retry after about this long (1000) */
     int64_t cap_ms;         /* no retry waits longer (3600000) */

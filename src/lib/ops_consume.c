@@ -121,6 +121,28 @@ dq_status dq_ack(dq_client *c, const char *queue, const char *id, int64_t fence)
     return st;
 }
 
+static dq_status read_count(const redisReply *r, void *out)
+{
+    if (!r || r->type != REDIS_REPLY_INTEGER)
+        return DQ_ERR_REDIS;
+    *(size_t *)out = (size_t)r->integer;
+    return DQ_OK;
+}
+
+dq_status dq_release(dq_client *c, const char *queue, const dq_job *jobs,
+                     size_t n, size_t *released)
+{
+    size_t tmp;
+    struct queue_keys k;
+    dq_status st = client_queue_keys(c, queue, &k);
+    if (st != DQ_OK || n == 0)
+        return st;
+    struct cmd cmd;
+    cmd_init(&cmd);
+    proto_release_cmd(&cmd, &k, jobs, n);
+    return run_and_read(c, &cmd, DQ_SCRIPT_RELEASE, read_count, released ? released : &tmp);
+}
+
 static dq_status read_fail(const redisReply *r, void *out)
 {
     return proto_fail_reply(r, out);

@@ -159,6 +159,17 @@ void proto_ack_cmd(struct cmd *c, const struct queue_keys *k,
     }
 }
 
+void proto_release_cmd(struct cmd *c, const struct queue_keys *k,
+                       const dq_job *jobs, size_t n)
+{
+    cmd_eval(c, DQ_SCRIPT_RELEASE, k);
+    cmd_push_str(c, k->wake);
+    for (size_t i = 0; i < n; i++) {
+        cmd_push_str(c, jobs[i].id);
+        cmd_push_i64(c, jobs[i].fence);
+    }
+}
+
 dq_status proto_ack_reply(const redisReply *r, size_t n, bool *acked)
 {
     if (!is_array(r, n) || r->elements != n)
@@ -287,6 +298,10 @@ dq_status proto_show_reply(const redisReply *r, dq_job_info *out)
     dq_status st = read_job(r, 0, &out->job);
     free(out->job.id);
     out->job.id = NULL;
+    /* ... except that show gives created_ms before due_ms (protocol.md). */
+    int64_t created = out->job.due_ms;
+    out->job.due_ms = out->job.created_ms;
+    out->job.created_ms = created;
     return st;
 }
 

@@ -26,6 +26,10 @@ void proto_claim_cmd(struct cmd *c, const struct queue_keys *k, int max,
                      int64_t lease_ms);
 dq_status proto_claim_reply(const redisReply *r, dq_claim_result *out);
 
+/* release: give back claimed jobs that were not started. */
+void proto_release_cmd(struct cmd *c, const struct queue_keys *k,
+                       const dq_job *jobs, size_t n);
+
 void proto_ack_cmd(struct cmd *c, const struct queue_keys *k,
                    const dq_job *jobs, size_t n);
 dq_status proto_ack_reply(const redisReply *r, size_t n, bool *acked);

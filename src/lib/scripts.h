@@ -19,6 +19,7 @@ enum dq_script_id {
     DQ_SCRIPT_STATS,
     DQ_SCRIPT_SHOW,
     DQ_SCRIPT_DEAD_LIST,
+    DQ_SCRIPT_RELEASE,
     DQ_SCRIPT_COUNT
 };
 

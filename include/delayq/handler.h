@@ -1,0 +1,141 @@
+/*
+ * The delayq handler ABI: how delayqd runs a job through a plugin.
+ *
+ * A handler is a shared object that exports exactly one symbol, the
+ * descriptor DQ_HANDLER_SYMBOL ("dq_handler_v1" for ABI 1).  The ABI version
+ * is both in the symbol's name and in the descriptor, so a handler built for
+ * another ABI fails dlsym() cleanly and delayqd refuses it by name.  Build
+ * one with:
+ *
+ *   cc -shared -fPIC -o myhandler.so myhandler.c $(pkg-config --cflags delayq-handler)
+ *
+ * and define the descriptor with DQ_HANDLER_DEFINE (see docs/handlers.md).
+ *
+ * Life cycle, in each worker process:
+ *   init(host, settings, &state, err, errlen) once, after the worker starts;
+ *   handle(state, job, outcome) for each job of the types mapped to it, one
+ *   at a time; fini(state) when the worker stops.
+ * init runs once more in `delayqd -t` (then fini), so that a configuration
+ * check also checks the handler's settings.
+ *
+ * Ownership: everything the host passes (job, settings, host table) is
+ * borrowed and valid only during the call, except `host` and `settings`,
+ * which stay valid until fini returns.  A handler must not exit(), must not
+ * install signal handlers, and must not keep the job's pointers after
+ * handle returns.  A handler that overruns its configured timeout is killed
+ * with its worker process, and the job is retried or buried.
+ *
+ * ABI history:
+ *   1  first version.
+ * Bump DQ_HANDLER_ABI_VERSION (and the symbol name) on any incompatible
+ * change to the structures or the calling convention below.  New host
+ * services are added only at the end of dq_host, with host->size telling a
+ * handler which ones exist.
+ */
+#ifndef DELAYQ_HANDLER_H
+#define DELAYQ_HANDLER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define DQ_HANDLER_ABI_VERSION 1
+#define DQ_HANDLER_SYMBOL "dq_handler_v1"
+
+/* What became of one attempt. */
+typedef enum dq_handler_result {
+    DQ_HANDLER_OK = 0,      /* done: the job is deleted */
+    DQ_HANDLER_RETRY = 1,   /* try again later, unless attempts are used up */
+    DQ_HANDLER_FAIL = 2     /* dead now: no more attempts */
+} dq_handler_result;
+
+/* The job, as the handler sees it.  All pointers are borrowed. */
+typedef struct dq_handler_job {
+    const char *queue;
+    const char *id;
+    const char *type;
+    const void *payload;    /* opaque bytes, followed by a NUL for convenience */
+    size_t payload_len;
+    int attempt;            /* 1 on the first run */
+    int max_attempts;       /* attempts allowed in all */
+    int64_t due_ms;         /* Unix ms, Redis server clock */
+    int64_t created_ms;
+    const char *last_error; /* of the previous attempt, "" if none */
+} dq_handler_job;
+
+/* Filled by handle() beyond its result. */
+typedef struct dq_handler_outcome {
+    /* With DQ_HANDLER_RETRY: wait this long before the retry; -1 (preset)
+     * means the queue's backoff. */
+    int64_t retry_delay_ms;
+    /* With RETRY or FAIL: why, one line; kept as the job's last error. */
+    char error[512];
+} dq_handler_outcome;
+
+/* The handler's settings group from the configuration, read through the
+ * host's accessors, so a handler need not link libconfig. */
+typedef struct dq_settings dq_settings;
+
+enum dq_log_level { DQ_LOG_DEBUG, DQ_LOG_INFO, DQ_LOG_WARN, DQ_LOG_ERR };
+
+/* Services the daemon offers a handler. */
+typedef struct dq_host {
+    size_t size;            /* sizeof(dq_host) of the daemon: check before
+                               using a member added after ABI 1 */
+    int abi_version;
+
+    /* Settings: `name` is a key in the handler's settings group.  Each
+     * returns `def` when the key is absent; a value of the wrong type is
+     * reported by setting_error. */
+    const char *(*setting_string)(const dq_settings *s, const char *name,
+                                  const char *def);
+    int64_t (*setting_int)(const dq_settings *s, const char *name, int64_t def);
+    int (*setting_bool)(const dq_settings *s, const char *name, int def);
+    /* A duration such as "500ms", "30s"; returns milliseconds. */
+    int64_t (*setting_duration_ms)(const dq_settings *s, const char *name,
+                                   int64_t def);
+    /* A list of strings ("argv = ["a", "b"]"): the count, and each element
+     * with setting_list_item (NULL past the end). */
+    size_t (*setting_list_len)(const dq_settings *s, const char *name);
+    const char *(*setting_list_item)(const dq_settings *s, const char *name,
+                                     size_t i);
+    /* The first problem met by the accessors above ("FILE:LINE: ..."), or
+     * NULL.  init should fail with it. */
+    const char *(*setting_error)(const dq_settings *s);
+
+    /* Log one line through the daemon's log, tagged with the worker. */
+    void (*log)(enum dq_log_level level, const char *fmt, ...)
+        __attribute__((format(printf, 2, 3)));
+
+    /* The handler's per-type timeout in ms (0: none).  A handler that waits
+     * on the network should give up a little before it. */
+    int64_t timeout_ms;
+} dq_host;
+
+/* The descriptor a handler exports. */
+typedef struct dq_handler {
+    int abi_version;        /* DQ_HANDLER_ABI_VERSION */
+    const char *name;       /* short name, for logs */
+    /* Prepare; return 0, or -1 with a one-line reason in err.  May be NULL. */
+    int (*init)(const dq_host *host, const dq_settings *settings, void **state,
+                char *err, size_t errlen);
+    /* Run one job.  Required. */
+    dq_handler_result (*handle)(void *state, const dq_handler_job *job,
+                                dq_handler_outcome *out);
+    /* Release what init took.  May be NULL. */
+    void (*fini)(void *state);
+} dq_handler;
+
+/* Define the exported descriptor:
+ *   DQ_HANDLER_DEFINE("log", log_init, log_handle, log_fini);          */
+#define DQ_HANDLER_DEFINE(NAME, INIT, HANDLE, FINI)                         \
+    __attribute__((visibility("default"))) const dq_handler dq_handler_v1 = \
+        { DQ_HANDLER_ABI_VERSION, NAME, INIT, HANDLE, FINI }
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* DELAYQ_HANDLER_H */

@@ -1,0 +1,68 @@
+/*
+ * The daemon's configuration file (libconfig syntax; etc/delayqd.conf is
+ * the commented example).  Loaded whole at start and on SIGHUP; a file
+ * that fails any check is refused with one "FILE:LINE: message" and, on
+ * reload, the configuration in force is kept.
+ */
+#ifndef DQ_DCONFIG_H
+#define DQ_DCONFIG_H
+
+#include <delayq/client.h>
+#include <libconfig.h>
+#include <stdint.h>
+
+#include "config/redis_conf.h"
+
+#define DCONFIG_MAX_QUEUES 64
+#define DCONFIG_MAX_WORKERS 256     /* over all queues */
+
+struct queue_conf {
+    char *name;
+    int workers;                /* processes claiming from this queue */
+    int64_t lease_ms;           /* claim lease; longer than any timeout */
+    int batch;                  /* jobs per claim */
+    dq_retry_policy retry;      /* backoff and default max attempts */
+    int line;
+};
+
+struct handler_conf {
+    char *type;                 /* a job type, or "*" for every other type */
+    char *file;                 /* .so, relative to handler_dir unless absolute */
+    int64_t timeout_ms;         /* the handler is stopped after this */
+    int max_attempts;           /* 0: the queue's */
+    const config_setting_t *settings; /* the handler's own group, or NULL */
+    int line;
+};
+
+struct daemon_conf {
+    config_t cfg;               /* kept: settings point into it */
+    char *path;
+    struct redis_conf redis;
+    struct queue_conf *queues;
+    size_t nqueues;
+    struct handler_conf *handlers;
+    size_t nhandlers;
+    char *handler_dir;
+    int64_t shutdown_timeout_ms;
+    int64_t reaper_interval_ms; /* longest sleep between reaps */
+    int reaper_batch;
+    int log_level;
+    int log_syslog;             /* 1: syslog, 0: stderr */
+};
+
+/* Load and check `path` into `dc` (which it initialises).  Returns 0, or -1
+ * with one line in err; `dc` then owns nothing. */
+int dconfig_load(struct daemon_conf *dc, const char *path, char *err,
+                 size_t errlen) __attribute__((warn_unused_result));
+
+void dconfig_free(struct daemon_conf *dc);
+
+/* The handler entry for a job type: the exact entry, else "*", else NULL. */
+const struct handler_conf *dconfig_handler_for(const struct daemon_conf *dc,
+                                               const char *type);
+
+/* Attempts allowed for a type on a queue: the handler's, else the queue's. */
+int dconfig_max_attempts(const struct daemon_conf *dc, const struct queue_conf *q,
+                         const char *type);
+
+#endif

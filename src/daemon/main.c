@@ -1,0 +1,149 @@
+/*
+ * delayqd: arguments, configuration, hand-off to the supervisor.
+ *
+ *   delayqd -c FILE [-t] [-f]
+ *
+ * Exit codes (sysexits): 0 stopped cleanly / configuration OK; 64 usage;
+ * 71 could not set up; 78 configuration error.
+ */
+#include "config.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "daemon/dconfig.h"
+#include "daemon/handlers.h"
+#include "daemon/log.h"
+#include "daemon/redis_check.h"
+#include "daemon/supervisor.h"
+
+#define EXIT_USAGE 64
+#define EXIT_OSERR 71
+#define EXIT_CONFIG 78
+
+#ifndef SYSCONFDIR
+#define SYSCONFDIR "/etc"
+#endif
+
+static void usage(FILE *to)
+{
+    fprintf(to,
+            "usage: delayqd [-c FILE] [-t] [-f]\n"
+            "  -c FILE   configuration (default " SYSCONFDIR "/delayq/delayqd.conf)\n"
+            "  -t        check the configuration and every handler, then exit\n"
+            "  -f        stay in the foreground (as under systemd)\n"
+            "  -h        this help; -V the version\n"
+            "exit codes: 0 ok, 64 usage, 71 cannot set up, 78 configuration error\n");
+}
+
+/* Detach from the terminal: the classic double fork, a new session, and
+ * standard input and output on /dev/null. */
+static int daemonize(void)
+{
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid > 0)
+        _exit(0);
+    if (setsid() < 0)
+        return -1;
+    pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid > 0)
+        _exit(0);
+    if (chdir("/") < 0)
+        return -1;
+    if (!freopen("/dev/null", "r", stdin) || !freopen("/dev/null", "w", stdout))
+        return -1;
+    return 0;
+}
+
+/* Load the configuration and every handler, as both -t and start do. */
+static struct daemon_conf *load_all(const char *path)
+{
+    char err[800];
+    struct daemon_conf *conf = malloc(sizeof *conf);
+    if (!conf) {
+        fprintf(stderr, "delayqd: out of memory\n");
+        return NULL;
+    }
+    if (dconfig_load(conf, path, err, sizeof err) < 0) {
+        fprintf(stderr, "delayqd: %s\n", err);
+        free(conf);
+        return NULL;
+    }
+    struct handler_table t;
+    if (handlers_open(&t, conf, err, sizeof err) < 0) {
+        fprintf(stderr, "delayqd: %s\n", err);
+        dconfig_free(conf);
+        free(conf);
+        return NULL;
+    }
+    handlers_close(&t);
+    return conf;
+}
+
+static void log_summary(const struct daemon_conf *conf)
+{
+    const struct redis_conf *r = &conf->redis;
+    if (r->unix_socket)
+        log_info("starting: config %s, redis %s db %d", conf->path, r->unix_socket, r->db);
+    else
+        log_info("starting: config %s, redis %s:%d db %d", conf->path,
+                 r->host ? r->host : "127.0.0.1", r->port, r->db);
+    for (size_t i = 0; i < conf->nqueues; i++) {
+        const struct queue_conf *q = &conf->queues[i];
+        log_info("queue %s: %d worker%s, lease %llds, batch %d, max attempts %d", q->name,
+                 q->workers, q->workers == 1 ? "" : "s", (long long)q->lease_ms / 1000,
+                 q->batch, q->retry.default_max_attempts);
+    }
+    for (size_t i = 0; i < conf->nhandlers; i++)
+        log_info("handler %s: %s, timeout %lldms", conf->handlers[i].type,
+                 conf->handlers[i].file, (long long)conf->handlers[i].timeout_ms);
+}
+
+int main(int argc, char **argv)
+{
+    const char *path = SYSCONFDIR "/delayq/delayqd.conf";
+    int check_only = 0, foreground = 0;
+    int opt;
+    while ((opt = getopt(argc, argv, "c:tfhV")) != -1) {
+        switch (opt) {
+        case 'c': path = optarg; break;
+        case 't': check_only = 1; break;
+        case 'f': foreground = 1; break;
+        case 'h': usage(stdout); return 0;
+        case 'V': printf("delayqd %s\n", PACKAGE_VERSION); return 0;
+        default: usage(stderr); return EXIT_USAGE;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "delayqd: unexpected argument '%s'\n", argv[optind]);
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    struct daemon_conf *conf = load_all(path);
+    if (!conf)
+        return EXIT_CONFIG;
+    if (check_only) {
+        printf("delayqd: %s: configuration OK (%zu queue%s, %zu handler%s)\n", path,
+               conf->nqueues, conf->nqueues == 1 ? "" : "s", conf->nhandlers,
+               conf->nhandlers == 1 ? "" : "s");
+        dconfig_free(conf);
+        free(conf);
+        return 0;
+    }
+    int to_syslog = conf->log_syslog || !foreground;
+    log_setup(to_syslog ? LOG_TO_SYSLOG : LOG_TO_STDERR, conf->log_level);
+    if (!foreground && daemonize() < 0) {
+        perror("delayqd: daemonize");
+        return EXIT_OSERR;
+    }
+    log_summary(conf);
+    redis_check_server(&conf->redis);
+    return supervisor_run(conf, path);
+}

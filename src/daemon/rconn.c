@@ -1,0 +1,426 @@
+#include "daemon/rconn.h"
+
+#include <hiredis/adapters/libevent.h>
+#include <hiredis/async.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/log.h"
+#include "lib/scripts.h"
+
+#define BACKOFF_MIN_MS 100
+#define BACKOFF_MAX_MS 5000
+
+struct rconn {
+    struct event_base *base;
+    redisAsyncContext *ac;      /* NULL while down; hiredis frees it */
+    int up;                     /* handshake done */
+    char *name;
+    char *host, *unix_path, *user, *password;
+    int port, db, keepalive;
+    int connect_timeout_ms, command_timeout_ms;
+    struct rconn_events ev;
+    struct event *connect_timer; /* deadline of connect + handshake */
+    struct event *retry_timer;   /* next reconnect attempt */
+    int backoff_ms;
+    int failures;               /* attempts since the connection was last up */
+    int pending;                /* handshake replies still expected */
+    char *channel;              /* subscribed channel, or NULL */
+    rconn_message_fn on_message;
+    void *message_arg;
+};
+
+/* One request in flight: the formatted command is kept so that it can be
+ * re-sent after NOSCRIPT. */
+struct request {
+    struct rconn *rc;
+    rconn_reply_fn fn;
+    void *arg;
+    char *formatted;
+    int len;
+    int script;
+    int resent;
+    struct event *deadline;
+    redisAsyncContext *ac;      /* the connection it was sent on */
+};
+
+static void schedule_reconnect(struct rconn *rc);
+
+static void where(const struct rconn *rc, char *buf, size_t len)
+{
+    if (rc->unix_path)
+        snprintf(buf, len, "%s", rc->unix_path);
+    else
+        snprintf(buf, len, "%s:%d", rc->host, rc->port);
+}
+
+/* Note a failure: logged on the first failure of an outage only. */
+static void note_failure(struct rconn *rc, const char *why)
+{
+    if (rc->failures++ == 0) {
+        char addr[300];
+        where(rc, addr, sizeof addr);
+        log_warn("redis %s (%s connection): %s; reconnecting", addr, rc->name, why);
+    }
+}
+
+/* Tear the context down now (from a timer, never from a hiredis callback).
+ * Pending requests get a NULL reply through hiredis. */
+static void drop(struct rconn *rc, const char *why)
+{
+    redisAsyncContext *ac = rc->ac;
+    int was_up = rc->up;
+    rc->ac = NULL;
+    rc->up = 0;
+    evtimer_del(rc->connect_timer);
+    note_failure(rc, why);
+    if (ac)
+        redisAsyncFree(ac);
+    if (was_up && rc->ev.on_down)
+        rc->ev.on_down(rc, rc->ev.arg);
+    schedule_reconnect(rc);
+}
+
+/* ---- requests ------------------------------------------------------------ */
+
+static void request_free(struct request *req)
+{
+    if (req->deadline)
+        event_free(req->deadline);
+    free(req->formatted);
+    free(req);
+}
+
+static void on_deadline(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct request *req = arg;
+    struct rconn *rc = req->rc;
+    if (rc->ac == req->ac && rc->ac)
+        drop(rc, "no reply within the command timeout");
+}
+
+static void on_reply(redisAsyncContext *ac, void *r, void *privdata);
+
+static int request_write(struct request *req)
+{
+    struct rconn *rc = req->rc;
+    req->ac = rc->ac;
+    if (redisAsyncFormattedCommand(rc->ac, on_reply, req, req->formatted,
+                                   (size_t)req->len) != REDIS_OK)
+        return -1;
+    if (rc->command_timeout_ms > 0) {
+        struct timeval tv = { rc->command_timeout_ms / 1000,
+                              (rc->command_timeout_ms % 1000) * 1000 };
+        evtimer_add(req->deadline, &tv);
+    }
+    return 0;
+}
+
+static int is_noscript(const redisReply *r)
+{
+    return r && r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0;
+}
+
+static void send_script_load(struct rconn *rc, int script);
+
+static void on_reply(redisAsyncContext *ac, void *r, void *privdata)
+{
+    (void)ac;
+    struct request *req = privdata;
+    struct rconn *rc = req->rc;
+    redisReply *reply = r;
+    evtimer_del(req->deadline);
+    /* The script vanished (SCRIPT FLUSH): load it and send once more; the
+     * script did not run, so this is safe. */
+    if (is_noscript(reply) && !req->resent && req->script >= 0 && rc->ac == req->ac
+        && rc->up) {
+        req->resent = 1;
+        send_script_load(rc, req->script);
+        if (request_write(req) == 0)
+            return;
+        reply = NULL;
+    }
+    if (reply && reply->type == REDIS_REPLY_ERROR)
+        log_warn("redis error (%s connection): %s", rc->name, reply->str);
+    req->fn(rc, reply, req->arg);
+    request_free(req);
+}
+
+int rconn_send(struct rconn *rc, const struct cmd *cmd, int script,
+               rconn_reply_fn fn, void *arg)
+{
+    if (!rc->up || !rc->ac || cmd->oom)
+        return -1;
+    struct request *req = calloc(1, sizeof *req);
+    if (!req)
+        return -1;
+    req->rc = rc;
+    req->fn = fn;
+    req->arg = arg;
+    req->script = script;
+    req->len = redisFormatCommandArgv(&req->formatted, cmd->argc, cmd->argv, cmd->lens);
+    req->deadline = evtimer_new(rc->base, on_deadline, req);
+    if (req->len < 0 || !req->deadline || request_write(req) < 0) {
+        request_free(req);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- connecting ---------------------------------------------------------- */
+
+static void handshake_done(struct rconn *rc)
+{
+    evtimer_del(rc->connect_timer);
+    if (rc->failures > 0) {
+        char addr[300];
+        where(rc, addr, sizeof addr);
+        log_info("redis %s (%s connection): connected again after %d attempt%s",
+                 addr, rc->name, rc->failures, rc->failures == 1 ? "" : "s");
+    }
+    rc->failures = 0;
+    rc->backoff_ms = BACKOFF_MIN_MS;
+    rc->up = 1;
+    if (rc->ev.on_up)
+        rc->ev.on_up(rc, rc->ev.arg);
+}
+
+/* Replies to the handshake (AUTH, SELECT, SCRIPT LOAD, SUBSCRIBE's first
+ * reply): any error fails the connection attempt. */
+static void on_handshake_reply(redisAsyncContext *ac, void *r, void *privdata)
+{
+    struct rconn *rc = privdata;
+    redisReply *reply = r;
+    if (rc->ac != ac || !reply)
+        return;
+    if (reply->type == REDIS_REPLY_ERROR) {
+        char why[300];
+        snprintf(why, sizeof why, "handshake refused: %s", reply->str);
+        /* Not from inside the callback: let the connect timer drop it. */
+        note_failure(rc, why);
+        struct timeval now = { 0, 0 };
+        evtimer_add(rc->connect_timer, &now);
+        return;
+    }
+    if (--rc->pending == 0)
+        handshake_done(rc);
+}
+
+static void on_message(redisAsyncContext *ac, void *r, void *privdata)
+{
+    struct rconn *rc = privdata;
+    redisReply *reply = r;
+    if (rc->ac != ac || !reply || reply->type != REDIS_REPLY_ARRAY || reply->elements < 3)
+        return;
+    const redisReply *kind = reply->element[0];
+    if (kind->type == REDIS_REPLY_STRING && strcmp(kind->str, "subscribe") == 0) {
+        if (--rc->pending == 0)
+            handshake_done(rc);
+        return;
+    }
+    const redisReply *payload = reply->element[2];
+    if (kind->type == REDIS_REPLY_STRING && strcmp(kind->str, "message") == 0
+        && payload->type == REDIS_REPLY_STRING && rc->on_message)
+        rc->on_message(rc, payload->str, payload->len, rc->message_arg);
+}
+
+static void send_script_load(struct rconn *rc, int script)
+{
+    redisAsyncCommand(rc->ac, NULL, NULL, "SCRIPT LOAD %s", dq_scripts[script].text);
+}
+
+static void start_handshake(struct rconn *rc)
+{
+    redisAsyncContext *ac = rc->ac;
+    rc->pending = 0;
+    if (rc->password) {
+        rc->pending++;
+        if (rc->user)
+            redisAsyncCommand(ac, on_handshake_reply, rc, "AUTH %s %s", rc->user, rc->password);
+        else
+            redisAsyncCommand(ac, on_handshake_reply, rc, "AUTH %s", rc->password);
+    }
+    if (rc->db) {
+        rc->pending++;
+        redisAsyncCommand(ac, on_handshake_reply, rc, "SELECT %d", rc->db);
+    }
+    if (rc->channel) {
+        rc->pending++;
+        redisAsyncCommand(ac, on_message, rc, "SUBSCRIBE %s", rc->channel);
+        return;
+    }
+    for (int s = 0; s < DQ_SCRIPT_COUNT; s++) {
+        rc->pending++;
+        redisAsyncCommand(ac, on_handshake_reply, rc, "SCRIPT LOAD %s", dq_scripts[s].text);
+    }
+}
+
+static void on_connect(const redisAsyncContext *ac, int status)
+{
+    struct rconn *rc = ac->data;
+    if (rc->ac != ac)
+        return;
+    if (status != REDIS_OK) {
+        /* hiredis frees the context after this callback. */
+        rc->ac = NULL;
+        evtimer_del(rc->connect_timer);
+        note_failure(rc, ac->errstr);
+        schedule_reconnect(rc);
+        return;
+    }
+    if (!rc->unix_path && rc->keepalive)
+        redisEnableKeepAlive((redisContext *)&ac->c);
+    start_handshake(rc);
+}
+
+static void on_disconnect(const redisAsyncContext *ac, int status)
+{
+    struct rconn *rc = ac->data;
+    (void)status;
+    if (rc->ac != ac)
+        return;         /* we dropped it ourselves */
+    int was_up = rc->up;
+    rc->ac = NULL;      /* hiredis frees the context after this callback */
+    rc->up = 0;
+    evtimer_del(rc->connect_timer);
+    note_failure(rc, ac->errstr[0] ? ac->errstr : "connection closed");
+    if (was_up && rc->ev.on_down)
+        rc->ev.on_down(rc, rc->ev.arg);
+    schedule_reconnect(rc);
+}
+
+static void connect_now(struct rconn *rc)
+{
+    redisAsyncContext *ac = rc->unix_path ? redisAsyncConnectUnix(rc->unix_path)
+                                          : redisAsyncConnect(rc->host, rc->port);
+    if (!ac) {
+        note_failure(rc, "out of memory");
+        schedule_reconnect(rc);
+        return;
+    }
+    if (ac->err) {
+        note_failure(rc, ac->errstr);
+        redisAsyncFree(ac);
+        schedule_reconnect(rc);
+        return;
+    }
+    ac->data = rc;
+    rc->ac = ac;
+    /* The adapter first, then the callbacks (hiredis's own order). */
+    redisLibeventAttach(ac, rc->base);
+    redisAsyncSetConnectCallback(ac, on_connect);
+    redisAsyncSetDisconnectCallback(ac, on_disconnect);
+    struct timeval tv = { rc->connect_timeout_ms / 1000,
+                          (rc->connect_timeout_ms % 1000) * 1000 };
+    evtimer_add(rc->connect_timer, &tv);
+}
+
+static void on_retry_timer(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    connect_now(arg);
+}
+
+static void on_connect_timer(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct rconn *rc = arg;
+    if (rc->ac && !rc->up)
+        drop(rc, "connect or handshake timed out");
+    else if (rc->ac && rc->up)
+        drop(rc, "handshake failed");
+}
+
+/* Next attempt after the backoff, with +-25% jitter so that many workers
+ * do not reconnect in step after a Redis restart. */
+static void schedule_reconnect(struct rconn *rc)
+{
+    int ms = rc->backoff_ms;
+    ms += (int)((random() % (ms / 2 + 1)) - ms / 4);
+    rc->backoff_ms = rc->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : rc->backoff_ms * 2;
+    struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+    evtimer_add(rc->retry_timer, &tv);
+}
+
+static char *dup_or_null(const char *s)
+{
+    return s ? strdup(s) : NULL;
+}
+
+struct rconn *rconn_new(struct event_base *base, const dq_options *opt,
+                        const char *name, const struct rconn_events *ev)
+{
+    struct rconn *rc = calloc(1, sizeof *rc);
+    if (!rc)
+        return NULL;
+    rc->base = base;
+    rc->name = strdup(name);
+    rc->host = strdup(opt->host ? opt->host : "127.0.0.1");
+    rc->unix_path = dup_or_null(opt->unix_path);
+    rc->user = dup_or_null(opt->user);
+    rc->password = dup_or_null(opt->password);
+    rc->port = opt->port > 0 ? opt->port : 6379;
+    rc->db = opt->db;
+    rc->keepalive = opt->keepalive;
+    rc->connect_timeout_ms = opt->connect_timeout_ms > 0 ? opt->connect_timeout_ms : 5000;
+    rc->command_timeout_ms = opt->command_timeout_ms;
+    rc->backoff_ms = BACKOFF_MIN_MS;
+    if (ev)
+        rc->ev = *ev;
+    rc->connect_timer = evtimer_new(base, on_connect_timer, rc);
+    rc->retry_timer = evtimer_new(base, on_retry_timer, rc);
+    if (!rc->name || !rc->host || !rc->connect_timer || !rc->retry_timer) {
+        rconn_free(rc);
+        return NULL;
+    }
+    return rc;
+}
+
+void rconn_start(struct rconn *rc)
+{
+    if (!rc->ac)
+        connect_now(rc);
+}
+
+int rconn_is_up(const struct rconn *rc)
+{
+    return rc->up;
+}
+
+void rconn_subscribe(struct rconn *rc, const char *channel, rconn_message_fn fn,
+                     void *arg)
+{
+    free(rc->channel);
+    rc->channel = strdup(channel);
+    rc->on_message = fn;
+    rc->message_arg = arg;
+}
+
+void rconn_free(struct rconn *rc)
+{
+    if (!rc)
+        return;
+    redisAsyncContext *ac = rc->ac;
+    rc->ac = NULL;
+    rc->up = 0;
+    rc->ev.on_down = NULL;
+    if (ac)
+        redisAsyncFree(ac);
+    if (rc->connect_timer)
+        event_free(rc->connect_timer);
+    if (rc->retry_timer)
+        event_free(rc->retry_timer);
+    free(rc->name);
+    free(rc->host);
+    free(rc->unix_path);
+    free(rc->user);
+    if (rc->password)
+        memset(rc->password, 0, strlen(rc->password));
+    free(rc->password);
+    free(rc->channel);
+    free(rc);
+}

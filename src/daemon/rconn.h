@@ -1,0 +1,73 @@
+/*
+ * rconn: one asynchronous Redis connection on a libevent loop that stays
+ * up by itself.  The daemon's only user of hiredis's async API.
+ *
+ * hiredis 0.14 has no timeouts in its async API, so rconn arms its own
+ * timers: one for the connect (and handshake), one per request.  A request
+ * that misses its deadline drops the connection, which is then re-made on
+ * a timer with jittered exponential backoff (never inside a hiredis
+ * callback).  An outage is logged once when it starts and once when it
+ * ends, not at every attempt.
+ *
+ * On every (re)connect rconn authenticates, selects the database, loads
+ * every script (SCRIPT LOAD), then calls on_up.  A script command that
+ * meets NOSCRIPT anyway (SCRIPT FLUSH) is loaded and re-sent once.
+ */
+#ifndef DQ_RCONN_H
+#define DQ_RCONN_H
+
+#include <delayq/client.h>
+#include <event2/event.h>
+#include <hiredis/hiredis.h>
+
+#include "lib/cmd.h"
+
+struct rconn;
+
+/* A reply, or NULL when the request failed (connection lost, deadline
+ * missed, rconn freed).  The reply is freed after the callback returns:
+ * copy what must outlive it.  The callback may send new requests, but
+ * after a NULL reply they fail until on_up. */
+typedef void (*rconn_reply_fn)(struct rconn *rc, redisReply *reply, void *arg);
+
+/* A message published on a subscribed channel. */
+typedef void (*rconn_message_fn)(struct rconn *rc, const char *payload,
+                                 size_t len, void *arg);
+
+struct rconn_events {
+    void (*on_up)(struct rconn *rc, void *arg);   /* ready for requests */
+    void (*on_down)(struct rconn *rc, void *arg); /* lost; pending failed */
+    void *arg;
+};
+
+/* Make a connection that will connect to `opt` (copied) once started.
+ * `name` tags its log lines ("cmd", "sub").  NULL when out of memory. */
+struct rconn *rconn_new(struct event_base *base, const dq_options *opt,
+                        const char *name, const struct rconn_events *ev);
+
+/* Start connecting (and keep reconnecting). */
+void rconn_start(struct rconn *rc);
+
+/* Ready for requests. */
+int rconn_is_up(const struct rconn *rc);
+
+/*
+ * Send a command (copied at once, so `cmd` may be freed on return); `fn`
+ * is called exactly once, unless this returns -1 (not up, or out of
+ * memory), in which case it is never called.  `script` names the script an
+ * EVALSHA runs, for NOSCRIPT handling, or is -1.
+ */
+int rconn_send(struct rconn *rc, const struct cmd *cmd, int script,
+               rconn_reply_fn fn, void *arg);
+
+/*
+ * Subscribe to `channel` on every (re)connect; `fn` receives its messages.
+ * Use a connection of its own: a subscribed connection takes no requests.
+ */
+void rconn_subscribe(struct rconn *rc, const char *channel,
+                     rconn_message_fn fn, void *arg);
+
+/* Drop the connection and free everything; pending requests get NULL. */
+void rconn_free(struct rconn *rc);
+
+#endif

@@ -1,0 +1,151 @@
+#include "daemon/reaper.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/log.h"
+#include "daemon/rconn.h"
+#include "daemon/signals.h"
+#include "daemon/worker.h"
+#include "lib/proto.h"
+
+#define STOP_POLL_MS 100
+
+struct reaper;
+
+struct reaped_queue {
+    struct reaper *r;
+    const struct queue_conf *q;
+    struct queue_keys keys;
+    struct event *timer;
+    int busy;           /* a reap is in flight */
+};
+
+struct reaper {
+    const struct daemon_conf *dc;
+    struct event_base *base;
+    struct rconn *conn;
+    struct event *stop_poll;
+    struct reaped_queue *queues;
+};
+
+static void schedule(struct reaped_queue *rq, int64_t ms)
+{
+    int64_t cap = rq->r->dc->reaper_interval_ms;
+    if (ms < 0 || ms > cap)
+        ms = cap;
+    struct timeval tv = { (time_t)(ms / 1000), (suseconds_t)((ms % 1000) * 1000) };
+    evtimer_add(rq->timer, &tv);
+}
+
+static void on_reap(struct rconn *rc, redisReply *reply, void *arg)
+{
+    (void)rc;
+    struct reaped_queue *rq = arg;
+    rq->busy = 0;
+    dq_reap_result res;
+    if (!reply || proto_reap_reply(reply, &res) != DQ_OK) {
+        schedule(rq, -1);
+        return;
+    }
+    if (res.retried || res.dead)
+        log_warn("queue=%s: %zu expired lease%s: %zu back in the queue, %zu dead "
+                 "(error \"lease expired\")", rq->q->name, res.retried + res.dead,
+                 res.retried + res.dead == 1 ? "" : "s", res.retried, res.dead);
+    schedule(rq, res.next_in_ms);
+}
+
+/* Per-type attempt limits go with the reap, since the reaper cannot ask
+ * the configuration per job inside the script. */
+static void push_type_limits(struct cmd *cmd, const struct daemon_conf *dc)
+{
+    for (size_t i = 0; i < dc->nhandlers; i++)
+        if (dc->handlers[i].max_attempts > 0 && strcmp(dc->handlers[i].type, "*") != 0) {
+            cmd_push_str(cmd, dc->handlers[i].type);
+            cmd_push_i64(cmd, dc->handlers[i].max_attempts);
+        }
+}
+
+static void on_timer(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct reaped_queue *rq = arg;
+    const struct daemon_conf *dc = rq->r->dc;
+    if (rq->busy)
+        return;
+    dq_retry_policy policy = rq->q->retry;
+    const struct handler_conf *fallback = dconfig_handler_for(dc, "*");
+    if (fallback && fallback->max_attempts > 0)
+        policy.default_max_attempts = fallback->max_attempts;
+    struct cmd cmd;
+    cmd_init(&cmd);
+    proto_reap_cmd(&cmd, &rq->keys, dc->reaper_batch, &policy, (uint32_t)random());
+    push_type_limits(&cmd, dc);
+    if (rconn_send(rq->r->conn, &cmd, DQ_SCRIPT_REAP, on_reap, rq) == 0)
+        rq->busy = 1;
+    else
+        schedule(rq, -1);       /* down: on_up reaps at once */
+    cmd_free(&cmd);
+}
+
+static void on_up(struct rconn *rc, void *arg)
+{
+    (void)rc;
+    struct reaper *r = arg;
+    for (size_t i = 0; i < r->dc->nqueues; i++) {
+        evtimer_del(r->queues[i].timer);
+        r->queues[i].busy = 0;
+        schedule(&r->queues[i], 0);
+    }
+}
+
+static void on_stop_poll(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct reaper *r = arg;
+    if (signals_stop_requested())
+        event_base_loopbreak(r->base);
+}
+
+int reaper_main(const struct daemon_conf *dc)
+{
+    struct reaper r = { .dc = dc };
+    int rc = WORKER_EXIT_SOFTWARE;
+    r.base = event_base_new();
+    r.queues = calloc(dc->nqueues ? dc->nqueues : 1, sizeof *r.queues);
+    if (!r.base || !r.queues)
+        goto done;
+    dq_options opt;
+    redis_conf_to_options(&dc->redis, &opt);
+    struct rconn_events ev = { on_up, NULL, &r };
+    r.conn = rconn_new(r.base, &opt, "reap", &ev);
+    r.stop_poll = event_new(r.base, -1, EV_PERSIST, on_stop_poll, &r);
+    if (!r.conn || !r.stop_poll)
+        goto done;
+    for (size_t i = 0; i < dc->nqueues; i++) {
+        struct reaped_queue *rq = &r.queues[i];
+        rq->r = &r;
+        rq->q = &dc->queues[i];
+        keys_build(&rq->keys, opt.prefix, rq->q->name);
+        if (!(rq->timer = evtimer_new(r.base, on_timer, rq)))
+            goto done;
+    }
+    struct timeval poll = { 0, STOP_POLL_MS * 1000 };
+    evtimer_add(r.stop_poll, &poll);
+    rconn_start(r.conn);
+    event_base_dispatch(r.base);
+    rc = WORKER_EXIT_OK;
+done:
+    rconn_free(r.conn);
+    for (size_t i = 0; r.queues && i < dc->nqueues; i++)
+        if (r.queues[i].timer)
+            event_free(r.queues[i].timer);
+    free(r.queues);
+    if (r.stop_poll)
+        event_free(r.stop_poll);
+    if (r.base)
+        event_base_free(r.base);
+    return rc;
+}

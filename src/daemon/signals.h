@@ -1,0 +1,22 @@
+/*
+ * Signals in the daemon's processes.  Handlers only set flags; the event
+ * loops act on them.
+ */
+#ifndef DQ_SIGNALS_H
+#define DQ_SIGNALS_H
+
+#include <sys/types.h>
+
+/* In a freshly forked child: default dispositions and an empty mask, then
+ * SIGTERM/SIGINT set the stop flag, SIGHUP is ignored (the supervisor
+ * reloads), SIGPIPE is ignored, and the child gets SIGTERM when the
+ * supervisor `parent` dies.  Returns -1 if the parent is gone already. */
+int signals_child_setup(pid_t parent);
+
+/* SIGTERM or SIGINT has arrived in this child. */
+int signals_stop_requested(void);
+
+/* Ignore SIGPIPE (every process: a closed socket is an error, not death). */
+void signals_ignore_pipe(void);
+
+#endif

@@ -1,0 +1,489 @@
+#include "daemon/supervisor.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "daemon/handlers.h"
+#include "daemon/log.h"
+#include "daemon/reaper.h"
+#include "daemon/signals.h"
+#include "daemon/slots.h"
+#include "daemon/worker.h"
+
+#define TICK_MS 50
+#define MAX_CHILDREN (2 * DCONFIG_MAX_WORKERS + 2)  /* old + new during a reload */
+#define MAX_GENERATIONS 8
+#define BACKOFF_FIRST_MS 500
+#define BACKOFF_MAX_MS 60000
+#define HEALTHY_AFTER_MS 10000  /* a child that lived this long resets its backoff */
+
+enum child_role { ROLE_NONE, ROLE_WORKER, ROLE_REAPER };
+
+/* One row of the child table (nginx's ngx_processes).  Row i uses slot i. */
+struct child {
+    enum child_role role;
+    pid_t pid;                  /* 0: not running (waiting to respawn) */
+    int queue;                  /* index into conf->queues (workers) */
+    struct daemon_conf *conf;   /* the configuration it was started with */
+    int retiring;               /* asked to stop; not respawned */
+    int64_t started_ms;
+    int64_t respawn_at_ms;      /* when pid is 0 */
+    int64_t backoff_ms;
+    int64_t killed_for_timeout; /* the timeout in ms, when we killed it */
+    struct slot_job killed_job; /* the job it was running then */
+};
+
+struct supervisor {
+    struct event_base *base;
+    struct daemon_conf *conf;   /* in force */
+    struct daemon_conf *old[MAX_GENERATIONS]; /* kept while their children live */
+    const char *config_path;
+    struct worker_slot *slots;
+    struct child children[MAX_CHILDREN];
+    dq_client *redis;           /* blocking: fails the jobs of dead workers */
+    pid_t pid;
+    int stopping;
+    int64_t stop_deadline_ms;
+    int config_refused;         /* a child exited 78 */
+};
+
+static int child_index(const struct supervisor *s, const struct child *c)
+{
+    return (int)(c - s->children);
+}
+
+static void child_name(const struct supervisor *s, const struct child *c, char *buf,
+                       size_t len)
+{
+    if (c->role == ROLE_REAPER)
+        snprintf(buf, len, "reap");
+    else
+        snprintf(buf, len, "w%d", child_index(s, c));
+}
+
+/* ---- starting children -------------------------------------------------- */
+
+/* In the child: drop what belongs to the supervisor, then run the role.
+ * Never returns. */
+static void become_child(struct supervisor *s, struct child *c)
+{
+    char name[16];
+    child_name(s, c, name, sizeof name);
+    log_set_role(name);
+    if (signals_child_setup(s->pid) < 0)
+        _exit(0);
+    /* The parent's connection: close our copy of the socket; the parent's
+     * event base is left alone (freeing it would touch the shared epoll). */
+    dq_close(s->redis);
+    srandom((unsigned)getpid() ^ (unsigned)time(NULL));
+    int rc = c->role == ROLE_REAPER
+                 ? reaper_main(c->conf)
+                 : worker_main(c->conf, &c->conf->queues[c->queue], &s->slots[child_index(s, c)]);
+    _exit(rc);
+}
+
+static int spawn(struct supervisor *s, struct child *c)
+{
+    memset(&s->slots[child_index(s, c)], 0, sizeof s->slots[0]);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        log_err("fork: %s", strerror(errno));
+        c->respawn_at_ms = slots_now_ms() + BACKOFF_FIRST_MS;
+        return -1;
+    }
+    if (pid == 0)
+        become_child(s, c);
+    c->pid = pid;
+    c->started_ms = slots_now_ms();
+    c->respawn_at_ms = 0;
+    c->killed_for_timeout = 0;
+    return 0;
+}
+
+static struct child *free_row(struct supervisor *s)
+{
+    for (int i = 0; i < MAX_CHILDREN; i++)
+        if (s->children[i].role == ROLE_NONE)
+            return &s->children[i];
+    return NULL;
+}
+
+/* Start the workers and the reaper of `conf`. */
+static int start_generation(struct supervisor *s, struct daemon_conf *conf)
+{
+    for (size_t q = 0; q <= conf->nqueues; q++) {
+        int n = q < conf->nqueues ? conf->queues[q].workers : 1;
+        for (int i = 0; i < n; i++) {
+            struct child *c = free_row(s);
+            if (!c) {
+                log_err("no room for more children");
+                return -1;
+            }
+            memset(c, 0, sizeof *c);
+            c->role = q < conf->nqueues ? ROLE_WORKER : ROLE_REAPER;
+            c->queue = (int)q;
+            c->conf = conf;
+            spawn(s, c);
+        }
+    }
+    return 0;
+}
+
+/* ---- children that died ------------------------------------------------- */
+
+static void describe_status(int status, char *buf, size_t len)
+{
+    if (WIFSIGNALED(status))
+        snprintf(buf, len, "killed by signal %d (%s)", WTERMSIG(status),
+                 strsignal(WTERMSIG(status)));
+    else
+        snprintf(buf, len, "exited with status %d", WEXITSTATUS(status));
+}
+
+/* The blocking client that fails orphaned jobs: made on first need, and
+ * again after a failure (dq_* calls reconnect a broken one themselves). */
+static dq_client *supervisor_redis(struct supervisor *s)
+{
+    if (s->redis)
+        return s->redis;
+    dq_options opt;
+    redis_conf_to_options(&s->conf->redis, &opt);
+    opt.connect_timeout_ms = 1000;
+    opt.command_timeout_ms = 2000;
+    char err[300];
+    s->redis = dq_connect(&opt, err, sizeof err, NULL);
+    if (!s->redis)
+        log_err("%s", err);
+    return s->redis;
+}
+
+/* Fail, at once, the job a worker was running when it died, so that it is
+ * retried (or buried) now rather than when its lease runs out. */
+static void fail_orphaned_job(struct supervisor *s, const struct child *c,
+                              const struct slot_job *job, const char *reason)
+{
+    const struct queue_conf *q = &c->conf->queues[c->queue];
+    dq_retry_policy policy = q->retry;
+    policy.default_max_attempts = dconfig_max_attempts(c->conf, q, job->type);
+    dq_fail_result res;
+    if (!supervisor_redis(s)) {
+        log_err("job %s could not be failed; it runs again when its lease expires", job->id);
+        return;
+    }
+    dq_status st = dq_fail(s->redis, q->name, job->id, job->fence, reason, DQ_FAIL_RETRY,
+                           -1, &policy, &res);
+    if (st == DQ_OK)
+        log_warn("job failed: queue=%s id=%s type=%s attempt=%d error=%s -> %s", q->name,
+                 job->id, job->type, job->attempt, reason, res.dead ? "dead" : "retry");
+    else if (st == DQ_ERR_STALE)
+        log_info("job %s: already settled", job->id);
+    else
+        log_err("job %s could not be failed (%s); it runs again when its lease expires",
+                job->id, dq_errmsg(s->redis));
+}
+
+static void on_child_exit(struct supervisor *s, struct child *c, int status)
+{
+    char name[16], how[96];
+    child_name(s, c, name, sizeof name);
+    describe_status(status, how, sizeof how);
+    struct slot_job job;
+    int had_job = 0;
+    if (c->killed_for_timeout) {
+        job = c->killed_job;
+        had_job = 1;
+    } else if (c->role == ROLE_WORKER) {
+        had_job = slot_read_job(&s->slots[child_index(s, c)], &job);
+    }
+    int clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    if (!clean || had_job)
+        log_warn("%s (pid %d) %s%s%s", name, (int)c->pid, how,
+                 had_job ? " while running job " : "", had_job ? job.id : "");
+    if (had_job) {
+        char reason[128];
+        if (c->killed_for_timeout)
+            snprintf(reason, sizeof reason, "timeout after %lld ms",
+                     (long long)c->killed_for_timeout);
+        else if (WIFSIGNALED(status))
+            snprintf(reason, sizeof reason, "worker died: signal %d", WTERMSIG(status));
+        else
+            snprintf(reason, sizeof reason, "worker died: exit status %d", WEXITSTATUS(status));
+        fail_orphaned_job(s, c, &job, reason);
+    }
+    c->pid = 0;
+    if (c->retiring || s->stopping) {
+        c->role = ROLE_NONE;
+        return;
+    }
+    if (WIFEXITED(status) && WEXITSTATUS(status) == WORKER_EXIT_CONFIG) {
+        log_err("%s cannot start with this configuration: not restarting it", name);
+        c->role = ROLE_NONE;
+        s->config_refused = 1;
+        return;
+    }
+    int64_t lived = slots_now_ms() - c->started_ms;
+    c->backoff_ms = lived >= HEALTHY_AFTER_MS ? 0
+                    : (c->backoff_ms ? c->backoff_ms * 2 : BACKOFF_FIRST_MS);
+    if (c->backoff_ms > BACKOFF_MAX_MS)
+        c->backoff_ms = BACKOFF_MAX_MS;
+    c->respawn_at_ms = slots_now_ms() + c->backoff_ms;
+    if (c->backoff_ms)
+        log_info("%s restarting in %lldms", name, (long long)c->backoff_ms);
+}
+
+/* waitpid until nothing is left to collect (several children may have
+ * died for one SIGCHLD). */
+static void collect_children(struct supervisor *s)
+{
+    for (;;) {
+        int status;
+        pid_t pid = waitpid(-1, &status, WNOHANG);
+        if (pid <= 0)
+            return;
+        for (int i = 0; i < MAX_CHILDREN; i++)
+            if (s->children[i].role != ROLE_NONE && s->children[i].pid == pid) {
+                on_child_exit(s, &s->children[i], status);
+                break;
+            }
+    }
+}
+
+/* ---- the tick: timeouts, respawns, shutdown ----------------------------- */
+
+static void check_timeouts(struct supervisor *s, int64_t now)
+{
+    for (int i = 0; i < MAX_CHILDREN; i++) {
+        struct child *c = &s->children[i];
+        struct slot_job job;
+        if (c->role != ROLE_WORKER || !c->pid || c->killed_for_timeout
+            || !slot_read_job(&s->slots[i], &job) || job.timeout_ms <= 0
+            || now - job.started_ms <= job.timeout_ms)
+            continue;
+        log_warn("w%d: job %s (type %s) overran its timeout of %lldms: stopping the worker",
+                 i, job.id, job.type, (long long)job.timeout_ms);
+        c->killed_for_timeout = job.timeout_ms;
+        c->killed_job = job;
+        kill(c->pid, SIGKILL);
+    }
+}
+
+static int live_children(const struct supervisor *s)
+{
+    int n = 0;
+    for (int i = 0; i < MAX_CHILDREN; i++)
+        n += s->children[i].role != ROLE_NONE && s->children[i].pid != 0;
+    return n;
+}
+
+/* Free the configurations no child runs any more. */
+static void drop_old_generations(struct supervisor *s)
+{
+    for (int g = 0; g < MAX_GENERATIONS; g++) {
+        if (!s->old[g])
+            continue;
+        int used = 0;
+        for (int i = 0; i < MAX_CHILDREN; i++)
+            used |= s->children[i].role != ROLE_NONE && s->children[i].conf == s->old[g];
+        if (!used) {
+            dconfig_free(s->old[g]);
+            free(s->old[g]);
+            s->old[g] = NULL;
+        }
+    }
+}
+
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct supervisor *s = arg;
+    int64_t now = slots_now_ms();
+    collect_children(s);
+    check_timeouts(s, now);
+    drop_old_generations(s);
+    if (s->stopping) {
+        if (live_children(s) == 0) {
+            event_base_loopbreak(s->base);
+            return;
+        }
+        if (now >= s->stop_deadline_ms) {
+            log_warn("shutdown timeout: killing %d child%s", live_children(s),
+                     live_children(s) == 1 ? "" : "ren");
+            for (int i = 0; i < MAX_CHILDREN; i++)
+                if (s->children[i].role != ROLE_NONE && s->children[i].pid)
+                    kill(s->children[i].pid, SIGKILL);
+            s->stop_deadline_ms = now + 60000;
+        }
+        return;
+    }
+    for (int i = 0; i < MAX_CHILDREN; i++) {
+        struct child *c = &s->children[i];
+        if (c->role != ROLE_NONE && !c->pid && c->respawn_at_ms && now >= c->respawn_at_ms)
+            spawn(s, c);
+    }
+    if (s->config_refused && live_children(s) == 0) {
+        log_err("no worker can run with this configuration: exiting");
+        event_base_loopbreak(s->base);
+    }
+}
+
+/* ---- signals ------------------------------------------------------------- */
+
+static void ask_to_stop(struct supervisor *s, int retiring_only)
+{
+    for (int i = 0; i < MAX_CHILDREN; i++) {
+        struct child *c = &s->children[i];
+        if (c->role == ROLE_NONE || (retiring_only && !c->retiring))
+            continue;
+        if (c->pid)
+            kill(c->pid, SIGTERM);
+        else
+            c->role = ROLE_NONE;    /* waiting to respawn: just forget it */
+    }
+}
+
+static void on_stop_signal(evutil_socket_t sig, short what, void *arg)
+{
+    (void)what;
+    struct supervisor *s = arg;
+    if (s->stopping)
+        return;
+    log_info("%s: stopping; running jobs may finish within %lldms", strsignal((int)sig),
+             (long long)s->conf->shutdown_timeout_ms);
+    s->stopping = 1;
+    s->stop_deadline_ms = slots_now_ms() + s->conf->shutdown_timeout_ms;
+    ask_to_stop(s, 0);
+}
+
+static int keep_generation(struct supervisor *s, struct daemon_conf *conf)
+{
+    for (int g = 0; g < MAX_GENERATIONS; g++)
+        if (!s->old[g]) {
+            s->old[g] = conf;
+            return 0;
+        }
+    return -1;
+}
+
+/* Check a configuration as -t does: the file, then every handler. */
+static struct daemon_conf *load_checked(const char *path, char *err, size_t errlen)
+{
+    struct daemon_conf *conf = malloc(sizeof *conf);
+    if (!conf) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    if (dconfig_load(conf, path, err, errlen) < 0) {
+        free(conf);
+        return NULL;
+    }
+    struct handler_table t;
+    if (handlers_open(&t, conf, err, errlen) < 0) {
+        dconfig_free(conf);
+        free(conf);
+        return NULL;
+    }
+    handlers_close(&t);
+    return conf;
+}
+
+/* SIGHUP: build the new configuration first; if it fails, keep the old
+ * one.  Otherwise the old children finish the job in hand and give back
+ * the rest of their batch while new ones start, so no job is lost or run
+ * twice. */
+static void on_reload_signal(evutil_socket_t sig, short what, void *arg)
+{
+    (void)sig;
+    (void)what;
+    struct supervisor *s = arg;
+    if (s->stopping)
+        return;
+    char err[800];
+    struct daemon_conf *conf = load_checked(s->config_path, err, sizeof err);
+    if (!conf) {
+        log_err("reload refused: %s; the configuration in force stays", err);
+        return;
+    }
+    if (keep_generation(s, s->conf) < 0) {
+        log_err("reload refused: too many reloads still draining");
+        dconfig_free(conf);
+        free(conf);
+        return;
+    }
+    for (int i = 0; i < MAX_CHILDREN; i++)
+        if (s->children[i].role != ROLE_NONE)
+            s->children[i].retiring = 1;
+    ask_to_stop(s, 1);
+    s->conf = conf;
+    s->config_refused = 0;
+    log_set_level(conf->log_level);
+    start_generation(s, conf);
+    log_info("reloaded %s: %zu queue%s, %zu handler%s", s->config_path, conf->nqueues,
+             conf->nqueues == 1 ? "" : "s", conf->nhandlers, conf->nhandlers == 1 ? "" : "s");
+}
+
+static void on_sigchld(evutil_socket_t sig, short what, void *arg)
+{
+    (void)sig;
+    (void)what;
+    collect_children(arg);
+}
+
+/* ---- set-up -------------------------------------------------------------- */
+
+int supervisor_run(struct daemon_conf *conf, const char *config_path)
+{
+    static struct supervisor s;     /* big (the child table); one per process */
+    memset(&s, 0, sizeof s);
+    s.conf = conf;
+    s.config_path = config_path;
+    s.pid = getpid();
+    signals_ignore_pipe();
+    s.slots = slots_create(MAX_CHILDREN);
+    s.base = event_base_new();
+    if (!s.slots || !s.base) {
+        log_err("cannot set up: %s", strerror(errno));
+        return 71;
+    }
+    struct event *ev[5] = {
+        evsignal_new(s.base, SIGCHLD, on_sigchld, &s),
+        evsignal_new(s.base, SIGTERM, on_stop_signal, &s),
+        evsignal_new(s.base, SIGINT, on_stop_signal, &s),
+        evsignal_new(s.base, SIGHUP, on_reload_signal, &s),
+        event_new(s.base, -1, EV_PERSIST, on_tick, &s),
+    };
+    for (int i = 0; i < 5; i++)
+        if (!ev[i]) {
+            log_err("cannot set up the event loop");
+            return 71;
+        }
+    for (int i = 0; i < 4; i++)
+        event_add(ev[i], NULL);
+    struct timeval tick = { 0, TICK_MS * 1000 };
+    event_add(ev[4], &tick);
+    start_generation(&s, conf);
+    event_base_dispatch(s.base);
+    int rc = s.config_refused && !s.stopping ? 78 : 0;
+    log_info("stopped");
+    for (int i = 0; i < 5; i++)
+        event_free(ev[i]);
+    event_base_free(s.base);
+    dq_close(s.redis);
+    dconfig_free(s.conf);
+    free(s.conf);
+    for (int g = 0; g < MAX_GENERATIONS; g++)
+        if (s.old[g]) {
+            dconfig_free(s.old[g]);
+            free(s.old[g]);
+        }
+    slots_destroy(s.slots, MAX_CHILDREN);
+    return rc;
+}

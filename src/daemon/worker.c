@@ -1,0 +1,454 @@
+#include "daemon/worker.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/handlers.h"
+#include "daemon/log.h"
+#include "daemon/rconn.h"
+#include "daemon/signals.h"
+#include "lib/proto.h"
+
+/* Longest sleep without a claim: bounds the cost of a lost wake message,
+ * and keeps an idle worker at one command per IDLE_CAP_MS. */
+#define IDLE_CAP_MS 30000
+#define RETRY_AFTER_ERROR_MS 1000
+#define STOP_POLL_MS 100
+
+enum worker_state {
+    W_IDLE,         /* about to claim */
+    W_CLAIMING,     /* claim sent */
+    W_RUNNING,      /* running the batch */
+    W_REPORTING,    /* acks, fails and releases sent, replies awaited */
+    W_SLEEPING      /* nothing due: waiting for the timer or a wake message */
+};
+
+struct worker;
+
+/* One result to send: the ack of the batch's successes, one fail, or the
+ * release of the jobs not started.  Kept until Redis confirmed it, so that
+ * it is re-sent after a reconnect instead of being lost. */
+struct report {
+    struct worker *w;
+    struct cmd cmd;
+    int script;
+    int done;
+    char what[700];     /* for the log line: queue, id, type, attempt, error */
+};
+
+struct worker {
+    struct event_base *base;
+    const struct daemon_conf *dc;
+    const struct queue_conf *q;
+    struct queue_keys keys;
+    struct worker_slot *slot;
+    struct handler_table handlers;
+    struct rconn *cmd, *sub;
+    struct event *wake_timer, *run_ev, *stop_poll;
+    enum worker_state state;
+    dq_claim_result batch;
+    struct report *reports;     /* room for batch + 2 */
+    size_t nreports, awaiting;
+    int64_t sleep_until;        /* monotonic ms */
+    int64_t server_offset;      /* server ms - monotonic ms, from the last claim */
+    int64_t next_due_server;    /* server ms of the next due job; -1 none */
+    int stopping;
+};
+
+static void drive(struct worker *w);
+
+static int64_t server_now(const struct worker *w)
+{
+    return slots_now_ms() + w->server_offset;
+}
+
+/* ---- sleeping and waking ------------------------------------------------ */
+
+static void sleep_for(struct worker *w, int64_t ms)
+{
+    if (ms < 0 || ms > IDLE_CAP_MS)
+        ms = IDLE_CAP_MS;
+    w->state = W_SLEEPING;
+    w->sleep_until = slots_now_ms() + ms;
+    struct timeval tv = { (time_t)(ms / 1000), (suseconds_t)((ms % 1000) * 1000) };
+    evtimer_add(w->wake_timer, &tv);
+}
+
+static void on_wake_timer(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct worker *w = arg;
+    if (w->state == W_SLEEPING)
+        w->state = W_IDLE;
+    drive(w);
+}
+
+/* A producer made a job due sooner than the head we sleep towards: wake at
+ * its due time instead, on our own precise timer. */
+static void on_wake_message(struct rconn *rc, const char *payload, size_t len, void *arg)
+{
+    (void)rc;
+    (void)len;
+    struct worker *w = arg;
+    if (w->state != W_SLEEPING)
+        return;
+    int64_t delay = strtoll(payload, NULL, 10) - server_now(w);
+    if (delay < 0)
+        delay = 0;
+    if (slots_now_ms() + delay < w->sleep_until)
+        sleep_for(w, delay);
+}
+
+/* ---- reporting results -------------------------------------------------- */
+
+static struct report *add_report(struct worker *w, int script)
+{
+    struct report *r = &w->reports[w->nreports++];
+    memset(r, 0, sizeof *r);
+    r->w = w;
+    cmd_init(&r->cmd);
+    r->script = script;
+    return r;
+}
+
+static void free_reports(struct worker *w)
+{
+    for (size_t i = 0; i < w->nreports; i++)
+        cmd_free(&w->reports[i].cmd);
+    w->nreports = 0;
+    w->awaiting = 0;
+}
+
+/* One line per failed job, with what became of it. */
+static void log_fail_reply(const struct report *r, const redisReply *reply)
+{
+    dq_fail_result res;
+    dq_status st = proto_fail_reply(reply, &res);
+    if (st == DQ_ERR_STALE)
+        log_warn("%s -> not recorded: the lease had expired", r->what);
+    else if (st == DQ_OK && res.dead)
+        log_warn("%s -> dead", r->what);
+    else if (st == DQ_OK)
+        log_warn("%s -> retry in %lldms", r->what,
+                 (long long)(res.at_ms - server_now(r->w)));
+}
+
+static void count_acks(struct worker *w, const redisReply *reply, size_t n)
+{
+    bool acked[DQ_CLAIM_MAX];
+    if (proto_ack_reply(reply, n, acked) != DQ_OK)
+        return;
+    for (size_t i = 0; i < n; i++)
+        if (!acked[i]) {
+            w->slot->counters.stale++;
+            log_warn("queue=%s: ack refused (lease expired): the job may run again",
+                     w->q->name);
+        }
+}
+
+static void send_reports(struct worker *w);
+
+/* The batch is settled: sleep until the next due job, or claim again. */
+static void finish_batch(struct worker *w)
+{
+    free_reports(w);
+    dq_claim_result_free(&w->batch);
+    w->state = W_IDLE;
+    if (signals_stop_requested())
+        drive(w);
+    else if (w->next_due_server < 0)
+        sleep_for(w, -1);
+    else if (w->next_due_server > server_now(w))
+        sleep_for(w, w->next_due_server - server_now(w));
+    else
+        drive(w);
+}
+
+static void on_resend_timer(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    send_reports(arg);
+}
+
+static void on_report_reply(struct rconn *rc, redisReply *reply, void *arg)
+{
+    (void)rc;
+    struct report *r = arg;
+    struct worker *w = r->w;
+    w->awaiting--;
+    if (reply && reply->type != REDIS_REPLY_ERROR) {
+        r->done = 1;
+        if (r->script == DQ_SCRIPT_FAIL)
+            log_fail_reply(r, reply);
+        else if (r->script == DQ_SCRIPT_ACK)
+            count_acks(w, reply, (size_t)(r->cmd.argc - 3 - KEYS_PER_SCRIPT) / 2);
+    }
+    if (w->awaiting > 0)
+        return;
+    for (size_t i = 0; i < w->nreports; i++)
+        if (!w->reports[i].done) {
+            /* A lost connection re-sends from on_cmd_up; an error reply
+             * (Redis refusing writes) is tried again after a pause. */
+            if (rconn_is_up(w->cmd)) {
+                struct timeval tv = { RETRY_AFTER_ERROR_MS / 1000, 0 };
+                event_base_once(w->base, -1, EV_TIMEOUT, on_resend_timer, w, &tv);
+            }
+            return;
+        }
+    finish_batch(w);
+}
+
+static void send_reports(struct worker *w)
+{
+    if (w->state != W_REPORTING || w->awaiting > 0)
+        return;
+    for (size_t i = 0; i < w->nreports; i++) {
+        struct report *r = &w->reports[i];
+        if (r->done)
+            continue;
+        if (rconn_send(w->cmd, &r->cmd, r->script, on_report_reply, r) < 0)
+            break;      /* not up: on_cmd_up sends the rest */
+        w->awaiting++;
+    }
+}
+
+/* ---- running jobs ------------------------------------------------------- */
+
+static int attempts_allowed(const struct worker *w, const dq_job *job)
+{
+    if (job->max_attempts > 0)
+        return job->max_attempts;
+    return dconfig_max_attempts(w->dc, w->q, job->type);
+}
+
+static void report_failure(struct worker *w, const dq_job *job, dq_fail_mode mode,
+                           int64_t delay_ms, const char *error)
+{
+    struct report *r = add_report(w, DQ_SCRIPT_FAIL);
+    dq_retry_policy policy = w->q->retry;
+    policy.default_max_attempts = dconfig_max_attempts(w->dc, w->q, job->type);
+    proto_fail_cmd(&r->cmd, &w->keys, job->id, job->fence, error, mode, delay_ms,
+                   &policy, (uint32_t)random());
+    snprintf(r->what, sizeof r->what, "job failed: queue=%s id=%s type=%s attempt=%d/%d error=%s",
+             w->q->name, job->id, job->type, job->attempt, attempts_allowed(w, job), error);
+}
+
+/* Run one job through its handler; its outcome joins the reports.  The
+ * slot shows the job while it runs, so that the supervisor can stop it at
+ * its timeout and fail it if the worker dies. */
+static int run_job(struct worker *w, const dq_job *job)
+{
+    struct handler_entry *e = handlers_find(&w->handlers, job->type);
+    if (!e) {
+        char why[200];
+        snprintf(why, sizeof why, "no handler for type '%s'", job->type);
+        report_failure(w, job, DQ_FAIL_DEAD, -1, why);
+        w->slot->counters.dead++;
+        return 0;
+    }
+    struct slot_job sj = { .fence = job->fence, .attempt = job->attempt,
+                           .started_ms = slots_now_ms(), .timeout_ms = e->conf->timeout_ms };
+    snprintf(sj.id, sizeof sj.id, "%s", job->id);
+    snprintf(sj.type, sizeof sj.type, "%s", job->type);
+    slot_set_job(w->slot, &sj);
+    dq_handler_job hj = {
+        .queue = w->q->name, .id = job->id, .type = job->type,
+        .payload = job->payload, .payload_len = job->payload_len,
+        .attempt = job->attempt, .max_attempts = attempts_allowed(w, job),
+        .due_ms = job->due_ms, .created_ms = job->created_ms,
+        .last_error = job->last_error,
+    };
+    dq_handler_outcome out;
+    dq_handler_result res = handler_run(&e->lh, &hj, &out);
+    slot_set_job(w->slot, NULL);
+    if (res == DQ_HANDLER_OK) {
+        w->slot->counters.succeeded++;
+        return 1;
+    }
+    if (res == DQ_HANDLER_RETRY)
+        w->slot->counters.retried++;
+    else
+        w->slot->counters.dead++;
+    report_failure(w, job, res == DQ_HANDLER_RETRY ? DQ_FAIL_RETRY : DQ_FAIL_DEAD,
+                   res == DQ_HANDLER_RETRY ? out.retry_delay_ms : -1, out.error);
+    return 0;
+}
+
+/* Run the claimed batch, then report: one ack for the successes, one fail
+ * per failure, one release for the jobs a stop left unstarted. */
+static void on_run(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct worker *w = arg;
+    dq_claim_result *b = &w->batch;
+    dq_job *ok = calloc(b->n ? b->n : 1, sizeof *ok);
+    size_t nok = 0, i = 0;
+    for (; i < b->n && !signals_stop_requested(); i++)
+        if (run_job(w, &b->jobs[i]) && ok)
+            ok[nok++] = b->jobs[i];     /* shallow: the batch owns the strings */
+    if (nok > 0)
+        proto_ack_cmd(&add_report(w, DQ_SCRIPT_ACK)->cmd, &w->keys, ok, nok);
+    if (i < b->n) {
+        log_info("stopping: giving back %zu claimed job%s not started", b->n - i,
+                 b->n - i == 1 ? "" : "s");
+        proto_release_cmd(&add_report(w, DQ_SCRIPT_RELEASE)->cmd, &w->keys,
+                          &b->jobs[i], b->n - i);
+    }
+    free(ok);
+    w->state = W_REPORTING;
+    if (w->nreports == 0)
+        finish_batch(w);        /* only when out of memory above */
+    else
+        send_reports(w);
+}
+
+/* ---- claiming ----------------------------------------------------------- */
+
+static void on_claim(struct rconn *rc, redisReply *reply, void *arg)
+{
+    (void)rc;
+    struct worker *w = arg;
+    w->state = W_IDLE;
+    if (!reply)
+        return;                 /* connection lost: on_cmd_up claims again */
+    dq_status st = proto_claim_reply(reply, &w->batch);
+    if (st != DQ_OK) {
+        dq_claim_result_free(&w->batch);
+        if (reply->type != REDIS_REPLY_ERROR)
+            log_err("queue=%s: unexpected reply to claim", w->q->name);
+        sleep_for(w, RETRY_AFTER_ERROR_MS);
+        return;
+    }
+    w->server_offset = w->batch.now_ms - slots_now_ms();
+    w->next_due_server = w->batch.next_due_in_ms < 0 ? -1
+                         : w->batch.now_ms + w->batch.next_due_in_ms;
+    if (w->batch.n == 0) {
+        dq_claim_result_free(&w->batch);
+        if (signals_stop_requested())
+            event_base_loopbreak(w->base);
+        else
+            sleep_for(w, w->batch.next_due_in_ms);
+        return;
+    }
+    w->slot->counters.claimed += w->batch.n;
+    w->reports = realloc(w->reports, (w->batch.n + 3) * sizeof *w->reports);
+    if (!w->reports) {
+        log_err("out of memory: exiting; the leases will expire and the jobs run again");
+        exit(WORKER_EXIT_SOFTWARE);
+    }
+    w->state = W_RUNNING;
+    event_active(w->run_ev, EV_TIMEOUT, 0);
+}
+
+/* Claim when idle; stop when asked and nothing is in hand. */
+static void drive(struct worker *w)
+{
+    if (w->state != W_IDLE)
+        return;
+    if (signals_stop_requested()) {
+        event_base_loopbreak(w->base);
+        return;
+    }
+    struct cmd cmd;
+    cmd_init(&cmd);
+    proto_claim_cmd(&cmd, &w->keys, w->q->batch, w->q->lease_ms);
+    if (rconn_send(w->cmd, &cmd, DQ_SCRIPT_CLAIM, on_claim, w) == 0)
+        w->state = W_CLAIMING;
+    cmd_free(&cmd);
+}
+
+static void on_cmd_up(struct rconn *rc, void *arg)
+{
+    (void)rc;
+    struct worker *w = arg;
+    if (w->state == W_REPORTING)
+        send_reports(w);
+    else if (w->state == W_SLEEPING || w->state == W_IDLE) {
+        evtimer_del(w->wake_timer);
+        w->state = W_IDLE;
+        drive(w);
+    }
+}
+
+/* Signals only set a flag (signals.c); this timer acts on it, since a stop
+ * must also be seen while the loop sleeps. */
+static void on_stop_poll(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct worker *w = arg;
+    if (!signals_stop_requested() || w->stopping)
+        return;
+    w->stopping = 1;
+    log_info("stopping");
+    if (w->state == W_SLEEPING || w->state == W_IDLE)
+        event_base_loopbreak(w->base);
+}
+
+/* ---- set-up ------------------------------------------------------------- */
+
+static int worker_setup(struct worker *w)
+{
+    char err[800];
+    if (handlers_open(&w->handlers, w->dc, err, sizeof err) < 0) {
+        log_err("%s", err);
+        return WORKER_EXIT_CONFIG;
+    }
+    w->base = event_base_new();
+    if (!w->base)
+        return WORKER_EXIT_SOFTWARE;
+    dq_options opt;
+    redis_conf_to_options(&w->dc->redis, &opt);
+    keys_build(&w->keys, opt.prefix, w->q->name);
+    struct rconn_events cmd_ev = { on_cmd_up, NULL, w };
+    w->cmd = rconn_new(w->base, &opt, "cmd", &cmd_ev);
+    w->sub = rconn_new(w->base, &opt, "sub", NULL);
+    w->wake_timer = evtimer_new(w->base, on_wake_timer, w);
+    w->run_ev = event_new(w->base, -1, 0, on_run, w);
+    w->stop_poll = event_new(w->base, -1, EV_PERSIST, on_stop_poll, w);
+    w->reports = calloc(DQ_CLAIM_MAX + 3, sizeof *w->reports);
+    if (!w->cmd || !w->sub || !w->wake_timer || !w->run_ev || !w->stop_poll || !w->reports)
+        return WORKER_EXIT_SOFTWARE;
+    rconn_subscribe(w->sub, w->keys.wake, on_wake_message, w);
+    struct timeval poll = { 0, STOP_POLL_MS * 1000 };
+    evtimer_add(w->stop_poll, &poll);
+    return WORKER_EXIT_OK;
+}
+
+static void worker_teardown(struct worker *w)
+{
+    rconn_free(w->cmd);
+    rconn_free(w->sub);
+    if (w->wake_timer)
+        event_free(w->wake_timer);
+    if (w->run_ev)
+        event_free(w->run_ev);
+    if (w->stop_poll)
+        event_free(w->stop_poll);
+    if (w->base)
+        event_base_free(w->base);
+    free_reports(w);
+    free(w->reports);
+    dq_claim_result_free(&w->batch);
+    handlers_close(&w->handlers);
+}
+
+int worker_main(const struct daemon_conf *dc, const struct queue_conf *q,
+                struct worker_slot *slot)
+{
+    struct worker w = { .dc = dc, .q = q, .slot = slot, .next_due_server = -1 };
+    int rc = worker_setup(&w);
+    if (rc == WORKER_EXIT_OK) {
+        log_debug("claiming from queue %s", q->name);
+        rconn_start(w.sub);
+        rconn_start(w.cmd);
+        event_base_dispatch(w.base);
+    }
+    worker_teardown(&w);
+    return rc;
+}

@@ -1,0 +1,26 @@
+/*
+ * A worker process: claims due jobs of one queue and runs them, one at a
+ * time, through the handler for their type; reports each result (ack,
+ * retry, dead) and sleeps until the next job is due, or until a producer
+ * publishes that one is due sooner.
+ */
+#ifndef DQ_WORKER_H
+#define DQ_WORKER_H
+
+#include "daemon/dconfig.h"
+#include "daemon/slots.h"
+
+/* Exit codes a worker reports to the supervisor. */
+#define WORKER_EXIT_OK 0
+#define WORKER_EXIT_CONFIG 78   /* handlers could not start: do not respawn */
+#define WORKER_EXIT_SOFTWARE 70
+
+/*
+ * Run in a freshly forked child until SIGTERM/SIGINT (finish the job in
+ * hand, give back the rest of the batch, report, exit) or until the
+ * supervisor dies.  Returns the process's exit code.
+ */
+int worker_main(const struct daemon_conf *dc, const struct queue_conf *q,
+                struct worker_slot *slot);
+
+#endif
