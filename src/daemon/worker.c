@@ -267,6 +267,8 @@ static int run_job(struct worker *w, const dq_job *job)
     slot_set_job(w->slot, NULL);
     if (res == DQ_HANDLER_OK) {
         w->slot->counters.succeeded++;
+        log_debug("job done: queue=%s id=%s type=%s attempt=%d in %lldms", w->q->name,
+                  job->id, job->type, job->attempt, (long long)(slots_now_ms() - sj.started_ms));
         return 1;
     }
     if (res == DQ_HANDLER_RETRY)
