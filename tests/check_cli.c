@@ -1,2 +1,738 @@
-/* placeholder: being written */
-int main(void) { return 77; }
+/*
+ * The delayq command line, run as users run it: the built binary against a
+ * real redis-server, checking its output, its one-line errors, its exit
+ * codes and, through libdelayq, what it left in Redis.
+ */
+#include "config.h"
+
+#include <check.h>
+#include <hiredis/hiredis.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fixture.h"
+#include "run_prog.h"
+
+#define FAKETIME_LIB "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
+#define MAX_ARGS 32
+
+static struct redis_fixture fx;
+
+/* ---- running the binary ------------------------------------------------- */
+
+struct cli_run {
+    const void *in;     /* standard input (NULL: /dev/null) */
+    size_t in_len;
+    const char *env[4]; /* "NAME=VALUE" for the child only */
+    bool no_socket;     /* do not add -s FIXTURE_SOCKET */
+};
+
+/* Run delayq with the arguments in `ap` (NULL-terminated), after
+ * "-s FIXTURE_SOCKET" unless how->no_socket.  DELAYQ_PASSWORD is unset
+ * unless how->env sets it.  The result is static. */
+static struct run_result *run_cli_how(const struct cli_run *how, ...)
+{
+    static struct run_result r;
+    char *argv[MAX_ARGS];
+    int argc = 0;
+    argv[argc++] = (char *)fixture_build_path("delayq");
+    if (!how->no_socket) {
+        argv[argc++] = "-s";
+        argv[argc++] = fx.sock;
+    }
+    va_list ap;
+    va_start(ap, how);
+    for (const char *a; (a = va_arg(ap, const char *)) && argc < MAX_ARGS - 1;)
+        argv[argc++] = (char *)a;
+    va_end(ap);
+    argv[argc] = NULL;
+    struct run_opts o = { .in = how->in, .in_len = how->in_len,
+                          .env = { "DELAYQ_PASSWORD" } };
+    for (int i = 0; i < 4 && how->env[i]; i++)
+        o.env[i + 1] = how->env[i];
+    run_prog(&o, argv, &r);
+    return &r;
+}
+
+/* delayq -s FIXTURE ARGS..., no input. */
+#define CLI(...) run_cli_how(&(struct cli_run){ 0 }, __VA_ARGS__, (const char *)NULL)
+/* The same with options for the run. */
+#define CLI_HOW(how, ...) run_cli_how(how, __VA_ARGS__, (const char *)NULL)
+
+/* The run succeeded; its stderr is empty. */
+static void assert_ok(const struct run_result *r)
+{
+    ck_assert_msg(r->status == 0, "exit %d, stderr: %s", r->status, r->err);
+    ck_assert_str_eq(r->err, "");
+}
+
+/* The run failed with `status` and one line "delayq: ..." that contains
+ * `phrase`. */
+static void assert_fails(const struct run_result *r, int status, const char *phrase)
+{
+    ck_assert_msg(r->status == status, "exit %d, want %d; stderr: %s", r->status,
+                  status, r->err);
+    ck_assert_msg(strncmp(r->err, "delayq: ", 8) == 0, "stderr: %s", r->err);
+    const char *nl = strchr(r->err, '\n');
+    ck_assert_msg(nl && nl[1] == '\0', "not one line: '%s'", r->err);
+    ck_assert_msg(strstr(r->err, phrase), "'%s' does not say '%s'", r->err, phrase);
+}
+
+/* The id printed by `delayq add`, checked to be one line. */
+static void add_id(const struct run_result *r, char *id, size_t len)
+{
+    assert_ok(r);
+    size_t n = strcspn(r->out, "\n");
+    ck_assert_msg(n > 0 && r->out[n] == '\n' && r->out[n + 1] == '\0', "out: '%s'", r->out);
+    ck_assert_uint_lt(n, len);
+    memcpy(id, r->out, n);
+    id[n] = '\0';
+}
+
+/* A number field of a JSON object in `text` ("due_ms":123); fails when
+ * absent. */
+static long long json_num(const char *text, const char *key)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *p = strstr(text, pat);
+    ck_assert_msg(p != NULL, "no %s in %s", key, text);
+    return strtoll(p + strlen(pat), NULL, 10);
+}
+
+/* ---- fixtures ----------------------------------------------------------- */
+
+static void start_redis(void)
+{
+    fixture_redis_start(&fx);
+}
+
+static void stop_redis(void)
+{
+    fixture_redis_stop(&fx);
+}
+
+/* Remove a password a test set, even one that failed half-way. */
+static void reset_password(void)
+{
+    struct timeval tv = { 5, 0 };
+    redisContext *rc = redisConnectUnixWithTimeout(fx.sock, tv);
+    ck_assert_msg(rc && !rc->err, "cannot reach the test redis");
+    redisReply *r = redisCommand(rc, "AUTH secret");
+    if (r)
+        freeReplyObject(r);
+    r = redisCommand(rc, "CONFIG SET requirepass %s", "");
+    ck_assert_msg(r && r->type == REDIS_REPLY_STATUS, "cannot reset requirepass");
+    freeReplyObject(r);
+    redisFree(rc);
+}
+
+static void clean_redis(void)
+{
+    reset_password();
+    fixture_redis_flush(&fx);
+}
+
+/* ---- library helpers ---------------------------------------------------- */
+
+static dq_job_info show_job(const char *queue, const char *id)
+{
+    dq_client *c = fixture_client(&fx);
+    dq_job_info info;
+    dq_status st = dq_show(c, queue, id, &info);
+    ck_assert_msg(st == DQ_OK, "show %s: %s", id, dq_errmsg(c));
+    dq_close(c);
+    return info;
+}
+
+static dq_stats queue_stats(const char *queue)
+{
+    dq_client *c = fixture_client(&fx);
+    dq_stats st;
+    ck_assert_int_eq(dq_stats_get(c, queue, &st), DQ_OK);
+    dq_close(c);
+    return st;
+}
+
+/* Enqueue `n` due jobs "dead-1".. in `queue` and make them dead ("boom"). */
+static void make_dead(const char *queue, int n)
+{
+    dq_client *c = fixture_client(&fx);
+    for (int i = 1; i <= n; i++) {
+        char id[32];
+        snprintf(id, sizeof id, "dead-%d", i);
+        dq_enqueue_req req = { .queue = queue, .type = "t", .id = id, .replace = true };
+        ck_assert_msg(dq_enqueue(c, &req, NULL) == DQ_OK, "%s", dq_errmsg(c));
+    }
+    dq_claim_result cr;
+    ck_assert_int_eq(dq_claim(c, queue, n, 60000, &cr), DQ_OK);
+    ck_assert_uint_eq(cr.n, (size_t)n);
+    dq_retry_policy pol;
+    dq_retry_policy_init(&pol);
+    for (size_t i = 0; i < cr.n; i++)
+        ck_assert_int_eq(dq_fail(c, queue, cr.jobs[i].id, cr.jobs[i].fence, "boom",
+                                 DQ_FAIL_DEAD, -1, &pol, NULL), DQ_OK);
+    dq_claim_result_free(&cr);
+    dq_close(c);
+}
+
+/* ---- add, show, cancel -------------------------------------------------- */
+
+START_TEST(add_prints_id_and_show_reports_it)
+{
+    char id[64];
+    add_id(CLI("add", "-q", "emails", "-t", "send", "-d", "30m", "hello world"), id, sizeof id);
+
+    struct run_result *r = CLI("show", "-q", "emails", id);
+    assert_ok(r);
+    ck_assert_msg(strstr(r->out, "state: delayed\n"), "%s", r->out);
+    ck_assert_msg(strstr(r->out, "type: send\n"), "%s", r->out);
+    ck_assert_msg(strstr(r->out, "payload: hello world\n"), "%s", r->out);
+    ck_assert_msg(strstr(r->out, "attempts: 0/default\n"), "%s", r->out);
+    ck_assert_msg(strstr(r->out, "(in 29m 5"), "due not ~30 min ahead: %s", r->out);
+
+    r = CLI("show", "-q", "emails", id, "--json");
+    assert_ok(r);
+    ck_assert_msg(strstr(r->out, "\"state\":\"delayed\""), "%s", r->out);
+    ck_assert_msg(strstr(r->out, "\"payload\":\"hello world\""), "%s", r->out);
+    long long due = json_num(r->out, "due_ms"), now = json_num(r->out, "now_ms");
+    ck_assert_int_ge(due - now, 30 * 60000 - 5000);
+    ck_assert_int_le(due - now, 30 * 60000);
+}
+END_TEST
+
+START_TEST(same_payload_twice_gives_two_jobs)
+{
+    char a[64], b[64];
+    add_id(CLI("add", "-q", "emails", "-t", "send", "-d", "1h", "same"), a, sizeof a);
+    add_id(CLI("add", "-q", "emails", "-t", "send", "-d", "1h", "same"), b, sizeof b);
+    ck_assert_str_ne(a, b);
+    struct run_result *r = CLI("stats", "-q", "emails", "--json");
+    assert_ok(r);
+    ck_assert_int_eq(json_num(r->out, "delayed"), 2);
+}
+END_TEST
+
+START_TEST(taken_id_exits_1)
+{
+    char id[64];
+    add_id(CLI("add", "-q", "orders", "-t", "cancel", "--id", "order:1", "-d", "1h", "a"),
+           id, sizeof id);
+    ck_assert_str_eq(id, "order:1");
+    struct run_result *r = CLI("add", "-q", "orders", "-t", "cancel", "--id", "order:1", "b");
+    assert_fails(r, 1, "already exists");
+    ck_assert_str_eq(r->out, "");
+    dq_job_info info = show_job("orders", "order:1");
+    ck_assert_str_eq(info.job.payload, "a");
+    dq_job_info_free(&info);
+}
+END_TEST
+
+START_TEST(replace_reschedules)
+{
+    char id[64];
+    add_id(CLI("add", "-q", "orders", "-t", "cancel", "--id", "order:2", "-d", "1h", "a"),
+           id, sizeof id);
+    add_id(CLI("add", "-q", "orders", "-t", "cancel", "--id", "order:2", "--replace",
+               "-d", "0", "b"), id, sizeof id);
+    ck_assert_str_eq(id, "order:2");
+    dq_job_info info = show_job("orders", "order:2");
+    ck_assert_str_eq(info.job.payload, "b");
+    ck_assert_int_le(info.job.due_ms, info.now_ms);
+    dq_job_info_free(&info);
+    dq_stats st = queue_stats("orders");
+    ck_assert_int_eq(st.due, 1);
+    ck_assert_int_eq(st.delayed, 0);
+}
+END_TEST
+
+START_TEST(replace_of_running_job_exits_1)
+{
+    char id[64];
+    add_id(CLI("add", "-q", "orders", "-t", "cancel", "--id", "order:3", "x"), id, sizeof id);
+    dq_client *c = fixture_client(&fx);
+    dq_claim_result cr;
+    ck_assert_int_eq(dq_claim(c, "orders", 1, 60000, &cr), DQ_OK);
+    ck_assert_uint_eq(cr.n, 1);
+    dq_claim_result_free(&cr);
+    dq_close(c);
+    assert_fails(CLI("add", "-q", "orders", "-t", "cancel", "--id", "order:3", "--replace",
+                     "y"), 1, "running");
+}
+END_TEST
+
+START_TEST(delay_zero_is_due_now)
+{
+    char id[64];
+    add_id(CLI("add", "-q", "now", "-t", "t", "-d", "0"), id, sizeof id);
+    struct run_result *r = CLI("stats", "-q", "now", "--json");
+    assert_ok(r);
+    ck_assert_int_eq(json_num(r->out, "due"), 1);
+    ck_assert_int_eq(json_num(r->out, "delayed"), 0);
+    dq_job_info info = show_job("now", id);
+    ck_assert_uint_eq(info.job.payload_len, 0); /* no payload argument: empty */
+    dq_job_info_free(&info);
+}
+END_TEST
+
+/* Add a job --at `when` and return its due_ms as `show --json` prints it. */
+static long long due_at(const char *when, const char *id)
+{
+    char got[64];
+    add_id(CLI("add", "-q", "at", "-t", "t", "--id", id, "--at", when), got, sizeof got);
+    struct run_result *r = CLI("show", "-q", "at", id, "--json");
+    assert_ok(r);
+    return json_num(r->out, "due_ms");
+}
+
+START_TEST(at_takes_iso_and_unix_seconds)
+{
+    ck_assert_int_eq(due_at("2030-01-01T00:00:00Z", "iso"), 1893456000000LL);
+    ck_assert_int_eq(due_at("2030-01-01T02:00:00+02:00", "iso-offset"), 1893456000000LL);
+    ck_assert_int_eq(due_at("1893456000", "unix"), 1893456000000LL);
+    ck_assert_int_eq(due_at("1893456000.5", "unix-frac"), 1893456000500LL);
+}
+END_TEST
+
+START_TEST(payload_from_stdin_is_binary_safe)
+{
+    static const char bytes[] = { 'a', 0, (char)0xff, '\n', (char)0x80, 'z', 0 };
+    struct cli_run how = { .in = bytes, .in_len = sizeof bytes };
+    char id[64];
+    add_id(CLI_HOW(&how, "add", "-q", "bin", "-t", "t", "-"), id, sizeof id);
+    dq_job_info info = show_job("bin", id);
+    ck_assert_uint_eq(info.job.payload_len, sizeof bytes);
+    ck_assert_int_eq(memcmp(info.job.payload, bytes, sizeof bytes), 0);
+    dq_job_info_free(&info);
+
+    struct run_result *r = CLI("show", "-q", "bin", id);
+    assert_ok(r);
+    ck_assert_msg(strstr(r->out, "payload: (7 bytes binary)\n"), "%s", r->out);
+    r = CLI("show", "-q", "bin", id, "--json");
+    assert_ok(r);
+    ck_assert_msg(strstr(r->out, "\"payload_base64\":\"YQD/CoB6AA==\""), "%s", r->out);
+}
+END_TEST
+
+START_TEST(show_escapes_text_and_json)
+{
+    char id[64];
+    add_id(CLI("add", "-q", "txt", "-t", "t", "line 1\nsay \"hi\"\ttab"), id, sizeof id);
+    struct run_result *r = CLI("show", "-q", "txt", id);
+    assert_ok(r);
+    ck_assert_msg(strstr(r->out, "payload: line 1\\nsay \"hi\"\\ttab\n"), "%s", r->out);
+    r = CLI("show", "-q", "txt", id, "--json");
+    assert_ok(r);
+    ck_assert_msg(strstr(r->out, "\"payload\":\"line 1\\nsay \\\"hi\\\"\\ttab\""), "%s", r->out);
+}
+END_TEST
+
+START_TEST(max_attempts_is_kept)
+{
+    char id[64];
+    add_id(CLI("add", "-q", "ma", "-t", "t", "--max-attempts", "3", "-d", "1m"), id, sizeof id);
+    struct run_result *r = CLI("show", "-q", "ma", id);
+    assert_ok(r);
+    ck_assert_msg(strstr(r->out, "attempts: 0/3\n"), "%s", r->out);
+}
+END_TEST
+
+START_TEST(cancel_delayed_job)
+{
+    char id[64];
+    add_id(CLI("add", "-q", "emails", "-t", "send", "-d", "1h", "x"), id, sizeof id);
+    struct run_result *r = CLI("cancel", "-q", "emails", id);
+    assert_ok(r);
+    ck_assert_str_eq(r->out, "");
+    assert_fails(CLI("show", "-q", "emails", id), 1, id);
+    dq_client *c = fixture_client(&fx);
+    dq_job_info info;
+    ck_assert_int_eq(dq_show(c, "emails", id, &info), DQ_ERR_NOTFOUND);
+    dq_job_info_free(&info);
+    dq_close(c);
+}
+END_TEST
+
+START_TEST(cancel_running_job_exits_1)
+{
+    char id[64];
+    add_id(CLI("add", "-q", "emails", "-t", "send", "x"), id, sizeof id);
+    dq_client *c = fixture_client(&fx);
+    dq_claim_result cr;
+    ck_assert_int_eq(dq_claim(c, "emails", 1, 60000, &cr), DQ_OK);
+    ck_assert_uint_eq(cr.n, 1);
+    ck_assert_str_eq(cr.jobs[0].id, id);
+    dq_claim_result_free(&cr);
+    dq_close(c);
+    assert_fails(CLI("cancel", "-q", "emails", id), 1, "running");
+    dq_job_info info = show_job("emails", id);
+    ck_assert_int_eq(info.state, DQ_STATE_PROCESSING);
+    dq_job_info_free(&info);
+}
+END_TEST
+
+START_TEST(cancel_and_show_unknown_exit_1)
+{
+    assert_fails(CLI("cancel", "-q", "emails", "nope"), 1, "no job nope in queue emails");
+    assert_fails(CLI("show", "-q", "emails", "nope"), 1, "no job nope in queue emails");
+    assert_fails(CLI("show", "-q", "emails", "nope", "--json"), 1, "no job nope");
+}
+END_TEST
+
+/* ---- stats and dlq ------------------------------------------------------ */
+
+/* The row of `queue` in the stats table: delayed, due, processing, dead
+ * and the text of the NEXT DUE column. */
+static void table_row(const char *out, const char *queue, long long v[4], char *next)
+{
+    char name[200];
+    for (const char *line = out; *line; line = strchr(line, '\n') + 1) {
+        if (sscanf(line, "%199s %lld %lld %lld %lld %31[^\n]", name, &v[0], &v[1],
+                   &v[2], &v[3], next) == 6 && strcmp(name, queue) == 0)
+            return;
+        if (!strchr(line, '\n'))
+            break;
+    }
+    ck_abort_msg("no row for %s in:\n%s", queue, out);
+}
+
+START_TEST(stats_table_and_json)
+{
+    char id[64];
+    add_id(CLI("add", "-q", "alpha", "-t", "t", "-d", "1h", "1"), id, sizeof id);
+    add_id(CLI("add", "-q", "alpha", "-t", "t", "-d", "2h", "2"), id, sizeof id);
+    add_id(CLI("add", "-q", "beta", "-t", "t", "3"), id, sizeof id);
+    add_id(CLI("add", "-q", "gamma", "-t", "t", "-d", "1h", "4"), id, sizeof id);
+    assert_ok(CLI("cancel", "-q", "gamma", id));
+    make_dead("delta", 2);
+
+    struct run_result *r = CLI("stats");
+    assert_ok(r);
+    ck_assert_msg(strncmp(r->out, "QUEUE ", 6) == 0, "%s", r->out);
+    ck_assert_msg(strstr(r->out, "DELAYED") && strstr(r->out, "NEXT DUE"), "%s", r->out);
+    long long v[4];
+    char next[32];
+    table_row(r->out, "alpha", v, next);
+    ck_assert_int_eq(v[0], 2);
+    ck_assert_int_eq(v[1], 0);
+    ck_assert_msg(strncmp(next, "59m", 3) == 0, "alpha next due: %s", next);
+    table_row(r->out, "beta", v, next);
+    ck_assert_int_eq(v[1], 1);
+    ck_assert_str_eq(next, "now");
+    table_row(r->out, "gamma", v, next);
+    ck_assert_int_eq(v[0] + v[1] + v[2] + v[3], 0);
+    ck_assert_str_eq(next, "-");
+    table_row(r->out, "delta", v, next);
+    ck_assert_int_eq(v[3], 2);
+
+    r = CLI("stats", "--json");
+    assert_ok(r);
+    ck_assert_msg(r->out[0] == '[', "%s", r->out);
+    ck_assert_msg(strstr(r->out, "{\"queue\":\"alpha\",\"delayed\":2,\"due\":0,"), "%s", r->out);
+    ck_assert_msg(strstr(r->out, "{\"queue\":\"beta\",\"delayed\":0,\"due\":1,"), "%s", r->out);
+    ck_assert_msg(strstr(r->out, "\"queue\":\"gamma\",\"delayed\":0,\"due\":0,\"processing\":0,"
+                         "\"expired\":0,\"dead\":0,\"next_due_in_ms\":null}"), "%s", r->out);
+    ck_assert_msg(strstr(r->out, "\"dead\":2"), "%s", r->out);
+    long long next_ms = json_num(r->out, "next_due_in_ms"); /* alpha comes first */
+    ck_assert_int_gt(next_ms, 3500000);
+    ck_assert_int_le(next_ms, 3600000);
+}
+END_TEST
+
+START_TEST(stats_without_queues)
+{
+    struct run_result *r = CLI("stats");
+    assert_ok(r);
+    ck_assert_msg(strncmp(r->out, "QUEUE ", 6) == 0, "%s", r->out);
+    ck_assert_ptr_eq(strchr(r->out, '\n'), r->out + strlen(r->out) - 1); /* one line */
+    r = CLI("stats", "--json");
+    assert_ok(r);
+    ck_assert_str_eq(r->out, "[]\n");
+}
+END_TEST
+
+START_TEST(dlq_list)
+{
+    make_dead("work", 3);
+    struct run_result *r = CLI("dlq", "-q", "work", "list");
+    assert_ok(r);
+    ck_assert_msg(strncmp(r->out, "ID ", 3) == 0, "%s", r->out);
+    for (int i = 1; i <= 3; i++) {
+        char id[16];
+        snprintf(id, sizeof id, "dead-%d ", i);
+        ck_assert_msg(strstr(r->out, id), "no %s in %s", id, r->out);
+    }
+    ck_assert_msg(strstr(r->out, "  1  boom\n"), "%s", r->out);
+
+    r = CLI("dlq", "-q", "work", "list", "--json");
+    assert_ok(r);
+    ck_assert_int_eq(json_num(r->out, "total"), 3);
+    ck_assert_msg(strstr(r->out, "\"last_error\":\"boom\""), "%s", r->out);
+
+    r = CLI("dlq", "-q", "work", "list", "--limit", "1", "--offset", "1");
+    assert_ok(r);
+    ck_assert_msg(strstr(r->out, "dead-2 ") && !strstr(r->out, "dead-1 "), "%s", r->out);
+    ck_assert_msg(strstr(r->out, "(1 more: --offset 2)\n"), "%s", r->out);
+}
+END_TEST
+
+START_TEST(dlq_requeue_and_purge)
+{
+    make_dead("work", 3);
+    struct run_result *r = CLI("dlq", "-q", "work", "requeue", "dead-1");
+    assert_ok(r);
+    ck_assert_str_eq(r->out, "requeued job dead-1\n");
+    assert_fails(CLI("dlq", "-q", "work", "requeue", "dead-1"), 1, "dead-1");
+    dq_stats st = queue_stats("work");
+    ck_assert_int_eq(st.dead, 2);
+    ck_assert_int_eq(st.due, 1);
+
+    r = CLI("dlq", "-q", "work", "requeue", "--all");
+    assert_ok(r);
+    ck_assert_str_eq(r->out, "requeued 2 jobs\n");
+    st = queue_stats("work");
+    ck_assert_int_eq(st.dead, 0);
+    ck_assert_int_eq(st.due, 3);
+
+    make_dead("work", 3);
+    r = CLI("dlq", "-q", "work", "purge", "dead-3");
+    assert_ok(r);
+    ck_assert_str_eq(r->out, "purged job dead-3\n");
+    assert_fails(CLI("dlq", "-q", "work", "purge", "dead-3"), 1, "dead-3");
+    r = CLI("dlq", "-q", "work", "purge");
+    assert_ok(r);
+    ck_assert_str_eq(r->out, "purged 2 jobs\n");
+    st = queue_stats("work");
+    ck_assert_int_eq(st.dead + st.due + st.delayed + st.processing, 0);
+}
+END_TEST
+
+/* ---- usage errors: exit 2, one line, nothing sent ----------------------- */
+
+START_TEST(usage_errors)
+{
+    assert_fails(CLI("add", "-q", "u", "-t", "t", "--frob"), 2, "unknown option '--frob'");
+    assert_fails(CLI("--frob", "stats"), 2, "unknown option '--frob' (see delayq --help)");
+    assert_fails(CLI("add", "-t", "t", "x"), 2, "add: missing -q QUEUE");
+    assert_fails(CLI("add", "-q", "u", "x"), 2, "add: missing -t TYPE");
+    struct run_result *r = CLI("add", "-q", "u", "-t", "t", "-d", "10x");
+    assert_fails(r, 2, "");
+    ck_assert_str_eq(r->err, "delayq: add: bad delay '10x': unknown unit (use ms, s, m, h or d)\n");
+    assert_fails(CLI("add", "-q", "u", "-t", "t", "--at", "tomorrow"), 2,
+                 "add: bad time 'tomorrow'");
+    assert_fails(CLI("add", "-q", "u", "-t", "t", "-d", "1m", "--at", "1893456000"), 2,
+                 "not both");
+    assert_fails(CLI("add", "-q", "u", "-t", "t", "--max-attempts", "-1"), 2,
+                 "bad --max-attempts '-1'");
+    assert_fails(CLI("add", "-q", "u{x}", "-t", "t"), 2, "queue name contains '{'");
+    assert_fails(CLI("add", "-q", "u", "-t", "has space"), 2, "bad type");
+    assert_fails(CLI("add", "-q", "u", "-t", "t", "--id", "123"), 2, "all digits");
+    assert_fails(CLI("add", "-q", "u", "-t", "t", "a", "b"), 2, "more than one payload");
+    assert_fails(CLI("add", "-q"), 2, "option '-q' needs a value");
+    assert_fails(CLI("frobnicate"), 2, "unknown command 'frobnicate'");
+    assert_fails(CLI("dlq", "-q", "u", "requeue"), 2, "requeue needs a job ID or --all");
+    assert_fails(CLI("dlq", "-q", "u", "list", "--limit", "0"), 2, "bad --limit");
+    assert_fails(CLI("stats", "-p", "abc"), 2, "bad port 'abc'");
+    assert_fails(CLI("stats", "--timeout", "soon"), 2, "bad timeout");
+    /* Nothing reached Redis. */
+    ck_assert_int_eq(fixture_redis_int(&fx, "DBSIZE"), 0);
+}
+END_TEST
+
+START_TEST(payload_over_the_limit)
+{
+    size_t n = 1024 * 1024 + 1;
+    char *big = malloc(n);
+    ck_assert_ptr_nonnull(big);
+    memset(big, 'x', n);
+    struct cli_run how = { .in = big, .in_len = n };
+    struct run_result *r = CLI_HOW(&how, "add", "-q", "big", "-t", "t", "-");
+    free(big);
+    assert_fails(r, 2, "");
+    ck_assert_str_eq(r->err, "delayq: add: payload is 1048577 bytes, over the limit of 1048576\n");
+    ck_assert_int_eq(fixture_redis_int(&fx, "DBSIZE"), 0);
+}
+END_TEST
+
+START_TEST(help_and_version)
+{
+    struct run_result *r = CLI("--help");
+    assert_ok(r);
+    ck_assert_msg(strstr(r->out, "Usage: delayq") && strstr(r->out, "Exit codes:")
+                  && strstr(r->out, "69") && strstr(r->out, "78"), "%s", r->out);
+    r = CLI("add", "--help");
+    assert_ok(r);
+    ck_assert_msg(strstr(r->out, "Usage: delayq add"), "%s", r->out);
+    r = CLI("dlq", "-h");
+    assert_ok(r);
+    ck_assert_msg(strstr(r->out, "Usage: delayq dlq"), "%s", r->out);
+    r = CLI("--version");
+    assert_ok(r);
+    ck_assert_str_eq(r->out, "delayq " PACKAGE_VERSION "\n");
+}
+END_TEST
+
+/* ---- connection --------------------------------------------------------- */
+
+START_TEST(redis_down_exits_69)
+{
+    struct cli_run how = { .no_socket = true };
+    assert_fails(CLI_HOW(&how, "-s", "/nonexistent.sock", "stats"), 69,
+                 "cannot connect to redis at /nonexistent.sock");
+    assert_fails(CLI_HOW(&how, "add", "-q", "x", "-t", "t", "-H", "127.0.0.1", "-p", "1"), 69,
+                 "cannot connect to redis at 127.0.0.1:1: Connection refused");
+}
+END_TEST
+
+START_TEST(password_is_checked)
+{
+    ck_assert_int_eq(fixture_redis_int(&fx, "CONFIG SET requirepass %s", "secret"), 0);
+    assert_fails(CLI("stats"), 69, "NOAUTH");
+    assert_fails(CLI("-a", "wrong", "stats"), 69, "AUTH");
+    struct cli_run env = { .env = { "DELAYQ_PASSWORD=secret" } };
+    assert_ok(CLI_HOW(&env, "stats"));
+    char id[64];
+    add_id(CLI_HOW(&env, "add", "-q", "pw", "-t", "t"), id, sizeof id);
+    assert_fails(CLI_HOW(&env, "stats", "-a", "wrong"), 69, "AUTH"); /* -a wins */
+    assert_ok(CLI("stats", "-a", "secret"));
+    reset_password();
+}
+END_TEST
+
+START_TEST(config_file_is_used_and_overridden)
+{
+    FILE *f = fopen(fx.conf_path, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "queues = ();\nredis = {\n  unix_socket = \"%s\";\n  prefix = \"other\";\n"
+               "  max_payload = 10;\n};\n", fx.sock);
+    ck_assert_int_eq(fclose(f), 0);
+    struct cli_run how = { .no_socket = true };
+    char id[64];
+    add_id(CLI_HOW(&how, "-c", fx.conf_path, "add", "-q", "cf", "-t", "t", "0123456789"),
+           id, sizeof id);
+    ck_assert_int_eq(fixture_redis_int(&fx, "EXISTS other:queues"), 1);
+    ck_assert_int_eq(fixture_redis_int(&fx, "EXISTS dq:queues"), 0);
+    assert_fails(CLI_HOW(&how, "-c", fx.conf_path, "add", "-q", "cf", "-t", "t", "01234567890"),
+                 2, "payload is 11 bytes, over the limit of 10");
+    /* Options after the command override the file. */
+    add_id(CLI_HOW(&how, "add", "-c", fx.conf_path, "--prefix", "dq", "-q", "cf", "-t", "t"),
+           id, sizeof id);
+    ck_assert_int_eq(fixture_redis_int(&fx, "EXISTS dq:queues"), 1);
+    assert_fails(CLI_HOW(&how, "-c", fx.conf_path, "-H", "127.0.0.1", "-p", "1", "stats"), 69,
+                 "127.0.0.1:1");
+}
+END_TEST
+
+START_TEST(broken_config_file_exits_78)
+{
+    FILE *f = fopen(fx.conf_path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("redis = {\n  port = 6379;\n  host = ;\n};\n", f);
+    ck_assert_int_eq(fclose(f), 0);
+    char want[300];
+    snprintf(want, sizeof want, "delayq: %s:3: syntax error", fx.conf_path);
+    struct run_result *r = CLI("-c", fx.conf_path, "stats");
+    assert_fails(r, 78, want);
+
+    f = fopen(fx.conf_path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("redis = {\n  port = \"6379\";\n};\n", f);
+    ck_assert_int_eq(fclose(f), 0);
+    snprintf(want, sizeof want, "delayq: %s:2: redis.port: expected an integer\n", fx.conf_path);
+    r = CLI("stats", "-c", fx.conf_path);
+    assert_fails(r, 78, "");
+    ck_assert_str_eq(r->err, want);
+
+    assert_fails(CLI("-c", "/nonexistent/delayqd.conf", "stats"), 78,
+                 "cannot read /nonexistent/delayqd.conf: No such file or directory");
+}
+END_TEST
+
+/* ---- the delay is counted on the server's clock ------------------------- */
+
+START_TEST(delay_uses_the_server_clock)
+{
+    ck_assert_msg(access(FAKETIME_LIB, R_OK) == 0,
+                  "%s is missing: apt-get install faketime", FAKETIME_LIB);
+    struct cli_run how = { .env = { "LD_PRELOAD=" FAKETIME_LIB, "FAKETIME=-1d",
+                                    "ASAN_OPTIONS=verify_asan_link_order=0" } };
+    /* The mechanism works here: date(1) under it is a day behind. */
+    FILE *p = popen("LD_PRELOAD=" FAKETIME_LIB " FAKETIME=-1d date +%s", "r");
+    ck_assert_ptr_nonnull(p);
+    long long faked = 0;
+    ck_assert_int_eq(fscanf(p, "%lld", &faked), 1);
+    pclose(p);
+    ck_assert_int_lt(faked, (long long)time(NULL) - 86000);
+
+    char id[64];
+    add_id(CLI_HOW(&how, "add", "-q", "clock", "-t", "t", "-d", "30s"), id, sizeof id);
+    dq_client *c = fixture_client(&fx);
+    int64_t server_now;
+    ck_assert_int_eq(dq_server_time(c, &server_now), DQ_OK);
+    dq_close(c);
+    dq_job_info info = show_job("clock", id);
+    int64_t expect = server_now + 30000;
+    ck_assert_msg(info.job.due_ms <= expect && info.job.due_ms >= expect - 5000,
+                  "due %lld, server time + 30 s = %lld (off by %lld ms)",
+                  (long long)info.job.due_ms, (long long)expect,
+                  (long long)(info.job.due_ms - expect));
+    dq_job_info_free(&info);
+}
+END_TEST
+
+static TCase *tcase(Suite *s, const char *name, int timeout)
+{
+    TCase *tc = tcase_create(name);
+    tcase_set_timeout(tc, timeout);
+    tcase_add_checked_fixture(tc, clean_redis, NULL);
+    suite_add_tcase(s, tc);
+    return tc;
+}
+
+int main(void)
+{
+    signal(SIGPIPE, SIG_IGN);
+    start_redis();
+    Suite *s = suite_create("cli");
+    TCase *tc = tcase(s, "jobs", 30);
+    tcase_add_test(tc, add_prints_id_and_show_reports_it);
+    tcase_add_test(tc, same_payload_twice_gives_two_jobs);
+    tcase_add_test(tc, taken_id_exits_1);
+    tcase_add_test(tc, replace_reschedules);
+    tcase_add_test(tc, replace_of_running_job_exits_1);
+    tcase_add_test(tc, delay_zero_is_due_now);
+    tcase_add_test(tc, at_takes_iso_and_unix_seconds);
+    tcase_add_test(tc, payload_from_stdin_is_binary_safe);
+    tcase_add_test(tc, show_escapes_text_and_json);
+    tcase_add_test(tc, max_attempts_is_kept);
+    tcase_add_test(tc, cancel_delayed_job);
+    tcase_add_test(tc, cancel_running_job_exits_1);
+    tcase_add_test(tc, cancel_and_show_unknown_exit_1);
+    tc = tcase(s, "ops", 30);
+    tcase_add_test(tc, stats_table_and_json);
+    tcase_add_test(tc, stats_without_queues);
+    tcase_add_test(tc, dlq_list);
+    tcase_add_test(tc, dlq_requeue_and_purge);
+    tc = tcase(s, "usage", 30);
+    tcase_add_test(tc, usage_errors);
+    tcase_add_test(tc, payload_over_the_limit);
+    tcase_add_test(tc, help_and_version);
+    tc = tcase(s, "connection", 30);
+    tcase_add_test(tc, redis_down_exits_69);
+    tcase_add_test(tc, password_is_checked);
+    tcase_add_test(tc, config_file_is_used_and_overridden);
+    tcase_add_test(tc, broken_config_file_exits_78);
+    tc = tcase(s, "clock", 30);
+    tcase_add_test(tc, delay_uses_the_server_clock);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    stop_redis();
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,2 +1,181 @@
-/* placeholder */
-extern int dq_placeholder_cli_conn;
+/*
+ * The command line's connection: options, the -c file, DELAYQ_PASSWORD,
+ * and dq_connect with a one-line message when it fails.
+ */
+#include "cli/cli_conn.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "lib/keys.h"
+#include "util/timefmt.h"
+
+const struct option cli_conn_longopts[] = {
+    { "config", required_argument, NULL, 'c' },
+    { "host", required_argument, NULL, 'H' },
+    { "port", required_argument, NULL, 'p' },
+    { "socket", required_argument, NULL, 's' },
+    { "password", required_argument, NULL, 'a' },
+    { "user", required_argument, NULL, OPT_USER },
+    { "db", required_argument, NULL, 'n' },
+    { "prefix", required_argument, NULL, OPT_PREFIX },
+    { "timeout", required_argument, NULL, OPT_TIMEOUT },
+    { "help", no_argument, NULL, 'h' },
+    { "version", no_argument, NULL, OPT_VERSION },
+    { NULL, 0, NULL, 0 }
+};
+
+void cli_conn_init(struct cli_conn *cc)
+{
+    memset(cc, 0, sizeof *cc);
+    cc->db = -1;
+    cc->timeout_ms = -1;
+}
+
+static int take_number(const char *what, const char *arg, long long min,
+                       long long max, long long *v, char *err, size_t errlen)
+{
+    if (cli_parse_int(arg, min, max, v) == 0)
+        return 1;
+    snprintf(err, errlen, "bad %s '%s': expected a whole number from %lld to %lld",
+             what, arg, min, max);
+    return -1;
+}
+
+static int take_timeout(struct cli_conn *cc, const char *arg, char *err, size_t errlen)
+{
+    const char *why;
+    int64_t ms;
+    if (timefmt_parse_duration(arg, &ms, &why) < 0) {
+        snprintf(err, errlen, "bad timeout '%s': %s", arg, why);
+        return -1;
+    }
+    if (ms < 1 || ms > INT_MAX) {
+        snprintf(err, errlen, "bad timeout '%s': must be from 1ms to 24 days", arg);
+        return -1;
+    }
+    cc->timeout_ms = ms;
+    return 1;
+}
+
+static int take_prefix(struct cli_conn *cc, const char *arg, char *err, size_t errlen)
+{
+    const char *why = keys_check_prefix(arg);
+    if (why) {
+        snprintf(err, errlen, "bad prefix '%s': %s", arg, why);
+        return -1;
+    }
+    cc->prefix = arg;
+    return 1;
+}
+
+int cli_conn_option(struct cli_conn *cc, int opt, const char *arg, char *err,
+                    size_t errlen)
+{
+    long long v;
+    int r;
+    switch (opt) {
+    case 'c': cc->config_path = arg; return 1;
+    case 'H': cc->host = arg; return 1;
+    case 's': cc->unix_path = arg; return 1;
+    case 'a': cc->password = arg; return 1;
+    case OPT_USER: cc->user = arg; return 1;
+    case OPT_PREFIX: return take_prefix(cc, arg, err, errlen);
+    case OPT_TIMEOUT: return take_timeout(cc, arg, err, errlen);
+    case 'p':
+        if ((r = take_number("port", arg, 1, 65535, &v, err, errlen)) > 0)
+            cc->port = (int)v;
+        return r;
+    case 'n':
+        if ((r = take_number("database number", arg, 0, INT_MAX, &v, err, errlen)) > 0)
+            cc->db = (int)v;
+        return r;
+    default:
+        return 0;
+    }
+}
+
+/* Lay the flags over the file's settings in s->opt. */
+static void apply_flags(struct cli_session *s, const struct cli_conn *cc)
+{
+    dq_options *o = &s->opt;
+    if (cc->host || cc->port) {
+        o->unix_path = NULL;  /* -H/-p name a TCP server: the file's socket goes */
+        if (cc->host)
+            o->host = cc->host;
+        if (cc->port)
+            o->port = cc->port;
+    }
+    if (cc->unix_path)
+        o->unix_path = cc->unix_path;
+    const char *env = getenv("DELAYQ_PASSWORD");
+    if (cc->password)
+        o->password = cc->password;
+    else if (env && *env)
+        o->password = env;
+    if (cc->user)
+        o->user = cc->user;
+    if (cc->db >= 0)
+        o->db = cc->db;
+    if (cc->prefix)
+        o->prefix = cc->prefix;
+    if (cc->timeout_ms > 0)
+        o->connect_timeout_ms = o->command_timeout_ms = (int)cc->timeout_ms;
+}
+
+int cli_session_options(struct cli_session *s, const struct cli_conn *cc,
+                        char *err, size_t errlen)
+{
+    memset(s, 0, sizeof *s);
+    redis_conf_init(&s->conf);
+    if (cc->unix_path && (cc->host || cc->port)) {
+        snprintf(err, errlen, "-s names a unix socket; it cannot be used with -H or -p");
+        return CLI_EXIT_USAGE;
+    }
+    if (cc->config_path && redis_conf_load(&s->conf, cc->config_path, err, errlen) < 0)
+        return CLI_EXIT_CONFIG;
+    redis_conf_to_options(&s->conf, &s->opt);
+    apply_flags(s, cc);
+    return CLI_EXIT_OK;
+}
+
+int cli_session_connect(struct cli_session *s, char *err, size_t errlen)
+{
+    dq_status st;
+    s->client = dq_connect(&s->opt, err, errlen, &st);
+    return s->client ? CLI_EXIT_OK : cli_exit_code(st);
+}
+
+void cli_session_close(struct cli_session *s)
+{
+    dq_close(s->client);
+    s->client = NULL;
+    redis_conf_free(&s->conf);
+}
+
+int cli_open(const struct cli *cli, struct cli_session *s)
+{
+    char err[512];
+    int code = cli_session_options(s, &cli->conn, err, sizeof err);
+    if (code != CLI_EXIT_OK)
+        return cli_fail(code == CLI_EXIT_CONFIG ? NULL : cli, code, "%s", err);
+    return CLI_EXIT_OK;
+}
+
+int cli_connect(const struct cli *cli, struct cli_session *s)
+{
+    char err[512];
+    int code = s->client ? CLI_EXIT_OK : cli_session_connect(s, err, sizeof err);
+    if (code != CLI_EXIT_OK)
+        return cli_fail(code == CLI_EXIT_USAGE ? cli : NULL, code, "%s", err);
+    return CLI_EXIT_OK;
+}
+
+int cli_open_connected(const struct cli *cli, struct cli_session *s)
+{
+    int code = cli_open(cli, s);
+    return code != CLI_EXIT_OK ? code : cli_connect(cli, s);
+}

@@ -1,1 +1,69 @@
-/* placeholder */
+/*
+ * How the delayq command line reaches Redis: the connection options as
+ * typed, the -c configuration file under them, and the client made from
+ * both.  Precedence: command-line option, then DELAYQ_PASSWORD (for the
+ * password only), then the file, then the library's defaults.
+ */
+#ifndef DQ_CLI_CONN_H
+#define DQ_CLI_CONN_H
+
+#include <delayq/client.h>
+#include <getopt.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config/redis_conf.h"
+
+/* Short connection options (with -h for help) for getopt. */
+#define CLI_CONN_SHORTOPTS "c:H:p:s:a:n:h"
+
+/* Connection options as given; strings point into argv. */
+struct cli_conn {
+    const char *config_path;    /* -c */
+    const char *host;           /* -H */
+    int port;                   /* -p; 0 when not given */
+    const char *unix_path;      /* -s */
+    const char *password;       /* -a */
+    const char *user;           /* --user */
+    int db;                     /* -n; -1 when not given */
+    const char *prefix;         /* --prefix */
+    int64_t timeout_ms;         /* --timeout; -1 when not given */
+};
+
+/* A connection in use: the settings it was made from and the client. */
+struct cli_session {
+    struct redis_conf conf;     /* the -c file's settings (or defaults) */
+    dq_options opt;             /* borrows from conf and from argv */
+    dq_client *client;          /* NULL until cli_session_connect */
+};
+
+void cli_conn_init(struct cli_conn *cc);
+
+/* The long forms of the connection options (and --help, --version),
+ * terminated by a zero entry. */
+extern const struct option cli_conn_longopts[];
+
+/*
+ * Take option `opt` with value `arg` if it is a connection option.
+ * Returns 1 when taken, 0 when `opt` is not one, -1 when the value is bad
+ * (why in `err`).
+ */
+int cli_conn_option(struct cli_conn *cc, int opt, const char *arg, char *err,
+                    size_t errlen);
+
+/*
+ * Work out the options in s->opt from the -c file and the flags.  Returns
+ * 0, or an exit code (78 for the file, 2 for conflicting flags) with the
+ * message in `err`.  Free with cli_session_close also on failure.
+ */
+int cli_session_options(struct cli_session *s, const struct cli_conn *cc,
+                        char *err, size_t errlen);
+
+/* Connect with s->opt.  Returns 0, or the exit code with the message in
+ * `err` (69 when Redis is unreachable, refuses or times out). */
+int cli_session_connect(struct cli_session *s, char *err, size_t errlen);
+
+/* Close the client and free the settings. */
+void cli_session_close(struct cli_session *s);
+
+#endif

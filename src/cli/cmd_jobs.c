@@ -1,2 +1,353 @@
-/* placeholder */
-extern int dq_placeholder_cmd_jobs;
+/* delayq add, cancel and show: one job at a time. */
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "lib/keys.h"
+#include "util/timefmt.h"
+
+/* ---- add ---------------------------------------------------------------- */
+
+struct add_args {
+    const char *queue;
+    const char *type;
+    const char *id;
+    const char *delay;
+    const char *at;
+    bool replace;
+    int max_attempts;
+};
+
+static const struct option add_longopts[] = {
+    { "queue", required_argument, NULL, 'q' },
+    { "type", required_argument, NULL, 't' },
+    { "delay", required_argument, NULL, 'd' },
+    { "at", required_argument, NULL, OPT_AT },
+    { "id", required_argument, NULL, OPT_ID },
+    { "replace", no_argument, NULL, OPT_REPLACE },
+    { "max-attempts", required_argument, NULL, OPT_MAX_ATTEMPTS },
+    { NULL, 0, NULL, 0 }
+};
+
+static int add_opt(struct cli *cli, int opt, const char *arg, void *ctx)
+{
+    struct add_args *a = ctx;
+    long long n;
+    switch (opt) {
+    case 'q': a->queue = arg; return 0;
+    case 't': a->type = arg; return 0;
+    case 'd': a->delay = arg; return 0;
+    case OPT_AT: a->at = arg; return 0;
+    case OPT_ID: a->id = arg; return 0;
+    case OPT_REPLACE: a->replace = true; return 0;
+    case OPT_MAX_ATTEMPTS:
+        if (cli_parse_int(arg, 1, INT_MAX, &n) < 0) {
+            cli_fail(cli, CLI_EXIT_USAGE, "bad --max-attempts '%s': expected a whole "
+                     "number of 1 or more", arg);
+            return -1;
+        }
+        a->max_attempts = (int)n;
+        return 0;
+    default:
+        return -1;
+    }
+}
+
+/* Check the names and turn -d / --at into the request's times. */
+static int add_request(const struct cli *cli, const struct add_args *a,
+                       dq_enqueue_req *req)
+{
+    const char *why;
+    int code = cli_check_queue(cli, a->queue);
+    if (code != CLI_EXIT_OK)
+        return code;
+    if (!a->type)
+        return cli_fail(cli, CLI_EXIT_USAGE, "missing -t TYPE");
+    if ((why = keys_check_type(a->type)))
+        return cli_fail(cli, CLI_EXIT_USAGE, "bad type '%s': %s", a->type, why);
+    if (a->id && (why = keys_check_id(a->id)))
+        return cli_fail(cli, CLI_EXIT_USAGE, "bad id '%s': %s", a->id, why);
+    if (a->delay && a->at)
+        return cli_fail(cli, CLI_EXIT_USAGE, "give -d DELAY or --at TIME, not both");
+    if (a->delay && timefmt_parse_duration(a->delay, &req->delay_ms, &why) < 0)
+        return cli_fail(cli, CLI_EXIT_USAGE, "bad delay '%s': %s", a->delay, why);
+    if (a->at && timefmt_parse_time(a->at, &req->at_ms, &why) < 0)
+        return cli_fail(cli, CLI_EXIT_USAGE, "bad time '%s': %s", a->at, why);
+    if (cli_nargs(cli) > 1)
+        return cli_fail(cli, CLI_EXIT_USAGE, "more than one payload given (quote it, "
+                        "or use - to read it from standard input)");
+    req->queue = a->queue;
+    req->type = a->type;
+    req->id = a->id;
+    req->replace = a->replace;
+    req->max_attempts = a->max_attempts;
+    return CLI_EXIT_OK;
+}
+
+/*
+ * Read all of standard input (binary-safe).  At most `limit` bytes are kept
+ * in *buf (malloc'd, owned by the caller); *total counts all of them, so
+ * that a payload over the limit can be reported with its size.
+ */
+static int read_stdin(const struct cli *cli, size_t limit, char **buf, size_t *total)
+{
+    size_t cap = 0, kept = 0;
+    char chunk[65536];
+    *buf = NULL;
+    *total = 0;
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, stdin)) > 0) {
+        *total += n;
+        size_t take = kept + n <= limit ? n : limit - kept;
+        if (kept + take > cap) {
+            size_t want = cap ? cap * 2 : sizeof chunk;
+            cap = want < kept + take ? kept + take : (want > limit ? limit : want);
+            char *p = realloc(*buf, cap);
+            if (!p)
+                return cli_fail(cli, CLI_EXIT_SOFTWARE, "out of memory reading the payload");
+            *buf = p;
+        }
+        memcpy(*buf + kept, chunk, take);
+        kept += take;
+    }
+    if (ferror(stdin))
+        return cli_fail(cli, CLI_EXIT_IOERR, "cannot read standard input: %s",
+                        strerror(errno));
+    return CLI_EXIT_OK;
+}
+
+/* Fill the payload from the operand or standard input; refuse it when it
+ * is over the limit, before anything is sent.  *owned is freed by the
+ * caller. */
+static int add_payload(const struct cli *cli, size_t limit, dq_enqueue_req *req,
+                       char **owned)
+{
+    size_t total = 0;
+    *owned = NULL;
+    if (cli_nargs(cli) == 1 && strcmp(cli_arg(cli, 0), "-") == 0) {
+        int code = read_stdin(cli, limit, owned, &total);
+        if (code != CLI_EXIT_OK)
+            return code;
+        req->payload = *owned;
+    } else if (cli_nargs(cli) == 1) {
+        req->payload = cli_arg(cli, 0);
+        total = strlen(cli_arg(cli, 0));
+    }
+    if (total > limit)
+        return cli_fail(cli, CLI_EXIT_USAGE, "payload is %zu bytes, over the limit of %zu",
+                        total, limit);
+    req->payload_len = total;
+    return CLI_EXIT_OK;
+}
+
+int cmd_add(struct cli *cli)
+{
+    struct add_args a = { 0 };
+    dq_enqueue_req req = { 0 };
+    int code;
+    if (cli_parse_opts(cli, "q:t:d:", add_longopts, add_opt, &a, false, &code) < 0)
+        return code;
+    if ((code = add_request(cli, &a, &req)) != CLI_EXIT_OK)
+        return code;
+    struct cli_session s;
+    char *payload = NULL;
+    code = cli_open(cli, &s);
+    if (code == CLI_EXIT_OK)
+        code = add_payload(cli, s.opt.max_payload, &req, &payload);
+    if (code == CLI_EXIT_OK)
+        code = cli_connect(cli, &s);
+    if (code == CLI_EXIT_OK) {
+        dq_enqueued out;
+        dq_status st = dq_enqueue(s.client, &req, &out);
+        if (st == DQ_OK)
+            printf("%s\n", out.id);
+        else
+            code = cli_fail_dq(cli, s.client, st);
+    }
+    free(payload);
+    cli_session_close(&s);
+    return code;
+}
+
+/* ---- cancel and show ---------------------------------------------------- */
+
+struct job_args {
+    const char *queue;
+    bool json;
+};
+
+static const struct option job_longopts[] = {
+    { "queue", required_argument, NULL, 'q' },
+    { "json", no_argument, NULL, OPT_JSON },
+    { NULL, 0, NULL, 0 }
+};
+
+static int job_opt(struct cli *cli, int opt, const char *arg, void *ctx)
+{
+    (void)cli;
+    struct job_args *a = ctx;
+    if (opt == 'q')
+        a->queue = arg;
+    else if (opt == OPT_JSON)
+        a->json = true;
+    else
+        return -1;
+    return 0;
+}
+
+/* Options and the one ID operand of cancel and show.  `longopts` decides
+ * whether --json is taken. */
+static int job_parse(struct cli *cli, const struct option *longopts,
+                     struct job_args *a, const char **id)
+{
+    int code;
+    if (cli_parse_opts(cli, "q:", longopts, job_opt, a, false, &code) < 0)
+        return code;
+    if ((code = cli_check_queue(cli, a->queue)) != CLI_EXIT_OK)
+        return code;
+    if (cli_nargs(cli) != 1)
+        return cli_fail(cli, CLI_EXIT_USAGE, cli_nargs(cli) ? "give one job ID"
+                                                            : "missing the job ID");
+    *id = cli_arg(cli, 0);
+    if (!**id)
+        return cli_fail(cli, CLI_EXIT_USAGE, "the job ID is empty");
+    return CLI_EXIT_OK;
+}
+
+int cmd_cancel(struct cli *cli)
+{
+    static const struct option cancel_longopts[] = {
+        { "queue", required_argument, NULL, 'q' },
+        { NULL, 0, NULL, 0 }
+    };
+    struct job_args a = { 0 };
+    const char *id = NULL;
+    int code = job_parse(cli, cancel_longopts, &a, &id);
+    if (code != CLI_EXIT_OK)
+        return code;
+    struct cli_session s;
+    code = cli_open_connected(cli, &s);
+    if (code == CLI_EXIT_OK) {
+        dq_status st = dq_cancel(s.client, a.queue, id);
+        code = st == DQ_OK ? CLI_EXIT_OK : cli_fail_dq(cli, s.client, st);
+    }
+    cli_session_close(&s);
+    return code;
+}
+
+/* "2026-01-01T00:00:00.000Z (in 29m 58s)" */
+static void show_time(const char *label, int64_t ms, int64_t now)
+{
+    char iso[40], rel[48];
+    timefmt_iso(iso, sizeof iso, ms);
+    cli_relative(rel, sizeof rel, ms, now);
+    printf("%s: %s (%s)\n", label, iso, rel);
+}
+
+static void show_payload_text(const dq_job *j)
+{
+    printf("payload size: %zu\n", j->payload_len);
+    switch (cli_text_kind(j->payload, j->payload_len)) {
+    case CLI_TEXT_PLAIN:
+        printf("payload: %s\n", j->payload_len ? (const char *)j->payload : "(empty)");
+        break;
+    case CLI_TEXT_ESCAPED:
+        fputs("payload: ", stdout);
+        cli_print_escaped(stdout, j->payload, j->payload_len);
+        putchar('\n');
+        break;
+    case CLI_TEXT_BINARY:
+        printf("payload: (%zu bytes binary)\n", j->payload_len);
+        break;
+    }
+}
+
+static void show_text(const char *queue, const char *id, const dq_job_info *info)
+{
+    const dq_job *j = &info->job;
+    printf("id: %s\nqueue: %s\nstate: %s\ntype: ", id, queue, dq_state_str(info->state));
+    cli_print_escaped(stdout, j->type, strlen(j->type));
+    if (j->max_attempts > 0)
+        printf("\nattempts: %d/%d\n", j->attempt, j->max_attempts);
+    else
+        printf("\nattempts: %d/default\n", j->attempt);
+    show_time("created", j->created_ms, info->now_ms);
+    show_time("due", j->due_ms, info->now_ms);
+    if (info->state == DQ_STATE_PROCESSING)
+        show_time("lease deadline", info->state_ms, info->now_ms);
+    else if (info->state == DQ_STATE_DEAD)
+        show_time("died at", info->state_ms, info->now_ms);
+    if (j->last_error[0]) {
+        fputs("last error: ", stdout);
+        cli_print_escaped(stdout, j->last_error, strlen(j->last_error));
+        putchar('\n');
+    }
+    show_payload_text(j);
+}
+
+static void json_key_str(const char *key, const char *v, size_t n)
+{
+    printf(",\"%s\":", key);
+    cli_json_str(stdout, v, n);
+}
+
+static void json_key_ms(const char *key, int64_t v, bool present)
+{
+    if (present)
+        printf(",\"%s\":%lld", key, (long long)v);
+    else
+        printf(",\"%s\":null", key);
+}
+
+static void show_json(const char *queue, const char *id, const dq_job_info *info)
+{
+    const dq_job *j = &info->job;
+    fputs("{\"id\":", stdout);
+    cli_json_str(stdout, id, strlen(id));
+    json_key_str("queue", queue, strlen(queue));
+    json_key_str("state", dq_state_str(info->state), strlen(dq_state_str(info->state)));
+    json_key_str("type", j->type, strlen(j->type));
+    printf(",\"attempts\":%d", j->attempt);
+    json_key_ms("max_attempts", j->max_attempts, j->max_attempts > 0);
+    json_key_ms("created_ms", j->created_ms, true);
+    json_key_ms("due_ms", j->due_ms, true);
+    json_key_ms("lease_deadline_ms", info->state_ms, info->state == DQ_STATE_PROCESSING);
+    json_key_ms("died_ms", info->state_ms, info->state == DQ_STATE_DEAD);
+    json_key_ms("now_ms", info->now_ms, true);
+    json_key_str("last_error", j->last_error, strlen(j->last_error));
+    printf(",\"payload_size\":%zu", j->payload_len);
+    if (cli_is_utf8(j->payload, j->payload_len)) {
+        json_key_str("payload", j->payload, j->payload_len);
+    } else {
+        fputs(",\"payload\":null,\"payload_base64\":\"", stdout);
+        cli_print_base64(stdout, j->payload, j->payload_len);
+        putchar('"');
+    }
+    fputs("}\n", stdout);
+}
+
+int cmd_show(struct cli *cli)
+{
+    struct job_args a = { 0 };
+    const char *id = NULL;
+    int code = job_parse(cli, job_longopts, &a, &id);
+    if (code != CLI_EXIT_OK)
+        return code;
+    struct cli_session s;
+    code = cli_open_connected(cli, &s);
+    if (code == CLI_EXIT_OK) {
+        dq_job_info info;
+        dq_status st = dq_show(s.client, a.queue, id, &info);
+        if (st != DQ_OK)
+            code = cli_fail_dq(cli, s.client, st);
+        else if (a.json)
+            show_json(a.queue, id, &info);
+        else
+            show_text(a.queue, id, &info);
+        dq_job_info_free(&info);
+    }
+    cli_session_close(&s);
+    return code;
+}

@@ -1,2 +1,288 @@
-/* placeholder */
-extern int dq_placeholder_cmd_ops;
+/* delayq stats and dlq: the figures of queues and their dead-letter sets. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "util/timefmt.h"
+
+#define DLQ_DEFAULT_LIMIT 50
+#define DLQ_MAX_LIMIT 10000
+
+struct ops_args {
+    const char *queue;
+    bool json;
+    bool all;
+    long long limit;
+    long long offset;
+};
+
+static int ops_opt(struct cli *cli, int opt, const char *arg, void *ctx)
+{
+    struct ops_args *a = ctx;
+    switch (opt) {
+    case 'q': a->queue = arg; return 0;
+    case OPT_JSON: a->json = true; return 0;
+    case OPT_ALL: a->all = true; return 0;
+    case OPT_LIMIT:
+        if (cli_parse_int(arg, 1, DLQ_MAX_LIMIT, &a->limit) == 0)
+            return 0;
+        cli_fail(cli, CLI_EXIT_USAGE, "bad --limit '%s': expected a whole number "
+                 "from 1 to %d", arg, DLQ_MAX_LIMIT);
+        return -1;
+    case OPT_OFFSET:
+        if (cli_parse_int(arg, 0, INT64_MAX, &a->offset) == 0)
+            return 0;
+        cli_fail(cli, CLI_EXIT_USAGE, "bad --offset '%s': expected a whole number "
+                 "of 0 or more", arg);
+        return -1;
+    default:
+        return -1;
+    }
+}
+
+/* ---- stats -------------------------------------------------------------- */
+
+/* Figures of the queues in `names`, in one array (malloc'd). */
+static int stats_collect(const struct cli *cli, dq_client *c, char **names,
+                         size_t n, dq_stats **out)
+{
+    *out = calloc(n ? n : 1, sizeof **out);
+    if (!*out)
+        return cli_fail(cli, CLI_EXIT_SOFTWARE, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        dq_status st = dq_stats_get(c, names[i], &(*out)[i]);
+        if (st != DQ_OK)
+            return cli_fail_dq(cli, c, st);
+    }
+    return CLI_EXIT_OK;
+}
+
+static void stats_table(char **names, size_t n, const dq_stats *st)
+{
+    int w = 5;
+    for (size_t i = 0; i < n; i++)
+        if ((int)strlen(names[i]) > w)
+            w = (int)strlen(names[i]);
+    printf("%-*s %10s %10s %10s %10s  %s\n", w, "QUEUE", "DELAYED", "DUE",
+           "PROCESSING", "DEAD", "NEXT DUE");
+    for (size_t i = 0; i < n; i++) {
+        char next[32] = "-";
+        if (st[i].next_due_in_ms == 0)
+            snprintf(next, sizeof next, "now");
+        else if (st[i].next_due_in_ms > 0)
+            timefmt_duration(next, sizeof next, st[i].next_due_in_ms);
+        printf("%-*s %10lld %10lld %10lld %10lld  %s\n", w, names[i],
+               (long long)st[i].delayed, (long long)st[i].due,
+               (long long)st[i].processing, (long long)st[i].dead, next);
+    }
+}
+
+static void stats_json(char **names, size_t n, const dq_stats *st)
+{
+    putchar('[');
+    for (size_t i = 0; i < n; i++) {
+        fputs(i ? ",{\"queue\":" : "{\"queue\":", stdout);
+        cli_json_str(stdout, names[i], strlen(names[i]));
+        printf(",\"delayed\":%lld,\"due\":%lld,\"processing\":%lld,\"expired\":%lld,"
+               "\"dead\":%lld,\"next_due_in_ms\":", (long long)st[i].delayed,
+               (long long)st[i].due, (long long)st[i].processing,
+               (long long)st[i].expired, (long long)st[i].dead);
+        if (st[i].next_due_in_ms >= 0)
+            printf("%lld}", (long long)st[i].next_due_in_ms);
+        else
+            fputs("null}", stdout);
+    }
+    puts("]");
+}
+
+/* The queue named by -q, or every registered queue. */
+static int stats_queues(const struct cli *cli, dq_client *c, const char *queue,
+                        char ***names, size_t *n)
+{
+    if (!queue) {
+        dq_status st = dq_queues(c, names, n);
+        return st == DQ_OK ? CLI_EXIT_OK : cli_fail_dq(cli, c, st);
+    }
+    *names = calloc(1, sizeof **names);
+    if (*names && !((*names)[0] = strdup(queue))) {
+        free(*names);
+        *names = NULL;
+    }
+    if (!*names)
+        return cli_fail(cli, CLI_EXIT_SOFTWARE, "out of memory");
+    *n = 1;
+    return CLI_EXIT_OK;
+}
+
+int cmd_stats(struct cli *cli)
+{
+    static const struct option longopts[] = {
+        { "queue", required_argument, NULL, 'q' },
+        { "json", no_argument, NULL, OPT_JSON },
+        { NULL, 0, NULL, 0 }
+    };
+    struct ops_args a = { 0 };
+    int code;
+    if (cli_parse_opts(cli, "q:", longopts, ops_opt, &a, false, &code) < 0)
+        return code;
+    if (a.queue && (code = cli_check_queue(cli, a.queue)) != CLI_EXIT_OK)
+        return code;
+    if (cli_nargs(cli) > 0)
+        return cli_fail(cli, CLI_EXIT_USAGE, "unexpected argument '%s'", cli_arg(cli, 0));
+    struct cli_session s;
+    char **names = NULL;
+    size_t n = 0;
+    dq_stats *st = NULL;
+    code = cli_open_connected(cli, &s);
+    if (code == CLI_EXIT_OK)
+        code = stats_queues(cli, s.client, a.queue, &names, &n);
+    if (code == CLI_EXIT_OK)
+        code = stats_collect(cli, s.client, names, n, &st);
+    if (code == CLI_EXIT_OK && a.json)
+        stats_json(names, n, st);
+    else if (code == CLI_EXIT_OK)
+        stats_table(names, n, st);
+    free(st);
+    dq_strv_free(names, n);
+    cli_session_close(&s);
+    return code;
+}
+
+/* ---- dlq ---------------------------------------------------------------- */
+
+static void dlq_table(const dq_dead_page *p, int64_t offset)
+{
+    int wid = 2, wtype = 4;
+    for (size_t i = 0; i < p->n; i++) {
+        if ((int)strlen(p->entries[i].id) > wid)
+            wid = (int)strlen(p->entries[i].id);
+        if ((int)strlen(p->entries[i].type) > wtype)
+            wtype = (int)strlen(p->entries[i].type);
+    }
+    printf("%-*s  %-24s  %-*s  %8s  %s\n", wid, "ID", "DIED AT", wtype, "TYPE",
+           "ATTEMPTS", "LAST ERROR");
+    for (size_t i = 0; i < p->n; i++) {
+        const dq_dead_entry *e = &p->entries[i];
+        char iso[40];
+        timefmt_iso(iso, sizeof iso, e->died_ms);
+        printf("%-*s  %-24s  %-*s  %8d  ", wid, e->id, iso, wtype, e->type, e->attempts);
+        cli_print_escaped(stdout, e->last_error, strlen(e->last_error));
+        putchar('\n');
+    }
+    int64_t after = p->total - offset - (int64_t)p->n;
+    if (after > 0)
+        printf("(%lld more: --offset %lld)\n", (long long)after,
+               (long long)(offset + (int64_t)p->n));
+}
+
+static void dlq_json(const dq_dead_page *p, int64_t offset)
+{
+    printf("{\"total\":%lld,\"offset\":%lld,\"jobs\":[", (long long)p->total,
+           (long long)offset);
+    for (size_t i = 0; i < p->n; i++) {
+        const dq_dead_entry *e = &p->entries[i];
+        fputs(i ? ",{\"id\":" : "{\"id\":", stdout);
+        cli_json_str(stdout, e->id, strlen(e->id));
+        printf(",\"died_ms\":%lld,\"type\":", (long long)e->died_ms);
+        cli_json_str(stdout, e->type, strlen(e->type));
+        printf(",\"attempts\":%d,\"last_error\":", e->attempts);
+        cli_json_str(stdout, e->last_error, strlen(e->last_error));
+        printf(",\"payload_size\":%zu}", e->payload_len);
+    }
+    puts("]}");
+}
+
+static int dlq_list(const struct cli *cli, dq_client *c, const struct ops_args *a)
+{
+    dq_dead_page page;
+    int limit = a->limit ? (int)a->limit : DLQ_DEFAULT_LIMIT;
+    dq_status st = dq_dead_list(c, a->queue, a->offset, limit, &page);
+    int code = st == DQ_OK ? CLI_EXIT_OK : cli_fail_dq(cli, c, st);
+    if (code == CLI_EXIT_OK && a->json)
+        dlq_json(&page, a->offset);
+    else if (code == CLI_EXIT_OK)
+        dlq_table(&page, a->offset);
+    dq_dead_page_free(&page);
+    return code;
+}
+
+static const char *jobs_word(int64_t n)
+{
+    return n == 1 ? "job" : "jobs";
+}
+
+/* requeue ID | requeue --all | purge [ID] */
+static int dlq_change(const struct cli *cli, dq_client *c, const struct ops_args *a,
+                      bool requeue, const char *id)
+{
+    const char *verb = requeue ? "requeued" : "purged";
+    int64_t count = 0;
+    dq_status st;
+    if (id)
+        st = requeue ? dq_requeue(c, a->queue, id) : dq_purge(c, a->queue, id);
+    else
+        st = requeue ? dq_requeue_all(c, a->queue, &count)
+                     : dq_purge_all(c, a->queue, &count);
+    if (st != DQ_OK)
+        return cli_fail_dq(cli, c, st);
+    if (id)
+        printf("%s job %s\n", verb, id);
+    else
+        printf("%s %lld %s\n", verb, (long long)count, jobs_word(count));
+    return CLI_EXIT_OK;
+}
+
+/* Which action, and are the operands and options right for it? */
+static int dlq_check(const struct cli *cli, const struct ops_args *a,
+                     const char **action, const char **id)
+{
+    int n = cli_nargs(cli);
+    if (n == 0)
+        return cli_fail(cli, CLI_EXIT_USAGE, "missing the action: list, requeue or purge");
+    *action = cli_arg(cli, 0);
+    *id = n > 1 ? cli_arg(cli, 1) : NULL;
+    bool list = strcmp(*action, "list") == 0, requeue = strcmp(*action, "requeue") == 0;
+    if (!list && !requeue && strcmp(*action, "purge") != 0)
+        return cli_fail(cli, CLI_EXIT_USAGE, "unknown action '%s' (use list, requeue "
+                        "or purge)", *action);
+    if (n > (list ? 1 : 2))
+        return cli_fail(cli, CLI_EXIT_USAGE, "unexpected argument '%s'",
+                        cli_arg(cli, list ? 1 : 2));
+    if (!list && (a->json || a->limit || a->offset))
+        return cli_fail(cli, CLI_EXIT_USAGE, "--json, --limit and --offset go with list");
+    if (a->all && !requeue)
+        return cli_fail(cli, CLI_EXIT_USAGE, "--all goes with requeue");
+    if (requeue && !*id == !a->all)
+        return cli_fail(cli, CLI_EXIT_USAGE, "requeue needs a job ID or --all (not both)");
+    if (*id && !**id)
+        return cli_fail(cli, CLI_EXIT_USAGE, "the job ID is empty");
+    return CLI_EXIT_OK;
+}
+
+int cmd_dlq(struct cli *cli)
+{
+    static const struct option longopts[] = {
+        { "queue", required_argument, NULL, 'q' },
+        { "json", no_argument, NULL, OPT_JSON },
+        { "all", no_argument, NULL, OPT_ALL },
+        { "limit", required_argument, NULL, OPT_LIMIT },
+        { "offset", required_argument, NULL, OPT_OFFSET },
+        { NULL, 0, NULL, 0 }
+    };
+    struct ops_args a = { 0 };
+    const char *action = NULL, *id = NULL;
+    int code;
+    if (cli_parse_opts(cli, "q:", longopts, ops_opt, &a, false, &code) < 0)
+        return code;
+    if ((code = cli_check_queue(cli, a.queue)) != CLI_EXIT_OK
+        || (code = dlq_check(cli, &a, &action, &id)) != CLI_EXIT_OK)
+        return code;
+    struct cli_session s;
+    code = cli_open_connected(cli, &s);
+    if (code == CLI_EXIT_OK && strcmp(action, "list") == 0)
+        code = dlq_list(cli, s.client, &a);
+    else if (code == CLI_EXIT_OK)
+        code = dlq_change(cli, s.client, &a, strcmp(action, "requeue") == 0, id);
+    cli_session_close(&s);
+    return code;
+}

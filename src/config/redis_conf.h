@@ -1,1 +1,74 @@
-/* placeholder */
+/*
+ * The `redis` group of the daemon's configuration file: where Redis is and
+ * how to talk to it.  Shared by the delayq command line (`-c FILE`) and the
+ * daemon, which reads the rest of the same file with its own module.
+ *
+ *   redis = {
+ *     host = "127.0.0.1";      # or unix_socket = "/run/redis/redis.sock";
+ *     port = 6379;
+ *     user = "delayq";         # optional ACL user (needs a password)
+ *     password = "secret";     # or password_file = "/etc/delayq/redis.pass"
+ *     db = 0;
+ *     prefix = "dq";
+ *     connect_timeout = "5s";  # durations are strings with a unit
+ *     command_timeout = "5s";  # "0s": wait for ever
+ *     keepalive = true;
+ *     max_payload = 1048576;   # bytes
+ *   };
+ *
+ * A missing group means every default.  Every problem is reported as one
+ * line "FILE:LINE: message" in the caller's buffer.
+ */
+#ifndef DQ_REDIS_CONF_H
+#define DQ_REDIS_CONF_H
+
+#include <delayq/client.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct config_t; /* libconfig's config_t */
+
+struct redis_conf {
+    char *host;                 /* NULL: the library's default, 127.0.0.1 */
+    int port;                   /* 1..65535, default 6379 */
+    char *unix_socket;          /* NULL for TCP */
+    char *user;                 /* ACL user or NULL */
+    char *password;             /* from password or password_file; or NULL */
+    int db;                     /* default 0 */
+    char *prefix;               /* NULL: DQ_DEFAULT_PREFIX */
+    int64_t connect_timeout_ms; /* default 5000 */
+    int64_t command_timeout_ms; /* default 5000; 0 waits for ever */
+    int keepalive;              /* 1 (default) or 0 */
+    size_t max_payload;         /* default DQ_DEFAULT_MAX_PAYLOAD */
+};
+
+/* Fill `rc` with the defaults; it owns no memory yet. */
+void redis_conf_init(struct redis_conf *rc);
+
+/*
+ * Read the file at `path` and take its `redis` group into `rc`, which must
+ * have been initialised (redis_conf_init).  On success the old contents of
+ * `rc` are freed and replaced; on failure (-1, one line in `err`) `rc` is
+ * left as it was, so that a reload can keep the settings in force.
+ */
+int redis_conf_load(struct redis_conf *rc, const char *path, char *err,
+                    size_t errlen) __attribute__((warn_unused_result));
+
+/*
+ * The same from a file the caller parsed already (the daemon reads the
+ * whole file once).  `path` names the file in messages and is the base of
+ * a relative password_file.
+ */
+int redis_conf_read(struct redis_conf *rc, const struct config_t *cfg,
+                    const char *path, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+
+/* Fill `opt` (all of it) from `rc`.  The strings are borrowed: `rc` must
+ * outlive every use of `opt`. */
+void redis_conf_to_options(const struct redis_conf *rc, dq_options *opt);
+
+/* Free what `rc` owns (the password is wiped first) and reset it to the
+ * defaults. */
+void redis_conf_free(struct redis_conf *rc);
+
+#endif

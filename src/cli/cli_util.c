@@ -1,0 +1,174 @@
+/*
+ * Small helpers of the command line: numbers in arguments, and bytes shown
+ * to people (escaped text) and to programs (JSON strings, base64).
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "util/timefmt.h"
+
+int cli_parse_int(const char *s, long long min, long long max, long long *out)
+{
+    if (!s || !(isdigit((unsigned char)s[0]) || (s[0] == '-' && isdigit((unsigned char)s[1]))))
+        return -1;
+    errno = 0;
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    if (errno || *end || v < min || v > max)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* The length of the valid UTF-8 sequence at p (1 to 4), or 0 when the
+ * bytes there are not one (overlong forms and surrogates included). */
+static size_t utf8_len(const unsigned char *p, size_t n)
+{
+    unsigned c = p[0];
+    if (c < 0x80)
+        return 1;
+    size_t len;
+    uint32_t cp, min;
+    if ((c & 0xe0) == 0xc0)
+        len = 2, cp = c & 0x1f, min = 0x80;
+    else if ((c & 0xf0) == 0xe0)
+        len = 3, cp = c & 0x0f, min = 0x800;
+    else if ((c & 0xf8) == 0xf0)
+        len = 4, cp = c & 0x07, min = 0x10000;
+    else
+        return 0;
+    if (n < len)
+        return 0;
+    for (size_t i = 1; i < len; i++) {
+        if ((p[i] & 0xc0) != 0x80)
+            return 0;
+        cp = (cp << 6) | (p[i] & 0x3f);
+    }
+    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+        return 0;
+    return len;
+}
+
+static bool is_control(unsigned char c)
+{
+    return c < 0x20 || c == 0x7f;
+}
+
+bool cli_is_utf8(const void *p, size_t n)
+{
+    const unsigned char *s = p;
+    for (size_t i = 0, len; i < n; i += len)
+        if (!(len = utf8_len(s + i, n - i)))
+            return false;
+    return true;
+}
+
+enum cli_text_kind cli_text_kind(const void *p, size_t n)
+{
+    const unsigned char *s = p;
+    size_t odd = 0, escaped = 0;
+    for (size_t i = 0, len; i < n; i += len) {
+        len = utf8_len(s + i, n - i);
+        if (len == 0 || s[i] == 0) {
+            if (s[i] == 0)
+                return CLI_TEXT_BINARY;
+            odd++;
+            len = 1;
+        } else if (is_control(s[i])) {
+            escaped++;
+            if (!strchr("\n\r\t", s[i]))
+                odd++;
+        }
+    }
+    if (odd * 10 > n)
+        return CLI_TEXT_BINARY;
+    return odd || escaped ? CLI_TEXT_ESCAPED : CLI_TEXT_PLAIN;
+}
+
+void cli_print_escaped(FILE *f, const void *p, size_t n)
+{
+    const unsigned char *s = p;
+    for (size_t i = 0, len; i < n; i += len) {
+        len = utf8_len(s + i, n - i);
+        if (len > 1) {
+            fwrite(s + i, 1, len, f);
+            continue;
+        }
+        len = 1;
+        switch (s[i]) {
+        case '\\': fputs("\\\\", f); break;
+        case '\n': fputs("\\n", f); break;
+        case '\r': fputs("\\r", f); break;
+        case '\t': fputs("\\t", f); break;
+        default:
+            if (is_control(s[i]) || s[i] >= 0x80)
+                fprintf(f, "\\x%02x", s[i]);
+            else
+                putc(s[i], f);
+        }
+    }
+}
+
+void cli_json_str(FILE *f, const void *p, size_t n)
+{
+    const unsigned char *s = p;
+    putc('"', f);
+    for (size_t i = 0, len; i < n; i += len) {
+        len = utf8_len(s + i, n - i);
+        if (len > 1) {
+            fwrite(s + i, 1, len, f);
+            continue;
+        }
+        if (len == 0) {
+            fputs("\\ufffd", f); /* not UTF-8: JSON cannot carry the byte */
+            len = 1;
+            continue;
+        }
+        switch (s[i]) {
+        case '"': fputs("\\\"", f); break;
+        case '\\': fputs("\\\\", f); break;
+        case '\n': fputs("\\n", f); break;
+        case '\r': fputs("\\r", f); break;
+        case '\t': fputs("\\t", f); break;
+        case '\b': fputs("\\b", f); break;
+        case '\f': fputs("\\f", f); break;
+        default:
+            if (is_control(s[i]))
+                fprintf(f, "\\u%04x", s[i]);
+            else
+                putc(s[i], f);
+        }
+    }
+    putc('"', f);
+}
+
+void cli_print_base64(FILE *f, const void *p, size_t n)
+{
+    static const char alphabet[] =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    const unsigned char *s = p;
+    for (size_t i = 0; i < n; i += 3) {
+        uint32_t v = (uint32_t)s[i] << 16;
+        if (i + 1 < n)
+            v |= (uint32_t)s[i + 1] << 8;
+        if (i + 2 < n)
+            v |= s[i + 2];
+        putc(alphabet[v >> 18 & 63], f);
+        putc(alphabet[v >> 12 & 63], f);
+        putc(i + 1 < n ? alphabet[v >> 6 & 63] : '=', f);
+        putc(i + 2 < n ? alphabet[v & 63] : '=', f);
+    }
+}
+
+void cli_relative(char *buf, size_t len, int64_t when, int64_t now)
+{
+    char d[32];
+    timefmt_duration(d, sizeof d, when > now ? when - now : now - when);
+    if (when == now)
+        snprintf(buf, len, "now");
+    else
+        snprintf(buf, len, when > now ? "in %s" : "%s ago", d);
+}
