@@ -33,6 +33,7 @@ struct slot_counters {
 
 struct worker_slot {
     uint32_t seq;           /* even: job is stable; odd: being written */
+    int ready;              /* connected to Redis and claiming */
     struct slot_job job;
     struct slot_counters counters;
 } __attribute__((aligned(64)));

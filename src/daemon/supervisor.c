@@ -12,6 +12,7 @@
 
 #include "daemon/handlers.h"
 #include "daemon/log.h"
+#include "daemon/notify.h"
 #include "daemon/reaper.h"
 #include "daemon/signals.h"
 #include "daemon/slots.h"
@@ -52,6 +53,9 @@ struct supervisor {
     int stopping;
     int64_t stop_deadline_ms;
     int config_refused;         /* a child exited 78 */
+    int ready_sent;             /* READY=1 told to systemd */
+    int64_t watchdog_ms;        /* WATCHDOG=1 every this often; 0 none */
+    int64_t watchdog_next_ms;
 };
 
 static int child_index(const struct supervisor *s, const struct child *c)
@@ -300,6 +304,27 @@ static void drop_old_generations(struct supervisor *s)
     }
 }
 
+/* Tell systemd we are ready once every worker of the configuration in
+ * force is connected and claiming; keep its watchdog fed. */
+static void notify_progress(struct supervisor *s, int64_t now)
+{
+    if (s->watchdog_ms && now >= s->watchdog_next_ms) {
+        notify_send("WATCHDOG=1");
+        s->watchdog_next_ms = now + s->watchdog_ms;
+    }
+    if (s->ready_sent || s->stopping)
+        return;
+    for (int i = 0; i < MAX_CHILDREN; i++) {
+        const struct child *c = &s->children[i];
+        if (c->role == ROLE_WORKER && c->conf == s->conf && !c->retiring
+            && (!c->pid || !s->slots[i].ready))
+            return;
+    }
+    notify_send("READY=1");
+    s->ready_sent = 1;
+    log_info("ready: every worker is connected and claiming");
+}
+
 static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
@@ -309,6 +334,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     collect_children(s);
     check_timeouts(s, now);
     drop_old_generations(s);
+    notify_progress(s, now);
     if (s->stopping) {
         if (live_children(s) == 0) {
             event_base_loopbreak(s->base);
@@ -359,6 +385,7 @@ static void on_stop_signal(evutil_socket_t sig, short what, void *arg)
     log_info("%s: stopping; running jobs may finish within %lldms", strsignal((int)sig),
              (long long)s->conf->shutdown_timeout_ms);
     s->stopping = 1;
+    notify_send("STOPPING=1");
     s->stop_deadline_ms = slots_now_ms() + s->conf->shutdown_timeout_ms;
     ask_to_stop(s, 0);
 }
@@ -407,7 +434,11 @@ static void on_reload_signal(evutil_socket_t sig, short what, void *arg)
     if (s->stopping)
         return;
     char err[800];
+    if (s->ready_sent)
+        notify_send("RELOADING=1");
     struct daemon_conf *conf = load_checked(s->config_path, err, sizeof err);
+    if (s->ready_sent)
+        notify_send("READY=1");
     if (!conf) {
         log_err("reload refused: %s; the configuration in force stays", err);
         return;
@@ -446,6 +477,7 @@ int supervisor_run(struct daemon_conf *conf, const char *config_path)
     s.conf = conf;
     s.config_path = config_path;
     s.pid = getpid();
+    s.watchdog_ms = notify_watchdog_ms();
     signals_ignore_pipe();
     s.slots = slots_create(MAX_CHILDREN);
     s.base = event_base_new();

@@ -35,6 +35,9 @@ struct report {
     struct cmd cmd;
     int script;
     int done;
+    /* The fail's error text: cmd borrows its strings until Redis answers,
+     * long after the handler's outcome (on run_job's stack) is gone. */
+    char error[sizeof ((dq_handler_outcome *)0)->error];
     char what[700];     /* for the log line: queue, id, type, attempt, error */
 };
 
@@ -54,6 +57,8 @@ struct worker {
     int64_t sleep_until;        /* monotonic ms */
     int64_t server_offset;      /* server ms - monotonic ms, from the last claim */
     int64_t next_due_server;    /* server ms of the next due job; -1 none */
+    int64_t woken_due;          /* server ms announced by a wake message that
+                                   came while busy; -1 none */
     int stopping;
 };
 
@@ -86,16 +91,45 @@ static void on_wake_timer(evutil_socket_t fd, short what, void *arg)
     drive(w);
 }
 
+/* The server ms to sleep towards after a claim or a batch: the next due
+ * job the claim reported, or sooner if a wake message said so meanwhile. */
+static int64_t take_next_due(struct worker *w)
+{
+    int64_t next = w->next_due_server;
+    if (w->woken_due >= 0 && (next < 0 || w->woken_due < next))
+        next = w->woken_due;
+    w->woken_due = -1;
+    return next;
+}
+
+/* Sleep until the server time `due` (-1: nothing is delayed), or claim at
+ * once when it has come. */
+static void sleep_until_due(struct worker *w, int64_t due)
+{
+    if (due < 0)
+        sleep_for(w, -1);
+    else if (due > server_now(w))
+        sleep_for(w, due - server_now(w));
+    else
+        drive(w);
+}
+
 /* A producer made a job due sooner than the head we sleep towards: wake at
- * its due time instead, on our own precise timer. */
+ * its due time instead, on our own precise timer.  A worker that is busy
+ * (claiming, running, reporting) keeps the time for when it is done: the
+ * claim it made may predate the job, and the message comes only once. */
 static void on_wake_message(struct rconn *rc, const char *payload, size_t len, void *arg)
 {
     (void)rc;
     (void)len;
     struct worker *w = arg;
-    if (w->state != W_SLEEPING)
+    int64_t due = strtoll(payload, NULL, 10);
+    if (w->state != W_SLEEPING) {
+        if (w->woken_due < 0 || due < w->woken_due)
+            w->woken_due = due;
         return;
-    int64_t delay = strtoll(payload, NULL, 10) - server_now(w);
+    }
+    int64_t delay = due - server_now(w);
     if (delay < 0)
         delay = 0;
     if (slots_now_ms() + delay < w->sleep_until)
@@ -159,12 +193,8 @@ static void finish_batch(struct worker *w)
     w->state = W_IDLE;
     if (signals_stop_requested())
         drive(w);
-    else if (w->next_due_server < 0)
-        sleep_for(w, -1);
-    else if (w->next_due_server > server_now(w))
-        sleep_for(w, w->next_due_server - server_now(w));
     else
-        drive(w);
+        sleep_until_due(w, take_next_due(w));
 }
 
 static void on_resend_timer(evutil_socket_t fd, short what, void *arg)
@@ -231,7 +261,8 @@ static void report_failure(struct worker *w, const dq_job *job, dq_fail_mode mod
     struct report *r = add_report(w, DQ_SCRIPT_FAIL);
     dq_retry_policy policy = w->q->retry;
     policy.default_max_attempts = dconfig_max_attempts(w->dc, w->q, job->type);
-    proto_fail_cmd(&r->cmd, &w->keys, job->id, job->fence, error, mode, delay_ms,
+    snprintf(r->error, sizeof r->error, "%s", error);
+    proto_fail_cmd(&r->cmd, &w->keys, job->id, job->fence, r->error, mode, delay_ms,
                    &policy, (uint32_t)random());
     snprintf(r->what, sizeof r->what, "job failed: queue=%s id=%s type=%s attempt=%d/%d error=%s",
              w->q->name, job->id, job->type, job->attempt, attempts_allowed(w, job), error);
@@ -334,7 +365,7 @@ static void on_claim(struct rconn *rc, redisReply *reply, void *arg)
         if (signals_stop_requested())
             event_base_loopbreak(w->base);
         else
-            sleep_for(w, w->batch.next_due_in_ms);
+            sleep_until_due(w, take_next_due(w));
         return;
     }
     w->slot->counters.claimed += w->batch.n;
@@ -368,6 +399,7 @@ static void on_cmd_up(struct rconn *rc, void *arg)
 {
     (void)rc;
     struct worker *w = arg;
+    w->slot->ready = 1;
     if (w->state == W_REPORTING)
         send_reports(w);
     else if (w->state == W_SLEEPING || w->state == W_IDLE) {
@@ -443,7 +475,8 @@ static void worker_teardown(struct worker *w)
 int worker_main(const struct daemon_conf *dc, const struct queue_conf *q,
                 struct worker_slot *slot)
 {
-    struct worker w = { .dc = dc, .q = q, .slot = slot, .next_due_server = -1 };
+    struct worker w = { .dc = dc, .q = q, .slot = slot, .next_due_server = -1,
+                        .woken_due = -1 };
     int rc = worker_setup(&w);
     if (rc == WORKER_EXIT_OK) {
         log_debug("claiming from queue %s", q->name);
