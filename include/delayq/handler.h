@@ -20,10 +20,16 @@
  *
  * Ownership: everything the host passes (job, settings, host table) is
  * borrowed and valid only during the call, except `host` and `settings`,
- * which stay valid until fini returns.  A handler must not exit(), must not
- * install signal handlers, and must not keep the job's pointers after
- * handle returns.  A handler that overruns its configured timeout is killed
- * with its worker process, and the job is retried or buried.
+ * which stay valid until fini returns, as do the strings the settings
+ * accessors return.  A handler must not exit(), must not install signal
+ * handlers, and must not keep the job's pointers after handle returns.  A
+ * handler that overruns its configured timeout is killed with its worker
+ * process, and the job is retried or buried.
+ *
+ * The process: a worker runs one job at a time, on one thread, with SIGPIPE
+ * ignored (a write to a closed socket or pipe fails with EPIPE).  The same
+ * shared object may serve several job types, each with its own init and
+ * state, so keep per-type data in `state`, not in globals.
  *
  * ABI history:
  *   1  first version.
@@ -131,8 +137,14 @@ typedef struct dq_handler {
 
 /* Define the exported descriptor:
  *   DQ_HANDLER_DEFINE("log", log_init, log_handle, log_fini);          */
+#ifdef __cplusplus
+#define DQ_HANDLER_LINKAGE extern "C" /* a const is internal in C++ */
+#else
+#define DQ_HANDLER_LINKAGE
+#endif
 #define DQ_HANDLER_DEFINE(NAME, INIT, HANDLE, FINI)                         \
-    __attribute__((visibility("default"))) const dq_handler dq_handler_v1 = \
+    DQ_HANDLER_LINKAGE __attribute__((visibility("default")))              \
+    const dq_handler dq_handler_v1 =                                        \
         { DQ_HANDLER_ABI_VERSION, NAME, INIT, HANDLE, FINI }
 
 #ifdef __cplusplus
