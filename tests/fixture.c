@@ -103,13 +103,32 @@ void fixture_redis_start(struct redis_fixture *f)
     spawn(f);
 }
 
+/* Whether `pid` still runs, for a server that is not our child (a test in a
+ * forked child restarted it), so waitpid cannot tell: a zombie is gone. */
+static int still_running(pid_t pid)
+{
+    if (kill(pid, 0) < 0)
+        return 0;
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *fp = fopen(path, "r");
+    if (!fp)
+        return 1;
+    size_t n = fread(buf, 1, sizeof buf - 1, fp);
+    fclose(fp);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')');
+    return !(p && p[1] == ' ' && p[2] == 'Z');
+}
+
 static void kill_server(struct redis_fixture *f)
 {
     if (f->pid <= 0)
         return;
     kill(f->pid, SIGTERM);
     for (int i = 0; i < 500; i++) {
-        if (waitpid(f->pid, NULL, WNOHANG) == f->pid) {
+        pid_t w = waitpid(f->pid, NULL, WNOHANG);
+        if (w == f->pid || (w < 0 && errno == ECHILD && !still_running(f->pid))) {
             f->pid = 0;
             return;
         }

@@ -25,7 +25,12 @@ void fixture_redis_start(struct redis_fixture *f);
 /* Stop the server (SIGTERM, then SIGKILL after 5 s) and remove DIR. */
 void fixture_redis_stop(struct redis_fixture *f);
 
-/* Restart the server on the same socket (its data is lost: no persistence). */
+/* Restart the server on the same socket (its data is lost: no persistence).
+ * A test may call it in Check's forked child; the parent's copy of the
+ * struct then still holds the old pid: hand the new one back (through
+ * MAP_SHARED memory, say) so that the parent's teardown stops the new
+ * server.  (Do not put the struct itself there: spawning writes f->pid in
+ * the forked child too.) */
 void fixture_redis_restart(struct redis_fixture *f);
 
 /* Delete every key. */

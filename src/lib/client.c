@@ -138,6 +138,11 @@ static dq_status client_open(dq_client *c)
         snprintf(db, sizeof db, "%d", c->db);
         const char *argv[2] = { "SELECT", db };
         st = handshake(c, rc, 2, argv, "SELECT");
+    } else if (st == DQ_OK && !c->password) {
+        /* Nothing was sent yet: a server that wants a password must fail
+         * dq_connect with DQ_ERR_AUTH, not every later call. */
+        const char *argv[1] = { "PING" };
+        st = handshake(c, rc, 1, argv, "PING");
     }
     if (st != DQ_OK) {
         redisFree(rc);
@@ -377,11 +382,13 @@ dq_status client_pipeline(dq_client *c, struct cmd *cmds, size_t n,
 
 dq_status client_register_queue(dq_client *c, const char *queue)
 {
-    if (strcmp(c->registered, queue) == 0)
-        return DQ_OK;
+    /* Open first: a reconnect forgets what was registered, and the new
+     * server (restarted, its data lost) may not have the queue. */
     dq_status st = ensure_open(c);
     if (st != DQ_OK)
         return st;
+    if (strcmp(c->registered, queue) == 0)
+        return DQ_OK;
     char key[KEYS_NAME_MAX];
     keys_registry(key, sizeof key, c->prefix);
     const char *argv[3] = { "SADD", key, queue };
