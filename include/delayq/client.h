@@ -4,7 +4,8 @@
  * A dq_client holds one blocking connection to Redis.  It is not thread-safe:
  * use one client per thread.  Every call returns a dq_status; on anything but
  * DQ_OK, dq_errmsg() describes the failure in one line.  The library never
- * exits, aborts or prints.
+ * exits, aborts or prints; a write to a connection the server closed does
+ * not raise SIGPIPE in the caller (it is blocked during each call).
  *
  * Strings handed to the library are copied or used only during the call.
  * Results that own memory (dq_job, dq_claim_result, dq_dead_page) are freed

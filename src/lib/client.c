@@ -7,6 +7,9 @@
 #include "lib/client_internal.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <time.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,8 +109,42 @@ static dq_status handshake(dq_client *c, redisContext *rc, int argc,
     return st;
 }
 
+/*
+ * Writing to a connection the server closed raises SIGPIPE, whose default
+ * action kills the process; a library must not, so every call that writes
+ * blocks SIGPIPE in the calling thread, consumes one it raised itself, and
+ * restores the mask (the technique of libcurl and OpenSSL's examples).
+ */
+struct pipe_guard {
+    sigset_t old;
+    int was_pending;
+};
+
+static void pipe_guard_enter(struct pipe_guard *g)
+{
+    sigset_t pipe, pending;
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    sigpending(&pending);
+    g->was_pending = sigismember(&pending, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe, &g->old);
+}
+
+static void pipe_guard_leave(struct pipe_guard *g)
+{
+    sigset_t pipe, pending;
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    sigpending(&pending);
+    if (!g->was_pending && sigismember(&pending, SIGPIPE)) {
+        struct timespec zero = { 0, 0 };
+        sigtimedwait(&pipe, NULL, &zero);
+    }
+    pthread_sigmask(SIG_SETMASK, &g->old, NULL);
+}
+
 /* (Re)open the connection with the client's settings. */
-static dq_status client_open(dq_client *c)
+static dq_status client_open_unguarded(dq_client *c)
 {
     char addr[300];
     describe_addr(c, addr, sizeof addr);
@@ -151,6 +188,15 @@ static dq_status client_open(dq_client *c)
     c->rc = rc;
     c->registered[0] = '\0';
     return DQ_OK;
+}
+
+static dq_status client_open(dq_client *c)
+{
+    struct pipe_guard g;
+    pipe_guard_enter(&g);
+    dq_status st = client_open_unguarded(c);
+    pipe_guard_leave(&g);
+    return st;
 }
 
 static char *dup_or_null(const char *s)
@@ -290,8 +336,8 @@ static dq_status check_reply(dq_client *c, redisReply *r, enum dq_script_id s)
                        dq_scripts[s].name, r->str);
 }
 
-dq_status client_run(dq_client *c, struct cmd *cmd, enum dq_script_id s,
-                     redisReply **reply)
+static dq_status run_unguarded(dq_client *c, struct cmd *cmd, enum dq_script_id s,
+                              redisReply **reply)
 {
     *reply = NULL;
     if (cmd->oom)
@@ -343,8 +389,8 @@ static dq_status pipeline_round(dq_client *c, struct cmd *cmds, size_t n,
     return DQ_OK;
 }
 
-dq_status client_pipeline(dq_client *c, struct cmd *cmds, size_t n,
-                          enum dq_script_id s, redisReply **replies)
+static dq_status pipeline_unguarded(dq_client *c, struct cmd *cmds, size_t n,
+                                   enum dq_script_id s, redisReply **replies)
 {
     for (size_t i = 0; i < n; i++) {
         replies[i] = NULL;
@@ -380,7 +426,7 @@ dq_status client_pipeline(dq_client *c, struct cmd *cmds, size_t n,
     return st;
 }
 
-dq_status client_register_queue(dq_client *c, const char *queue)
+static dq_status register_unguarded(dq_client *c, const char *queue)
 {
     /* Open first: a reconnect forgets what was registered, and the new
      * server (restarted, its data lost) may not have the queue. */
@@ -403,4 +449,33 @@ dq_status client_register_queue(dq_client *c, const char *queue)
     freeReplyObject(r);
     snprintf(c->registered, sizeof c->registered, "%s", queue);
     return DQ_OK;
+}
+
+dq_status client_run(dq_client *c, struct cmd *cmd, enum dq_script_id s,
+                     redisReply **reply)
+{
+    struct pipe_guard g;
+    pipe_guard_enter(&g);
+    dq_status st = run_unguarded(c, cmd, s, reply);
+    pipe_guard_leave(&g);
+    return st;
+}
+
+dq_status client_pipeline(dq_client *c, struct cmd *cmds, size_t n,
+                          enum dq_script_id s, redisReply **replies)
+{
+    struct pipe_guard g;
+    pipe_guard_enter(&g);
+    dq_status st = pipeline_unguarded(c, cmds, n, s, replies);
+    pipe_guard_leave(&g);
+    return st;
+}
+
+dq_status client_register_queue(dq_client *c, const char *queue)
+{
+    struct pipe_guard g;
+    pipe_guard_enter(&g);
+    dq_status st = register_unguarded(c, queue);
+    pipe_guard_leave(&g);
+    return st;
 }
