@@ -325,18 +325,18 @@ static dq_status load_script(dq_client *c, enum dq_script_id s)
     return st;
 }
 
-/* Judge a reply: an error reply becomes DQ_ERR_REDIS with its text. */
-static dq_status check_reply(dq_client *c, redisReply *r, enum dq_script_id s)
+/* Judge a reply to `what` (a script or command name): an error reply
+ * becomes DQ_ERR_REDIS with its text. */
+static dq_status check_reply(dq_client *c, redisReply *r, const char *what)
 {
     if (r->type != REDIS_REPLY_ERROR)
         return DQ_OK;
     if (strncmp(r->str, "NOAUTH", 6) == 0 || strncmp(r->str, "WRONGPASS", 9) == 0)
         return client_fail(c, DQ_ERR_AUTH, "redis: %s", r->str);
-    return client_fail(c, DQ_ERR_REDIS, "redis error in %s: %s",
-                       dq_scripts[s].name, r->str);
+    return client_fail(c, DQ_ERR_REDIS, "redis error in %s: %s", what, r->str);
 }
 
-static dq_status run_unguarded(dq_client *c, struct cmd *cmd, enum dq_script_id s,
+static dq_status run_unguarded(dq_client *c, struct cmd *cmd, int s,
                               redisReply **reply)
 {
     *reply = NULL;
@@ -345,18 +345,19 @@ static dq_status run_unguarded(dq_client *c, struct cmd *cmd, enum dq_script_id 
     dq_status st = ensure_open(c);
     if (st != DQ_OK)
         return st;
+    const char *what = s >= 0 ? dq_scripts[s].name : cmd->argv[0];
     for (int tries = 0; tries < 2; tries++) {
         redisReply *r = redisCommandArgv(c->rc, cmd->argc, cmd->argv, cmd->lens);
         if (!r)
-            return broken(c, dq_scripts[s].name);
-        if (tries == 0 && is_noscript(r)) {
+            return broken(c, what);
+        if (tries == 0 && s >= 0 && is_noscript(r)) {
             freeReplyObject(r);
             st = load_script(c, s);
             if (st != DQ_OK)
                 return st;
             continue;
         }
-        st = check_reply(c, r, s);
+        st = check_reply(c, r, what);
         if (st != DQ_OK) {
             freeReplyObject(r);
             return st;
@@ -365,8 +366,7 @@ static dq_status run_unguarded(dq_client *c, struct cmd *cmd, enum dq_script_id 
         *reply = r;
         return DQ_OK;
     }
-    return client_fail(c, DQ_ERR_REDIS, "redis keeps losing the %s script",
-                       dq_scripts[s].name);
+    return client_fail(c, DQ_ERR_REDIS, "redis keeps losing the %s script", what);
 }
 
 /* Write the commands whose reply slot is NULL, then read their replies. */
@@ -442,7 +442,7 @@ static dq_status register_unguarded(dq_client *c, const char *queue)
     if (!r)
         return broken(c, "SADD");
     if (r->type == REDIS_REPLY_ERROR) {
-        st = check_reply(c, r, DQ_SCRIPT_ENQUEUE);
+        st = check_reply(c, r, "SADD");
         freeReplyObject(r);
         return st;
     }
@@ -451,8 +451,7 @@ static dq_status register_unguarded(dq_client *c, const char *queue)
     return DQ_OK;
 }
 
-dq_status client_run(dq_client *c, struct cmd *cmd, enum dq_script_id s,
-                     redisReply **reply)
+dq_status client_run(dq_client *c, struct cmd *cmd, int s, redisReply **reply)
 {
     struct pipe_guard g;
     pipe_guard_enter(&g);

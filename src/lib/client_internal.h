@@ -40,12 +40,12 @@ dq_status client_queue_keys(dq_client *c, const char *queue,
 
 /*
  * Send one command and return its reply in *reply (free it with
- * freeReplyObject).  An EVALSHA that meets NOSCRIPT (Redis restarted, or
- * SCRIPT FLUSH) loads the script and is sent once more: the script did not
- * run, so that is safe.  Error replies become DQ_ERR_REDIS with the text.
+ * freeReplyObject).  `s` is the script an EVALSHA runs, or -1 for a plain
+ * command.  An EVALSHA that meets NOSCRIPT (Redis restarted, or SCRIPT
+ * FLUSH) loads the script and is sent once more: the script did not run, so
+ * that is safe.  Error replies become DQ_ERR_REDIS with the text.
  */
-dq_status client_run(dq_client *c, struct cmd *cmd, enum dq_script_id s,
-                     redisReply **reply);
+dq_status client_run(dq_client *c, struct cmd *cmd, int s, redisReply **reply);
 
 /*
  * Send `n` commands in one write and read their replies into replies[]

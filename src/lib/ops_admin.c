@@ -175,11 +175,9 @@ void dq_strv_free(char **v, size_t n)
     free(v);
 }
 
-/* Plain commands (not scripts) share client_run's connection handling by
- * borrowing a script id only for messages. */
 static dq_status run_plain(dq_client *c, struct cmd *cmd, redisReply **r)
 {
-    return client_run(c, cmd, DQ_SCRIPT_STATS, r);
+    return client_run(c, cmd, -1, r);
 }
 
 dq_status dq_queues(dq_client *c, char ***names, size_t *n)
