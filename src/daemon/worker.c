@@ -39,6 +39,7 @@ struct report {
      * long after the handler's outcome (on run_job's stack) is gone. */
     char error[sizeof ((dq_handler_outcome *)0)->error];
     char what[700];     /* for the log line: queue, id, type, attempt, error */
+    struct slot_type *counts;   /* a fail's: its type's counters, by outcome */
 };
 
 struct worker {
@@ -161,6 +162,10 @@ static void log_fail_reply(const struct report *r, const redisReply *reply)
 {
     dq_fail_result res;
     dq_status st = proto_fail_reply(reply, &res);
+    if (st == DQ_OK && r->counts)
+        slot_add(res.dead ? &r->counts->counters.dead : &r->counts->counters.retried, 1);
+    else if (st == DQ_ERR_STALE)
+        slot_add(&r->w->slot->counters.stale, 1);
     if (st == DQ_ERR_STALE)
         log_warn("%s -> not recorded: the lease had expired", r->what);
     else if (st == DQ_OK && res.dead)
@@ -262,6 +267,7 @@ static void report_failure(struct worker *w, const dq_job *job, dq_fail_mode mod
     dq_retry_policy policy = w->q->retry;
     policy.default_max_attempts = dconfig_max_attempts(w->dc, w->q, job->type);
     snprintf(r->error, sizeof r->error, "%s", error);
+    r->counts = slot_type_entry(w->slot, job->type);
     proto_fail_cmd(&r->cmd, &w->keys, job->id, job->fence, r->error, mode, delay_ms,
                    &policy, (uint32_t)random());
     snprintf(r->what, sizeof r->what, "job failed: queue=%s id=%s type=%s attempt=%d/%d error=%s",
@@ -274,6 +280,7 @@ static void report_failure(struct worker *w, const dq_job *job, dq_fail_mode mod
 static int run_job(struct worker *w, const dq_job *job)
 {
     struct handler_entry *e = handlers_find(&w->handlers, job->type);
+    struct slot_type *st = slot_type_entry(w->slot, job->type);
     if (!e) {
         char why[200];
         snprintf(why, sizeof why, "no handler for type '%s'", job->type);
@@ -294,10 +301,14 @@ static int run_job(struct worker *w, const dq_job *job)
         .last_error = job->last_error,
     };
     dq_handler_outcome out;
+    slot_hist_observe(&st->lateness, (server_now(w) - job->due_ms) * 1000);
+    int64_t start_us = slots_now_us();
     dq_handler_result res = handler_run(&e->lh, &hj, &out);
+    slot_hist_observe(&st->duration, slots_now_us() - start_us);
     slot_set_job(w->slot, NULL);
     if (res == DQ_HANDLER_OK) {
         w->slot->counters.succeeded++;
+        slot_add(&st->counters.succeeded, 1);
         log_debug("job done: queue=%s id=%s type=%s attempt=%d in %lldms", w->q->name,
                   job->id, job->type, job->attempt, (long long)(slots_now_ms() - sj.started_ms));
         return 1;
@@ -369,6 +380,8 @@ static void on_claim(struct rconn *rc, redisReply *reply, void *arg)
         return;
     }
     w->slot->counters.claimed += w->batch.n;
+    for (size_t i = 0; i < w->batch.n; i++)
+        slot_add(&slot_type_entry(w->slot, w->batch.jobs[i].type)->counters.claimed, 1);
     w->reports = realloc(w->reports, (w->batch.n + 3) * sizeof *w->reports);
     if (!w->reports) {
         log_err("out of memory: exiting; the leases will expire and the jobs run again");
@@ -409,6 +422,22 @@ static void on_cmd_up(struct rconn *rc, void *arg)
     }
 }
 
+/* The subscription is (re)made.  Wake messages published while it was down
+ * are lost, so look again: a sleeping worker claims now (learning the head
+ * it should sleep towards), a busy one after its batch. */
+static void on_sub_up(struct rconn *rc, void *arg)
+{
+    (void)rc;
+    struct worker *w = arg;
+    if (w->state == W_SLEEPING) {
+        evtimer_del(w->wake_timer);
+        w->state = W_IDLE;
+        drive(w);
+    } else {
+        w->woken_due = 0;
+    }
+}
+
 /* Signals only set a flag (signals.c); this timer acts on it, since a stop
  * must also be seen while the loop sleeps. */
 static void on_stop_poll(evutil_socket_t fd, short what, void *arg)
@@ -441,13 +470,16 @@ static int worker_setup(struct worker *w)
     keys_build(&w->keys, opt.prefix, w->q->name);
     struct rconn_events cmd_ev = { on_cmd_up, NULL, w };
     w->cmd = rconn_new(w->base, &opt, "cmd", &cmd_ev);
-    w->sub = rconn_new(w->base, &opt, "sub", NULL);
+    struct rconn_events sub_ev = { on_sub_up, NULL, w };
+    w->sub = rconn_new(w->base, &opt, "sub", &sub_ev);
     w->wake_timer = evtimer_new(w->base, on_wake_timer, w);
     w->run_ev = event_new(w->base, -1, 0, on_run, w);
     w->stop_poll = event_new(w->base, -1, EV_PERSIST, on_stop_poll, w);
     w->reports = calloc(DQ_CLAIM_MAX + 3, sizeof *w->reports);
     if (!w->cmd || !w->sub || !w->wake_timer || !w->run_ev || !w->stop_poll || !w->reports)
         return WORKER_EXIT_SOFTWARE;
+    rconn_count_reconnects(w->cmd, &w->slot->redis_reconnects);
+    rconn_count_reconnects(w->sub, &w->slot->redis_reconnects);
     rconn_subscribe(w->sub, w->keys.wake, on_wake_message, w);
     struct timeval poll = { 0, STOP_POLL_MS * 1000 };
     evtimer_add(w->stop_poll, &poll);

@@ -1,0 +1,143 @@
+/*
+ * Running the real delayqd in the end-to-end tests (tests/check_daemon*.c):
+ * a configuration written to a file in the fixture's directory, the
+ * daemon's stderr captured to a log file there, the test handler's record
+ * file, waits with deadlines, and a stop by pid.
+ *
+ * Each test starts its own redis-server (a checked fixture, so in Check's
+ * forked child): the daemon, its workers and the server are then all in
+ * the child's process group, which Check kills after the test even when
+ * it fails, so nothing outlives a test.
+ */
+#ifndef DQ_TEST_DAEMON_HARNESS_H
+#define DQ_TEST_DAEMON_HARNESS_H
+
+#include <delayq/client.h>
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "fixture.h"
+
+#define H_QUEUE "orders"
+
+struct harness {
+    struct redis_fixture fx;    /* this test's own server */
+    dq_client *c;
+    char conf[256];             /* DIR/delayqd.conf */
+    char log[256];              /* DIR/delayqd.log: the daemon's stderr */
+    char record[256];           /* DIR/record.log: the test handler's runs */
+    char handler_dir[PATH_MAX]; /* absolute: tests/plugins/.libs */
+    pid_t pid;                  /* the running daemon, or 0 */
+};
+
+/* The configuration the tests vary; h_conf_defaults fills the usual one. */
+struct h_conf {
+    int workers;                /* 2 */
+    const char *lease;          /* "3s" */
+    int batch;                  /* 8 */
+    int max_attempts;           /* 5 */
+    const char *backoff_base;   /* "100ms" */
+    const char *backoff_cap;    /* "1s" */
+    double jitter;              /* 0 */
+    const char *reaper_interval; /* "200ms" */
+    const char *shutdown_timeout; /* "10s" */
+    const char *log_level;      /* "info" */
+    /* The text inside handlers = ( ... ); NULL: type "*" to the test
+     * handler, timeout "1s", recording (see h_handler). */
+    const char *handlers;
+};
+
+void h_conf_defaults(struct h_conf *hc);
+
+/* Start the checked fixture: redis, a client, the file names. */
+void h_setup(struct harness *h);
+/* Stop the daemon if it runs, close the client, stop redis. */
+void h_teardown(struct harness *h);
+
+/* One handler entry for the test handler, recording, in `buf`:
+ * { type = TYPE; file = "testhandler.so"; timeout = TIMEOUT; [max_attempts] }
+ * max_attempts 0 leaves it out. */
+const char *h_handler(const struct harness *h, char *buf, size_t len, const char *type,
+                      const char *timeout, int max_attempts);
+
+/* Write `hc` as the configuration file (h->conf). */
+void h_write_conf(const struct harness *h, const struct h_conf *hc);
+/* Write `text` as the configuration file. */
+void h_write_file(const char *path, const char *text);
+
+/* Start delayqd -f -c h->conf, stderr to h->log, and wait until its
+ * workers are connected and subscribed (`workers` of them). */
+void h_start(struct harness *h, int workers);
+
+/* Send SIGTERM and wait up to `timeout_ms` for the daemon to exit; returns
+ * its exit status as from waitpid, or -1 when it did not exit in time (it
+ * is killed then).  Children left behind are killed too. */
+int h_stop(struct harness *h, int timeout_ms);
+
+/* Run delayqd with `args` (NULL-terminated, after the program name) to the
+ * end, its stderr into `err` (NUL-terminated); returns its exit status as
+ * a plain code, 128+N when killed by signal N, -1 on a timeout (10 s). */
+int h_run_delayqd(const char *const *args, char *err, size_t errlen);
+
+/* ---- time and waiting ---- */
+
+int64_t h_now_ms(void);         /* CLOCK_REALTIME: comparable to Redis TIME */
+int64_t h_mono_ms(void);
+void h_sleep_ms(int ms);
+
+/* Poll `cond(arg)` every 10 ms until it is true or `timeout_ms` passed;
+ * returns the last value. */
+int h_wait(int timeout_ms, int (*cond)(void *arg), void *arg);
+
+/* ---- the record file ---- */
+
+struct h_run {
+    char id[DQ_ID_MAX + 1];
+    int attempt;
+    pid_t pid;
+    int end;                    /* 0: a "start" line, 1: an "end" line */
+    int64_t ms;
+};
+
+/* Every line of the record file, in order; free the array. */
+size_t h_records(const struct harness *h, struct h_run **out);
+/* Lines for `id` of one kind (end 0 or 1); the first one in *first (may
+ * be NULL). */
+int h_count(const struct h_run *r, size_t n, const char *id, int end,
+            struct h_run *first);
+/* Wait until `id` has at least `n` lines of the kind; returns the count. */
+int h_wait_record(const struct harness *h, const char *id, int end, int n,
+                  int timeout_ms);
+
+/* ---- the log ---- */
+
+/* Lines of the daemon's log that contain `needle`. */
+int h_log_count(const struct harness *h, const char *needle);
+/* Wait until at least `n` lines contain `needle`; returns the count. */
+int h_wait_log(const struct harness *h, const char *needle, int n, int timeout_ms);
+/* The whole log, for failure messages (static buffer, the last 3000 bytes). */
+const char *h_log_tail(const struct harness *h);
+
+/* ---- Redis ---- */
+
+/* Enqueue one job of type "t" (or `type`) on H_QUEUE; fails the test on
+ * error.  `id` may be NULL.  Returns the due time (server ms). */
+int64_t h_enqueue(struct harness *h, const char *id, const char *type,
+                  const char *payload, int64_t delay_ms, int max_attempts);
+/* dq_show's state, or -1 when the job is gone; `info` (may be NULL) gets
+ * the rest (free it with dq_job_info_free when the state is not -1). */
+int h_state(struct harness *h, const char *id, dq_job_info *info);
+/* Wait until the job is gone (1) or the deadline passes (0). */
+int h_wait_gone(struct harness *h, const char *id, int timeout_ms);
+/* Wait until the job is in `state`; returns 1, or 0 at the deadline. */
+int h_wait_state(struct harness *h, const char *id, dq_state state, int timeout_ms);
+/* Wait until nothing is delayed, due or processing; 1, or 0 at the deadline. */
+int h_wait_idle(struct harness *h, int timeout_ms);
+
+/* The pids of the daemon's children (workers and reaper), from /proc;
+ * returns how many (at most `max`). */
+size_t h_children(pid_t parent, pid_t *pids, size_t max);
+
+#endif

@@ -1,0 +1,154 @@
+/*
+ * The handler the daemon's end-to-end tests run (tests/check_daemon*.c):
+ * it does what the job's payload asks, and records every run.
+ *
+ * Settings:
+ *   record = "/path/file";   # optional: append one line when a run starts
+ *                            # and one when it ends
+ *
+ * Record lines, "<id> <attempt> <pid> start|end <unix ms>", are each
+ * written with one write(2) to a file opened O_APPEND, so the lines of
+ * concurrent workers never interleave.  A run with a "start" but no "end"
+ * line was killed.
+ *
+ * Payloads:
+ *   ok            OK
+ *   retry         RETRY, error "asked to retry"
+ *   retry-once    RETRY on attempt 1, OK afterwards
+ *   retry-in:N    RETRY with retry_delay_ms N, error "asked to retry"
+ *   fail          FAIL, error "asked to fail"
+ *   segv          dies of SIGSEGV (on every attempt)
+ *   hang          sleeps for ever
+ *   sleep:N       sleeps N ms, then OK
+ *   exit          _exit(3)
+ * anything else is a FAIL saying so.
+ */
+#include <delayq/handler.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+struct th_state {
+    int fd;     /* the record file, or -1 */
+};
+
+static int64_t realtime_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void record(const struct th_state *st, const dq_handler_job *job, const char *what)
+{
+    if (st->fd < 0)
+        return;
+    char line[400];
+    int n = snprintf(line, sizeof line, "%s %d %d %s %lld\n", job->id, job->attempt,
+                     (int)getpid(), what, (long long)realtime_ms());
+    if (n > 0 && (size_t)n < sizeof line && write(st->fd, line, (size_t)n) != n)
+        (void)0;    /* a test that misses the line fails on its own */
+}
+
+/* Sleep `ms` in full: the worker's SIGTERM handler interrupts nanosleep,
+ * and a job in hand must still run to its end. */
+static void sleep_ms(int64_t ms)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_sec += (time_t)(ms / 1000);
+    until.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, NULL) == EINTR)
+        ;
+}
+
+static int th_init(const dq_host *host, const dq_settings *s, void **state,
+                   char *err, size_t errlen)
+{
+    const char *path = host->setting_string(s, "record", NULL);
+    if (host->setting_error(s)) {
+        snprintf(err, errlen, "%s", host->setting_error(s));
+        return -1;
+    }
+    struct th_state *st = malloc(sizeof *st);
+    if (!st) {
+        snprintf(err, errlen, "testhandler: out of memory");
+        return -1;
+    }
+    st->fd = -1;
+    if (path && (st->fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644)) < 0) {
+        snprintf(err, errlen, "testhandler: %s: %s", path, strerror(errno));
+        free(st);
+        return -1;
+    }
+    *state = st;
+    return 0;
+}
+
+static dq_handler_result th_run(const dq_handler_job *job, dq_handler_outcome *out)
+{
+    const char *p = job->payload;
+    if (strcmp(p, "ok") == 0)
+        return DQ_HANDLER_OK;
+    if (strcmp(p, "retry") == 0 || (strcmp(p, "retry-once") == 0 && job->attempt == 1)) {
+        snprintf(out->error, sizeof out->error, "asked to retry");
+        return DQ_HANDLER_RETRY;
+    }
+    if (strcmp(p, "retry-once") == 0)
+        return DQ_HANDLER_OK;
+    if (strncmp(p, "retry-in:", 9) == 0) {
+        out->retry_delay_ms = strtoll(p + 9, NULL, 10);
+        snprintf(out->error, sizeof out->error, "asked to retry");
+        return DQ_HANDLER_RETRY;
+    }
+    if (strcmp(p, "fail") == 0) {
+        snprintf(out->error, sizeof out->error, "asked to fail");
+        return DQ_HANDLER_FAIL;
+    }
+    if (strcmp(p, "segv") == 0) {
+        /* The default action, whatever a sanitizer installed: the test
+         * expects the worker to die of signal 11. */
+        signal(SIGSEGV, SIG_DFL);
+        raise(SIGSEGV);
+    }
+    if (strcmp(p, "hang") == 0)
+        for (;;)
+            pause();
+    if (strncmp(p, "sleep:", 6) == 0) {
+        sleep_ms(strtoll(p + 6, NULL, 10));
+        return DQ_HANDLER_OK;
+    }
+    if (strcmp(p, "exit") == 0)
+        _exit(3);
+    snprintf(out->error, sizeof out->error, "unknown payload '%.100s'", p);
+    return DQ_HANDLER_FAIL;
+}
+
+static dq_handler_result th_handle(void *state, const dq_handler_job *job,
+                                   dq_handler_outcome *out)
+{
+    record(state, job, "start");
+    dq_handler_result res = th_run(job, out);
+    record(state, job, "end");
+    return res;
+}
+
+static void th_fini(void *state)
+{
+    struct th_state *st = state;
+    if (st->fd >= 0)
+        close(st->fd);
+    free(st);
+}
+
+DQ_HANDLER_DEFINE("testhandler", th_init, th_handle, th_fini);
