@@ -39,7 +39,8 @@ enum cli_longopt {
     OPT_JSON,
     OPT_LIMIT,
     OPT_OFFSET,
-    OPT_ALL
+    OPT_ALL,
+    OPT_WATCH
 };
 
 struct cli;

@@ -1,12 +1,17 @@
 /* delayq stats and dlq: the figures of queues and their dead-letter sets. */
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "util/timefmt.h"
 
 #define DLQ_DEFAULT_LIMIT 50
 #define DLQ_MAX_LIMIT 10000
+#define WATCH_MIN_MS 100
+#define WATCH_MAX_MS (24LL * 3600 * 1000)
 
 struct ops_args {
     const char *queue;
@@ -14,6 +19,7 @@ struct ops_args {
     bool all;
     long long limit;
     long long offset;
+    int64_t watch_ms;   /* stats --watch: redraw this often; 0: once */
 };
 
 static int ops_opt(struct cli *cli, int opt, const char *arg, void *ctx)
@@ -23,6 +29,14 @@ static int ops_opt(struct cli *cli, int opt, const char *arg, void *ctx)
     case 'q': a->queue = arg; return 0;
     case OPT_JSON: a->json = true; return 0;
     case OPT_ALL: a->all = true; return 0;
+    case OPT_WATCH: {
+        const char *why = "must be from 100ms to 1d";
+        if (timefmt_parse_duration(arg, &a->watch_ms, &why) == 0
+            && a->watch_ms >= WATCH_MIN_MS && a->watch_ms <= WATCH_MAX_MS)
+            return 0;
+        cli_fail(cli, CLI_EXIT_USAGE, "bad --watch '%s': %s", arg, why);
+        return -1;
+    }
     case OPT_LIMIT:
         if (cli_parse_int(arg, 1, DLQ_MAX_LIMIT, &a->limit) == 0)
             return 0;
@@ -114,11 +128,86 @@ static int stats_queues(const struct cli *cli, dq_client *c, const char *queue,
     return CLI_EXIT_OK;
 }
 
+/* ---- stats --watch ------------------------------------------------------ */
+
+static volatile sig_atomic_t watch_stop;
+
+static void on_watch_signal(int sig)
+{
+    (void)sig;
+    watch_stop = 1;
+}
+
+/* Sleep `ms`, in short steps so that an interrupt ends the wait soon. */
+static void watch_sleep(int64_t ms)
+{
+    while (ms > 0 && !watch_stop) {
+        int64_t step = ms < 100 ? ms : 100;
+        struct timespec ts = { 0, (long)step * 1000000L };
+        nanosleep(&ts, NULL);
+        ms -= step;
+    }
+}
+
+/* One round: the figures now, as a table (under a clear screen on a
+ * terminal, else after a blank line and a timestamp) or a JSON line. */
+static int watch_round(const struct cli *cli, dq_client *c, const struct ops_args *a,
+                       bool tty, int round)
+{
+    char **names = NULL;
+    size_t n = 0;
+    dq_stats *st = NULL;
+    int code = stats_queues(cli, c, a->queue, &names, &n);
+    if (code == CLI_EXIT_OK)
+        code = stats_collect(cli, c, names, n, &st);
+    if (code == CLI_EXIT_OK && !watch_stop) {
+        struct timespec now;
+        char when[40];
+        clock_gettime(CLOCK_REALTIME, &now);
+        timefmt_iso(when, sizeof when, (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000);
+        if (a->json) {
+            stats_json(names, n, st);
+        } else {
+            if (tty)
+                fputs("\033[H\033[2J", stdout);
+            else if (round > 0)
+                putchar('\n');
+            printf("%s\n", when);
+            stats_table(names, n, st);
+        }
+    }
+    free(st);
+    dq_strv_free(names, n);
+    return code;
+}
+
+/* Redraw every a->watch_ms until SIGINT or SIGTERM (exit 0).  A failed
+ * round is reported on stderr and the next one tried. */
+static int stats_watch(const struct cli *cli, dq_client *c, const struct ops_args *a)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_watch_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    bool tty = isatty(STDOUT_FILENO);
+    for (int round = 0; !watch_stop; round++) {
+        if (watch_round(cli, c, a, tty, round) == CLI_EXIT_SOFTWARE)
+            return CLI_EXIT_SOFTWARE;
+        if (fflush(stdout) != 0 || ferror(stdout))
+            return cli_fail(cli, CLI_EXIT_IOERR, "cannot write the output");
+        watch_sleep(a->watch_ms);
+    }
+    return CLI_EXIT_OK;
+}
+
 int cmd_stats(struct cli *cli)
 {
     static const struct option longopts[] = {
         { "queue", required_argument, NULL, 'q' },
         { "json", no_argument, NULL, OPT_JSON },
+        { "watch", required_argument, NULL, OPT_WATCH },
         { NULL, 0, NULL, 0 }
     };
     struct ops_args a = { 0 };
@@ -134,6 +223,11 @@ int cmd_stats(struct cli *cli)
     size_t n = 0;
     dq_stats *st = NULL;
     code = cli_open_connected(cli, &s);
+    if (code == CLI_EXIT_OK && a.watch_ms) {
+        code = stats_watch(cli, s.client, &a);
+        cli_session_close(&s);
+        return code;
+    }
     if (code == CLI_EXIT_OK)
         code = stats_queues(cli, s.client, a.queue, &names, &n);
     if (code == CLI_EXIT_OK)

@@ -28,7 +28,8 @@ static const char usage_text[] =
     "      [--max-attempts N] [PAYLOAD | -]     schedule a job; prints its id\n"
     "  cancel -q QUEUE ID                      delete a job that is still waiting\n"
     "  show -q QUEUE ID [--json]               one job and where it stands\n"
-    "  stats [-q QUEUE] [--json]               job counts per queue\n"
+    "  stats [-q QUEUE] [--json] [--watch N]   job counts per queue (--watch:\n"
+    "                                          redrawn every N until Ctrl-C)\n"
     "  dlq -q QUEUE list [--limit N] [--offset N] [--json]\n"
     "  dlq -q QUEUE requeue ID | requeue --all | purge [ID]\n"
     "                                          the dead-letter set\n"
@@ -91,10 +92,15 @@ static const char show_help[] =
     "is UTF-8, else \"payload_base64\".  Exit 1 when there is no such job.\n";
 
 static const char stats_help[] =
-    "Usage: delayq stats [-q QUEUE] [--json]\n"
+    "Usage: delayq stats [-q QUEUE] [--json] [--watch N]\n"
     "Per queue (every queue without -q): jobs delayed (not yet due), due,\n"
     "processing, dead, and the time until the next is due.  --json prints\n"
-    "an array of objects (next_due_in_ms is null when nothing is delayed).\n";
+    "an array of objects (next_due_in_ms is null when nothing is delayed).\n"
+    "  --watch N   print the figures again every N (a duration, or seconds:\n"
+    "              2, 500ms) until interrupted (exit 0): on a terminal the\n"
+    "              screen is redrawn; otherwise each table follows a blank\n"
+    "              line and a timestamp (with --json: one array per line).\n"
+    "              A round that fails is reported and the next one tried.\n";
 
 static const char dlq_help[] =
     "Usage: delayq dlq -q QUEUE list [--limit N] [--offset N] [--json]\n"

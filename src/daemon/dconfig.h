@@ -10,6 +10,7 @@
 #include <delayq/client.h>
 #include <libconfig.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include "config/redis_conf.h"
 
@@ -48,6 +49,11 @@ struct daemon_conf {
     int reaper_batch;
     int log_level;
     int log_syslog;             /* 1: syslog, 0: stderr */
+    /* metrics = { listen = "HOST:PORT"; allow_remote = false; }: where the
+     * supervisor serves /metrics and /healthz; off when listen is NULL. */
+    char *metrics_listen;
+    struct sockaddr_storage metrics_addr;   /* metrics_listen, parsed */
+    socklen_t metrics_addrlen;
 };
 
 /* Load and check `path` into `dc` (which it initialises).  Returns 0, or -1

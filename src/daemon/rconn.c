@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "daemon/log.h"
+#include "daemon/slots.h"
 #include "lib/scripts.h"
 
 #define BACKOFF_MIN_MS 100
@@ -28,6 +29,8 @@ struct rconn {
     char *channel;              /* subscribed channel, or NULL */
     rconn_message_fn on_message;
     void *message_arg;
+    uint64_t *reconnects;       /* counted on each re-connect; may be NULL */
+    int was_ever_up;
 };
 
 /* One request in flight: the formatted command is kept so that it can be
@@ -183,6 +186,9 @@ static void handshake_done(struct rconn *rc)
     rc->failures = 0;
     rc->backoff_ms = BACKOFF_MIN_MS;
     rc->up = 1;
+    if (rc->was_ever_up && rc->reconnects)
+        slot_add(rc->reconnects, 1);
+    rc->was_ever_up = 1;
     if (rc->ev.on_up)
         rc->ev.on_up(rc, rc->ev.arg);
 }
@@ -398,6 +404,11 @@ void rconn_subscribe(struct rconn *rc, const char *channel, rconn_message_fn fn,
     rc->channel = strdup(channel);
     rc->on_message = fn;
     rc->message_arg = arg;
+}
+
+void rconn_count_reconnects(struct rconn *rc, uint64_t *counter)
+{
+    rc->reconnects = counter;
 }
 
 void rconn_free(struct rconn *rc)

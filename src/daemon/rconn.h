@@ -67,6 +67,10 @@ int rconn_send(struct rconn *rc, const struct cmd *cmd, int script,
 void rconn_subscribe(struct rconn *rc, const char *channel,
                      rconn_message_fn fn, void *arg);
 
+/* Add 1 to *counter (a worker slot's, see slots.h) each time the
+ * connection is made again after having been up; NULL stops counting. */
+void rconn_count_reconnects(struct rconn *rc, uint64_t *counter);
+
 /* Drop the connection and free everything; pending requests get NULL. */
 void rconn_free(struct rconn *rc);
 

@@ -109,7 +109,7 @@ static void on_stop_poll(evutil_socket_t fd, short what, void *arg)
         event_base_loopbreak(r->base);
 }
 
-int reaper_main(const struct daemon_conf *dc)
+int reaper_main(const struct daemon_conf *dc, struct worker_slot *slot)
 {
     struct reaper r = { .dc = dc };
     int rc = WORKER_EXIT_SOFTWARE;
@@ -124,6 +124,7 @@ int reaper_main(const struct daemon_conf *dc)
     r.stop_poll = event_new(r.base, -1, EV_PERSIST, on_stop_poll, &r);
     if (!r.conn || !r.stop_poll)
         goto done;
+    rconn_count_reconnects(r.conn, &slot->redis_reconnects);
     for (size_t i = 0; i < dc->nqueues; i++) {
         struct reaped_queue *rq = &r.queues[i];
         rq->r = &r;

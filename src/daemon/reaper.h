@@ -8,8 +8,10 @@
 #define DQ_REAPER_H
 
 #include "daemon/dconfig.h"
+#include "daemon/slots.h"
 
-/* Run in a freshly forked child until SIGTERM/SIGINT; returns the exit code. */
-int reaper_main(const struct daemon_conf *dc);
+/* Run in a freshly forked child until SIGTERM/SIGINT; returns the exit code.
+ * `slot` receives its Redis reconnect count. */
+int reaper_main(const struct daemon_conf *dc, struct worker_slot *slot);
 
 #endif

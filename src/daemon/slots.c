@@ -1,5 +1,6 @@
 #include "daemon/slots.h"
 
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
@@ -49,4 +50,49 @@ int64_t slots_now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t slots_now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+struct slot_type *slot_type_entry(struct worker_slot *s, const char *type)
+{
+    for (int i = 0; i < SLOT_TYPES - 1; i++) {
+        struct slot_type *t = &s->types[i];
+        if (!t->used) {
+            /* Only this worker writes: publish the name, then the flag. */
+            snprintf(t->type, sizeof t->type, "%s", type);
+            __atomic_store_n(&t->used, 1, __ATOMIC_RELEASE);
+            return t;
+        }
+        if (strcmp(t->type, type) == 0)
+            return t;
+    }
+    struct slot_type *other = &s->types[SLOT_TYPES - 1];
+    if (!other->used) {
+        snprintf(other->type, sizeof other->type, "%s", SLOT_OTHER_TYPE);
+        __atomic_store_n(&other->used, 1, __ATOMIC_RELEASE);
+    }
+    return other;
+}
+
+void slot_hist_observe(struct slot_hist *h, int64_t us)
+{
+    static const int64_t bounds[SLOT_HIST_BOUNDS] = SLOT_HIST_BOUNDS_US;
+    if (us < 0)
+        us = 0;
+    int i = 0;
+    while (i < SLOT_HIST_BOUNDS && us > bounds[i])
+        i++;
+    slot_add(&h->counts[i], 1);
+    slot_add(&h->sum_us, (uint64_t)us);
+}
+
+const char *slot_type_name(const struct slot_type *t)
+{
+    return __atomic_load_n(&t->used, __ATOMIC_ACQUIRE) ? t->type : NULL;
 }

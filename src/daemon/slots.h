@@ -31,11 +31,37 @@ struct slot_counters {
     uint64_t stale;         /* acks or fails refused: the lease had expired */
 };
 
+/* A histogram with fixed buckets (upper bounds in SLOT_HIST_BOUNDS_US, in
+ * microseconds); counts[i] is the observations in bucket i alone (the
+ * renderer makes them cumulative); the last count is above every bound. */
+#define SLOT_HIST_BOUNDS_US { 1000, 5000, 10000, 25000, 50000, 100000, 250000, \
+                              500000, 1000000, 2500000, 5000000, 10000000,     \
+                              30000000, 60000000 }
+#define SLOT_HIST_BOUNDS 14
+struct slot_hist {
+    uint64_t counts[SLOT_HIST_BOUNDS + 1];
+    uint64_t sum_us;
+};
+
+/* Figures of one job type in one worker.  `type` is written once, before
+ * `used` is set (release), and never changes while the worker lives. */
+#define SLOT_TYPES 16           /* per worker; the last entry takes the rest */
+#define SLOT_OTHER_TYPE "*"     /* its type: no job has it (keys_check_type) */
+struct slot_type {
+    int used;
+    char type[DQ_TYPE_MAX + 1];
+    struct slot_counters counters;  /* stale is counted per slot only */
+    struct slot_hist duration;      /* handler run time */
+    struct slot_hist lateness;      /* handler start - due time, >= 0 */
+};
+
 struct worker_slot {
     uint32_t seq;           /* even: job is stable; odd: being written */
     int ready;              /* connected to Redis and claiming */
     struct slot_job job;
     struct slot_counters counters;
+    uint64_t redis_reconnects;  /* connections re-made after being up */
+    struct slot_type types[SLOT_TYPES];
 } __attribute__((aligned(64)));
 
 /* Map `n` zeroed slots; NULL on failure (errno set). */
@@ -51,5 +77,34 @@ int slot_read_job(const struct worker_slot *s, struct slot_job *out);
 
 /* Monotonic clock in ms. */
 int64_t slots_now_ms(void);
+
+/* Monotonic clock in microseconds (handler durations). */
+int64_t slots_now_us(void);
+
+/* ---- counters: the worker writes, the supervisor reads ----------------- */
+
+/* Add to a counter.  One writer per slot, so a plain load and store (no
+ * lock, no atomic read-modify-write); relaxed atomics only keep the
+ * supervisor's concurrent read whole. */
+static inline void slot_add(uint64_t *counter, uint64_t n)
+{
+    __atomic_store_n(counter, __atomic_load_n(counter, __ATOMIC_RELAXED) + n,
+                     __ATOMIC_RELAXED);
+}
+
+static inline uint64_t slot_get(const uint64_t *counter)
+{
+    return __atomic_load_n(counter, __ATOMIC_RELAXED);
+}
+
+/* Worker side: the entry of `type`, made on first use; the overflow entry
+ * (type SLOT_OTHER_TYPE) once SLOT_TYPES - 1 types are taken.  Never NULL. */
+struct slot_type *slot_type_entry(struct worker_slot *s, const char *type);
+
+/* Worker side: count one observation of `us` microseconds (negative: 0). */
+void slot_hist_observe(struct slot_hist *h, int64_t us);
+
+/* Supervisor side: the entry's type when it is in use, else NULL. */
+const char *slot_type_name(const struct slot_type *t);
 
 #endif

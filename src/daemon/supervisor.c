@@ -11,7 +11,9 @@
 #include <unistd.h>
 
 #include "daemon/handlers.h"
+#include "daemon/http_admin.h"
 #include "daemon/log.h"
+#include "daemon/metrics.h"
 #include "daemon/notify.h"
 #include "daemon/reaper.h"
 #include "daemon/signals.h"
@@ -22,7 +24,7 @@
 #define MAX_CHILDREN (2 * DCONFIG_MAX_WORKERS + 2)  /* old + new during a reload */
 #define MAX_GENERATIONS 8
 #define BACKOFF_FIRST_MS 500
-#define BACKOFF_MAX_MS 60000
+#define BACKOFF_MAX_MS 10000   /* a crash loop costs one fork per 10 s at most */
 #define HEALTHY_AFTER_MS 10000  /* a child that lived this long resets its backoff */
 
 enum child_role { ROLE_NONE, ROLE_WORKER, ROLE_REAPER };
@@ -56,6 +58,8 @@ struct supervisor {
     int ready_sent;             /* READY=1 told to systemd */
     int64_t watchdog_ms;        /* WATCHDOG=1 every this often; 0 none */
     int64_t watchdog_next_ms;
+    struct metrics *metrics;    /* totals of exited children, own counts */
+    struct http_admin *http;    /* /metrics and /healthz */
 };
 
 static int child_index(const struct supervisor *s, const struct child *c)
@@ -83,12 +87,13 @@ static void become_child(struct supervisor *s, struct child *c)
     log_set_role(name);
     if (signals_child_setup(s->pid) < 0)
         _exit(0);
+    http_admin_close_in_child(s->http); /* the metrics port is the supervisor's */
     /* The parent's connection: close our copy of the socket; the parent's
      * event base is left alone (freeing it would touch the shared epoll). */
     dq_close(s->redis);
     srandom((unsigned)getpid() ^ (unsigned)time(NULL));
     int rc = c->role == ROLE_REAPER
-                 ? reaper_main(c->conf)
+                 ? reaper_main(c->conf, &s->slots[child_index(s, c)])
                  : worker_main(c->conf, &c->conf->queues[c->queue], &s->slots[child_index(s, c)]);
     _exit(rc);
 }
@@ -152,9 +157,10 @@ static void describe_status(int status, char *buf, size_t len)
         snprintf(buf, len, "exited with status %d", WEXITSTATUS(status));
 }
 
-/* The blocking client that fails orphaned jobs: made on first need, and
- * again after a failure (dq_* calls reconnect a broken one themselves). */
-static dq_client *supervisor_redis(struct supervisor *s)
+/* The blocking client that fails orphaned jobs and answers scrapes: made
+ * on first need, and again after a failure (dq_* calls reconnect a broken
+ * one themselves); NULL with the reason in err. */
+static dq_client *redis_client(struct supervisor *s, char *err, size_t errlen)
 {
     if (s->redis)
         return s->redis;
@@ -162,9 +168,14 @@ static dq_client *supervisor_redis(struct supervisor *s)
     redis_conf_to_options(&s->conf->redis, &opt);
     opt.connect_timeout_ms = 1000;
     opt.command_timeout_ms = 2000;
+    s->redis = dq_connect(&opt, err, errlen, NULL);
+    return s->redis;
+}
+
+static dq_client *supervisor_redis(struct supervisor *s)
+{
     char err[300];
-    s->redis = dq_connect(&opt, err, sizeof err, NULL);
-    if (!s->redis)
+    if (!redis_client(s, err, sizeof err))
         log_err("%s", err);
     return s->redis;
 }
@@ -185,6 +196,8 @@ static void fail_orphaned_job(struct supervisor *s, const struct child *c,
     dq_status st = dq_fail(s->redis, q->name, job->id, job->fence, reason, DQ_FAIL_RETRY,
                            -1, &policy, &res);
     if (st == DQ_OK)
+        metrics_count_orphan(s->metrics, q->name, job->type, res.dead);
+    if (st == DQ_OK)
         log_warn("job failed: queue=%s id=%s type=%s attempt=%d error=%s -> %s", q->name,
                  job->id, job->type, job->attempt, reason, res.dead ? "dead" : "retry");
     else if (st == DQ_ERR_STALE)
@@ -204,6 +217,7 @@ static void on_child_exit(struct supervisor *s, struct child *c, int status)
     if (c->killed_for_timeout) {
         job = c->killed_job;
         had_job = 1;
+        metrics_count_timeout(s->metrics, c->conf->queues[c->queue].name, job.type);
     } else if (c->role == ROLE_WORKER) {
         had_job = slot_read_job(&s->slots[child_index(s, c)], &job);
     }
@@ -222,6 +236,10 @@ static void on_child_exit(struct supervisor *s, struct child *c, int status)
             snprintf(reason, sizeof reason, "worker died: exit status %d", WEXITSTATUS(status));
         fail_orphaned_job(s, c, &job, reason);
     }
+    /* Keep its counts before the row's slot is reused. */
+    metrics_fold_slot(s->metrics, c->role == ROLE_WORKER ? c->conf->queues[c->queue].name
+                                                         : NULL, &s->slots[child_index(s, c)]);
+    memset(&s->slots[child_index(s, c)], 0, sizeof s->slots[0]);
     c->pid = 0;
     if (c->retiring || s->stopping) {
         c->role = ROLE_NONE;
@@ -239,6 +257,7 @@ static void on_child_exit(struct supervisor *s, struct child *c, int status)
     if (c->backoff_ms > BACKOFF_MAX_MS)
         c->backoff_ms = BACKOFF_MAX_MS;
     c->respawn_at_ms = slots_now_ms() + c->backoff_ms;
+    metrics_count_restart(s->metrics);
     if (c->backoff_ms)
         log_info("%s restarting in %lldms", name, (long long)c->backoff_ms);
 }
@@ -361,6 +380,77 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     }
 }
 
+/* ---- metrics and health (metrics.c writes them, http_admin.c serves) ---- */
+
+/* What a request sees of the supervisor; `rows` has MAX_CHILDREN entries. */
+static void view_of(struct supervisor *s, struct metrics_child *rows, struct metrics_view *v,
+                    char *err, size_t errlen)
+{
+    size_t n = 0;
+    for (int i = 0; i < MAX_CHILDREN; i++) {
+        const struct child *c = &s->children[i];
+        if (c->role == ROLE_NONE)
+            continue;
+        rows[n] = (struct metrics_child){
+            .queue = c->role == ROLE_WORKER ? c->conf->queues[c->queue].name : NULL,
+            .slot = &s->slots[i], .running = c->pid != 0,
+            .in_force = c->role == ROLE_WORKER && c->conf == s->conf && !c->retiring };
+        n++;
+    }
+    *v = (struct metrics_view){ .children = rows, .nchildren = n, .conf = s->conf,
+                                .redis = redis_client(s, err, errlen), .redis_err = err,
+                                .stopping = s->stopping };
+}
+
+/* Answer /metrics (health 0) or /healthz (health 1); returns the status. */
+static int answer(struct supervisor *s, FILE *out, int health)
+{
+    struct metrics_child rows[MAX_CHILDREN];
+    struct metrics_view v;
+    char err[300] = "";
+    view_of(s, rows, &v, err, sizeof err);
+    return health ? metrics_health(&v, out) : metrics_write(s->metrics, &v, out);
+}
+
+static int on_metrics(FILE *out, void *arg)
+{
+    return answer(arg, out, 0);
+}
+
+static int on_healthz(FILE *out, void *arg)
+{
+    return answer(arg, out, 1);
+}
+
+static const struct http_admin_route admin_routes[] = {
+    { "/metrics", "text/plain; version=0.0.4; charset=utf-8", on_metrics },
+    { "/healthz", "text/plain; charset=utf-8", on_healthz },
+};
+
+/* Serve /metrics and /healthz where the configuration in force says: at
+ * start, and on reload (move, or stop).  -1 after logging why the address
+ * cannot be bound; a reload then keeps the previous one. */
+static int metrics_listen(struct supervisor *s)
+{
+    const struct daemon_conf *dc = s->conf;
+    char err[300];
+    if (!dc->metrics_listen) {
+        if (http_admin_fd(s->http) >= 0)
+            log_info("metrics: no longer served");
+        http_admin_unlisten(s->http);
+        return 0;
+    }
+    int had = http_admin_fd(s->http) >= 0;
+    int rc = http_admin_listen(s->http, (const struct sockaddr *)&dc->metrics_addr,
+                               dc->metrics_addrlen, err, sizeof err);
+    if (rc < 0)
+        log_err("metrics: cannot listen on %s: %s%s", dc->metrics_listen, err,
+                had ? "; still serving on the previous address" : "");
+    else if (rc > 0)
+        log_info("metrics: serving /metrics and /healthz on http://%s", dc->metrics_listen);
+    return rc < 0 ? -1 : 0;
+}
+
 /* ---- signals ------------------------------------------------------------- */
 
 static void ask_to_stop(struct supervisor *s, int retiring_only)
@@ -456,6 +546,7 @@ static void on_reload_signal(evutil_socket_t sig, short what, void *arg)
     s->conf = conf;
     s->config_refused = 0;
     log_set_level(conf->log_level);
+    metrics_listen(s);
     start_generation(s, conf);
     log_info("reloaded %s: %zu queue%s, %zu handler%s", s->config_path, conf->nqueues,
              conf->nqueues == 1 ? "" : "s", conf->nhandlers, conf->nhandlers == 1 ? "" : "s");
@@ -485,6 +576,14 @@ int supervisor_run(struct daemon_conf *conf, const char *config_path)
         log_err("cannot set up: %s", strerror(errno));
         return 71;
     }
+    s.metrics = metrics_new();
+    s.http = http_admin_new(s.base, admin_routes, 2, &s);
+    if (!s.metrics || !s.http) {
+        log_err("cannot set up: out of memory");
+        return 71;
+    }
+    if (metrics_listen(&s) < 0)
+        return 71;
     struct event *ev[5] = {
         evsignal_new(s.base, SIGCHLD, on_sigchld, &s),
         evsignal_new(s.base, SIGTERM, on_stop_signal, &s),
@@ -507,7 +606,9 @@ int supervisor_run(struct daemon_conf *conf, const char *config_path)
     log_info("stopped");
     for (int i = 0; i < 5; i++)
         event_free(ev[i]);
+    http_admin_free(s.http);
     event_base_free(s.base);
+    metrics_free(s.metrics);
     dq_close(s.redis);
     dconfig_free(s.conf);
     free(s.conf);

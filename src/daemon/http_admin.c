@@ -1,0 +1,243 @@
+#include "daemon/http_admin.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/http.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define REQUEST_TIMEOUT_S 10
+#define MAX_HEADERS_SIZE 8192
+
+struct route_call;
+
+struct http_admin {
+    struct evhttp *http;
+    struct evhttp_bound_socket *bound;  /* NULL: not listening */
+    int fd;                             /* bound's socket, or -1 */
+    struct sockaddr_storage addr;       /* where bound listens */
+    socklen_t addrlen;
+    void *arg;
+    struct route_call *calls;
+};
+
+/* The argument of one route's callback. */
+struct route_call {
+    struct http_admin *h;
+    const struct http_admin_route *route;
+};
+
+static void reply_text(struct evhttp_request *req, int code, const char *reason,
+                       const char *type, const char *body, size_t len)
+{
+    struct evbuffer *buf = evbuffer_new();
+    struct evkeyvalq *hdr = evhttp_request_get_output_headers(req);
+    evhttp_add_header(hdr, "Content-Type", type);
+    evhttp_add_header(hdr, "Cache-Control", "no-store");
+    if (buf)
+        evbuffer_add(buf, body, len);
+    evhttp_send_reply(req, code, reason, buf);
+    if (buf)
+        evbuffer_free(buf);
+}
+
+static void on_route(struct evhttp_request *req, void *arg)
+{
+    const struct route_call *call = arg;
+    enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
+    if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD) {
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "GET, HEAD");
+        reply_text(req, 405, "Method Not Allowed", "text/plain; charset=utf-8",
+                   "method not allowed\n", 19);
+        return;
+    }
+    char *body = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&body, &len);
+    if (!out) {
+        evhttp_send_error(req, HTTP_INTERNAL, NULL);
+        return;
+    }
+    int code = call->route->fn(out, call->h->arg);
+    if (fclose(out) != 0) {
+        free(body);
+        evhttp_send_error(req, HTTP_INTERNAL, NULL);
+        return;
+    }
+    reply_text(req, code, NULL, call->route->content_type, body ? body : "", len);
+    free(body);
+}
+
+static void on_other(struct evhttp_request *req, void *arg)
+{
+    (void)arg;
+    reply_text(req, 404, "Not Found", "text/plain; charset=utf-8",
+               "not found: try /metrics or /healthz\n", 36);
+}
+
+/* A non-blocking listening socket on `addr`; -1 with the reason in err. */
+static int listen_on(const struct sockaddr *addr, socklen_t addrlen, char *err,
+                     size_t errlen)
+{
+    const char *step = "socket";
+    int fd = socket(addr->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        goto fail;
+    int one = 1;
+    step = "setsockopt";
+    if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0)
+        goto fail;
+    if (addr->sa_family == AF_INET6
+        && setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one) < 0)
+        goto fail;
+    step = "bind";
+    if (bind(fd, addr, addrlen) < 0)
+        goto fail;
+    step = "listen";
+    if (listen(fd, 64) < 0)
+        goto fail;
+    return fd;
+fail:;
+    int saved = errno;
+    snprintf(err, errlen, "%s: %s", step, strerror(saved));
+    if (fd >= 0)
+        close(fd);
+    errno = saved;
+    return -1;
+}
+
+struct http_admin *http_admin_new(struct event_base *base,
+                                  const struct http_admin_route *routes, size_t n,
+                                  void *arg)
+{
+    struct http_admin *h = calloc(1, sizeof *h);
+    if (!h)
+        return NULL;
+    h->fd = -1;
+    h->arg = arg;
+    h->calls = calloc(n ? n : 1, sizeof *h->calls);
+    if (!h->calls || !(h->http = evhttp_new(base))) {
+        http_admin_free(h);
+        return NULL;
+    }
+    evhttp_set_timeout(h->http, REQUEST_TIMEOUT_S);
+    evhttp_set_max_headers_size(h->http, MAX_HEADERS_SIZE);
+    evhttp_set_max_body_size(h->http, 0);
+    /* Other methods are let in to be answered 405 rather than 501. */
+    evhttp_set_allowed_methods(h->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD | EVHTTP_REQ_POST
+                                            | EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE);
+    for (size_t i = 0; i < n; i++) {
+        h->calls[i].h = h;
+        h->calls[i].route = &routes[i];
+        evhttp_set_cb(h->http, routes[i].path, on_route, &h->calls[i]);
+    }
+    evhttp_set_gencb(h->http, on_other, NULL);
+    return h;
+}
+
+/* Start accepting on a listening socket; -1 (socket closed) on failure. */
+static int accept_on(struct http_admin *h, int fd, const struct sockaddr *addr,
+                     socklen_t addrlen)
+{
+    struct evhttp_bound_socket *b = evhttp_accept_socket_with_handle(h->http, fd);
+    if (!b) {
+        close(fd);
+        return -1;
+    }
+    h->bound = b;
+    h->fd = fd;
+    memcpy(&h->addr, addr, addrlen);
+    h->addrlen = addrlen;
+    return 0;
+}
+
+int http_admin_listen(struct http_admin *h, const struct sockaddr *addr,
+                      socklen_t addrlen, char *err, size_t errlen)
+{
+    if (h->bound && addrlen == h->addrlen && memcmp(addr, &h->addr, addrlen) == 0)
+        return 0;
+    int fd = listen_on(addr, addrlen, err, errlen);
+    if (fd < 0 && errno == EADDRINUSE && h->bound) {
+        /* Perhaps our own port (a new host on the same port): let it go
+         * and try again, and take it back if that fails. */
+        struct sockaddr_storage old = h->addr;
+        socklen_t oldlen = h->addrlen;
+        http_admin_unlisten(h);
+        fd = listen_on(addr, addrlen, err, errlen);
+        if (fd < 0) {
+            char again[200];
+            int oldfd = listen_on((struct sockaddr *)&old, oldlen, again, sizeof again);
+            if (oldfd >= 0)
+                accept_on(h, oldfd, (struct sockaddr *)&old, oldlen);
+            return -1;
+        }
+    }
+    if (fd < 0)
+        return -1;
+    http_admin_unlisten(h);
+    if (accept_on(h, fd, addr, addrlen) < 0) {
+        snprintf(err, errlen, "cannot accept connections on the socket");
+        return -1;
+    }
+    return 1;
+}
+
+void http_admin_unlisten(struct http_admin *h)
+{
+    if (!h || !h->bound)
+        return;
+    evhttp_del_accept_socket(h->http, h->bound);   /* closes the socket */
+    h->bound = NULL;
+    h->fd = -1;
+}
+
+int http_admin_fd(const struct http_admin *h)
+{
+    return h ? h->fd : -1;
+}
+
+/* The port of a socket address, or -1 for another family. */
+static int port_of(const struct sockaddr_storage *ss)
+{
+    if (ss->ss_family == AF_INET)
+        return ntohs(((const struct sockaddr_in *)ss)->sin_port);
+    if (ss->ss_family == AF_INET6)
+        return ntohs(((const struct sockaddr_in6 *)ss)->sin6_port);
+    return -1;
+}
+
+void http_admin_close_in_child(const struct http_admin *h)
+{
+    if (!h || !h->bound)
+        return;
+    int port = port_of(&h->addr);
+    DIR *d = opendir("/proc/self/fd");
+    if (!d) {
+        close(h->fd);
+        return;
+    }
+    int dfd = dirfd(d);
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        int fd = atoi(e->d_name);
+        struct sockaddr_storage ss;
+        socklen_t len = sizeof ss;
+        if (fd > 2 && fd != dfd && getsockname(fd, (struct sockaddr *)&ss, &len) == 0
+            && ss.ss_family == h->addr.ss_family && port_of(&ss) == port)
+            close(fd);
+    }
+    closedir(d);
+}
+
+void http_admin_free(struct http_admin *h)
+{
+    if (!h)
+        return;
+    if (h->http)
+        evhttp_free(h->http);   /* closes the sockets */
+    free(h->calls);
+    free(h);
+}

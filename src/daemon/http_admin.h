@@ -1,0 +1,60 @@
+/*
+ * http_admin: a small HTTP server (libevent's evhttp) on the supervisor's
+ * own event loop, for /metrics and /healthz.  No thread: a request is
+ * answered inside the loop, so a route's function may read the
+ * supervisor's state directly (and must be quick; a blocking Redis call is
+ * bounded by the client's command timeout).
+ *
+ * Only GET and HEAD; any other path is 404.  Nothing is authenticated:
+ * dconfig refuses a non-loopback address unless allow_remote is set.
+ */
+#ifndef DQ_HTTP_ADMIN_H
+#define DQ_HTTP_ADMIN_H
+
+#include <event2/event.h>
+#include <stdio.h>
+#include <sys/socket.h>
+
+/* One route: writes the body to `out` and returns the HTTP status. */
+struct http_admin_route {
+    const char *path;           /* exact: "/metrics" */
+    const char *content_type;
+    int (*fn)(FILE *out, void *arg);
+};
+
+struct http_admin;
+
+/* A server for `routes` (n entries; the array and `arg` must outlive it)
+ * on `base`, not listening yet.  NULL when out of memory. */
+struct http_admin *http_admin_new(struct event_base *base,
+                                  const struct http_admin_route *routes, size_t n,
+                                  void *arg);
+
+/*
+ * Listen on `addr` (instead of the address in use, if any).  Returns 1
+ * when now listening there, 0 when it already was, or -1 with the reason
+ * in err (the failing step and errno's text); the address in use, if any,
+ * then stays.  Connections already accepted are kept.
+ */
+int http_admin_listen(struct http_admin *h, const struct sockaddr *addr,
+                      socklen_t addrlen, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+
+/* Stop listening (connections already accepted are kept). */
+void http_admin_unlisten(struct http_admin *h);
+
+/* The listening socket, or -1 when not listening. */
+int http_admin_fd(const struct http_admin *h);
+
+/*
+ * In a forked child: close the copies of the listening socket and of the
+ * connections open at the fork (every socket on the listening port), so
+ * that a client sees its connection end when the supervisor ends it.
+ * Touches nothing else; the parent's server is unaffected.
+ */
+void http_admin_close_in_child(const struct http_admin *h);
+
+/* Close everything and free; NULL is ignored. */
+void http_admin_free(struct http_admin *h);
+
+#endif

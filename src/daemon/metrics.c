@@ -1,0 +1,396 @@
+#include "config.h"
+
+#include "daemon/metrics.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Beyond this many (queue, type) rows, new types of a queue are counted
+ * under SLOT_OTHER_TYPE: a producer inventing types cannot grow the page
+ * without bound. */
+#define MAX_ROWS 4096
+
+/* The figures of one (queue, type); type "" holds the queue's own (stale). */
+struct row {
+    char *queue;
+    char type[DQ_TYPE_MAX + 1];
+    struct slot_counters c;
+    uint64_t timed_out;
+    struct slot_hist duration;
+    struct slot_hist lateness;
+};
+
+struct table {
+    struct row *rows;
+    size_t n, cap;
+};
+
+struct metrics {
+    struct table totals;        /* exited children and the supervisor's counts */
+    uint64_t restarts;
+    uint64_t reconnects;
+};
+
+/* ---- the table ------------------------------------------------------------ */
+
+static struct row *find_row(struct table *t, const char *queue, const char *type)
+{
+    for (size_t i = 0; i < t->n; i++)
+        if (strcmp(t->rows[i].type, type) == 0 && strcmp(t->rows[i].queue, queue) == 0)
+            return &t->rows[i];
+    return NULL;
+}
+
+/* The row of (queue, type), added when new; NULL when out of memory. */
+static struct row *get_row(struct table *t, const char *queue, const char *type)
+{
+    struct row *r = find_row(t, queue, type);
+    if (r)
+        return r;
+    if (t->n >= MAX_ROWS && *type && (r = find_row(t, queue, SLOT_OTHER_TYPE)))
+        return r;
+    if (t->n >= MAX_ROWS && *type)
+        type = SLOT_OTHER_TYPE;
+    if (t->n == t->cap) {
+        size_t cap = t->cap ? 2 * t->cap : 16;
+        struct row *rows = realloc(t->rows, cap * sizeof *rows);
+        if (!rows)
+            return NULL;
+        t->rows = rows;
+        t->cap = cap;
+    }
+    r = &t->rows[t->n];
+    memset(r, 0, sizeof *r);
+    if (!(r->queue = strdup(queue)))
+        return NULL;
+    snprintf(r->type, sizeof r->type, "%s", type);
+    t->n++;
+    return r;
+}
+
+static void table_free(struct table *t)
+{
+    for (size_t i = 0; i < t->n; i++)
+        free(t->rows[i].queue);
+    free(t->rows);
+    memset(t, 0, sizeof *t);
+}
+
+static void add_counters(struct slot_counters *to, const struct slot_counters *from)
+{
+    to->claimed += slot_get(&from->claimed);
+    to->succeeded += slot_get(&from->succeeded);
+    to->retried += slot_get(&from->retried);
+    to->dead += slot_get(&from->dead);
+    to->stale += slot_get(&from->stale);
+}
+
+static void add_hist(struct slot_hist *to, const struct slot_hist *from)
+{
+    for (int i = 0; i <= SLOT_HIST_BOUNDS; i++)
+        to->counts[i] += slot_get(&from->counts[i]);
+    to->sum_us += slot_get(&from->sum_us);
+}
+
+static void add_row(struct row *to, const struct row *from)
+{
+    add_counters(&to->c, &from->c);
+    to->timed_out += from->timed_out;
+    add_hist(&to->duration, &from->duration);
+    add_hist(&to->lateness, &from->lateness);
+}
+
+/* Add a slot's figures to `t` (and its reconnects to *reconnects). */
+static void fold(struct table *t, uint64_t *reconnects, const char *queue,
+                 const struct worker_slot *slot)
+{
+    *reconnects += slot_get(&slot->redis_reconnects);
+    if (!queue)
+        return;
+    struct row *q = get_row(t, queue, "");
+    if (q)
+        q->c.stale += slot_get(&slot->counters.stale);
+    for (int i = 0; i < SLOT_TYPES; i++) {
+        const char *type = slot_type_name(&slot->types[i]);
+        struct row *r = type ? get_row(t, queue, type) : NULL;
+        if (!r)
+            continue;
+        add_counters(&r->c, &slot->types[i].counters);
+        add_hist(&r->duration, &slot->types[i].duration);
+        add_hist(&r->lateness, &slot->types[i].lateness);
+    }
+}
+
+/* ---- the supervisor's side ------------------------------------------------- */
+
+struct metrics *metrics_new(void)
+{
+    return calloc(1, sizeof(struct metrics));
+}
+
+void metrics_free(struct metrics *m)
+{
+    if (!m)
+        return;
+    table_free(&m->totals);
+    free(m);
+}
+
+void metrics_fold_slot(struct metrics *m, const char *queue, const struct worker_slot *slot)
+{
+    fold(&m->totals, &m->reconnects, queue, slot);
+}
+
+void metrics_count_timeout(struct metrics *m, const char *queue, const char *type)
+{
+    struct row *r = get_row(&m->totals, queue, type);
+    if (r)
+        r->timed_out++;
+}
+
+void metrics_count_orphan(struct metrics *m, const char *queue, const char *type, int dead)
+{
+    struct row *r = get_row(&m->totals, queue, type);
+    if (r && dead)
+        r->c.dead++;
+    else if (r)
+        r->c.retried++;
+}
+
+void metrics_count_restart(struct metrics *m)
+{
+    m->restarts++;
+}
+
+/* ---- the text format ---------------------------------------------------------- */
+
+/* A label value: backslash, double quote and newline escaped. */
+static void put_label(FILE *out, const char *name, const char *value)
+{
+    fprintf(out, "%s=\"", name);
+    for (const char *p = value; *p; p++) {
+        if (*p == '\\' || *p == '"')
+            fputc('\\', out);
+        if (*p == '\n')
+            fputs("\\n", out);
+        else
+            fputc(*p, out);
+    }
+    fputc('"', out);
+}
+
+static void put_head(FILE *out, const char *name, const char *type, const char *help)
+{
+    fprintf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* name{queue="..",type=".."[,le=".."]} */
+static void put_series(FILE *out, const char *name, const struct row *r, const char *le)
+{
+    fprintf(out, "%s{", name);
+    put_label(out, "queue", r->queue);
+    fputc(',', out);
+    put_label(out, "type", r->type);
+    if (le) {
+        fputc(',', out);
+        put_label(out, "le", le);
+    }
+    fputs("} ", out);
+}
+
+static int cmp_rows(const void *a, const void *b)
+{
+    const struct row *x = a, *y = b;
+    int c = strcmp(x->queue, y->queue);
+    return c ? c : strcmp(x->type, y->type);
+}
+
+enum field { F_CLAIMED, F_SUCCEEDED, F_RETRIED, F_DEAD, F_TIMED_OUT };
+
+static uint64_t field(const struct row *r, enum field f)
+{
+    switch (f) {
+    case F_CLAIMED: return r->c.claimed;
+    case F_SUCCEEDED: return r->c.succeeded;
+    case F_RETRIED: return r->c.retried;
+    case F_DEAD: return r->c.dead;
+    case F_TIMED_OUT: return r->timed_out;
+    }
+    return 0;
+}
+
+static void put_counters(FILE *out, const struct table *t)
+{
+    static const struct { const char *name, *help; enum field f; } fams[] = {
+        { "delayq_jobs_claimed_total", "Jobs claimed by the workers.", F_CLAIMED },
+        { "delayq_jobs_succeeded_total", "Jobs whose handler succeeded.", F_SUCCEEDED },
+        { "delayq_jobs_retried_total",
+          "Failed attempts that were scheduled again (handler failure, timeout, "
+          "worker death).", F_RETRIED },
+        { "delayq_jobs_dead_total",
+          "Jobs moved to the dead-letter set by the daemon (handler verdict, attempts "
+          "used up, no handler for the type).", F_DEAD },
+        { "delayq_jobs_timed_out_total",
+          "Handlers stopped at their timeout (the job is then retried or dead).",
+          F_TIMED_OUT },
+    };
+    for (size_t k = 0; k < sizeof fams / sizeof fams[0]; k++) {
+        put_head(out, fams[k].name, "counter", fams[k].help);
+        for (size_t i = 0; i < t->n; i++)
+            if (t->rows[i].type[0]) {
+                put_series(out, fams[k].name, &t->rows[i], NULL);
+                fprintf(out, "%llu\n", (unsigned long long)field(&t->rows[i], fams[k].f));
+            }
+    }
+    put_head(out, "delayq_jobs_stale_total", "counter",
+             "Acks refused because the lease had expired (the job may run again).");
+    for (size_t i = 0; i < t->n; i++)
+        if (!t->rows[i].type[0]) {
+            fputs("delayq_jobs_stale_total{", out);
+            put_label(out, "queue", t->rows[i].queue);
+            fprintf(out, "} %llu\n", (unsigned long long)t->rows[i].c.stale);
+        }
+}
+
+static void put_histogram(FILE *out, const struct table *t, const char *name,
+                          const char *help, int lateness)
+{
+    static const int64_t bounds[SLOT_HIST_BOUNDS] = SLOT_HIST_BOUNDS_US;
+    char bucket[96], sum[96], count[96];
+    snprintf(bucket, sizeof bucket, "%s_bucket", name);
+    snprintf(sum, sizeof sum, "%s_sum", name);
+    snprintf(count, sizeof count, "%s_count", name);
+    put_head(out, name, "histogram", help);
+    for (size_t i = 0; i < t->n; i++) {
+        const struct row *r = &t->rows[i];
+        const struct slot_hist *h = lateness ? &r->lateness : &r->duration;
+        if (!r->type[0])
+            continue;
+        uint64_t cum = 0;
+        for (int b = 0; b <= SLOT_HIST_BOUNDS; b++) {
+            char le[32];
+            if (b < SLOT_HIST_BOUNDS)
+                snprintf(le, sizeof le, "%g", (double)bounds[b] / 1e6);
+            else
+                snprintf(le, sizeof le, "+Inf");
+            cum += h->counts[b];
+            put_series(out, bucket, r, le);
+            fprintf(out, "%llu\n", (unsigned long long)cum);
+        }
+        put_series(out, sum, r, NULL);
+        fprintf(out, "%.6f\n", (double)h->sum_us / 1e6);
+        put_series(out, count, r, NULL);
+        fprintf(out, "%llu\n", (unsigned long long)cum);
+    }
+}
+
+/* The queue gauges from Redis; returns 1 when Redis answered for every
+ * queue (else nothing is written: a partial set would mislead). */
+static int put_queue_gauges(FILE *out, const struct metrics_view *v)
+{
+    const struct daemon_conf *dc = v->conf;
+    dq_stats *st = calloc(dc->nqueues ? dc->nqueues : 1, sizeof *st);
+    int ok = st && v->redis;
+    for (size_t i = 0; ok && i < dc->nqueues; i++)
+        ok = dq_stats_get(v->redis, dc->queues[i].name, &st[i]) == DQ_OK;
+    if (ok) {
+        static const char *const states[] = { "delayed", "due", "processing", "dead" };
+        put_head(out, "delayq_queue_jobs", "gauge",
+                 "Jobs in the queue by state, read from Redis at each scrape.");
+        for (size_t i = 0; i < dc->nqueues; i++) {
+            const int64_t n[] = { st[i].delayed, st[i].due, st[i].processing, st[i].dead };
+            for (int k = 0; k < 4; k++) {
+                fputs("delayq_queue_jobs{", out);
+                put_label(out, "queue", dc->queues[i].name);
+                fputc(',', out);
+                put_label(out, "state", states[k]);
+                fprintf(out, "} %lld\n", (long long)n[k]);
+            }
+        }
+    }
+    free(st);
+    return ok;
+}
+
+static void put_workers(FILE *out, const struct metrics_view *v)
+{
+    put_head(out, "delayq_workers", "gauge", "Worker processes running, per queue.");
+    for (size_t q = 0; q < v->conf->nqueues; q++) {
+        const char *name = v->conf->queues[q].name;
+        int n = 0;
+        for (size_t i = 0; i < v->nchildren; i++)
+            n += v->children[i].running && v->children[i].queue
+                 && strcmp(v->children[i].queue, name) == 0;
+        fputs("delayq_workers{", out);
+        put_label(out, "queue", name);
+        fprintf(out, "} %d\n", n);
+    }
+}
+
+int metrics_write(const struct metrics *m, const struct metrics_view *v, FILE *out)
+{
+    /* This scrape's figures: the totals plus every live slot. */
+    struct table t = { 0 };
+    uint64_t reconnects = m->reconnects;
+    for (size_t i = 0; i < m->totals.n; i++) {
+        struct row *r = get_row(&t, m->totals.rows[i].queue, m->totals.rows[i].type);
+        if (r)
+            add_row(r, &m->totals.rows[i]);
+    }
+    for (size_t i = 0; i < v->nchildren; i++)
+        fold(&t, &reconnects, v->children[i].queue, v->children[i].slot);
+    if (t.n)
+        qsort(t.rows, t.n, sizeof *t.rows, cmp_rows);
+    put_counters(out, &t);
+    put_histogram(out, &t, "delayq_handler_duration_seconds",
+                  "Time handlers took, from start to outcome.", 0);
+    put_histogram(out, &t, "delayq_fire_lateness_seconds",
+                  "Handler start minus the job's due time (0 when early).", 1);
+    table_free(&t);
+    int up = put_queue_gauges(out, v);
+    put_head(out, "delayq_redis_up", "gauge",
+             "1 when Redis answered this scrape's queue statistics.");
+    fprintf(out, "delayq_redis_up %d\n", up);
+    put_workers(out, v);
+    put_head(out, "delayq_worker_restarts_total", "counter",
+             "Children (workers and the reaper) restarted after they died.");
+    fprintf(out, "delayq_worker_restarts_total %llu\n", (unsigned long long)m->restarts);
+    put_head(out, "delayq_redis_reconnects_total", "counter",
+             "Redis connections of the workers and the reaper made again after a loss.");
+    fprintf(out, "delayq_redis_reconnects_total %llu\n", (unsigned long long)reconnects);
+    put_head(out, "delayq_build_info", "gauge", "The delayqd version; always 1.");
+    fputs("delayq_build_info{", out);
+    put_label(out, "version", PACKAGE_VERSION);
+    fputs("} 1\n", out);
+    return 200;
+}
+
+int metrics_health(const struct metrics_view *v, FILE *out)
+{
+    if (v->stopping) {
+        fputs("stopping\n", out);
+        return 503;
+    }
+    dq_stats st;
+    if (!v->redis) {
+        fprintf(out, "redis unreachable: %s\n", v->redis_err ? v->redis_err : "no connection");
+        return 503;
+    }
+    if (dq_stats_get(v->redis, v->conf->queues[0].name, &st) != DQ_OK) {
+        fprintf(out, "redis unreachable: %s\n", dq_errmsg(v->redis));
+        return 503;
+    }
+    int want = 0, up = 0;
+    for (size_t q = 0; q < v->conf->nqueues; q++)
+        want += v->conf->queues[q].workers;
+    for (size_t i = 0; i < v->nchildren; i++) {
+        const struct metrics_child *c = &v->children[i];
+        up += c->in_force && c->running && __atomic_load_n(&c->slot->ready, __ATOMIC_RELAXED);
+    }
+    if (up < want) {
+        fprintf(out, "%d of %d workers down\n", want - up, want);
+        return 503;
+    }
+    fputs("ok\n", out);
+    return 200;
+}
