@@ -1,0 +1,202 @@
+#include "bench/daemon_proc.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define READY_TIMEOUT_US (15 * 1000000LL)
+
+static int write_conf(const struct daemon_proc *d, const struct bench_env *env,
+                      const struct redis_proc *r, const struct daemon_spec *spec,
+                      char *err, size_t errlen)
+{
+    FILE *fp = fopen(d->conf, "w");
+    if (!fp) {
+        snprintf(err, errlen, "%s: %s", d->conf, strerror(errno));
+        return -1;
+    }
+    char settings[PATH_MAX + 64] = "";
+    if (spec->lateness_file)
+        snprintf(settings, sizeof settings, " settings = { lateness_file = \"%s\"; };",
+                 spec->lateness_file);
+    /* Only what a run varies is set; the reaper and the rest keep the
+     * daemon's defaults, as a deployment would. */
+    fprintf(fp,
+            "redis = { unix_socket = \"%s\"; };\n"
+            "handler_dir = \"%s\";\n"
+            "log = { level = \"info\"; target = \"stderr\"; };\n"
+            "shutdown_timeout = \"10s\";\n"
+            "queues = ( { name = \"" BENCH_QUEUE "\"; workers = %d; batch = %d;\n"
+            "             lease = \"60s\"; max_attempts = 3; } );\n"
+            "handlers = ( { type = \"*\"; file = \"noop.so\"; timeout = \"10s\";%s } );\n",
+            r->sock, env->handler_dir, spec->workers, spec->batch, settings);
+    if (fclose(fp) != 0) {
+        snprintf(err, errlen, "%s: %s", d->conf, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* CLIENT LIST lines that contain `needle`; -1 when Redis cannot be asked. */
+static int clients_with(redisContext *rc, const char *needle)
+{
+    redisReply *r = redisCommand(rc, "CLIENT LIST");
+    int n = -1;
+    if (r && r->type == REDIS_REPLY_STRING) {
+        n = 0;
+        for (const char *p = r->str; (p = strstr(p, needle)) != NULL; p++)
+            n++;
+    }
+    if (r)
+        freeReplyObject(r);
+    return n;
+}
+
+void daemon_proc_last_problem(const struct daemon_proc *d, char *out, size_t outlen)
+{
+    out[0] = '\0';
+    FILE *fp = fopen(d->log, "r");
+    if (!fp)
+        return;
+    char line[1024];
+    while (fgets(line, sizeof line, fp))
+        if (strstr(line, " err ") || strstr(line, " warn ") || strstr(line, "delayqd:")) {
+            line[strcspn(line, "\n")] = '\0';
+            snprintf(out, outlen, "%s", line);
+        }
+    fclose(fp);
+}
+
+/* Wait until the workers and the reaper are connected and have talked to
+ * Redis once: then the daemon is in its steady state. */
+static int wait_ready(struct daemon_proc *d, const struct redis_proc *r, int workers,
+                      char *err, size_t errlen)
+{
+    redisContext *rc = redis_proc_connect(r, err, errlen);
+    if (!rc)
+        return -1;
+    int64_t deadline = bench_mono_us() + READY_TIMEOUT_US;
+    int ready = 0;
+    while (!ready && bench_mono_us() < deadline && !bench_interrupted) {
+        if (waitpid(d->pid, NULL, WNOHANG) == d->pid) {
+            d->pid = 0;
+            char why[600];
+            daemon_proc_last_problem(d, why, sizeof why);
+            snprintf(err, errlen, "delayqd exited at start: %s (log %s)", why, d->log);
+            redisFree(rc);
+            return -1;
+        }
+        ready = clients_with(rc, "cmd=subscribe") >= workers
+                && clients_with(rc, "cmd=evalsha") >= workers + 1;
+        if (!ready)
+            bench_sleep_ms(20);
+    }
+    redisFree(rc);
+    if (!ready)
+        snprintf(err, errlen, "delayqd did not get ready within %lld s (log %s)",
+                 READY_TIMEOUT_US / 1000000, d->log);
+    return ready ? 0 : -1;
+}
+
+int daemon_proc_start(struct daemon_proc *d, const struct bench_env *env,
+                      const struct redis_proc *r, const struct daemon_spec *spec,
+                      char *err, size_t errlen)
+{
+    memset(d, 0, sizeof *d);
+    snprintf(d->conf, sizeof d->conf, "%s/delayqd.conf", r->dir);
+    snprintf(d->log, sizeof d->log, "%s/delayqd.log", r->dir);
+    if (write_conf(d, env, r, spec, err, errlen) < 0)
+        return -1;
+    fflush(NULL);
+    d->pid = fork();
+    if (d->pid < 0) {
+        snprintf(err, errlen, "fork: %s", strerror(errno));
+        d->pid = 0;
+        return -1;
+    }
+    if (d->pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        int fd = open(d->log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+        int null = open("/dev/null", O_RDWR);
+        if (fd < 0 || null < 0)
+            _exit(127);
+        dup2(null, 0);
+        dup2(null, 1);
+        dup2(fd, 2);
+        execl(env->delayqd, env->delayqd, "-f", "-c", d->conf, (char *)NULL);
+        dprintf(2, "delayqd: cannot run %s: %s\n", env->delayqd, strerror(errno));
+        _exit(127);
+    }
+    if (wait_ready(d, r, spec->workers, err, errlen) < 0) {
+        daemon_proc_stop(d, 5000);
+        return -1;
+    }
+    return 0;
+}
+
+/* Direct children of `parent` (workers and reaper). */
+static size_t children_of(pid_t parent, pid_t *pids, size_t max)
+{
+    size_t n = 0;
+    DIR *dir = opendir("/proc");
+    if (!dir)
+        return 0;
+    struct dirent *e;
+    while ((e = readdir(dir)) != NULL && n < max) {
+        if (!isdigit((unsigned char)e->d_name[0]))
+            continue;
+        char path[300], buf[512];
+        snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+        int fd = open(path, O_RDONLY);
+        if (fd < 0)
+            continue;
+        ssize_t len = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        if (len <= 0)
+            continue;
+        buf[len] = '\0';
+        const char *p = strrchr(buf, ')');
+        int ppid;
+        char state;
+        if (p && sscanf(p + 1, " %c %d", &state, &ppid) == 2 && ppid == parent)
+            pids[n++] = (pid_t)atoi(e->d_name);
+    }
+    closedir(dir);
+    return n;
+}
+
+int daemon_proc_stop(struct daemon_proc *d, int timeout_ms)
+{
+    if (d->pid <= 0)
+        return -1;
+    pid_t kids[256];
+    size_t nkids = children_of(d->pid, kids, 256);
+    kill(d->pid, SIGTERM);
+    int status = -1, clean = 0;
+    int64_t deadline = bench_mono_us() + (int64_t)timeout_ms * 1000;
+    for (;;) {
+        if (waitpid(d->pid, &status, WNOHANG) == d->pid) {
+            clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+            break;
+        }
+        if (bench_mono_us() >= deadline) {
+            kill(d->pid, SIGKILL);
+            waitpid(d->pid, NULL, 0);
+            break;
+        }
+        bench_sleep_ms(5);
+    }
+    /* They die with the supervisor (PDEATHSIG), but make sure. */
+    for (size_t i = 0; i < nkids; i++)
+        kill(kids[i], SIGKILL);
+    d->pid = 0;
+    return clean ? 0 : -1;
+}

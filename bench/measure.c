@@ -1,0 +1,229 @@
+#include "bench/measure.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench/bench.h"
+
+/* ---- CPU from /proc ------------------------------------------------------- */
+
+struct proc_stat {
+    pid_t pid, ppid;
+    int64_t cpu_ticks;      /* utime + stime + cutime + cstime */
+};
+
+/* Read /proc/PID/stat.  "pid (comm) S ppid ...": comm may hold spaces and
+ * parentheses, so fields are counted from the last ')'.  After it come
+ * state (3), ppid (4), ... utime (14), stime (15), cutime (16), cstime (17). */
+static int read_stat(pid_t pid, struct proc_stat *ps)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY);
+    if (fd < 0)
+        return -1;
+    ssize_t len = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (len <= 0)
+        return -1;
+    buf[len] = '\0';
+    const char *p = strrchr(buf, ')');
+    if (!p)
+        return -1;
+    char state;
+    int ppid;
+    unsigned long long ut, st;
+    long long cut, cst;
+    if (sscanf(p + 1, " %c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %lld %lld",
+               &state, &ppid, &ut, &st, &cut, &cst) != 6)
+        return -1;
+    ps->pid = pid;
+    ps->ppid = ppid;
+    ps->cpu_ticks = (int64_t)(ut + st) + cut + cst;
+    return 0;
+}
+
+static int64_t ticks_to_us(int64_t ticks)
+{
+    static long hz;
+    if (hz <= 0)
+        hz = sysconf(_SC_CLK_TCK);
+    if (hz <= 0)
+        hz = 100;
+    return ticks * 1000000 / hz;
+}
+
+int64_t measure_proc_cpu_us(pid_t pid)
+{
+    struct proc_stat ps;
+    if (read_stat(pid, &ps) < 0)
+        return -1;
+    return ticks_to_us(ps.cpu_ticks);
+}
+
+int64_t measure_tree_cpu_us(pid_t root)
+{
+    struct proc_stat rs;
+    if (read_stat(root, &rs) < 0)
+        return -1;
+    /* Every process, then the descendants of root by repeated passes over
+     * the parent links (a few hundred processes at most). */
+    size_t n = 0, cap = 256;
+    struct proc_stat *all = malloc(cap * sizeof *all);
+    DIR *d = opendir("/proc");
+    if (!all || !d) {
+        free(all);
+        if (d)
+            closedir(d);
+        return ticks_to_us(rs.cpu_ticks);
+    }
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (!isdigit((unsigned char)e->d_name[0]))
+            continue;
+        if (n == cap) {
+            struct proc_stat *more = realloc(all, 2 * cap * sizeof *all);
+            if (!more)
+                break;
+            all = more;
+            cap *= 2;
+        }
+        if (read_stat((pid_t)atoi(e->d_name), &all[n]) == 0)
+            n++;
+    }
+    closedir(d);
+    char *in = calloc(n ? n : 1, 1);
+    int64_t ticks = rs.cpu_ticks;
+    if (in) {
+        pid_t *members = malloc((n + 1) * sizeof *members);
+        size_t nm = 0;
+        if (members) {
+            members[nm++] = root;
+            for (size_t m = 0; m < nm; m++)
+                for (size_t i = 0; i < n; i++)
+                    if (!in[i] && all[i].ppid == members[m] && all[i].pid != root) {
+                        in[i] = 1;
+                        members[nm++] = all[i].pid;
+                        ticks += all[i].cpu_ticks;
+                    }
+            free(members);
+        }
+        free(in);
+    }
+    free(all);
+    return ticks_to_us(ticks);
+}
+
+void measure_cpu(struct cpu_sample *s, pid_t redis, pid_t daemon)
+{
+    s->wall_us = bench_mono_us();
+    s->redis_us = redis > 0 ? measure_proc_cpu_us(redis) : 0;
+    s->daemon_us = daemon > 0 ? measure_tree_cpu_us(daemon) : 0;
+    s->self_us = bench_self_cpu_us();
+}
+
+/* ---- INFO ---------------------------------------------------------------- */
+
+/* "cmdstat_zadd:calls=3,usec=12,usec_per_call=4.00,..." */
+static void parse_cmdstat(struct info_snap *s, const char *line)
+{
+    const char *colon = strchr(line, ':');
+    if (!colon || s->ncmds == INFO_MAX_CMDS)
+        return;
+    struct cmd_stat *c = &s->cmds[s->ncmds];
+    size_t len = (size_t)(colon - line) - strlen("cmdstat_");
+    if (len >= sizeof c->name)
+        len = sizeof c->name - 1;
+    memcpy(c->name, line + strlen("cmdstat_"), len);
+    c->name[len] = '\0';
+    const char *calls = strstr(colon, "calls=");
+    const char *usec = strstr(colon, "usec=");
+    c->calls = calls ? strtod(calls + 6, NULL) : 0;
+    c->usec = usec ? strtod(usec + 5, NULL) : 0;
+    s->ncmds++;
+}
+
+int info_take(redisContext *rc, struct info_snap *s, char *err, size_t errlen)
+{
+    memset(s, 0, sizeof *s);
+    redisReply *r = redisCommand(rc, "INFO stats commandstats memory");
+    if (!r || r->type != REDIS_REPLY_STRING) {
+        snprintf(err, errlen, "INFO: %s", r ? (r->str ? r->str : "odd reply") : rc->errstr);
+        if (r)
+            freeReplyObject(r);
+        return -1;
+    }
+    char *save;
+    for (char *line = strtok_r(r->str, "\r\n", &save); line;
+         line = strtok_r(NULL, "\r\n", &save)) {
+        if (strncmp(line, "total_commands_processed:", 25) == 0)
+            s->total_commands = strtod(line + 25, NULL);
+        else if (strncmp(line, "used_memory:", 12) == 0)
+            s->used_memory = strtod(line + 12, NULL);
+        else if (strncmp(line, "cmdstat_", 8) == 0)
+            parse_cmdstat(s, line);
+    }
+    freeReplyObject(r);
+    return 0;
+}
+
+struct cmd_stat info_cmd(const struct info_snap *s, const char *name)
+{
+    for (size_t i = 0; i < s->ncmds; i++)
+        if (strcmp(s->cmds[i].name, name) == 0)
+            return s->cmds[i];
+    struct cmd_stat none;
+    memset(&none, 0, sizeof none);
+    snprintf(none.name, sizeof none.name, "%s", name);
+    return none;
+}
+
+void info_delta(const struct info_snap *after, const struct info_snap *before,
+                struct info_snap *out)
+{
+    memset(out, 0, sizeof *out);
+    out->total_commands = after->total_commands - before->total_commands;
+    out->used_memory = after->used_memory - before->used_memory;
+    for (size_t i = 0; i < after->ncmds; i++) {
+        struct cmd_stat b = info_cmd(before, after->cmds[i].name);
+        struct cmd_stat *c = &out->cmds[out->ncmds];
+        *c = after->cmds[i];
+        c->calls -= b.calls;
+        c->usec -= b.usec;
+        if (c->calls > 0 || c->usec > 0)
+            out->ncmds++;
+    }
+}
+
+static int by_usec_desc(const void *a, const void *b)
+{
+    const struct cmd_stat *x = a, *y = b;
+    return (x->usec < y->usec) - (x->usec > y->usec);
+}
+
+void info_breakdown(const struct info_snap *delta, double jobs, const char *skip,
+                    size_t max, char *out, size_t outlen)
+{
+    struct cmd_stat sorted[INFO_MAX_CMDS];
+    size_t n = 0;
+    for (size_t i = 0; i < delta->ncmds; i++)
+        if ((!skip || strcmp(delta->cmds[i].name, skip) != 0)
+            && strcmp(delta->cmds[i].name, "info") != 0)
+            sorted[n++] = delta->cmds[i];
+    qsort(sorted, n, sizeof *sorted, by_usec_desc);
+    size_t used = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < n && i < max && used < outlen; i++) {
+        int w = snprintf(out + used, outlen - used, "%s%s:%.2fus/%.3g", i ? " " : "",
+                         sorted[i].name, jobs > 0 ? sorted[i].usec / jobs : 0,
+                         jobs > 0 ? sorted[i].calls / jobs : 0);
+        if (w < 0)
+            break;
+        used += (size_t)w;
+    }
+}

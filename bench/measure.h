@@ -1,0 +1,75 @@
+/*
+ * What a run measures besides wall time: CPU of processes, read from
+ * /proc/PID/stat, and Redis's own counters, read from INFO.
+ *
+ * CPU is utime + stime + cutime + cstime in clock ticks (10 ms at the
+ * usual USER_HZ = 100), so a figure is only as good as the CPU it sums:
+ * a run should burn at least a few hundred ms.  For delayqd the whole
+ * process tree is summed (the supervisor, its workers and reaper, their
+ * children); a child that exited and was reaped in between is in its
+ * parent's cutime/cstime.
+ */
+#ifndef DQ_BENCH_MEASURE_H
+#define DQ_BENCH_MEASURE_H
+
+#include <hiredis/hiredis.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* CPU of one process in µs; -1 when it is gone. */
+int64_t measure_proc_cpu_us(pid_t pid);
+
+/* CPU of `root` and all its descendants in µs (found by scanning
+ * /proc/star/stat for parent pids); -1 when root is gone. */
+int64_t measure_tree_cpu_us(pid_t root);
+
+/* The CPU of a run's processes at one instant. */
+struct cpu_sample {
+    int64_t wall_us;        /* CLOCK_MONOTONIC */
+    int64_t redis_us;       /* redis-server */
+    int64_t daemon_us;      /* the delayqd tree; 0 without a daemon */
+    int64_t self_us;        /* this process */
+};
+
+/* `daemon` may be 0 (no daemon in this run). */
+void measure_cpu(struct cpu_sample *s, pid_t redis, pid_t daemon);
+
+#define INFO_MAX_CMDS 160
+
+struct cmd_stat {
+    char name[48];          /* "evalsha", "zadd", ... */
+    double calls;
+    double usec;            /* time inside the command, as Redis counts it */
+};
+
+/* The INFO fields the bench uses (stats, commandstats, memory). */
+struct info_snap {
+    double total_commands;  /* total_commands_processed */
+    double used_memory;
+    size_t ncmds;
+    struct cmd_stat cmds[INFO_MAX_CMDS];
+};
+
+/* Take "INFO stats commandstats memory".  Returns 0, or -1 with the
+ * reason.  The INFO call itself is counted in the next snapshot's
+ * total_commands (Redis counts a command once it finished). */
+int info_take(redisContext *rc, struct info_snap *s, char *err, size_t errlen);
+
+/* after - before, per command (commands absent before count from 0). */
+void info_delta(const struct info_snap *after, const struct info_snap *before,
+                struct info_snap *out);
+
+/* A command's entry in `s` (zeroes when absent). */
+struct cmd_stat info_cmd(const struct info_snap *s, const char *name);
+
+/*
+ * The commands of a delta as text, most time first, skipping `skip`
+ * (e.g. "evalsha") and the bench's own INFO, each as "name us/job" (usec / jobs) with calls/job
+ * when it is not about 1: "zadd 0.41 hmget 0.38(0.02/job)".  Only
+ * commands with time or calls are listed; at most `max` of them.
+ */
+void info_breakdown(const struct info_snap *delta, double jobs, const char *skip,
+                    size_t max, char *out, size_t outlen);
+
+#endif
