@@ -53,7 +53,7 @@ struct worker {
     struct event *wake_timer, *run_ev, *stop_poll;
     enum worker_state state;
     dq_claim_result batch;
-    struct report *reports;     /* room for batch + 2 */
+    struct report *reports;     /* room for DQ_CLAIM_MAX + 3 */
     size_t nreports, awaiting;
     int64_t sleep_until;        /* monotonic ms */
     int64_t server_offset;      /* server ms - monotonic ms, from the last claim */
@@ -382,11 +382,8 @@ static void on_claim(struct rconn *rc, redisReply *reply, void *arg)
     w->slot->counters.claimed += w->batch.n;
     for (size_t i = 0; i < w->batch.n; i++)
         slot_add(&slot_type_entry(w->slot, w->batch.jobs[i].type)->counters.claimed, 1);
-    w->reports = realloc(w->reports, (w->batch.n + 3) * sizeof *w->reports);
-    if (!w->reports) {
-        log_err("out of memory: exiting; the leases will expire and the jobs run again");
-        exit(WORKER_EXIT_SOFTWARE);
-    }
+    /* w->reports has room for DQ_CLAIM_MAX + 3 (worker_setup): a batch
+     * never holds more than the claim asked for. */
     w->state = W_RUNNING;
     event_active(w->run_ev, EV_TIMEOUT, 0);
 }
