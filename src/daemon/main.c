@@ -62,8 +62,9 @@ static int daemonize(void)
     return 0;
 }
 
-/* Load the configuration and every handler, as both -t and start do. */
-static struct daemon_conf *load_all(const char *path)
+/* Load the configuration and every handler (into `t`), as both -t and the
+ * start do, so that both refuse the same problems with the same lines. */
+static struct daemon_conf *load_all(const char *path, struct handler_table *t)
 {
     char err[800];
     struct daemon_conf *conf = malloc(sizeof *conf);
@@ -76,18 +77,18 @@ static struct daemon_conf *load_all(const char *path)
         free(conf);
         return NULL;
     }
-    struct handler_table t;
-    if (handlers_open(&t, conf, err, sizeof err) < 0) {
+    if (handlers_open(t, conf, err, sizeof err) < 0) {
         fprintf(stderr, "delayqd: %s\n", err);
         dconfig_free(conf);
         free(conf);
         return NULL;
     }
-    handlers_close(&t);
     return conf;
 }
 
-static void log_summary(const struct daemon_conf *conf)
+/* The configuration in one glance, once at start: queues, handlers with
+ * their ABI versions, and Redis's address (never its password). */
+static void log_summary(const struct daemon_conf *conf, const struct handler_table *t)
 {
     const struct redis_conf *r = &conf->redis;
     if (r->unix_socket)
@@ -101,9 +102,12 @@ static void log_summary(const struct daemon_conf *conf)
                  q->workers, q->workers == 1 ? "" : "s", (long long)q->lease_ms / 1000,
                  q->batch, q->retry.default_max_attempts);
     }
-    for (size_t i = 0; i < conf->nhandlers; i++)
-        log_info("handler %s: %s, timeout %lldms", conf->handlers[i].type,
-                 conf->handlers[i].file, (long long)conf->handlers[i].timeout_ms);
+    for (size_t i = 0; i < t->n; i++) {
+        const struct handler_entry *e = &t->entries[i];
+        log_info("handler %s: %s (%s, ABI %d), timeout %lldms", e->conf->type,
+                 e->lh.path, handler_name(&e->lh), e->lh.desc->abi_version,
+                 (long long)e->conf->timeout_ms);
+    }
 }
 
 int main(int argc, char **argv)
@@ -126,10 +130,12 @@ int main(int argc, char **argv)
         usage(stderr);
         return EXIT_USAGE;
     }
-    struct daemon_conf *conf = load_all(path);
+    struct handler_table handlers;
+    struct daemon_conf *conf = load_all(path, &handlers);
     if (!conf)
         return EXIT_CONFIG;
     if (check_only) {
+        handlers_close(&handlers);
         printf("delayqd: %s: configuration OK (%zu queue%s, %zu handler%s)\n", path,
                conf->nqueues, conf->nqueues == 1 ? "" : "s", conf->nhandlers,
                conf->nhandlers == 1 ? "" : "s");
@@ -143,7 +149,9 @@ int main(int argc, char **argv)
         perror("delayqd: daemonize");
         return EXIT_OSERR;
     }
-    log_summary(conf);
+    log_summary(conf, &handlers);
+    /* Each worker loads its own copy after fork; this one only checked. */
+    handlers_close(&handlers);
     redis_check_server(&conf->redis);
     return supervisor_run(conf, path);
 }
