@@ -57,6 +57,26 @@ int handlers_open(struct handler_table *t, const struct daemon_conf *dc,
     return 0;
 }
 
+struct daemon_conf *handlers_load_config(const char *path, struct handler_table *t,
+                                         char *err, size_t errlen)
+{
+    struct daemon_conf *conf = malloc(sizeof *conf);
+    if (!conf) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    if (dconfig_load(conf, path, err, errlen) < 0) {
+        free(conf);
+        return NULL;
+    }
+    if (handlers_open(t, conf, err, errlen) < 0) {
+        dconfig_free(conf);
+        free(conf);
+        return NULL;
+    }
+    return conf;
+}
+
 void handlers_close(struct handler_table *t)
 {
     for (size_t i = 0; i < t->n; i++) {

@@ -29,6 +29,16 @@ struct handler_table {
 int handlers_open(struct handler_table *t, const struct daemon_conf *dc,
                   char *err, size_t errlen) __attribute__((warn_unused_result));
 
+/*
+ * Load the configuration at `path` and open every handler into `t`: what
+ * `delayqd -t`, the start and a reload all check, so all three refuse the
+ * same problems with the same line.  Returns the configuration (malloc'd;
+ * free with dconfig_free and free) with `t` open, or NULL with one line in
+ * err.
+ */
+struct daemon_conf *handlers_load_config(const char *path, struct handler_table *t,
+                                         char *err, size_t errlen);
+
 /* Run every handler's fini and unload them. */
 void handlers_close(struct handler_table *t);
 

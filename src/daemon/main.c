@@ -62,30 +62,6 @@ static int daemonize(void)
     return 0;
 }
 
-/* Load the configuration and every handler (into `t`), as both -t and the
- * start do, so that both refuse the same problems with the same lines. */
-static struct daemon_conf *load_all(const char *path, struct handler_table *t)
-{
-    char err[800];
-    struct daemon_conf *conf = malloc(sizeof *conf);
-    if (!conf) {
-        fprintf(stderr, "delayqd: out of memory\n");
-        return NULL;
-    }
-    if (dconfig_load(conf, path, err, sizeof err) < 0) {
-        fprintf(stderr, "delayqd: %s\n", err);
-        free(conf);
-        return NULL;
-    }
-    if (handlers_open(t, conf, err, sizeof err) < 0) {
-        fprintf(stderr, "delayqd: %s\n", err);
-        dconfig_free(conf);
-        free(conf);
-        return NULL;
-    }
-    return conf;
-}
-
 /* The configuration in one glance, once at start: queues, handlers with
  * their ABI versions, and Redis's address (never its password). */
 static void log_summary(const struct daemon_conf *conf, const struct handler_table *t)
@@ -131,9 +107,12 @@ int main(int argc, char **argv)
         return EXIT_USAGE;
     }
     struct handler_table handlers;
-    struct daemon_conf *conf = load_all(path, &handlers);
-    if (!conf)
+    char err[800];
+    struct daemon_conf *conf = handlers_load_config(path, &handlers, err, sizeof err);
+    if (!conf) {
+        fprintf(stderr, "delayqd: %s\n", err);
         return EXIT_CONFIG;
+    }
     if (check_only) {
         handlers_close(&handlers);
         printf("delayqd: %s: configuration OK (%zu queue%s, %zu handler%s)\n", path,

@@ -499,28 +499,6 @@ static int keep_generation(struct supervisor *s, struct daemon_conf *conf)
     return -1;
 }
 
-/* Check a configuration as -t does: the file, then every handler. */
-static struct daemon_conf *load_checked(const char *path, char *err, size_t errlen)
-{
-    struct daemon_conf *conf = malloc(sizeof *conf);
-    if (!conf) {
-        snprintf(err, errlen, "out of memory");
-        return NULL;
-    }
-    if (dconfig_load(conf, path, err, errlen) < 0) {
-        free(conf);
-        return NULL;
-    }
-    struct handler_table t;
-    if (handlers_open(&t, conf, err, errlen) < 0) {
-        dconfig_free(conf);
-        free(conf);
-        return NULL;
-    }
-    handlers_close(&t);
-    return conf;
-}
-
 /* SIGHUP: build the new configuration first; if it fails, keep the old
  * one.  Otherwise the old children finish the job in hand and give back
  * the rest of their batch while new ones start, so no job is lost or run
@@ -535,7 +513,10 @@ static void on_reload_signal(evutil_socket_t sig, short what, void *arg)
     char err[800];
     if (s->ready_sent)
         notify_send("RELOADING=1");
-    struct daemon_conf *conf = load_checked(s->config_path, err, sizeof err);
+    struct handler_table t;
+    struct daemon_conf *conf = handlers_load_config(s->config_path, &t, err, sizeof err);
+    if (conf)
+        handlers_close(&t);     /* checked; each worker opens its own */
     if (s->ready_sent)
         notify_send("READY=1");
     if (!conf) {
