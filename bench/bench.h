@@ -37,6 +37,8 @@ struct bench_opts {
     int scale_10m;              /* add the 10M-job scale point */
     int idle_s;                 /* length of the idle window */
     double lateness_s;          /* length of each lateness run */
+    int lateness_workers;       /* workers and claim batch of the lateness */
+    int lateness_batch;         /* runs: 2 and 16, the example config's */
     const char *redis_server;   /* NULL: search */
     const char *delayqd;        /* NULL: TOP/delayqd */
     const char *json, *csv;     /* NULL: not written */
@@ -78,6 +80,10 @@ void bench_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Set by SIGINT/SIGTERM; long waits give up when it is set. */
 extern volatile int bench_interrupted;
+
+/* --keep: leave each run's directory (redis and delayqd logs, the
+ * configuration, the lateness record) in place for a post-mortem. */
+extern int bench_keep;
 
 /* A client of the server listening on `sock`; NULL with the reason. */
 dq_client *bench_client(const char *sock, char *err, size_t errlen);

@@ -1,3 +1,5 @@
+#include "config.h"
+
 #include "bench/bench.h"
 
 #include <errno.h>
@@ -9,6 +11,7 @@
 #include <time.h>
 
 volatile int bench_interrupted;
+int bench_keep;
 
 const char bench_payload[BENCH_PAYLOAD_LEN + 1] = "0123456789abcdef0123456789abcdef";
 

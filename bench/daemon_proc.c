@@ -1,3 +1,5 @@
+#include "config.h"
+
 #include "bench/daemon_proc.h"
 
 #include <ctype.h>
@@ -86,11 +88,16 @@ static int wait_ready(struct daemon_proc *d, const struct redis_proc *r, int wor
     int64_t deadline = bench_mono_us() + READY_TIMEOUT_US;
     int ready = 0;
     while (!ready && bench_mono_us() < deadline && !bench_interrupted) {
-        if (waitpid(d->pid, NULL, WNOHANG) == d->pid) {
+        int status;
+        if (waitpid(d->pid, &status, WNOHANG) == d->pid) {
             d->pid = 0;
             char why[600];
             daemon_proc_last_problem(d, why, sizeof why);
-            snprintf(err, errlen, "delayqd exited at start: %s (log %s)", why, d->log);
+            snprintf(err, errlen, "delayqd exited at start (%s %d)%s%s%s",
+                     WIFSIGNALED(status) ? "signal" : "status",
+                     WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status),
+                     why[0] ? ": " : "", why,
+                     bench_keep ? "" : "; --keep keeps its log");
             redisFree(rc);
             return -1;
         }

@@ -3,7 +3,8 @@
  *
  *   delayq-bench [-n N] [--quick] [--only RUN,...] [--json FILE] [--csv FILE]
  *                [--redis-server PATH] [--delayqd PATH] [--scale-10m]
- *                [--idle-seconds S] [--lateness-seconds S]
+ *                [--idle-seconds S] [--lateness-seconds S] [--lateness-workers N]
+ *                [--lateness-batch B] [--keep]
  *
  * Exit codes: 0 every run done; 1 a run failed (one line on stderr says
  * which and why); 64 usage; 69 redis-server, delayqd or the no-op handler
@@ -55,6 +56,9 @@ static void usage(FILE *to)
             "  --scale-10m           add 10M delayed jobs to the scale run (needs ~5 GB)\n"
             "  --idle-seconds S      length of the idle window (30)\n"
             "  --lateness-seconds S  length of each lateness run (10)\n"
+            "  --lateness-workers N  workers in the lateness runs (2)\n"
+            "  --lateness-batch B    claim batch in the lateness runs (16)\n"
+            "  --keep                keep each run's directory (logs, config, records)\n"
             "exit codes: 0 done, 1 a run failed, 64 usage, 69 a program is missing\n");
 }
 
@@ -87,7 +91,8 @@ static int parse_only(const char *list, unsigned *bits)
 
 static int parse_args(int argc, char **argv, struct bench_opts *o)
 {
-    enum { O_QUICK = 256, O_ONLY, O_JSON, O_CSV, O_REDIS, O_DAEMON, O_10M, O_IDLE, O_LATE };
+    enum { O_QUICK = 256, O_ONLY, O_JSON, O_CSV, O_REDIS, O_DAEMON, O_10M, O_IDLE, O_LATE,
+           O_KEEP, O_LWORKERS, O_LBATCH };
     static const struct option longopts[] = {
         { "quick", no_argument, NULL, O_QUICK },
         { "only", required_argument, NULL, O_ONLY },
@@ -98,6 +103,9 @@ static int parse_args(int argc, char **argv, struct bench_opts *o)
         { "scale-10m", no_argument, NULL, O_10M },
         { "idle-seconds", required_argument, NULL, O_IDLE },
         { "lateness-seconds", required_argument, NULL, O_LATE },
+        { "keep", no_argument, NULL, O_KEEP },
+        { "lateness-workers", required_argument, NULL, O_LWORKERS },
+        { "lateness-batch", required_argument, NULL, O_LBATCH },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -127,6 +135,18 @@ static int parse_args(int argc, char **argv, struct bench_opts *o)
         case O_REDIS: o->redis_server = optarg; break;
         case O_DAEMON: o->delayqd = optarg; break;
         case O_10M: o->scale_10m = 1; break;
+        case O_KEEP: bench_keep = 1; break;
+        case O_LWORKERS:
+        case O_LBATCH: {
+            long v = strtol(optarg, &end, 10);
+            if (*end || v < 1 || v > 1000) {
+                fprintf(stderr, "delayq-bench: --lateness-%s wants 1..1000\n",
+                        opt == O_LWORKERS ? "workers" : "batch");
+                return -1;
+            }
+            *(opt == O_LWORKERS ? &o->lateness_workers : &o->lateness_batch) = (int)v;
+            break;
+        }
         case O_IDLE:
             idle = atoi(optarg);
             if (idle < 1) {
@@ -153,6 +173,10 @@ static int parse_args(int argc, char **argv, struct bench_opts *o)
     o->n = n ? n : (o->quick ? 2000 : 100000);
     o->idle_s = idle ? idle : (o->quick ? 2 : 30);
     o->lateness_s = late > 0 ? late : (o->quick ? 1 : 10);
+    if (!o->lateness_workers)
+        o->lateness_workers = 2;
+    if (!o->lateness_batch)
+        o->lateness_batch = 16;
     o->runs = only ? only : ((1u << RUN_COUNT) - 1) & ~(o->quick ? 1u << RUN_SCALE : 0);
     return 0;
 }

@@ -1,3 +1,5 @@
+#include "config.h"
+
 #include "bench/measure.h"
 
 #include <ctype.h>
@@ -15,6 +17,7 @@
 struct proc_stat {
     pid_t pid, ppid;
     int64_t cpu_ticks;      /* utime + stime + cutime + cstime */
+    int64_t sys_ticks;      /* stime + cstime */
 };
 
 /* Read /proc/PID/stat.  "pid (comm) S ppid ...": comm may hold spaces and
@@ -45,6 +48,7 @@ static int read_stat(pid_t pid, struct proc_stat *ps)
     ps->pid = pid;
     ps->ppid = ppid;
     ps->cpu_ticks = (int64_t)(ut + st) + cut + cst;
+    ps->sys_ticks = (int64_t)st + cst;
     return 0;
 }
 
@@ -58,19 +62,22 @@ static int64_t ticks_to_us(int64_t ticks)
     return ticks * 1000000 / hz;
 }
 
-int64_t measure_proc_cpu_us(pid_t pid)
+int64_t measure_proc_cpu_us(pid_t pid, int64_t *sys_us)
 {
     struct proc_stat ps;
     if (read_stat(pid, &ps) < 0)
         return -1;
+    if (sys_us)
+        *sys_us = ticks_to_us(ps.sys_ticks);
     return ticks_to_us(ps.cpu_ticks);
 }
 
-int64_t measure_tree_cpu_us(pid_t root)
+int64_t measure_tree_cpu_us(pid_t root, int64_t *sys_us)
 {
     struct proc_stat rs;
     if (read_stat(root, &rs) < 0)
         return -1;
+    int64_t sys = rs.sys_ticks;
     /* Every process, then the descendants of root by repeated passes over
      * the parent links (a few hundred processes at most). */
     size_t n = 0, cap = 256;
@@ -80,6 +87,8 @@ int64_t measure_tree_cpu_us(pid_t root)
         free(all);
         if (d)
             closedir(d);
+        if (sys_us)
+            *sys_us = ticks_to_us(sys);
         return ticks_to_us(rs.cpu_ticks);
     }
     struct dirent *e;
@@ -110,21 +119,35 @@ int64_t measure_tree_cpu_us(pid_t root)
                         in[i] = 1;
                         members[nm++] = all[i].pid;
                         ticks += all[i].cpu_ticks;
+                        sys += all[i].sys_ticks;
                     }
             free(members);
         }
         free(in);
     }
     free(all);
+    if (sys_us)
+        *sys_us = ticks_to_us(sys);
     return ticks_to_us(ticks);
 }
 
 void measure_cpu(struct cpu_sample *s, pid_t redis, pid_t daemon)
 {
+    memset(s, 0, sizeof *s);
     s->wall_us = bench_mono_us();
-    s->redis_us = redis > 0 ? measure_proc_cpu_us(redis) : 0;
-    s->daemon_us = daemon > 0 ? measure_tree_cpu_us(daemon) : 0;
+    if (redis > 0)
+        s->redis_us = measure_proc_cpu_us(redis, &s->redis_sys_us);
+    if (daemon > 0)
+        s->daemon_us = measure_tree_cpu_us(daemon, &s->daemon_sys_us);
     s->self_us = bench_self_cpu_us();
+}
+
+double measure_sys_pct(const struct cpu_sample *a, const struct cpu_sample *b, int daemon)
+{
+    int64_t all = daemon ? b->daemon_us - a->daemon_us : b->redis_us - a->redis_us;
+    int64_t sys = daemon ? b->daemon_sys_us - a->daemon_sys_us
+                         : b->redis_sys_us - a->redis_sys_us;
+    return all > 0 ? 100.0 * (double)sys / (double)all : 0;
 }
 
 /* ---- INFO ---------------------------------------------------------------- */

@@ -17,23 +17,30 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-/* CPU of one process in µs; -1 when it is gone. */
-int64_t measure_proc_cpu_us(pid_t pid);
+/* CPU (user + system) of one process in µs, the system part in *sys_us
+ * (may be NULL); -1 when it is gone. */
+int64_t measure_proc_cpu_us(pid_t pid, int64_t *sys_us);
 
-/* CPU of `root` and all its descendants in µs (found by scanning
+/* The same for `root` and all its descendants (found by scanning
  * /proc/star/stat for parent pids); -1 when root is gone. */
-int64_t measure_tree_cpu_us(pid_t root);
+int64_t measure_tree_cpu_us(pid_t root, int64_t *sys_us);
 
 /* The CPU of a run's processes at one instant. */
 struct cpu_sample {
     int64_t wall_us;        /* CLOCK_MONOTONIC */
-    int64_t redis_us;       /* redis-server */
+    int64_t redis_us;       /* redis-server, user + system */
+    int64_t redis_sys_us;   /* ... of which system (the kernel) */
     int64_t daemon_us;      /* the delayqd tree; 0 without a daemon */
+    int64_t daemon_sys_us;
     int64_t self_us;        /* this process */
 };
 
 /* `daemon` may be 0 (no daemon in this run). */
 void measure_cpu(struct cpu_sample *s, pid_t redis, pid_t daemon);
+
+/* Percent of redis-server's (daemon 0) or delayqd's (daemon 1) CPU between
+ * two samples that was spent in the kernel. */
+double measure_sys_pct(const struct cpu_sample *a, const struct cpu_sample *b, int daemon);
 
 #define INFO_MAX_CMDS 160
 

@@ -1,3 +1,5 @@
+#include "config.h"
+
 #include "bench/redis_proc.h"
 
 #include <dirent.h>
@@ -177,7 +179,9 @@ void redis_proc_stop(struct redis_proc *r)
         }
         r->pid = 0;
     }
-    if (r->dir[0])
+    if (r->dir[0] && bench_keep)
+        bench_progress("kept %s", r->dir);
+    else if (r->dir[0])
         remove_dir(r->dir);
     r->dir[0] = '\0';
 }

@@ -29,7 +29,8 @@ int redis_find_server(const char *given, char *out, size_t outlen);
  * with the reason (everything started is cleaned up then). */
 int redis_proc_start(struct redis_proc *r, const char *server, char *err, size_t errlen);
 
-/* Stop the server (SIGTERM, SIGKILL after 5 s) and remove its directory.
+/* Stop the server (SIGTERM, SIGKILL after 5 s) and remove its directory
+ * (unless bench_keep).
  * Safe on a struct that never started or was stopped already. */
 void redis_proc_stop(struct redis_proc *r);
 

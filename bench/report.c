@@ -1,3 +1,5 @@
+#include "config.h"
+
 #include "bench/report.h"
 
 #include <errno.h>

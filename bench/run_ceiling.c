@@ -1,14 +1,17 @@
 /*
  * The ceiling: how fast Redis itself can claim and ack, with no daemon and
  * no handler.  A tight loop on one raw hiredis connection keeps PIPELINE
- * claims in flight (redisAppendCommandArgv, then redisGetReply for each),
- * then acks what they returned the same way, until N due jobs are done.
- * The commands are the daemon's own (proto_claim_cmd, proto_ack_cmd), so
- * the only difference from a drain is the daemon.
+ * claims in flight (redisAppendCommandArgv, redisGetReply); each claim's
+ * reply at once queues the ack of its jobs and the next claim, so Redis
+ * never waits for the loop, until N due jobs are done.  The commands are
+ * the daemon's own (proto_claim_cmd, proto_ack_cmd), so the only
+ * difference from a drain is the daemon.
  *
  * A second pass on fresh jobs claims them all, then acks them all, with
  * INFO commandstats around each half: the cost of each script alone.
  */
+#include "config.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,72 +90,14 @@ static int get_reply(struct ceiling_ctx *x, redisReply **out, char *err, size_t 
     return 0;
 }
 
-/* Send `k` claims and read their replies into res[0..k). */
-static int claim_round(struct ceiling_ctx *x, dq_claim_result *res, size_t k, char *err,
-                       size_t errlen)
+static int append_claim(struct ceiling_ctx *x, char *err, size_t errlen)
 {
-    memset(res, 0, k * sizeof *res);
-    for (size_t i = 0; i < k; i++)
-        redisAppendCommandArgv(x->rc, x->claim.argc, x->claim.argv, x->claim.lens);
-    for (size_t i = 0; i < k; i++) {
-        redisReply *r;
-        if (get_reply(x, &r, err, errlen) < 0)
-            return -1;
-        dq_status st = proto_claim_reply(r, &res[i]);
-        freeReplyObject(r);
-        if (st != DQ_OK) {
-            snprintf(err, errlen, "unexpected claim reply");
-            return -1;
-        }
-    }
-    return 0;
+    if (redisAppendCommandArgv(x->rc, x->claim.argc, x->claim.argv, x->claim.lens)
+        == REDIS_OK)
+        return 0;
+    snprintf(err, errlen, "out of memory queueing a claim");
+    return -1;
 }
-
-/* Ack every job of res[0..k) in one pipeline; all must be acked. */
-static int ack_round(struct ceiling_ctx *x, dq_claim_result *res, size_t k, char *err,
-                     size_t errlen)
-{
-    for (size_t i = 0; i < k; i++) {
-        if (res[i].n == 0)
-            continue;
-        struct cmd ack;
-        cmd_init(&ack);
-        proto_ack_cmd(&ack, &x->keys, res[i].jobs, res[i].n);
-        redisAppendCommandArgv(x->rc, ack.argc, ack.argv, ack.lens);
-        cmd_free(&ack);
-    }
-    for (size_t i = 0; i < k; i++) {
-        if (res[i].n == 0)
-            continue;
-        redisReply *r;
-        if (get_reply(x, &r, err, errlen) < 0)
-            return -1;
-        bool acked[DQ_CLAIM_MAX];
-        dq_status st = proto_ack_reply(r, res[i].n, acked);
-        freeReplyObject(r);
-        for (size_t j = 0; st == DQ_OK && j < res[i].n; j++)
-            if (!acked[j])
-                st = DQ_ERR_STALE;
-        if (st != DQ_OK) {
-            snprintf(err, errlen, "ack refused or unreadable");
-            return -1;
-        }
-    }
-    return 0;
-}
-
-static void free_results(dq_claim_result *res, size_t k)
-{
-    for (size_t i = 0; i < k; i++)
-        dq_claim_result_free(&res[i]);
-}
-
-/* A command in flight in the tight loop: a claim, or the ack of the jobs
- * a claim returned (kept until its reply came). */
-struct inflight {
-    int is_ack;
-    dq_claim_result res;
-};
 
 static int append_ack(struct ceiling_ctx *x, const dq_claim_result *res, char *err,
                       size_t errlen)
@@ -168,14 +113,82 @@ static int append_ack(struct ceiling_ctx *x, const dq_claim_result *res, char *e
     return ok ? 0 : -1;
 }
 
-static int append_claim(struct ceiling_ctx *x, char *err, size_t errlen)
+/* Read a claim's reply into *res (zeroed first). */
+static int read_claim(struct ceiling_ctx *x, dq_claim_result *res, char *err,
+                      size_t errlen)
 {
-    if (redisAppendCommandArgv(x->rc, x->claim.argc, x->claim.argv, x->claim.lens)
-        == REDIS_OK)
-        return 0;
-    snprintf(err, errlen, "out of memory queueing a claim");
-    return -1;
+    redisReply *r;
+    memset(res, 0, sizeof *res);
+    if (get_reply(x, &r, err, errlen) < 0)
+        return -1;
+    dq_status st = proto_claim_reply(r, res);
+    freeReplyObject(r);
+    if (st != DQ_OK) {
+        snprintf(err, errlen, "unexpected claim reply");
+        return -1;
+    }
+    return 0;
 }
+
+/* Read the reply to the ack of `res`: every job must have been acked. */
+static int read_ack(struct ceiling_ctx *x, const dq_claim_result *res, char *err,
+                    size_t errlen)
+{
+    redisReply *r;
+    if (get_reply(x, &r, err, errlen) < 0)
+        return -1;
+    bool acked[DQ_CLAIM_MAX];
+    dq_status st = proto_ack_reply(r, res->n, acked);
+    freeReplyObject(r);
+    for (size_t j = 0; st == DQ_OK && j < res->n; j++)
+        if (!acked[j])
+            st = DQ_ERR_STALE;
+    if (st != DQ_OK) {
+        snprintf(err, errlen, "ack refused or unreadable");
+        return -1;
+    }
+    return 0;
+}
+
+/* Send `k` claims and read their replies into res[0..k). */
+static int claim_round(struct ceiling_ctx *x, dq_claim_result *res, size_t k, char *err,
+                       size_t errlen)
+{
+    memset(res, 0, k * sizeof *res);
+    for (size_t i = 0; i < k; i++)
+        if (append_claim(x, err, errlen) < 0)
+            return -1;
+    for (size_t i = 0; i < k; i++)
+        if (read_claim(x, &res[i], err, errlen) < 0)
+            return -1;
+    return 0;
+}
+
+/* Ack every job of res[0..k) in one pipeline. */
+static int ack_round(struct ceiling_ctx *x, dq_claim_result *res, size_t k, char *err,
+                     size_t errlen)
+{
+    for (size_t i = 0; i < k; i++)
+        if (res[i].n > 0 && append_ack(x, &res[i], err, errlen) < 0)
+            return -1;
+    for (size_t i = 0; i < k; i++)
+        if (res[i].n > 0 && read_ack(x, &res[i], err, errlen) < 0)
+            return -1;
+    return 0;
+}
+
+static void free_results(dq_claim_result *res, size_t k)
+{
+    for (size_t i = 0; i < k; i++)
+        dq_claim_result_free(&res[i]);
+}
+
+/* A command in flight in the tight loop: a claim, or the ack of the jobs
+ * a claim returned (kept until its reply came). */
+struct inflight {
+    int is_ack;
+    dq_claim_result res;
+};
 
 /*
  * Claim and ack until the queue is empty, keeping PIPELINE claims in
@@ -199,29 +212,15 @@ static int tight_loop(struct ceiling_ctx *x, long n, char *err, size_t errlen)
         struct inflight *f = &ring[head];
         head = (head + 1) % RING;
         count--;
-        redisReply *r;
-        if (get_reply(x, &r, err, errlen) < 0)
-            goto out;
         if (f->is_ack) {
-            bool acked[DQ_CLAIM_MAX];
-            dq_status st = proto_ack_reply(r, f->res.n, acked);
-            for (size_t j = 0; st == DQ_OK && j < f->res.n; j++)
-                if (!acked[j])
-                    st = DQ_ERR_STALE;
-            freeReplyObject(r);
+            int st = read_ack(x, &f->res, err, errlen);
             dq_claim_result_free(&f->res);
-            if (st != DQ_OK) {
-                snprintf(err, errlen, "ack refused or unreadable");
+            if (st < 0)
                 goto out;
-            }
             continue;
         }
-        dq_status st = proto_claim_reply(r, &f->res);
-        freeReplyObject(r);
-        if (st != DQ_OK) {
-            snprintf(err, errlen, "unexpected claim reply");
+        if (read_claim(x, &f->res, err, errlen) < 0)
             goto out;
-        }
         if (f->res.n == 0) {
             claiming = 0;       /* empty: let the rest in flight come back */
             dq_claim_result_free(&f->res);
@@ -340,8 +339,10 @@ static int ceiling_row(const struct bench_env *env, int batch, char *err, size_t
     row.v[COL_SCRIPT_US_PER_JOB] = info_cmd(&d, "evalsha").usec / (double)n;
     row.v[COL_CALLS_PER_JOB] = info_cmd(&d, "evalsha").calls / (double)n;
     row.v[COL_SECONDS] = secs;
-    snprintf(row.note, sizeof row.note, "no daemon; client %.2f us/job; scripts %.2f us/job",
-             row.v[COL_CLIENT_US_PER_JOB], row.v[COL_SCRIPT_US_PER_JOB]);
+    snprintf(row.note, sizeof row.note,
+             "no daemon; client %.2f us/job; scripts %.2f us/job; redis sys share %.0f%%",
+             row.v[COL_CLIENT_US_PER_JOB], row.v[COL_SCRIPT_US_PER_JOB],
+             measure_sys_pct(&c0, &c1, 0));
     report_add(&row);
     rc = split_pass(&x, n < SPLIT_JOBS ? n : SPLIT_JOBS, batch, err, errlen);
 done:

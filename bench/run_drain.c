@@ -11,6 +11,8 @@
  * Every job is enqueued in advance with an absolute due time (at_ms), far
  * enough ahead that the enqueueing is over before the first is due.
  */
+#include "config.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,8 +24,6 @@
 #include "bench/redis_proc.h"
 #include "bench/report.h"
 
-#define LATENESS_WORKERS 2
-#define LATENESS_BATCH 16       /* the example configuration's */
 #define JOBS_KEY "dq:{" BENCH_QUEUE "}:jobs"
 #define DEAD_KEY "dq:{" BENCH_QUEUE "}:dead"
 
@@ -166,8 +166,10 @@ static int drain_row(const struct bench_env *env, int workers, int batch, char *
     fill_costs(&row, n, &c0, &c1, &i0, &i1);
     row.v[COL_JOBS_PER_S] = (double)n / secs;
     row.v[COL_SECONDS] = secs;
-    snprintf(row.note, sizeof row.note, "scripts %.2f us/job, %.3f evalsha/job",
-             row.v[COL_SCRIPT_US_PER_JOB], row.v[COL_CALLS_PER_JOB]);
+    snprintf(row.note, sizeof row.note,
+             "scripts %.2f us/job, %.3f evalsha/job; sys share: redis %.0f%%, delayqd %.0f%%",
+             row.v[COL_SCRIPT_US_PER_JOB], row.v[COL_CALLS_PER_JOB],
+             measure_sys_pct(&c0, &c1, 0), measure_sys_pct(&c0, &c1, 1));
     report_add(&row);
     rc = 0;
 done:
@@ -221,8 +223,8 @@ static int lateness_row(const struct bench_env *env, int rate, char *err, size_t
     double spacing = 1000.0 / rate;
     struct report_row row;
     char config[48];
-    snprintf(config, sizeof config, "w=%d b=%d %d/s %gs", LATENESS_WORKERS, LATENESS_BATCH,
-             rate, env->opt.lateness_s);
+    snprintf(config, sizeof config, "w=%d b=%d %d/s %gs", env->opt.lateness_workers,
+             env->opt.lateness_batch, rate, env->opt.lateness_s);
     report_row_init(&row, "lateness", config);
     bench_progress("lateness %s: %ld jobs", config, jobs);
     struct row_ctx x;
@@ -234,7 +236,7 @@ static int lateness_row(const struct bench_env *env, int rate, char *err, size_t
         goto done;
     char file[PATH_MAX + 32];
     snprintf(file, sizeof file, "%s/lateness.txt", x.redis.dir);
-    struct daemon_spec spec = { LATENESS_WORKERS, LATENESS_BATCH, file };
+    struct daemon_spec spec = { env->opt.lateness_workers, env->opt.lateness_batch, file };
     if (daemon_proc_start(&x.daemon, env, &x.redis, &spec, err, errlen) < 0)
         goto done;
     if (!(x.client = bench_client(x.redis.sock, err, errlen))

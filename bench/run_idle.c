@@ -5,6 +5,8 @@
  * default: one full idle-claim period of every worker) are counted from
  * INFO's total_commands_processed, less the bench's own INFO calls.
  */
+#include "config.h"
+
 #include <stdio.h>
 #include <string.h>
 
