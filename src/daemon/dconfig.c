@@ -408,7 +408,7 @@ int dconfig_load(struct daemon_conf *dc, const char *path, char *err, size_t err
     config_init(&dc->cfg);
     redis_conf_init(&dc->redis);
     dc->shutdown_timeout_ms = 30000;
-    dc->reaper_interval_ms = 5000;
+    dc->reaper_interval_ms = 60000;
     dc->reaper_batch = 100;
     dc->log_level = DQ_LOG_INFO;
     struct reader r = { path, err, errlen, 0 };

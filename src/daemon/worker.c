@@ -13,7 +13,10 @@
 
 /* Longest sleep without a claim: bounds the cost of a lost wake message,
  * and keeps an idle worker at one command per IDLE_CAP_MS. */
-#define IDLE_CAP_MS 30000
+#define IDLE_CAP_MS 60000
+/* Wake this long after the estimated due instant: waking before it costs
+ * an empty claim and a second sleep, which is later still. */
+#define WAKE_MARGIN_US 250
 #define RETRY_AFTER_ERROR_MS 1000
 #define STOP_POLL_MS 100
 
@@ -55,8 +58,10 @@ struct worker {
     dq_claim_result batch;
     struct report *reports;     /* room for DQ_CLAIM_MAX + 3 */
     size_t nreports, awaiting;
-    int64_t sleep_until;        /* monotonic ms */
-    int64_t server_offset;      /* server ms - monotonic ms, from the last claim */
+    int64_t sleep_until_us;     /* monotonic */
+    int64_t server_offset_us;   /* server clock - monotonic clock, from the
+                                   last claim */
+    int64_t claim_sent_us;      /* monotonic time the claim was sent */
     int64_t next_due_server;    /* server ms of the next due job; -1 none */
     int64_t woken_due;          /* server ms announced by a wake message that
                                    came while busy; -1 none */
@@ -65,21 +70,43 @@ struct worker {
 
 static void drive(struct worker *w);
 
+/* The Redis server's clock as this worker estimates it, in µs. */
+static int64_t server_now_us(const struct worker *w)
+{
+    return slots_now_us() + w->server_offset_us;
+}
+
 static int64_t server_now(const struct worker *w)
 {
-    return slots_now_ms() + w->server_offset;
+    return server_now_us(w) / 1000;
+}
+
+/* Learn the server's clock from a claim's reply.  The script read TIME
+ * (truncated to the ms) somewhere between sending and receiving, so take
+ * the middle of both, and the middle of that ms: the estimate is then off
+ * by less than half the round trip, where the ms alone would be off by up
+ * to a whole one. */
+static void learn_server_clock(struct worker *w, int64_t server_ms)
+{
+    int64_t mid = (w->claim_sent_us + slots_now_us()) / 2;
+    w->server_offset_us = server_ms * 1000 + 500 - mid;
 }
 
 /* ---- sleeping and waking ------------------------------------------------ */
 
+static void sleep_for_us(struct worker *w, int64_t us)
+{
+    if (us < 0 || us > (int64_t)IDLE_CAP_MS * 1000)
+        us = (int64_t)IDLE_CAP_MS * 1000;
+    w->state = W_SLEEPING;
+    w->sleep_until_us = slots_now_us() + us;
+    struct timeval tv = { (time_t)(us / 1000000), (suseconds_t)(us % 1000000) };
+    evtimer_add(w->wake_timer, &tv);
+}
+
 static void sleep_for(struct worker *w, int64_t ms)
 {
-    if (ms < 0 || ms > IDLE_CAP_MS)
-        ms = IDLE_CAP_MS;
-    w->state = W_SLEEPING;
-    w->sleep_until = slots_now_ms() + ms;
-    struct timeval tv = { (time_t)(ms / 1000), (suseconds_t)((ms % 1000) * 1000) };
-    evtimer_add(w->wake_timer, &tv);
+    sleep_for_us(w, ms < 0 ? -1 : ms * 1000);
 }
 
 static void on_wake_timer(evutil_socket_t fd, short what, void *arg)
@@ -107,10 +134,11 @@ static int64_t take_next_due(struct worker *w)
  * once when it has come. */
 static void sleep_until_due(struct worker *w, int64_t due)
 {
+    int64_t us = due * 1000 - server_now_us(w) + WAKE_MARGIN_US;
     if (due < 0)
         sleep_for(w, -1);
-    else if (due > server_now(w))
-        sleep_for(w, due - server_now(w));
+    else if (us > 0)
+        sleep_for_us(w, us);
     else
         drive(w);
 }
@@ -130,11 +158,11 @@ static void on_wake_message(struct rconn *rc, const char *payload, size_t len, v
             w->woken_due = due;
         return;
     }
-    int64_t delay = due - server_now(w);
+    int64_t delay = due * 1000 - server_now_us(w) + WAKE_MARGIN_US;
     if (delay < 0)
         delay = 0;
-    if (slots_now_ms() + delay < w->sleep_until)
-        sleep_for(w, delay);
+    if (slots_now_us() + delay < w->sleep_until_us)
+        sleep_for_us(w, delay);
 }
 
 /* ---- reporting results -------------------------------------------------- */
@@ -368,7 +396,7 @@ static void on_claim(struct rconn *rc, redisReply *reply, void *arg)
         sleep_for(w, RETRY_AFTER_ERROR_MS);
         return;
     }
-    w->server_offset = w->batch.now_ms - slots_now_ms();
+    learn_server_clock(w, w->batch.now_ms);
     w->next_due_server = w->batch.next_due_in_ms < 0 ? -1
                          : w->batch.now_ms + w->batch.next_due_in_ms;
     if (w->batch.n == 0) {
@@ -400,6 +428,7 @@ static void drive(struct worker *w)
     struct cmd cmd;
     cmd_init(&cmd);
     proto_claim_cmd(&cmd, &w->keys, w->q->batch, w->q->lease_ms);
+    w->claim_sent_us = slots_now_us();
     if (rconn_send(w->cmd, &cmd, DQ_SCRIPT_CLAIM, on_claim, w) == 0)
         w->state = W_CLAIMING;
     cmd_free(&cmd);
@@ -459,7 +488,14 @@ static int worker_setup(struct worker *w)
         log_err("%s", err);
         return WORKER_EXIT_CONFIG;
     }
-    w->base = event_base_new();
+    /* Precise timers (timerfd) rather than epoll's whole milliseconds: a
+     * worker's wake-up is what sets a job's lateness. */
+    struct event_config *cfg = event_config_new();
+    if (cfg)
+        event_config_set_flag(cfg, EVENT_BASE_FLAG_PRECISE_TIMER);
+    w->base = cfg ? event_base_new_with_config(cfg) : NULL;
+    if (cfg)
+        event_config_free(cfg);
     if (!w->base)
         return WORKER_EXIT_SOFTWARE;
     dq_options opt;

@@ -11,9 +11,22 @@
 local now = now_ms()
 local max = tonumber(ARGV[1])
 local deadline = now + tonumber(ARGV[2])
-local ids = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, max)
+-- One read serves both answers: of the first `max` jobs by due time, those
+-- due are claimed, and the first one not due says how long to wait.
+local head = redis.call('ZRANGE', KEYS[2], 0, max - 1, 'WITHSCORES')
+local ids = {}
+local wait = -1
+for i = 1, #head, 2 do
+  local due = tonumber(head[i + 1])
+  if due > now then
+    wait = due - now
+    break
+  end
+  ids[#ids + 1] = head[i]
+end
 local n = #ids
-local out = { now, -1, 0 }
+if n == max then wait = 0 end
+local out = { now, wait, 0 }
 if n > 0 then
   redis.call('ZREMRANGEBYRANK', KEYS[2], 0, n - 1)
   local raws = redis.call('HMGET', KEYS[1], unpack(ids))
@@ -53,11 +66,5 @@ if n > 0 then
   end
   if #bury > 0 then redis.call('ZADD', KEYS[4], unpack(bury)) end
   out[3] = claimed
-end
-if n == max then
-  out[2] = 0
-else
-  local head = head_due(KEYS[2])
-  if head then out[2] = math.max(0, head - now) end
 end
 return out

@@ -6,8 +6,21 @@
 -- expired already, else the time until the next lease expires, or -1.
 local now = now_ms()
 local batch = tonumber(ARGV[2])
-local ids = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'LIMIT', 0, batch)
+-- As in claim, one read: the expired leases among the first `batch`, and
+-- the first live one's deadline.
+local head = redis.call('ZRANGE', KEYS[3], 0, batch - 1, 'WITHSCORES')
+local ids = {}
+local wait = -1
+for i = 1, #head, 2 do
+  local deadline = tonumber(head[i + 1])
+  if deadline > now then
+    wait = deadline - now
+    break
+  end
+  ids[#ids + 1] = head[i]
+end
 local n = #ids
+if n == batch then wait = 0 end
 local retried, dead = 0, 0
 if n > 0 then
   local per_type = {}
@@ -52,12 +65,5 @@ if n > 0 then
     redis.call('ZADD', KEYS[2], unpack(zdelayed))
     wake_if_sooner(ARGV[1], before, soonest)
   end
-end
-local wait = -1
-if n == batch then
-  wait = 0
-else
-  local h = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
-  if h[2] then wait = math.max(0, tonumber(h[2]) - now) end
 end
 return { retried, dead, wait }
