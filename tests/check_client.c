@@ -1408,6 +1408,54 @@ START_TEST(enqueue_many_reports_bad_request_and_stores_rest)
 }
 END_TEST
 
+/* Bulk enqueue is sent in chunks, one script call per run of one queue:
+ * across chunk and queue boundaries every job is stored once, generated
+ * ids never collide, a repeated id inside one call is refused like any
+ * taken id, and replace works inside a batch. */
+START_TEST(enqueue_many_chunks_by_queue)
+{
+    enum { N = 2600 };
+    dq_enqueue_req *reqs = calloc(N, sizeof *reqs);
+    dq_enqueued *out = calloc(N, sizeof *out);
+    dq_status *sts = calloc(N, sizeof *sts);
+    ck_assert(reqs && out && sts);
+    for (int i = 0; i < N; i++) {
+        reqs[i] = req_make(NULL, "p", 0, 0);
+        reqs[i].queue = i < 1300 ? Q : "other";   /* 1000 + 300, then 1000 + 300 */
+    }
+    reqs[10].id = "dup:1";
+    reqs[20].id = "dup:1";              /* same call, same queue: taken */
+    reqs[30].id = "rep:1";
+    reqs[40].id = "rep:1";
+    reqs[40].replace = true;            /* same call: rescheduled */
+    reqs[40].payload = "second";
+    reqs[40].payload_len = 6;
+    ck_assert_int_eq(dq_enqueue_many(cl, reqs, N, out, sts), DQ_ERR_EXISTS);
+    int ok = 0;
+    for (int i = 0; i < N; i++)
+        ok += sts[i] == DQ_OK;
+    ck_assert_int_eq(ok, N - 1);
+    ck_assert_int_eq(sts[20], DQ_ERR_EXISTS);
+    ck_assert(out[40].replaced);
+    /* Generated ids are unique within each queue. */
+    for (int i = 1; i < N; i++)
+        if (!reqs[i].id && !reqs[i - 1].id && reqs[i].queue == reqs[i - 1].queue)
+            ck_assert_str_ne(out[i].id, out[i - 1].id);
+    dq_stats a, b;
+    ck_assert_int_eq(dq_stats_get(cl, Q, &a), DQ_OK);
+    ck_assert_int_eq(dq_stats_get(cl, "other", &b), DQ_OK);
+    ck_assert_int_eq(a.due + a.delayed + b.due + b.delayed, N - 2);
+    dq_job_info info;
+    ck_assert_int_eq(dq_show(cl, Q, "rep:1", &info), DQ_OK);
+    ck_assert_int_eq(info.job.payload_len, 6);
+    ck_assert_mem_eq(info.job.payload, "second", 6);
+    dq_job_info_free(&info);
+    free(reqs);
+    free(out);
+    free(sts);
+}
+END_TEST
+
 /* Read one wake message: its payload (the due time) as a number, or -1
  * when none arrives within the subscriber's timeout. */
 static long long wake_read(redisContext *sub)
@@ -1515,6 +1563,7 @@ static Suite *client_suite(void)
 
     tc = tcase(s, "pipeline", 20);
     tcase_add_test(tc, enqueue_many_reports_bad_request_and_stores_rest);
+    tcase_add_test(tc, enqueue_many_chunks_by_queue);
     tcase_add_test(tc, wake_is_published_only_for_a_sooner_job);
     return s;
 }

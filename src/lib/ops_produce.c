@@ -43,7 +43,59 @@ static dq_status refused(dq_client *c, dq_status st, const dq_enqueue_req *req)
 
 dq_status dq_enqueue(dq_client *c, const dq_enqueue_req *req, dq_enqueued *out)
 {
-    return dq_enqueue_many(c, req, 1, out, NULL);
+    dq_status st = check_request(c, req);
+    if (st == DQ_OK)
+        st = client_register_queue(c, req->queue);
+    if (st != DQ_OK)
+        return st;
+    struct queue_keys k;
+    keys_build(&k, c->prefix, req->queue);
+    struct cmd cmd;
+    cmd_init(&cmd);
+    proto_enqueue_cmd(&cmd, &k, req);
+    redisReply *r;
+    st = client_run(c, &cmd, DQ_SCRIPT_ENQUEUE, &r);
+    cmd_free(&cmd);
+    if (st != DQ_OK)
+        return st;
+    dq_enqueued tmp;
+    st = proto_enqueue_reply(r, out ? out : &tmp);
+    freeReplyObject(r);
+    return st == DQ_OK ? st : refused(c, st, req);
+}
+
+#define ENQUEUE_CHUNK 1000  /* jobs per enqueue_many call: keeps each short */
+
+/* A run of consecutive jobs of one queue, sent as one enqueue_many. */
+struct chunk {
+    size_t start;           /* into the list of jobs sent */
+    size_t count;
+};
+
+/* Remember the first failure's status and message: the caller reports it,
+ * not the last one. */
+static void note_failure(dq_client *c, dq_status st, dq_status *first, char *msg,
+                         size_t len)
+{
+    if (st != DQ_OK && *first == DQ_OK) {
+        *first = st;
+        snprintf(msg, len, "%s", c->err);
+    }
+}
+
+/* Cut the jobs to send into chunks: a new one where the queue changes or
+ * the chunk is full.  Returns the number of chunks. */
+static size_t make_chunks(const dq_enqueue_req *reqs, const size_t *send, size_t nsend,
+                          struct chunk *chunks)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < nsend; i++) {
+        if (n == 0 || chunks[n - 1].count == ENQUEUE_CHUNK
+            || strcmp(reqs[send[i]].queue, reqs[send[i - 1]].queue) != 0)
+            chunks[n++] = (struct chunk){ i, 0 };
+        chunks[n - 1].count++;
+    }
+    return n;
 }
 
 dq_status dq_enqueue_many(dq_client *c, const dq_enqueue_req *reqs, size_t n,
@@ -51,75 +103,74 @@ dq_status dq_enqueue_many(dq_client *c, const dq_enqueue_req *reqs, size_t n,
 {
     dq_status first = DQ_OK;
     char firstmsg[sizeof c->err] = "";
-    struct queue_keys *keys = calloc(n ? n : 1, sizeof *keys);
-    struct cmd *cmds = calloc(n ? n : 1, sizeof *cmds);
-    redisReply **replies = calloc(n ? n : 1, sizeof *replies);
-    size_t *slot = calloc(n ? n : 1, sizeof *slot);
-    if (!keys || !cmds || !replies || !slot) {
+    size_t m = n ? n : 1, nsend = 0, nchunks = 0;
+    size_t *send = calloc(m, sizeof *send);
+    struct chunk *chunks = calloc(m, sizeof *chunks);
+    struct queue_keys *keys = calloc(m, sizeof *keys);
+    struct cmd *cmds = calloc(m, sizeof *cmds);
+    redisReply **replies = calloc(m, sizeof *replies);
+    if (!send || !chunks || !keys || !cmds || !replies) {
         first = client_fail(c, DQ_ERR_NOMEM, "out of memory");
         goto done;
     }
     /* Jobs that fail the checks are reported; the others are sent. */
-    size_t nsend = 0;
     for (size_t i = 0; i < n; i++) {
         dq_status st = check_request(c, &reqs[i]);
         if (statuses)
             statuses[i] = st;
-        if (st != DQ_OK) {
-            if (first == DQ_OK) {
-                first = st;
-                snprintf(firstmsg, sizeof firstmsg, "%s", c->err);
-            }
-            continue;
-        }
-        keys_build(&keys[nsend], c->prefix, reqs[i].queue);
-        proto_enqueue_cmd(&cmds[nsend], &keys[nsend], &reqs[i]);
-        slot[nsend++] = i;
+        note_failure(c, st, &first, firstmsg, sizeof firstmsg);
+        if (st == DQ_OK)
+            send[nsend++] = i;
     }
     for (size_t i = 0; i < nsend; i++) {
-        dq_status st = client_register_queue(c, reqs[slot[i]].queue);
+        dq_status st = client_register_queue(c, reqs[send[i]].queue);
         if (st != DQ_OK) {
             first = st;
             goto done;
         }
     }
-    if (nsend) {
-        dq_status st = client_pipeline(c, cmds, nsend, DQ_SCRIPT_ENQUEUE, replies);
+    nchunks = make_chunks(reqs, send, nsend, chunks);
+    for (size_t k = 0; k < nchunks; k++) {
+        keys_build(&keys[k], c->prefix, reqs[send[chunks[k].start]].queue);
+        proto_enqueue_many_cmd(&cmds[k], &keys[k], reqs, &send[chunks[k].start],
+                               chunks[k].count);
+    }
+    if (nchunks) {
+        dq_status st = client_pipeline(c, cmds, nchunks, DQ_SCRIPT_ENQUEUE_MANY, replies);
         if (st != DQ_OK) {
             first = st;
             goto done;
         }
     }
-    for (size_t i = 0; i < nsend; i++) {
-        const dq_enqueue_req *req = &reqs[slot[i]];
-        dq_enqueued tmp, *out = results ? &results[slot[i]] : &tmp;
-        dq_status st = replies[i]->type == REDIS_REPLY_ERROR
-            ? client_fail(c, DQ_ERR_REDIS, "redis error in enqueue: %s", replies[i]->str)
-            : proto_enqueue_reply(replies[i], out);
-        if (st != DQ_OK && st != DQ_ERR_REDIS)
-            refused(c, st, req);
-        if (statuses)
-            statuses[slot[i]] = st;
-        if (st != DQ_OK && first == DQ_OK) {
-            first = st;
-            snprintf(firstmsg, sizeof firstmsg, "%s", c->err);
+    for (size_t k = 0; k < nchunks; k++)
+        for (size_t j = 0; j < chunks[k].count; j++) {
+            size_t i = send[chunks[k].start + j];
+            dq_enqueued tmp, *out = results ? &results[i] : &tmp;
+            dq_status st = replies[k]->type == REDIS_REPLY_ERROR
+                ? client_fail(c, DQ_ERR_REDIS, "redis error in enqueue_many: %s",
+                              replies[k]->str)
+                : proto_enqueue_many_reply(replies[k], chunks[k].count, j, out);
+            if (st != DQ_OK && replies[k]->type != REDIS_REPLY_ERROR)
+                refused(c, st, &reqs[i]);
+            if (statuses)
+                statuses[i] = st;
+            note_failure(c, st, &first, firstmsg, sizeof firstmsg);
         }
-    }
-    /* The message belongs to the first failure, not the last. */
     if (first != DQ_OK)
         snprintf(c->err, sizeof c->err, "%s", firstmsg);
     else
         c->err[0] = '\0';
 done:
-    for (size_t i = 0; cmds && replies && i < n; i++) {
-        if (replies[i])
-            freeReplyObject(replies[i]);
-        cmd_free(&cmds[i]);
+    for (size_t k = 0; cmds && replies && k < nchunks; k++) {
+        if (replies[k])
+            freeReplyObject(replies[k]);
+        cmd_free(&cmds[k]);
     }
+    free(send);
+    free(chunks);
     free(keys);
     free(cmds);
     free(replies);
-    free(slot);
     return first;
 }
 

@@ -80,11 +80,10 @@ static dq_status read_job(const redisReply *r, size_t at, dq_job *j)
 
 /* ---- enqueue ------------------------------------------------------------ */
 
-void proto_enqueue_cmd(struct cmd *c, const struct queue_keys *k,
-                       const dq_enqueue_req *req)
+/* A job's arguments after the wake channel, as enqueue and enqueue_many
+ * both take them. */
+static void push_enqueue_args(struct cmd *c, const dq_enqueue_req *req)
 {
-    cmd_eval(c, DQ_SCRIPT_ENQUEUE, k);
-    cmd_push_str(c, k->wake);
     cmd_push_str(c, req->id ? req->id : "");
     cmd_push_str(c, req->type);
     cmd_push(c, req->payload, req->payload_len);
@@ -95,26 +94,59 @@ void proto_enqueue_cmd(struct cmd *c, const struct queue_keys *k,
     cmd_push_str(c, req->replace ? "1" : "0");
 }
 
-dq_status proto_enqueue_reply(const redisReply *r, dq_enqueued *out)
+void proto_enqueue_cmd(struct cmd *c, const struct queue_keys *k,
+                       const dq_enqueue_req *req)
 {
-    if (!is_array(r, 4) || r->element[1]->type != REDIS_REPLY_STRING)
+    cmd_eval(c, DQ_SCRIPT_ENQUEUE, k);
+    cmd_push_str(c, k->wake);
+    push_enqueue_args(c, req);
+}
+
+void proto_enqueue_many_cmd(struct cmd *c, const struct queue_keys *k,
+                            const dq_enqueue_req *reqs, const size_t *idx, size_t n)
+{
+    cmd_eval(c, DQ_SCRIPT_ENQUEUE_MANY, k);
+    cmd_push_str(c, k->wake);
+    for (size_t i = 0; i < n; i++)
+        push_enqueue_args(c, &reqs[idx[i]]);
+}
+
+/* One job's result from three elements: status, id, due_ms. */
+static dq_status read_enqueued(const redisReply *r, size_t at, dq_enqueued *out)
+{
+    if (r->element[at + 1]->type != REDIS_REPLY_STRING)
         return DQ_ERR_REDIS;
     if (out) {
-        size_t n = r->element[1]->len;
+        size_t n = r->element[at + 1]->len;
         if (n > DQ_ID_MAX)
             n = DQ_ID_MAX;
-        memcpy(out->id, r->element[1]->str, n);
+        memcpy(out->id, r->element[at + 1]->str, n);
         out->id[n] = '\0';
-        out->due_ms = elem_int(r, 2);
-        out->replaced = elem_is(r, 0, "replaced");
+        out->due_ms = elem_int(r, at + 2);
+        out->replaced = elem_is(r, at, "replaced");
     }
-    if (elem_is(r, 0, "ok") || elem_is(r, 0, "replaced"))
+    if (elem_is(r, at, "ok") || elem_is(r, at, "replaced"))
         return DQ_OK;
-    if (elem_is(r, 0, "exists"))
+    if (elem_is(r, at, "exists"))
         return DQ_ERR_EXISTS;
-    if (elem_is(r, 0, "running"))
+    if (elem_is(r, at, "running"))
         return DQ_ERR_RUNNING;
     return DQ_ERR_REDIS;
+}
+
+dq_status proto_enqueue_reply(const redisReply *r, dq_enqueued *out)
+{
+    if (!is_array(r, 4))
+        return DQ_ERR_REDIS;
+    return read_enqueued(r, 0, out);
+}
+
+dq_status proto_enqueue_many_reply(const redisReply *r, size_t n, size_t i,
+                                   dq_enqueued *out)
+{
+    if (!is_array(r, 1 + 3 * n) || r->elements != 1 + 3 * n || i >= n)
+        return DQ_ERR_REDIS;
+    return read_enqueued(r, 1 + 3 * i, out);
 }
 
 /* ---- claim, ack, fail, reap --------------------------------------------- */

@@ -20,6 +20,7 @@ enum dq_script_id {
     DQ_SCRIPT_SHOW,
     DQ_SCRIPT_DEAD_LIST,
     DQ_SCRIPT_RELEASE,
+    DQ_SCRIPT_ENQUEUE_MANY,
     DQ_SCRIPT_COUNT
 };
 
