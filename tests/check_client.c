@@ -1456,6 +1456,78 @@ START_TEST(enqueue_many_chunks_by_queue)
 }
 END_TEST
 
+/* Payloads of every MessagePack string size class (fixstr, str8, str16,
+ * str32) come back whole through claim, whose record bodies the client
+ * decodes itself; a long type and error survive as well. */
+START_TEST(claimed_records_decode_at_every_size)
+{
+    static const size_t sizes[] = { 0, 31, 32, 255, 256, 65535, 65536, 300000 };
+    enum { NS = sizeof sizes / sizeof sizes[0] };
+    char *buf = malloc(300000);
+    ck_assert_ptr_nonnull(buf);
+    for (size_t i = 0; i < 300000; i++)
+        buf[i] = (char)(i * 7 + 3);
+    for (size_t k = 0; k < NS; k++) {
+        char id[32];
+        snprintf(id, sizeof id, "size-%zu", sizes[k]);
+        dq_enqueue_req r = req_make(id, NULL, 0, 7);
+        r.payload = buf;
+        r.payload_len = sizes[k];
+        r.type = "a.rather.long.job.type.name.that.takes.more.than.thirty.two.bytes";
+        ck_assert_int_eq(dq_enqueue(cl, &r, NULL), DQ_OK);
+    }
+    dq_claim_result res;
+    claim_n(NS, 30000, NS, &res);
+    for (size_t k = 0; k < NS; k++) {
+        const dq_job *j = &res.jobs[k];
+        size_t want = strtoull(strchr(j->id, '-') + 1, NULL, 10);
+        ck_assert_uint_eq(j->payload_len, want);
+        ck_assert_mem_eq(j->payload, buf, want);
+        ck_assert_str_eq(j->type, "a.rather.long.job.type.name.that.takes.more.than.thirty.two.bytes");
+        ck_assert_int_eq(j->max_attempts, 7);
+        ck_assert_int_eq(j->attempt, 1);
+        ck_assert_int_gt(j->due_ms, 0);
+        ck_assert_int_eq(j->due_ms, j->created_ms);
+    }
+    dq_claim_result_free(&res);
+    free(buf);
+}
+END_TEST
+
+/* Records this version cannot read are never dropped: one without the
+ * format head is buried by the claim script; one whose body is corrupt is
+ * handed out as type "" with "unreadable record", for the consumer to
+ * bury, and the other jobs of the batch are unaffected. */
+START_TEST(corrupt_records_are_not_lost)
+{
+    enq("good", "fine", 0, 0);
+    ck_assert_int_eq(fixture_redis_int(fx, "HSET dq:{%s}:jobs nohead garbage", Q), 1);
+    ck_assert_int_eq(fixture_redis_int(fx, "ZADD dq:{%s}:delayed 0 nohead", Q), 1);
+    ck_assert_int_eq(fixture_redis_int(fx, "HSET dq:{%s}:jobs badbody 2:0:0:xyz", Q), 1);
+    ck_assert_int_eq(fixture_redis_int(fx, "ZADD dq:{%s}:delayed 0 badbody", Q), 1);
+    dq_claim_result res;
+    ck_assert_int_eq(dq_claim(cl, Q, 10, 30000, &res), DQ_OK);
+    ck_assert_uint_eq(res.n, 2);
+    int good = 0, bad = 0;
+    for (size_t i = 0; i < res.n; i++) {
+        if (strcmp(res.jobs[i].id, "good") == 0) {
+            good++;
+            ck_assert_str_eq(res.jobs[i].payload, "fine");
+        } else {
+            bad++;
+            ck_assert_str_eq(res.jobs[i].id, "badbody");
+            ck_assert_str_eq(res.jobs[i].type, "");
+            ck_assert_str_eq(res.jobs[i].last_error, "unreadable record");
+        }
+    }
+    ck_assert_int_eq(good + bad, 2);
+    dq_claim_result_free(&res);
+    dq_stats s = stats();
+    ck_assert_int_eq(s.dead, 1);            /* nohead */
+    ck_assert_int_eq(s.processing, 2);
+}
+END_TEST
+
 /* Read one wake message: its payload (the due time) as a number, or -1
  * when none arrives within the subscriber's timeout. */
 static long long wake_read(redisContext *sub)
@@ -1564,6 +1636,8 @@ static Suite *client_suite(void)
     tc = tcase(s, "pipeline", 20);
     tcase_add_test(tc, enqueue_many_reports_bad_request_and_stores_rest);
     tcase_add_test(tc, enqueue_many_chunks_by_queue);
+    tcase_add_test(tc, claimed_records_decode_at_every_size);
+    tcase_add_test(tc, corrupt_records_are_not_lost);
     tcase_add_test(tc, wake_is_published_only_for_a_sooner_job);
     return s;
 }

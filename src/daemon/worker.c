@@ -309,6 +309,11 @@ static int run_job(struct worker *w, const dq_job *job)
 {
     struct handler_entry *e = handlers_find(&w->handlers, job->type);
     struct slot_type *st = slot_type_entry(w->slot, job->type);
+    if (!job->type[0]) {
+        /* A record this version cannot decode: no handler can run it. */
+        report_failure(w, job, DQ_FAIL_DEAD, -1, job->last_error);
+        return 0;
+    }
     if (!e) {
         char why[200];
         snprintf(why, sizeof why, "no handler for type '%s'", job->type);

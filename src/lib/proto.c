@@ -1,5 +1,7 @@
 #include "lib/proto.h"
 
+#include "lib/msgpack.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -159,13 +161,69 @@ void proto_claim_cmd(struct cmd *c, const struct queue_keys *k, int max,
     cmd_push_i64(c, lease_ms > 0 ? lease_ms : 1);
 }
 
+static char *dup_bytes(const char *s, size_t n)
+{
+    char *d = malloc(n + 1);
+    if (d) {
+        memcpy(d, s, n);
+        d[n] = '\0';
+    }
+    return d;
+}
+
+/* A claimed job's record body: the MessagePack array {type, payload,
+ * max_attempts, created_ms, due_ms, last_error} the claim script returns
+ * without decoding.  -1 when it is not that (a corrupt record). */
+static int read_body(const char *buf, size_t len, dq_job *j)
+{
+    struct mp_reader mp;
+    size_t n, tlen, plen, elen;
+    const char *type, *payload, *err;
+    int64_t max;
+    mp_init(&mp, buf, len);
+    if (mp_read_array(&mp, &n) < 0 || n < 6 || mp_read_bytes(&mp, &type, &tlen) < 0
+        || mp_read_bytes(&mp, &payload, &plen) < 0 || mp_read_int(&mp, &max) < 0
+        || mp_read_int(&mp, &j->created_ms) < 0 || mp_read_int(&mp, &j->due_ms) < 0
+        || mp_read_bytes(&mp, &err, &elen) < 0)
+        return -1;
+    j->max_attempts = (int)max;
+    j->type = dup_bytes(type, tlen);
+    j->payload = dup_bytes(payload, plen);
+    j->payload_len = plen;
+    j->last_error = dup_bytes(err, elen);
+    return 0;
+}
+
+/* One claimed job from four elements: id, attempt, fence, body.  A body
+ * that does not decode gives a job of type "" with the error "unreadable
+ * record", for the consumer to bury. */
+static dq_status read_claimed(const redisReply *r, size_t at, dq_job *j)
+{
+    const redisReply *body = r->element[at + 3];
+    j->id = elem_dup(r, at, NULL);
+    j->attempt = (int)elem_int(r, at + 1);
+    j->fence = elem_int(r, at + 2);
+    if (body->type != REDIS_REPLY_STRING || read_body(body->str, body->len, j) < 0) {
+        free(j->type);
+        free(j->payload);
+        free(j->last_error);
+        j->type = strdup("");
+        j->payload = strdup("");
+        j->payload_len = 0;
+        j->last_error = strdup("unreadable record");
+    }
+    if (!j->id || !j->type || !j->payload || !j->last_error)
+        return DQ_ERR_NOMEM;
+    return DQ_OK;
+}
+
 dq_status proto_claim_reply(const redisReply *r, dq_claim_result *out)
 {
     memset(out, 0, sizeof *out);
     if (!is_array(r, 3))
         return DQ_ERR_REDIS;
     size_t n = (size_t)elem_int(r, 2);
-    if (r->elements != 3 + 9 * n)
+    if (r->elements != 3 + 4 * n)
         return DQ_ERR_REDIS;
     out->now_ms = elem_int(r, 0);
     out->next_due_in_ms = elem_int(r, 1);
@@ -176,7 +234,7 @@ dq_status proto_claim_reply(const redisReply *r, dq_claim_result *out)
         return DQ_ERR_NOMEM;
     out->n = n;
     for (size_t i = 0; i < n; i++)
-        if (read_job(r, 3 + 9 * i, &out->jobs[i]) != DQ_OK)
+        if (read_claimed(r, 3 + 4 * i, &out->jobs[i]) != DQ_OK)
             return DQ_ERR_NOMEM;
     return DQ_OK;
 }

@@ -11,9 +11,10 @@ local raws = redis.call('HMGET', KEYS[1], unpack(ids))
 local done, res = {}, {}
 for i = 1, n do
   res[i] = 0
-  if held[i] then
-    local j = decode(raws[i])
-    if j and j.fence == tonumber(ARGV[2 * i]) then
+  if held[i] and raws[i] then
+    -- The fence stands in the record's plain-text head: no decoding.
+    local fence = string.match(raws[i], '^2:%d+:(%d+):')
+    if fence and fence == ARGV[2 * i] then
       done[#done + 1] = ids[i]
       res[i] = 1
     end

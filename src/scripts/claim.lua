@@ -1,9 +1,11 @@
 -- claim: take up to `max` due jobs into processing, each with a lease that
 -- ends at now + lease_ms, and count the attempt.
 -- ARGV: max, lease_ms
--- Returns {now_ms, wait_ms, n, then n groups of 9:
---          id, type, payload, attempt, max_attempts, due_ms, created_ms,
---          fence, last_error}
+-- Returns {now_ms, wait_ms, n, then n groups of 4:
+--          id, attempt, fence, body}
+-- where body is the record's MessagePack array {type, payload,
+-- max_attempts, created_ms, due_ms, last_error}, for the client to decode:
+-- the script only rewrites the plain-text head of each record.
 -- wait_ms is the time until the next delayed job is due (0 when more are
 -- due already), or -1 when none is delayed.  fence identifies this claim:
 -- ack and fail must present it, so that a worker whose lease expired cannot
@@ -35,24 +37,17 @@ if n > 0 then
   local claimed = 0
   for i = 1, n do
     local id = ids[i]
-    local j = decode(raws[i])
-    if j then
+    local attempts, _, body = split(raws[i])
+    if attempts then
       fence = fence + 1
-      j.attempts = j.attempts + 1
-      j.fence = fence
       hset[#hset + 1] = id
-      hset[#hset + 1] = encode(j)
+      hset[#hset + 1] = restamp(raws[i], body, attempts + 1, fence)
       zadd[#zadd + 1] = deadline
       zadd[#zadd + 1] = id
       out[#out + 1] = id
-      out[#out + 1] = j.type
-      out[#out + 1] = j.payload
-      out[#out + 1] = j.attempts
-      out[#out + 1] = j.max
-      out[#out + 1] = j.due
-      out[#out + 1] = j.created
-      out[#out + 1] = j.fence
-      out[#out + 1] = j.err
+      out[#out + 1] = attempts + 1
+      out[#out + 1] = fence
+      out[#out + 1] = string.sub(raws[i], body)
       claimed = claimed + 1
     elseif raws[i] then
       -- Unreadable record: keep it for an operator rather than drop it.

@@ -8,9 +8,11 @@
 --   KEYS[4] dead        zset   id scored by time of death (ms)
 --   KEYS[5] meta        hash   counters: seq (generated ids), fence
 --
--- A record is a MessagePack array whose first element is the record format.
--- Bump RECORD_FORMAT (and docs/protocol.md) on any incompatible change.
-local RECORD_FORMAT = 1
+-- A record (format 2) is "2:<attempts>:<fence>:" followed by a MessagePack
+-- array {type, payload, max_attempts, created_ms, due_ms, last_error}.  The
+-- two fields a claim changes and an ack checks stand in plain text before
+-- the array, so that the hot path never decodes or re-encodes MessagePack.
+-- Bump the format (and docs/protocol.md) on any incompatible change.
 
 -- Milliseconds on the Redis server's clock: every due time, lease deadline
 -- and backoff is measured against it, never against a client's clock.
@@ -19,19 +21,35 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
--- Decode a packed record; nil when it is missing or unreadable, so that one
+-- The plain-text head of a record: attempts and fence (numbers) and where
+-- the MessagePack body starts; nil when the record is missing or not
+-- format 2.
+local function split(raw)
+  if not raw then return nil end
+  local a, f, body = string.match(raw, '^2:(%d+):(%d+):()')
+  if not a then return nil end
+  return tonumber(a), tonumber(f), body
+end
+
+-- The same record with new attempts and fence, its body untouched.
+local function restamp(raw, body, attempts, fence)
+  return string.format('2:%d:%d:', attempts, fence) .. string.sub(raw, body)
+end
+
+-- Decode a whole record; nil when it is missing or unreadable, so that one
 -- corrupt record cannot make a whole claim or reap fail.
 local function decode(raw)
-  if not raw then return nil end
-  local ok, r = pcall(cmsgpack.unpack, raw)
-  if not ok or type(r) ~= 'table' or r[1] ~= RECORD_FORMAT then return nil end
-  return { type = r[2], payload = r[3], attempts = r[4], max = r[5],
-           created = r[6], due = r[7], fence = r[8], err = r[9] }
+  local attempts, fence, body = split(raw)
+  if not attempts then return nil end
+  local ok, r = pcall(cmsgpack.unpack, string.sub(raw, body))
+  if not ok or type(r) ~= 'table' then return nil end
+  return { attempts = attempts, fence = fence, type = r[1], payload = r[2],
+           max = r[3], created = r[4], due = r[5], err = r[6] }
 end
 
 local function encode(j)
-  return cmsgpack.pack({ RECORD_FORMAT, j.type, j.payload, j.attempts, j.max,
-                         j.created, j.due, j.fence, j.err })
+  return string.format('2:%d:%d:', j.attempts, j.fence)
+         .. cmsgpack.pack({ j.type, j.payload, j.max, j.created, j.due, j.err })
 end
 
 -- Due time of the earliest delayed job, or nil when none is delayed.

@@ -1,0 +1,27 @@
+/*
+ * Reading the MessagePack that the scripts' cmsgpack writes: just what a
+ * job record's body holds (an array of strings and integers), bounds-checked
+ * so that a corrupt record is an error, never a crash.
+ */
+#ifndef DQ_MSGPACK_H
+#define DQ_MSGPACK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct mp_reader {
+    const unsigned char *p;
+    const unsigned char *end;
+};
+
+void mp_init(struct mp_reader *r, const void *buf, size_t len);
+
+/* Each returns 0 and advances, or -1 (and leaves the reader unusable) when
+ * the next value is not of the kind asked for or runs past the end. */
+int mp_read_array(struct mp_reader *r, size_t *n);
+/* A str or bin: a pointer into the buffer and its length. */
+int mp_read_bytes(struct mp_reader *r, const char **s, size_t *len);
+/* An integer (a double with an integral value is accepted too). */
+int mp_read_int(struct mp_reader *r, int64_t *v);
+
+#endif
