@@ -34,22 +34,29 @@ if n > 0 then
   local raws = redis.call('HMGET', KEYS[1], unpack(ids))
   local fence = redis.call('HINCRBY', KEYS[5], 'fence', n) - n
   local hset, zadd, bury = {}, {}, {}
-  local claimed = 0
+  local nh, no, claimed = 0, 3, 0
+  local match, sub, format = string.match, string.sub, string.format
   for i = 1, n do
-    local id = ids[i]
-    local attempts, _, body = split(raws[i])
+    local id, raw = ids[i], raws[i]
+    -- The head, as split() reads it, inlined: this loop is the hot path.
+    local attempts, body
+    if raw then attempts, body = match(raw, '^2:(%d+):%d+:()') end
     if attempts then
+      attempts = attempts + 1
       fence = fence + 1
-      hset[#hset + 1] = id
-      hset[#hset + 1] = restamp(raws[i], body, attempts + 1, fence)
-      zadd[#zadd + 1] = deadline
-      zadd[#zadd + 1] = id
-      out[#out + 1] = id
-      out[#out + 1] = attempts + 1
-      out[#out + 1] = fence
-      out[#out + 1] = string.sub(raws[i], body)
+      local rest = sub(raw, body)
+      hset[nh + 1] = id
+      hset[nh + 2] = format('2:%d:%d:', attempts, fence) .. rest
+      zadd[nh + 1] = deadline
+      zadd[nh + 2] = id
+      nh = nh + 2
+      out[no + 1] = id
+      out[no + 2] = attempts
+      out[no + 3] = fence
+      out[no + 4] = rest
+      no = no + 4
       claimed = claimed + 1
-    elseif raws[i] then
+    elseif raw then
       -- Unreadable record: keep it for an operator rather than drop it.
       bury[#bury + 1] = now
       bury[#bury + 1] = id
