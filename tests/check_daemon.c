@@ -203,6 +203,31 @@ START_TEST(unknown_type_is_dead)
 }
 END_TEST
 
+/* A record whose body cannot be decoded never crashes a worker and is
+ * never lost: it is buried at once, and the good jobs claimed with it run. */
+START_TEST(corrupt_record_is_buried_at_once)
+{
+    struct h_conf hc;
+    h_conf_defaults(&hc);
+    h_write_conf(&H, &hc);
+    /* Written behind the scripts' back (no wake message), so both are in
+     * place before the workers start and make their first claim. */
+    ck_assert_int_eq(fixture_redis_int(&H.fx, "HSET dq:{%s}:jobs bad 2:0:0:garbage", H_QUEUE), 1);
+    ck_assert_int_eq(fixture_redis_int(&H.fx, "ZADD dq:{%s}:delayed 0 bad", H_QUEUE), 1);
+    h_enqueue(&H, "good", "t", "ok", 0, 0);
+    h_start(&H, 2);
+    ck_assert_int_eq(h_wait_record(&H, "good", 1, 1, 3000), 1);
+    int64_t end = h_mono_ms() + 3000;
+    while (fixture_redis_int(&H.fx, "ZCARD dq:{%s}:dead", H_QUEUE) != 1 && h_mono_ms() < end)
+        h_sleep_ms(20);
+    ck_assert_int_eq(fixture_redis_int(&H.fx, "ZCARD dq:{%s}:dead", H_QUEUE), 1);
+    ck_assert_int_eq(fixture_redis_int(&H.fx, "ZCARD dq:{%s}:processing", H_QUEUE), 0);
+    ck_assert_int_eq(fixture_redis_int(&H.fx, "HEXISTS dq:{%s}:jobs bad", H_QUEUE), 1);
+    ck_assert_int_ge(h_log_count(&H, "unreadable record -> dead"), 1);
+    stop_clean();
+}
+END_TEST
+
 START_TEST(attempts_run_out)
 {
     struct h_conf hc;
@@ -549,6 +574,7 @@ int main(void)
     tcase_add_test(tc, retry_then_success_after_backoff);
     tcase_add_test(tc, fail_is_dead_at_once);
     tcase_add_test(tc, unknown_type_is_dead);
+    tcase_add_test(tc, corrupt_record_is_buried_at_once);
     tcase_add_test(tc, attempts_run_out);
     tcase_add_test(tc, retry_delay_from_handler_is_honoured);
     suite_add_tcase(s, tc);

@@ -6,10 +6,19 @@
 -- time of death, or 'stale' (0) when the job is not held under that fence.
 local id = ARGV[2]
 if not redis.call('ZSCORE', KEYS[3], id) then return { 'stale', 0 } end
-local j = decode(redis.call('HGET', KEYS[1], id))
-if not j or j.fence ~= tonumber(ARGV[3]) then return { 'stale', 0 } end
+local raw = redis.call('HGET', KEYS[1], id)
+local _, fence = split(raw)
+if fence ~= tonumber(ARGV[3]) then return { 'stale', 0 } end
 
 local now = now_ms()
+local j = decode(raw)
+if not j then
+  -- The head is readable but the body is not: nothing can run it, so it
+  -- is buried as it is, for an operator.
+  redis.call('ZREM', KEYS[3], id)
+  redis.call('ZADD', KEYS[4], now, id)
+  return { 'dead', now }
+end
 local delay = tonumber(ARGV[6])
 if delay < 0 then
   delay = backoff_ms(j.attempts, tonumber(ARGV[7]), tonumber(ARGV[8]),
