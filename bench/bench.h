@@ -18,7 +18,8 @@
 #define BENCH_QUEUE "bench"
 #define BENCH_TYPE "bench"
 #define BENCH_PAYLOAD_LEN 32    /* bytes of every job's payload */
-#define BENCH_CHUNK 1000        /* jobs per dq_enqueue_many call */
+#define BENCH_CHUNK 10000       /* jobs per dq_enqueue_many call (the library
+                                   sends them as a pipeline of 1000-job calls) */
 
 enum bench_run {
     RUN_ENQUEUE,

@@ -85,8 +85,13 @@ dq_client *bench_client(const char *sock, char *err, size_t errlen)
 int bench_fill(dq_client *c, long n, int64_t at0_ms, double spacing_ms, char *err,
                size_t errlen)
 {
-    dq_enqueue_req req[BENCH_CHUNK];
-    for (long done = 0; done < n;) {
+    dq_enqueue_req *req = calloc(BENCH_CHUNK, sizeof *req);
+    if (!req) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    int rc = 0;
+    for (long done = 0; done < n && rc == 0;) {
         size_t k = n - done < BENCH_CHUNK ? (size_t)(n - done) : BENCH_CHUNK;
         for (size_t i = 0; i < k; i++) {
             long idx = done + (long)i;
@@ -98,15 +103,15 @@ int bench_fill(dq_client *c, long n, int64_t at0_ms, double spacing_ms, char *er
         }
         if (dq_enqueue_many(c, req, k, NULL, NULL) != DQ_OK) {
             snprintf(err, errlen, "enqueue: %s", dq_errmsg(c));
-            return -1;
+            rc = -1;
+        } else if (bench_interrupted) {
+            snprintf(err, errlen, "interrupted");
+            rc = -1;
         }
         done += (long)k;
-        if (bench_interrupted) {
-            snprintf(err, errlen, "interrupted");
-            return -1;
-        }
     }
-    return 0;
+    free(req);
+    return rc;
 }
 
 static int cmp_double(const void *a, const void *b)

@@ -98,7 +98,7 @@ static int enqueue_one_by_one(dq_client *c, long n, int64_t at0, char *err, size
 static int enqueue_row(const struct bench_env *env, int pipelined, char *err, size_t errlen)
 {
     long n = env->opt.n;
-    const char *config = pipelined ? "pipelined 1000" : "one at a time";
+    const char *config = pipelined ? "bulk 10000/call" : "one at a time";
     struct report_row row;
     report_row_init(&row, "enqueue", config);
     bench_progress("enqueue %s: %ld jobs", config, n);

@@ -1408,6 +1408,62 @@ START_TEST(enqueue_many_reports_bad_request_and_stores_rest)
 }
 END_TEST
 
+/* enqueue_many's reply names only what the library cannot know, so the
+ * ids and due times it reports are worked out on the client: they must be
+ * those of the stored jobs, for delays, absolute times, producers' ids and
+ * generated ids, including generated ids drawn again because a record
+ * holds them already (here: the queue's id counter was set back). */
+START_TEST(enqueue_many_results_match_stored_jobs)
+{
+    for (int i = 0; i < 3; i++)
+        enq(NULL, "first", 0, 0);              /* generated ids 1, 2, 3 */
+    redisContext *rc = raw_connect();
+    ck_assert(raw_ok(rc, "HSET dq:{%s}:meta seq 1", Q));
+    redisFree(rc);
+
+    int64_t at = server_now() + 3600 * 1000;
+    dq_enqueue_req reqs[5] = {
+        req_make(NULL, "gen-now", 0, 0),     /* would be 2: drawn again */
+        req_make(NULL, "gen-at", 0, 7),      /* would be 3: drawn again */
+        req_make("named", "named", 5000, 0),
+        req_make(NULL, "gen-later", 60000, 0),
+        req_make("named", "again", 0, 0),    /* taken in this call */
+    };
+    reqs[1].at_ms = at;
+    dq_enqueued out[5];
+    dq_status sts[5];
+    int64_t before = server_now();
+    ck_assert_int_eq(dq_enqueue_many(cl, reqs, 5, out, sts), DQ_ERR_EXISTS);
+    int64_t after = server_now();
+    ck_assert_int_eq(sts[4], DQ_ERR_EXISTS);
+    ck_assert_str_eq(out[2].id, "named");
+    ck_assert_int_eq(out[1].due_ms, at);
+    for (int i = 0; i < 4; i++) {
+        ck_assert_int_eq(sts[i], DQ_OK);
+        for (int j = 0; j < i; j++)
+            ck_assert_str_ne(out[i].id, out[j].id);
+        ck_assert(strcmp(out[i].id, "1") && strcmp(out[i].id, "2") && strcmp(out[i].id, "3"));
+        dq_job_info info;
+        ck_assert_int_eq(dq_show(cl, Q, out[i].id, &info), DQ_OK);
+        ck_assert_int_eq(info.state_ms, out[i].due_ms);
+        ck_assert_int_eq(info.job.due_ms, out[i].due_ms);
+        ck_assert_int_eq((int64_t)info.job.payload_len, (int64_t)strlen(reqs[i].payload));
+        ck_assert(memcmp(info.job.payload, reqs[i].payload, info.job.payload_len) == 0);
+        ck_assert_str_eq(info.job.type, "email");
+        ck_assert_int_eq(info.job.max_attempts, reqs[i].max_attempts);
+        ck_assert_int_eq(info.job.attempt, 0);
+        ck_assert_int_ge(info.job.created_ms, before);
+        ck_assert_int_le(info.job.created_ms, after);
+        if (i != 1) {
+            ck_assert_int_ge(out[i].due_ms, before + reqs[i].delay_ms);
+            ck_assert_int_le(out[i].due_ms, after + reqs[i].delay_ms);
+        }
+        dq_job_info_free(&info);
+    }
+    ck_assert_int_eq(stats().due + stats().delayed, 3 + 4);
+}
+END_TEST
+
 /* Bulk enqueue is sent in chunks, one script call per run of one queue:
  * across chunk and queue boundaries every job is stored once, generated
  * ids never collide, a repeated id inside one call is refused like any
@@ -1636,6 +1692,7 @@ static Suite *client_suite(void)
     tc = tcase(s, "pipeline", 20);
     tcase_add_test(tc, enqueue_many_reports_bad_request_and_stores_rest);
     tcase_add_test(tc, enqueue_many_chunks_by_queue);
+    tcase_add_test(tc, enqueue_many_results_match_stored_jobs);
     tcase_add_test(tc, claimed_records_decode_at_every_size);
     tcase_add_test(tc, corrupt_records_are_not_lost);
     tcase_add_test(tc, wake_is_published_only_for_a_sooner_job);

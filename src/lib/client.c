@@ -369,16 +369,42 @@ static dq_status run_unguarded(dq_client *c, struct cmd *cmd, int s,
     return client_fail(c, DQ_ERR_REDIS, "redis keeps losing the %s script", what);
 }
 
-/* Write the commands whose reply slot is NULL, then read their replies. */
+/* Builds cmds[i] in place just before it is sent (see client_pipeline). */
+struct pipe_builder {
+    void (*build)(void *ctx, size_t i, struct cmd *cmd);
+    void *ctx;
+};
+
+/* Write the commands whose reply slot is NULL, then read their replies.
+ * Each command is built (when a builder is given) and written just before
+ * the next is, so that Redis runs one while the client builds the next.
+ * When a build runs out of memory, the commands already sent still have
+ * their replies read, so that the connection stays in step. */
 static dq_status pipeline_round(dq_client *c, struct cmd *cmds, size_t n,
-                                redisReply **replies)
+                                redisReply **replies, const struct pipe_builder *b)
 {
-    for (size_t i = 0; i < n; i++)
-        if (!replies[i]
-            && redisAppendCommandArgv(c->rc, cmds[i].argc, cmds[i].argv,
-                                      cmds[i].lens) != REDIS_OK)
-            return client_fail(c, DQ_ERR_NOMEM, "out of memory queueing commands");
-    for (size_t i = 0; i < n; i++) {
+    dq_status st = DQ_OK;
+    size_t sent = 0;
+    for (; sent < n; sent++) {
+        if (replies[sent])
+            continue;
+        struct cmd *cmd = &cmds[sent];
+        if (b && cmd->argc == 0 && !cmd->oom)
+            b->build(b->ctx, sent, cmd);
+        if (cmd->oom) {
+            st = client_fail(c, DQ_ERR_NOMEM, "out of memory building a command");
+            break;
+        }
+        if (redisAppendCommandArgv(c->rc, cmd->argc, cmd->argv, cmd->lens) != REDIS_OK) {
+            st = client_fail(c, DQ_ERR_NOMEM, "out of memory queueing commands");
+            break;
+        }
+        int done = 0;
+        while (!done)
+            if (redisBufferWrite(c->rc, &done) != REDIS_OK)
+                return broken(c, "pipeline");
+    }
+    for (size_t i = 0; i < sent; i++) {
         if (replies[i])
             continue;
         void *r = NULL;
@@ -386,20 +412,18 @@ static dq_status pipeline_round(dq_client *c, struct cmd *cmds, size_t n,
             return broken(c, "pipeline");
         replies[i] = r;
     }
-    return DQ_OK;
+    return st;
 }
 
 static dq_status pipeline_unguarded(dq_client *c, struct cmd *cmds, size_t n,
-                                   enum dq_script_id s, redisReply **replies)
+                                   enum dq_script_id s, redisReply **replies,
+                                   const struct pipe_builder *b)
 {
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n; i++)
         replies[i] = NULL;
-        if (cmds[i].oom)
-            return client_fail(c, DQ_ERR_NOMEM, "out of memory building a command");
-    }
     dq_status st = ensure_open(c);
     for (int tries = 0; st == DQ_OK && tries < 2; tries++) {
-        st = pipeline_round(c, cmds, n, replies);
+        st = pipeline_round(c, cmds, n, replies, b);
         size_t missing = 0;
         for (size_t i = 0; st == DQ_OK && i < n; i++)
             if (is_noscript(replies[i])) {
@@ -463,9 +487,18 @@ dq_status client_run(dq_client *c, struct cmd *cmd, int s, redisReply **reply)
 dq_status client_pipeline(dq_client *c, struct cmd *cmds, size_t n,
                           enum dq_script_id s, redisReply **replies)
 {
+    return client_pipeline_build(c, cmds, n, s, replies, NULL, NULL);
+}
+
+dq_status client_pipeline_build(dq_client *c, struct cmd *cmds, size_t n,
+                                enum dq_script_id s, redisReply **replies,
+                                void (*build)(void *ctx, size_t i, struct cmd *cmd),
+                                void *ctx)
+{
+    struct pipe_builder b = { build, ctx };
     struct pipe_guard g;
     pipe_guard_enter(&g);
-    dq_status st = pipeline_unguarded(c, cmds, n, s, replies);
+    dq_status st = pipeline_unguarded(c, cmds, n, s, replies, build ? &b : NULL);
     pipe_guard_leave(&g);
     return st;
 }

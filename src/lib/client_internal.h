@@ -56,6 +56,14 @@ dq_status client_run(dq_client *c, struct cmd *cmd, int s, redisReply **reply);
 dq_status client_pipeline(dq_client *c, struct cmd *cmds, size_t n,
                           enum dq_script_id s, redisReply **replies);
 
+/* client_pipeline for commands built on the way: `build` fills cmds[i]
+ * (left empty by the caller) just before it is sent, so that the client
+ * builds the next command while Redis runs the last. */
+dq_status client_pipeline_build(dq_client *c, struct cmd *cmds, size_t n,
+                                enum dq_script_id s, redisReply **replies,
+                                void (*build)(void *ctx, size_t i, struct cmd *cmd),
+                                void *ctx);
+
 /* Add `queue` to the registry of queue names (once per connection). */
 dq_status client_register_queue(dq_client *c, const char *queue);
 

@@ -34,10 +34,7 @@ static int cmd_reserve(struct cmd *c)
     size_t *lens = realloc(c->lens, (size_t)cap * sizeof *lens);
     if (lens)
         c->lens = lens;
-    char **owned = realloc(c->owned, (size_t)cap * sizeof *owned);
-    if (owned)
-        c->owned = owned;
-    if (!argv || !lens || !owned) {
+    if (!argv || !lens) {
         c->oom = 1;
         return -1;
     }
@@ -59,30 +56,73 @@ void cmd_push_str(struct cmd *c, const char *s)
     cmd_push(c, s, strlen(s));
 }
 
-static void cmd_push_owned(struct cmd *c, const char *text)
+/* Room for `len` bytes that live as long as the command.  Copies go into
+ * large blocks, so that a bulk command of thousands of arguments costs a
+ * few allocations, not one per number; a full block is never moved, so the
+ * argument pointers into it stay valid. */
+static char *cmd_alloc(struct cmd *c, size_t len)
 {
-    char *copy = strdup(text);
-    if (!copy || cmd_reserve(c) < 0) {
-        free(copy);
-        c->oom = 1;
-        return;
+    if (c->oom)
+        return NULL;
+    if (c->nowned > 0 && len <= c->block_left) {
+        char *p = c->owned[c->nowned - 1] + (c->block_size - c->block_left);
+        c->block_left -= len;
+        return p;
     }
-    c->owned[c->nowned++] = copy;
-    cmd_push_str(c, copy);
+    if (c->nowned == c->owned_cap) {
+        int cap = c->owned_cap ? c->owned_cap * 2 : 4;
+        char **owned = realloc(c->owned, (size_t)cap * sizeof *owned);
+        if (!owned) {
+            c->oom = 1;
+            return NULL;
+        }
+        c->owned = owned;
+        c->owned_cap = cap;
+    }
+    /* Blocks grow from 256 bytes, so that a small command stays small.  An
+     * argument bigger than a block gets one of its own size; what the
+     * previous block had left is given up, less than the argument. */
+    size_t size = (size_t)256 << (c->nowned < 6 ? c->nowned : 6);
+    if (size < len)
+        size = len;
+    char *b = malloc(size);
+    if (!b) {
+        c->oom = 1;
+        return NULL;
+    }
+    c->owned[c->nowned++] = b;
+    c->block_size = size;
+    c->block_left = size - len;
+    return b;
+}
+
+char *cmd_push_space(struct cmd *c, size_t len)
+{
+    char *p = cmd_alloc(c, len ? len : 1);
+    if (p)
+        cmd_push(c, p, len);
+    return c->oom ? NULL : p;
+}
+
+void cmd_push_copy(struct cmd *c, const void *p, size_t len)
+{
+    char *copy = cmd_push_space(c, len);
+    if (copy && len)
+        memcpy(copy, p, len);
 }
 
 void cmd_push_i64(struct cmd *c, int64_t v)
 {
     char buf[24];
-    snprintf(buf, sizeof buf, "%lld", (long long)v);
-    cmd_push_owned(c, buf);
+    int n = snprintf(buf, sizeof buf, "%lld", (long long)v);
+    cmd_push_copy(c, buf, (size_t)n);
 }
 
 void cmd_push_double(struct cmd *c, double v)
 {
     char buf[32];
-    snprintf(buf, sizeof buf, "%.6f", v);
-    cmd_push_owned(c, buf);
+    int n = snprintf(buf, sizeof buf, "%.6f", v);
+    cmd_push_copy(c, buf, (size_t)n);
 }
 
 void cmd_eval(struct cmd *c, enum dq_script_id s, const struct queue_keys *k)

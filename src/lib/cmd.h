@@ -18,8 +18,11 @@ struct cmd {
     int cap;
     const char **argv;
     size_t *lens;
-    char **owned;       /* formatted numbers, freed by cmd_free */
+    char **owned;       /* blocks holding copied bytes, freed by cmd_free */
     int nowned;
+    int owned_cap;
+    size_t block_size;  /* the newest block's size ... */
+    size_t block_left;  /* ... and the free bytes at its end */
     int oom;            /* an allocation failed: the command is unusable */
 };
 
@@ -31,6 +34,11 @@ void cmd_eval(struct cmd *c, enum dq_script_id s, const struct queue_keys *k);
 
 void cmd_push(struct cmd *c, const void *p, size_t len);
 void cmd_push_str(struct cmd *c, const char *s);
+/* Push a copy of `len` bytes, kept by the command until cmd_free. */
+void cmd_push_copy(struct cmd *c, const void *p, size_t len);
+/* Push an argument of `len` bytes that the caller writes into the memory
+ * returned (owned by the command), or NULL when out of memory. */
+char *cmd_push_space(struct cmd *c, size_t len);
 void cmd_push_i64(struct cmd *c, int64_t v);
 void cmd_push_double(struct cmd *c, double v);
 

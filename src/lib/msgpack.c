@@ -142,3 +142,51 @@ int mp_read_int(struct mp_reader *r, int64_t *v)
         return fail(r);
     }
 }
+
+/* `v` big-endian in `n` bytes after the tag byte. */
+static size_t put_be(unsigned char *out, unsigned tag, uint64_t v, size_t n)
+{
+    out[0] = (unsigned char)tag;
+    for (size_t i = 0; i < n; i++)
+        out[1 + i] = (unsigned char)(v >> (8 * (n - 1 - i)));
+    return 1 + n;
+}
+
+size_t mp_write_array_head(unsigned char *out, size_t n)
+{
+    if (n < 16) {
+        out[0] = (unsigned char)(0x90 | n);
+        return 1;
+    }
+    if (n <= 0xffff)
+        return put_be(out, 0xdc, n, 2);
+    return put_be(out, 0xdd, n, 4);
+}
+
+size_t mp_write_str_head(unsigned char *out, size_t len)
+{
+    if (len < 32) {
+        out[0] = (unsigned char)(0xa0 | len);
+        return 1;
+    }
+    if (len <= 0xff)
+        return put_be(out, 0xd9, len, 1);
+    if (len <= 0xffff)
+        return put_be(out, 0xda, len, 2);
+    return put_be(out, 0xdb, len, 4);
+}
+
+size_t mp_write_uint(unsigned char *out, uint64_t v)
+{
+    if (v <= 0x7f) {
+        out[0] = (unsigned char)v;
+        return 1;
+    }
+    if (v <= 0xff)
+        return put_be(out, 0xcc, v, 1);
+    if (v <= 0xffff)
+        return put_be(out, 0xcd, v, 2);
+    if (v <= 0xffffffffu)
+        return put_be(out, 0xce, v, 4);
+    return put_be(out, 0xcf, v, 8);
+}

@@ -1,7 +1,8 @@
 /*
  * Reading the MessagePack that the scripts' cmsgpack writes: just what a
  * job record's body holds (an array of strings and integers), bounds-checked
- * so that a corrupt record is an error, never a crash.
+ * so that a corrupt record is an error, never a crash.  Writing the head
+ * of a body for enqueue_many, in the encoding cmsgpack itself chooses.
  */
 #ifndef DQ_MSGPACK_H
 #define DQ_MSGPACK_H
@@ -23,5 +24,13 @@ int mp_read_array(struct mp_reader *r, size_t *n);
 int mp_read_bytes(struct mp_reader *r, const char **s, size_t *len);
 /* An integer (a double with an integral value is accepted too). */
 int mp_read_int(struct mp_reader *r, int64_t *v);
+
+/* Writing, just what a record body's head needs: each writes at `out` and
+ * returns the number of bytes written, at most MP_HEAD_MAX. */
+#define MP_HEAD_MAX 9
+size_t mp_write_array_head(unsigned char *out, size_t n);
+/* The header of a str of `len` bytes; the bytes follow it. */
+size_t mp_write_str_head(unsigned char *out, size_t len);
+size_t mp_write_uint(unsigned char *out, uint64_t v);
 
 #endif

@@ -6,11 +6,16 @@
 #include "lib/proto.h"
 
 /* Check a request before anything is sent: a refused job costs no round
- * trip and changes nothing. */
-static dq_status check_request(dq_client *c, const dq_enqueue_req *req)
+ * trip and changes nothing.  `prev` is the request checked just before
+ * (or NULL): a bulk producer's jobs mostly share a queue and a type, which
+ * are then checked once. */
+static dq_status check_request(dq_client *c, const dq_enqueue_req *req,
+                               const dq_enqueue_req *prev)
 {
-    const char *why = keys_check_queue(req->queue);
-    if (!why)
+    const char *why = NULL;
+    if (!prev || !prev->queue || !req->queue || strcmp(req->queue, prev->queue) != 0)
+        why = keys_check_queue(req->queue);
+    if (!why && (!prev || !prev->type || !req->type || strcmp(req->type, prev->type) != 0))
         why = keys_check_type(req->type);
     if (!why && req->id && *req->id)
         why = keys_check_id(req->id);
@@ -43,7 +48,7 @@ static dq_status refused(dq_client *c, dq_status st, const dq_enqueue_req *req)
 
 dq_status dq_enqueue(dq_client *c, const dq_enqueue_req *req, dq_enqueued *out)
 {
-    dq_status st = check_request(c, req);
+    dq_status st = check_request(c, req, NULL);
     if (st == DQ_OK)
         st = client_register_queue(c, req->queue);
     if (st != DQ_OK)
@@ -98,6 +103,23 @@ static size_t make_chunks(const dq_enqueue_req *reqs, const size_t *send, size_t
     return n;
 }
 
+/* What build_chunk needs to turn chunk i into its enqueue_many command. */
+struct chunk_builder {
+    dq_client *c;
+    const dq_enqueue_req *reqs;
+    const size_t *send;
+    const struct chunk *chunks;
+    struct queue_keys *keys;
+};
+
+static void build_chunk(void *ctx, size_t i, struct cmd *cmd)
+{
+    struct chunk_builder *b = ctx;
+    const struct chunk *ch = &b->chunks[i];
+    keys_build(&b->keys[i], b->c->prefix, b->reqs[b->send[ch->start]].queue);
+    proto_enqueue_many_cmd(cmd, &b->keys[i], b->reqs, &b->send[ch->start], ch->count);
+}
+
 dq_status dq_enqueue_many(dq_client *c, const dq_enqueue_req *reqs, size_t n,
                           dq_enqueued *results, dq_status *statuses)
 {
@@ -109,53 +131,62 @@ dq_status dq_enqueue_many(dq_client *c, const dq_enqueue_req *reqs, size_t n,
     struct queue_keys *keys = calloc(m, sizeof *keys);
     struct cmd *cmds = calloc(m, sizeof *cmds);
     redisReply **replies = calloc(m, sizeof *replies);
-    if (!send || !chunks || !keys || !cmds || !replies) {
+    size_t per = m < ENQUEUE_CHUNK ? m : ENQUEUE_CHUNK;
+    dq_enqueued *outs = calloc(per, sizeof *outs);
+    dq_status *sts = calloc(per, sizeof *sts);
+    if (!send || !chunks || !keys || !cmds || !replies || !outs || !sts) {
         first = client_fail(c, DQ_ERR_NOMEM, "out of memory");
         goto done;
     }
     /* Jobs that fail the checks are reported; the others are sent. */
+    const dq_enqueue_req *checked = NULL;  /* the last request that passed */
     for (size_t i = 0; i < n; i++) {
-        dq_status st = check_request(c, &reqs[i]);
+        dq_status st = check_request(c, &reqs[i], checked);
+        if (st == DQ_OK)
+            checked = &reqs[i];
         if (statuses)
             statuses[i] = st;
         note_failure(c, st, &first, firstmsg, sizeof firstmsg);
         if (st == DQ_OK)
             send[nsend++] = i;
     }
-    for (size_t i = 0; i < nsend; i++) {
-        dq_status st = client_register_queue(c, reqs[send[i]].queue);
-        if (st != DQ_OK) {
-            first = st;
-            goto done;
-        }
-    }
     nchunks = make_chunks(reqs, send, nsend, chunks);
+    /* A chunk holds jobs of one queue: register each chunk's. */
     for (size_t k = 0; k < nchunks; k++) {
-        keys_build(&keys[k], c->prefix, reqs[send[chunks[k].start]].queue);
-        proto_enqueue_many_cmd(&cmds[k], &keys[k], reqs, &send[chunks[k].start],
-                               chunks[k].count);
-    }
-    if (nchunks) {
-        dq_status st = client_pipeline(c, cmds, nchunks, DQ_SCRIPT_ENQUEUE_MANY, replies);
+        dq_status st = client_register_queue(c, reqs[send[chunks[k].start]].queue);
         if (st != DQ_OK) {
             first = st;
             goto done;
         }
     }
-    for (size_t k = 0; k < nchunks; k++)
-        for (size_t j = 0; j < chunks[k].count; j++) {
-            size_t i = send[chunks[k].start + j];
-            dq_enqueued tmp, *out = results ? &results[i] : &tmp;
-            dq_status st = replies[k]->type == REDIS_REPLY_ERROR
-                ? client_fail(c, DQ_ERR_REDIS, "redis error in enqueue_many: %s",
-                              replies[k]->str)
-                : proto_enqueue_many_reply(replies[k], chunks[k].count, j, out);
-            if (st != DQ_OK && replies[k]->type != REDIS_REPLY_ERROR)
-                refused(c, st, &reqs[i]);
+    struct chunk_builder cb = { c, reqs, send, chunks, keys };
+    if (nchunks) {
+        dq_status st = client_pipeline_build(c, cmds, nchunks, DQ_SCRIPT_ENQUEUE_MANY,
+                                             replies, build_chunk, &cb);
+        if (st != DQ_OK) {
+            first = st;
+            goto done;
+        }
+    }
+    for (size_t k = 0; k < nchunks; k++) {
+        const size_t *idx = &send[chunks[k].start];
+        size_t cnt = chunks[k].count;
+        dq_status rst = replies[k]->type == REDIS_REPLY_ERROR
+            ? client_fail(c, DQ_ERR_REDIS, "redis error in enqueue_many: %s", replies[k]->str)
+            : proto_enqueue_many_reply(replies[k], reqs, idx, cnt, outs, sts);
+        if (rst != DQ_OK && replies[k]->type != REDIS_REPLY_ERROR)
+            client_fail(c, rst, "unexpected reply from the enqueue_many script");
+        for (size_t j = 0; j < cnt; j++) {
+            dq_status st = rst != DQ_OK ? rst : sts[j];
+            if (st != DQ_OK && rst == DQ_OK)
+                refused(c, st, &reqs[idx[j]]);
+            if (results)
+                results[idx[j]] = outs[j];
             if (statuses)
-                statuses[i] = st;
+                statuses[idx[j]] = st;
             note_failure(c, st, &first, firstmsg, sizeof firstmsg);
         }
+    }
     if (first != DQ_OK)
         snprintf(c->err, sizeof c->err, "%s", firstmsg);
     else
@@ -171,6 +202,8 @@ done:
     free(keys);
     free(cmds);
     free(replies);
+    free(outs);
+    free(sts);
     return first;
 }
 

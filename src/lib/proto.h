@@ -25,9 +25,12 @@ dq_status proto_enqueue_reply(const redisReply *r, dq_enqueued *out);
 /* enqueue_many: `n` jobs of one queue (reqs[idx[0..n-1]]) in one call. */
 void proto_enqueue_many_cmd(struct cmd *c, const struct queue_keys *k,
                             const dq_enqueue_req *reqs, const size_t *idx, size_t n);
-/* The i-th job's result in an enqueue_many reply of `n` jobs. */
-dq_status proto_enqueue_many_reply(const redisReply *r, size_t n, size_t i,
-                                   dq_enqueued *out);
+/* Each job's result (out[0..n-1]) and status (st[0..n-1]) from the
+ * enqueue_many reply to the jobs sent as reqs[idx[0..n-1]].  DQ_ERR_REDIS
+ * when the reply is not one. */
+dq_status proto_enqueue_many_reply(const redisReply *r, const dq_enqueue_req *reqs,
+                                   const size_t *idx, size_t n, dq_enqueued *out,
+                                   dq_status *st);
 
 void proto_claim_cmd(struct cmd *c, const struct queue_keys *k, int max,
                      int64_t lease_ms);

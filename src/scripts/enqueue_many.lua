@@ -1,19 +1,51 @@
 -- enqueue_many: enqueue's work for several jobs of one queue in one call,
--- with one command per batch rather than per job (bulk producers).
--- ARGV: wake_channel, then per job the seven arguments of enqueue after
---       its wake channel: id ('' = generate), type, payload, 'delay'|'at',
---       ms, max_attempts, replace
--- Returns {now_ms, then per job: status, id, due_ms}, statuses as enqueue's.
+-- with one command per batch rather than per job (libdelayq's dq_enqueue_many).
+-- The client sends each record's body already encoded, so that the script
+-- only stamps the times on it: this is the bulk producer's hot path.
+-- ARGV: wake_channel, then per job three arguments:
+--   id    '' = generate one
+--   when  a delay in ms ("5000"), or "@" and an absolute Unix time in ms
+--         ("@1767225600000"); an "r" in front of either ("r5000") replaces
+--         a job of that id that is not running
+--   body  the record body's MessagePack up to its due time: an array
+--         header of 6, then type, payload and max_attempts.  The script
+--         appends created_ms, due_ms and an empty last_error.
+-- Returns {now_ms, seq, then per exception: index, status, id}.  Jobs are
+-- 'ok' with the id the client sent, a delay's due time being now_ms + delay,
+-- and the k-th job sent without an id (counting from 1) getting seq + k;
+-- the exceptions (1-based index) are the jobs with another status, as
+-- enqueue's, or with a generated id drawn again because a producer's
+-- record held it.  A short reply: the client knows the rest.
 local now = now_ms()
-local n = (#ARGV - 1) / 7
-local ids, generated = {}, 0
+local n = (#ARGV - 1) / 3
+local tonumber, match, pack = tonumber, string.match, cmsgpack.pack
+
+-- Every argument is read before anything is written: a malformed one
+-- leaves the queue untouched.
+local ids, dues, replace, generated, seq = {}, {}, {}, 0, 0
 for i = 1, n do
-  ids[i] = ARGV[7 * i - 5]
-  if ids[i] == '' then generated = generated + 1 end
+  local id, when = ARGV[3 * i - 1], ARGV[3 * i + 0]
+  local due = tonumber(when)
+  if due then
+    due = now + due
+  else
+    local r, at, ms = match(when, '^(r?)(@?)(%d+)$')
+    if not ms then
+      return redis.error_reply('enqueue_many: job ' .. i .. ' has a bad time "' .. when .. '"')
+    end
+    due = tonumber(ms)
+    if at == '' then due = now + due end
+    replace[i] = r == 'r'
+  end
+  dues[i] = due
+  ids[i] = id
+  if id == '' then generated = generated + 1 end
 end
+
 -- Generated ids come from one counter increment for the whole batch.
 if generated > 0 then
-  local next_id = redis.call('HINCRBY', KEYS[5], 'seq', generated) - generated
+  seq = redis.call('HINCRBY', KEYS[5], 'seq', generated) - generated
+  local next_id = seq
   for i = 1, n do
     if ids[i] == '' then
       next_id = next_id + 1
@@ -26,20 +58,23 @@ local taken = {}
 for i = 1, n do if found[i] then taken[ids[i]] = true end end
 
 local before = head_due(KEYS[2])
-local out = { now }
+-- created_ms is the same for the whole batch, and many jobs share a due
+-- time: encode each once.
+local tail_created = pack(now)
+local last_due, last_tail = nil, nil
+local out = { now, seq }
 local hset, zadd = {}, {}
 local soonest = nil
 for i = 1, n do
-  local a = 7 * i - 5
   local id = ids[i]
   local status = 'ok'
   if taken[id] then
-    if ARGV[a] == '' then
+    if ARGV[3 * i - 1] == '' then
       -- A generated id that a record holds already: draw again.
       repeat
         id = tostring(redis.call('HINCRBY', KEYS[5], 'seq', 1))
       until redis.call('HEXISTS', KEYS[1], id) == 0 and not taken[id]
-    elseif ARGV[a + 6] ~= '1' then
+    elseif not replace[i] then
       status = 'exists'
     elseif redis.call('ZSCORE', KEYS[3], id) then
       status = 'running'
@@ -48,22 +83,25 @@ for i = 1, n do
       status = 'replaced'
     end
   end
-  local due = 0
   if status == 'ok' or status == 'replaced' then
-    due = tonumber(ARGV[a + 4])
-    if ARGV[a + 3] ~= 'at' then due = now + due end
-    hset[#hset + 1] = id
-    hset[#hset + 1] = encode({ type = ARGV[a + 1], payload = ARGV[a + 2],
-      attempts = 0, max = tonumber(ARGV[a + 5]), created = now, due = due,
-      fence = 0, err = '' })
-    zadd[#zadd + 1] = due
-    zadd[#zadd + 1] = id
+    local due = dues[i]
+    if due ~= last_due then
+      last_due, last_tail = due, tail_created .. pack(due) .. '\160'
+    end
+    local h = #hset
+    hset[h + 1] = id
+    hset[h + 2] = '2:0:0:' .. ARGV[3 * i + 1] .. last_tail
+    zadd[h + 1] = due
+    zadd[h + 2] = id
     taken[id] = true
     if soonest == nil or due < soonest then soonest = due end
   end
-  out[#out + 1] = status
-  out[#out + 1] = id
-  out[#out + 1] = due
+  if status ~= 'ok' or id ~= ids[i] then
+    local o = #out
+    out[o + 1] = i
+    out[o + 2] = status
+    out[o + 3] = id
+  end
 end
 if #hset > 0 then
   redis.call('HSET', KEYS[1], unpack(hset))
