@@ -575,6 +575,89 @@ START_TEST(late_ack_after_reclaim_is_stale)
 }
 END_TEST
 
+/* ack trusts the record's fence alone, without a look at the processing
+ * set, so every way out of processing must void the claim's fence: a late
+ * ack after a reap, a retry or a burial must not delete the job, even
+ * before anyone claims it again; and no fence of 0 acks a waiting job. */
+START_TEST(ack_after_leaving_processing_is_stale)
+{
+    dq_retry_policy p;
+    policy_make(&p, 60000, 60000, 0, 5);
+    dq_claim_result reaped, retried, buried;
+    enq("reaped", "x", 0, 0);
+    claim_n(1, 30, 1, &reaped);
+    sleep_ms(60);
+    dq_reap_result rr;
+    ck_assert_int_eq(dq_reap(cl, Q, 100, &p, &rr), DQ_OK);
+    ck_assert_uint_eq(rr.retried, 1);
+    enq("retried", "x", 0, 0);
+    claim_n(1, 30000, 1, &retried);
+    ck_assert_int_eq(dq_fail(cl, Q, "retried", retried.jobs[0].fence, "boom",
+                             DQ_FAIL_RETRY, 60000, &p, NULL), DQ_OK);
+    enq("buried", "x", 0, 0);
+    claim_n(1, 30000, 1, &buried);
+    ck_assert_int_eq(dq_fail(cl, Q, "buried", buried.jobs[0].fence, "boom",
+                             DQ_FAIL_DEAD, -1, &p, NULL), DQ_OK);
+    enq("waiting", "x", 60000, 0);
+
+    ck_assert_int_eq(dq_ack(cl, Q, "reaped", reaped.jobs[0].fence), DQ_ERR_STALE);
+    ck_assert_int_eq(dq_ack(cl, Q, "retried", retried.jobs[0].fence), DQ_ERR_STALE);
+    ck_assert_int_eq(dq_ack(cl, Q, "buried", buried.jobs[0].fence), DQ_ERR_STALE);
+    ck_assert_int_eq(dq_ack(cl, Q, "waiting", 0), DQ_ERR_STALE);
+    const char *ids[] = { "reaped", "retried", "buried", "waiting" };
+    const dq_state want[] = { DQ_STATE_DELAYED, DQ_STATE_DELAYED, DQ_STATE_DEAD,
+                              DQ_STATE_DELAYED };
+    for (int i = 0; i < 4; i++) {
+        dq_job_info info;
+        show(ids[i], &info);
+        ck_assert_msg(info.state == want[i], "%s is in state %d", ids[i], (int)info.state);
+        ck_assert_int_eq(info.job.fence, 0);
+        dq_job_info_free(&info);
+    }
+    dq_stats s = stats();
+    ck_assert_int_eq(s.processing, 0);
+    ck_assert_int_eq(s.delayed + s.due, 3);
+    ck_assert_int_eq(s.dead, 1);
+    dq_claim_result_free(&reaped);
+    dq_claim_result_free(&retried);
+    dq_claim_result_free(&buried);
+}
+END_TEST
+
+/* Workers' batches put up to a few hundred members in the processing set,
+ * where Redis's compact encoding (a listpack, up to 128 members) makes
+ * each ZADD and ZREM scan the whole set: the set must be a skiplist from
+ * the first claim, and the member that keeps it so is never counted as a
+ * job, nor reaped. */
+START_TEST(processing_set_stays_a_skiplist)
+{
+    enq("one", "x", 0, 0);
+    dq_claim_result res;
+    claim_n(1, 30, 1, &res);
+    redisContext *rc = raw_connect();
+    redisReply *r = redisCommand(rc, "OBJECT ENCODING dq:{%s}:processing", Q);
+    ck_assert(r && r->type == REDIS_REPLY_STRING);
+    ck_assert_str_eq(r->str, "skiplist");
+    freeReplyObject(r);
+    ck_assert_int_eq(stats().processing, 1);
+    ck_assert_int_eq(dq_ack(cl, Q, "one", res.jobs[0].fence), DQ_OK);
+    dq_stats s = stats();
+    ck_assert_int_eq(s.processing + s.expired + s.delayed + s.due + s.dead, 0);
+    dq_retry_policy p;
+    policy_make(&p, 1, 1, 0, 5);
+    dq_reap_result rr;
+    ck_assert_int_eq(dq_reap(cl, Q, 100, &p, &rr), DQ_OK);
+    ck_assert_uint_eq(rr.retried + rr.dead, 0);
+    ck_assert_int_eq(rr.next_in_ms, -1);
+    r = redisCommand(rc, "OBJECT ENCODING dq:{%s}:processing", Q);
+    ck_assert(r && r->type == REDIS_REPLY_STRING);
+    ck_assert_str_eq(r->str, "skiplist");
+    freeReplyObject(r);
+    redisFree(rc);
+    dq_claim_result_free(&res);
+}
+END_TEST
+
 START_TEST(fence_survives_replace_after_reap)
 {
     dq_retry_policy p;
@@ -1655,6 +1738,8 @@ static Suite *client_suite(void)
     tcase_add_test(tc, ack_with_claim_fence_removes_job);
     tcase_add_test(tc, wrong_fence_is_stale_and_changes_nothing);
     tcase_add_test(tc, late_ack_after_reclaim_is_stale);
+    tcase_add_test(tc, ack_after_leaving_processing_is_stale);
+    tcase_add_test(tc, processing_set_stays_a_skiplist);
     tcase_add_test(tc, fence_survives_replace_after_reap);
     tcase_add_test(tc, release_gives_back_unstarted_jobs);
 

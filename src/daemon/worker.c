@@ -28,6 +28,15 @@ enum worker_state {
     W_SLEEPING      /* nothing due: waiting for the timer or a wake message */
 };
 
+/* The claim a worker sends with the reports of a full batch (more jobs are
+ * due), so that Redis has the next claim in hand while it runs the ack:
+ * one round trip per batch instead of two, and Redis is kept busy. */
+enum claim_ahead {
+    AHEAD_NONE,
+    AHEAD_SENT,     /* reply awaited */
+    AHEAD_READY     /* claimed into w->next before the reports were settled */
+};
+
 struct worker;
 
 /* One result to send: the ack of the batch's successes, one fail, or the
@@ -56,6 +65,8 @@ struct worker {
     struct event *wake_timer, *run_ev, *stop_poll;
     enum worker_state state;
     dq_claim_result batch;
+    dq_claim_result next;       /* the claim ahead's jobs, when AHEAD_READY */
+    enum claim_ahead ahead;
     struct report *reports;     /* room for DQ_CLAIM_MAX + 3 */
     size_t nreports, awaiting;
     int64_t sleep_until_us;     /* monotonic */
@@ -69,6 +80,7 @@ struct worker {
 };
 
 static void drive(struct worker *w);
+static void claim_ahead(struct worker *w);
 
 /* The Redis server's clock as this worker estimates it, in µs. */
 static int64_t server_now_us(const struct worker *w)
@@ -218,12 +230,26 @@ static void count_acks(struct worker *w, const redisReply *reply, size_t n)
 
 static void send_reports(struct worker *w);
 
-/* The batch is settled: sleep until the next due job, or claim again. */
+static void start_batch(struct worker *w);
+
+/* The batch is settled: take the claim sent ahead, or sleep until the next
+ * due job, or claim again. */
 static void finish_batch(struct worker *w)
 {
     free_reports(w);
     dq_claim_result_free(&w->batch);
+    if (w->ahead == AHEAD_SENT) {
+        w->state = W_CLAIMING;  /* on_claim goes on */
+        return;
+    }
     w->state = W_IDLE;
+    if (w->ahead == AHEAD_READY) {
+        w->ahead = AHEAD_NONE;
+        w->batch = w->next;
+        memset(&w->next, 0, sizeof w->next);
+        start_batch(w);
+        return;
+    }
     if (signals_stop_requested())
         drive(w);
     else
@@ -378,18 +404,42 @@ static void on_run(evutil_socket_t fd, short what, void *arg)
     }
     free(ok);
     w->state = W_REPORTING;
-    if (w->nreports == 0)
+    if (w->nreports == 0) {
         finish_batch(w);        /* only when out of memory above */
-    else
-        send_reports(w);
+        return;
+    }
+    send_reports(w);
+    if (w->awaiting == w->nreports && b->next_due_in_ms == 0 && !signals_stop_requested())
+        claim_ahead(w);
 }
 
 /* ---- claiming ----------------------------------------------------------- */
+
+/* A claim that was sent ahead came back before the reports of the batch
+ * before were all settled (one is being retried after an error, or the
+ * connection was lost): keep its jobs for finish_batch. */
+static void keep_claim_ahead(struct worker *w, redisReply *reply)
+{
+    if (reply && proto_claim_reply(reply, &w->next) == DQ_OK) {
+        learn_server_clock(w, w->next.now_ms);
+        w->ahead = AHEAD_READY;
+    } else {
+        dq_claim_result_free(&w->next);
+        if (reply && reply->type != REDIS_REPLY_ERROR)
+            log_err("queue=%s: unexpected reply to claim", w->q->name);
+    }
+}
 
 static void on_claim(struct rconn *rc, redisReply *reply, void *arg)
 {
     (void)rc;
     struct worker *w = arg;
+    int was_ahead = w->ahead == AHEAD_SENT;
+    w->ahead = AHEAD_NONE;
+    if (was_ahead && w->state == W_REPORTING) {
+        keep_claim_ahead(w, reply);
+        return;
+    }
     w->state = W_IDLE;
     if (!reply)
         return;                 /* connection lost: on_cmd_up claims again */
@@ -402,6 +452,12 @@ static void on_claim(struct rconn *rc, redisReply *reply, void *arg)
         return;
     }
     learn_server_clock(w, w->batch.now_ms);
+    start_batch(w);
+}
+
+/* The claim's jobs are in w->batch: run them, or sleep if there are none. */
+static void start_batch(struct worker *w)
+{
     w->next_due_server = w->batch.next_due_in_ms < 0 ? -1
                          : w->batch.now_ms + w->batch.next_due_in_ms;
     if (w->batch.n == 0) {
@@ -421,6 +477,18 @@ static void on_claim(struct rconn *rc, redisReply *reply, void *arg)
     event_active(w->run_ev, EV_TIMEOUT, 0);
 }
 
+/* Send a claim; 0 when it is on its way. */
+static int send_claim(struct worker *w)
+{
+    struct cmd cmd;
+    cmd_init(&cmd);
+    proto_claim_cmd(&cmd, &w->keys, w->q->batch, w->q->lease_ms);
+    w->claim_sent_us = slots_now_us();
+    int rc = rconn_send(w->cmd, &cmd, DQ_SCRIPT_CLAIM, on_claim, w);
+    cmd_free(&cmd);
+    return rc;
+}
+
 /* Claim when idle; stop when asked and nothing is in hand. */
 static void drive(struct worker *w)
 {
@@ -430,13 +498,14 @@ static void drive(struct worker *w)
         event_base_loopbreak(w->base);
         return;
     }
-    struct cmd cmd;
-    cmd_init(&cmd);
-    proto_claim_cmd(&cmd, &w->keys, w->q->batch, w->q->lease_ms);
-    w->claim_sent_us = slots_now_us();
-    if (rconn_send(w->cmd, &cmd, DQ_SCRIPT_CLAIM, on_claim, w) == 0)
+    if (send_claim(w) == 0)
         w->state = W_CLAIMING;
-    cmd_free(&cmd);
+}
+
+static void claim_ahead(struct worker *w)
+{
+    if (w->ahead == AHEAD_NONE && send_claim(w) == 0)
+        w->ahead = AHEAD_SENT;
 }
 
 static void on_cmd_up(struct rconn *rc, void *arg)
@@ -539,6 +608,7 @@ static void worker_teardown(struct worker *w)
     free_reports(w);
     free(w->reports);
     dq_claim_result_free(&w->batch);
+    dq_claim_result_free(&w->next);
     handlers_close(&w->handlers);
 }
 

@@ -12,28 +12,24 @@
 -- finish a job that was claimed again.
 local now = now_ms()
 local max = tonumber(ARGV[1])
-local deadline = now + tonumber(ARGV[2])
--- One read serves both answers: of the first `max` jobs by due time, those
--- due are claimed, and the first one not due says how long to wait.
-local head = redis.call('ZRANGE', KEYS[2], 0, max - 1, 'WITHSCORES')
-local ids = {}
-local wait = -1
-for i = 1, #head, 2 do
-  local due = tonumber(head[i + 1])
-  if due > now then
-    wait = due - now
-    break
-  end
-  ids[#ids + 1] = head[i]
-end
+-- Numbers handed to redis.call are formatted with "%.17g" and read back
+-- with strtod, a cost per job: the deadline is formatted once, as an
+-- integer, and the due jobs are read without their scores.
+local deadline = string.format('%d', now + tonumber(ARGV[2]))
+local ids = redis.call('ZRANGE', KEYS[2], '-inf', now, 'BYSCORE', 'LIMIT', 0, max)
 local n = #ids
-if n == max then wait = 0 end
+local wait = 0
+if n > 0 then redis.call('ZREMRANGEBYRANK', KEYS[2], 0, n - 1) end
+if n < max then
+  -- All due jobs are taken: the next one's due time says how long to wait.
+  local next_due = head_due(KEYS[2])
+  wait = next_due and next_due - now or -1
+end
 local out = { now, wait, 0 }
 if n > 0 then
-  redis.call('ZREMRANGEBYRANK', KEYS[2], 0, n - 1)
   local raws = redis.call('HMGET', KEYS[1], unpack(ids))
   local fence = redis.call('HINCRBY', KEYS[5], 'fence', n) - n
-  local hset, zadd, bury = {}, {}, {}
+  local hset, zadd, bury = {}, { PIN_SCORE, PIN }, {}
   local nh, no, claimed = 0, 3, 0
   local match, sub, format = string.match, string.sub, string.format
   for i = 1, n do
@@ -47,8 +43,8 @@ if n > 0 then
       local rest = sub(raw, body)
       hset[nh + 1] = id
       hset[nh + 2] = format('2:%d:%d:', attempts, fence) .. rest
-      zadd[nh + 1] = deadline
-      zadd[nh + 2] = id
+      zadd[nh + 3] = deadline
+      zadd[nh + 4] = id
       nh = nh + 2
       out[no + 1] = id
       out[no + 2] = attempts

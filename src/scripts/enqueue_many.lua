@@ -18,7 +18,7 @@
 -- record held it.  A short reply: the client knows the rest.
 local now = now_ms()
 local n = (#ARGV - 1) / 3
-local tonumber, match, pack = tonumber, string.match, cmsgpack.pack
+local tonumber, match, format, pack = tonumber, string.match, string.format, cmsgpack.pack
 
 -- Every argument is read before anything is written: a malformed one
 -- leaves the queue untouched.
@@ -49,7 +49,7 @@ if generated > 0 then
   for i = 1, n do
     if ids[i] == '' then
       next_id = next_id + 1
-      ids[i] = tostring(next_id)
+      ids[i] = format('%d', next_id)
     end
   end
 end
@@ -59,9 +59,10 @@ for i = 1, n do if found[i] then taken[ids[i]] = true end end
 
 local before = head_due(KEYS[2])
 -- created_ms is the same for the whole batch, and many jobs share a due
--- time: encode each once.
+-- time: encode each once.  Scores go to ZADD as integer strings: a number
+-- handed to redis.call is formatted with "%.17g", a cost per job.
 local tail_created = pack(now)
-local last_due, last_tail = nil, nil
+local last_due, last_tail, last_score = nil, nil, nil
 local out = { now, seq }
 local hset, zadd = {}, {}
 local soonest = nil
@@ -87,11 +88,12 @@ for i = 1, n do
     local due = dues[i]
     if due ~= last_due then
       last_due, last_tail = due, tail_created .. pack(due) .. '\160'
+      last_score = format('%d', due)
     end
     local h = #hset
     hset[h + 1] = id
     hset[h + 2] = '2:0:0:' .. ARGV[3 * i + 1] .. last_tail
-    zadd[h + 1] = due
+    zadd[h + 1] = last_score
     zadd[h + 2] = id
     taken[id] = true
     if soonest == nil or due < soonest then soonest = due end

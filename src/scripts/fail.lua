@@ -7,18 +7,21 @@
 local id = ARGV[2]
 if not redis.call('ZSCORE', KEYS[3], id) then return { 'stale', 0 } end
 local raw = redis.call('HGET', KEYS[1], id)
-local _, fence = split(raw)
+local attempts, fence, body = split(raw)
 if fence ~= tonumber(ARGV[3]) then return { 'stale', 0 } end
 
 local now = now_ms()
 local j = decode(raw)
 if not j then
   -- The head is readable but the body is not: nothing can run it, so it
-  -- is buried as it is, for an operator.
+  -- is buried as it is, for an operator.  Its fence goes back to 0, as on
+  -- every way out of processing (ack relies on it).
   redis.call('ZREM', KEYS[3], id)
+  redis.call('HSET', KEYS[1], id, restamp(raw, body, attempts, 0))
   redis.call('ZADD', KEYS[4], now, id)
   return { 'dead', now }
 end
+j.fence = 0
 local delay = tonumber(ARGV[6])
 if delay < 0 then
   delay = backoff_ms(j.attempts, tonumber(ARGV[7]), tonumber(ARGV[8]),

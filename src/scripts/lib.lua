@@ -12,7 +12,19 @@
 -- array {type, payload, max_attempts, created_ms, due_ms, last_error}.  The
 -- two fields a claim changes and an ack checks stand in plain text before
 -- the array, so that the hot path never decodes or re-encodes MessagePack.
+-- The fence is 0 except while the job is in processing: claim sets it, and
+-- every script that takes a job out of processing writes 0 back, so that
+-- ack can trust a matching fence without reading the processing set.
 -- Bump the format (and docs/protocol.md) on any incompatible change.
+
+-- The processing set always holds this member, scored above any deadline.
+-- Its length (over zset-max-listpack-value, 64 by default) keeps the set
+-- in skiplist encoding: a set of up to 128 small members is otherwise a
+-- listpack, where each ZADD and ZREM of a member scans the whole list,
+-- and workers' batches (2 workers x 64 jobs) sit right at that size.
+-- The space keeps it from ever being a job id.
+local PIN = 'delayq processing-set pin: keeps this sorted set in skiplist encoding (never a job)'
+local PIN_SCORE = '9007199254740991'
 
 -- Milliseconds on the Redis server's clock: every due time, lease deadline
 -- and backoff is measured against it, never against a client's clock.

@@ -12,6 +12,7 @@ local head = redis.call('ZRANGE', KEYS[3], 0, batch - 1, 'WITHSCORES')
 local ids = {}
 local wait = -1
 for i = 1, #head, 2 do
+  if head[i] == PIN then break end   -- last of all: nothing else processing
   local deadline = tonumber(head[i + 1])
   if deadline > now then
     wait = deadline - now
@@ -40,8 +41,15 @@ if n > 0 then
         zdead[#zdead + 1] = now
         zdead[#zdead + 1] = id
         dead = dead + 1
+        -- Out of processing, the fence goes back to 0 (ack relies on it).
+        local attempts, _, body = split(raws[i])
+        if attempts then
+          hset[#hset + 1] = id
+          hset[#hset + 1] = restamp(raws[i], body, attempts, 0)
+        end
       end
     else
+      j.fence = 0
       j.err = 'lease expired'
       if j.attempts >= attempts_allowed(j, per_type[j.type] or default_max) then
         zdead[#zdead + 1] = now

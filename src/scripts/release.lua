@@ -15,6 +15,7 @@ for i = 1, n do
   local j = held[i] and decode(raws[i])
   if j and j.fence == tonumber(ARGV[2 * i + 1]) then
     j.attempts = j.attempts - 1
+    j.fence = 0
     hset[#hset + 1] = ids[i]
     hset[#hset + 1] = encode(j)
     zadd[#zadd + 1] = j.due

@@ -21,6 +21,7 @@ if #ids > 0 then
     local j = decode(raws[i])
     if j then
       j.attempts = 0
+      j.fence = 0
       j.due = now
       hset[#hset + 1] = id
       hset[#hset + 1] = encode(j)

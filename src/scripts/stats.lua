@@ -9,6 +9,8 @@ local due = redis.call('ZCOUNT', KEYS[2], '-inf', now)
 local head = head_due(KEYS[2])
 local next_in = -1
 if head then next_in = math.max(0, head - now) end
-return { now, total - due, due, redis.call('ZCARD', KEYS[3]),
+local processing = redis.call('ZCARD', KEYS[3])
+if processing > 0 and redis.call('ZSCORE', KEYS[3], PIN) then processing = processing - 1 end
+return { now, total - due, due, processing,
          redis.call('ZCARD', KEYS[4]), next_in,
          redis.call('ZCOUNT', KEYS[3], '-inf', now) }
