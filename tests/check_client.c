@@ -624,21 +624,28 @@ START_TEST(ack_after_leaving_processing_is_stale)
 }
 END_TEST
 
-/* Workers' batches put up to a few hundred members in the processing set,
- * where Redis's compact encoding (a listpack, up to 128 members) makes
- * each ZADD and ZREM scan the whole set: the set must be a skiplist from
- * the first claim, and the member that keeps it so is never counted as a
- * job, nor reaped. */
+/* The encoding Redis gives a key, e.g. "listpack" or "hashtable". */
+static void assert_encoding(redisContext *rc, const char *key, const char *want)
+{
+    redisReply *r = redisCommand(rc, "OBJECT ENCODING %s", key);
+    ck_assert_msg(r && r->type == REDIS_REPLY_STRING, "%s: no such key", key);
+    ck_assert_msg(strcmp(r->str, want) == 0, "%s is a %s, not a %s", key, r->str, want);
+    freeReplyObject(r);
+}
+
+/* Workers' batches put up to a few hundred members in the processing set
+ * and the lease hash, where Redis's compact encoding (a listpack, up to
+ * 128 members) makes each write scan the whole key: both must be hash
+ * tables from the first claim, and the member that keeps them so is never
+ * counted as a job, nor reaped. */
 START_TEST(processing_set_stays_a_skiplist)
 {
     enq("one", "x", 0, 0);
     dq_claim_result res;
     claim_n(1, 30, 1, &res);
     redisContext *rc = raw_connect();
-    redisReply *r = redisCommand(rc, "OBJECT ENCODING dq:{%s}:processing", Q);
-    ck_assert(r && r->type == REDIS_REPLY_STRING);
-    ck_assert_str_eq(r->str, "skiplist");
-    freeReplyObject(r);
+    assert_encoding(rc, "dq:{" Q "}:processing", "skiplist");
+    assert_encoding(rc, "dq:{" Q "}:lease", "hashtable");
     ck_assert_int_eq(stats().processing, 1);
     ck_assert_int_eq(dq_ack(cl, Q, "one", res.jobs[0].fence), DQ_OK);
     dq_stats s = stats();
@@ -649,10 +656,44 @@ START_TEST(processing_set_stays_a_skiplist)
     ck_assert_int_eq(dq_reap(cl, Q, 100, &p, &rr), DQ_OK);
     ck_assert_uint_eq(rr.retried + rr.dead, 0);
     ck_assert_int_eq(rr.next_in_ms, -1);
-    r = redisCommand(rc, "OBJECT ENCODING dq:{%s}:processing", Q);
-    ck_assert(r && r->type == REDIS_REPLY_STRING);
-    ck_assert_str_eq(r->str, "skiplist");
-    freeReplyObject(r);
+    assert_encoding(rc, "dq:{" Q "}:processing", "skiplist");
+    redisFree(rc);
+    dq_claim_result_free(&res);
+}
+END_TEST
+
+/* Memory per job: the records of generated ids go to buckets of 100 that
+ * Redis keeps as compact listpacks (records of up to 64 bytes), not to
+ * one big hash table; a bigger record turns only its own bucket into a
+ * hash table; and every record is found again, by claim and by show. */
+START_TEST(generated_ids_are_kept_in_compact_buckets)
+{
+    enum { N = 250 };
+    dq_enqueue_req reqs[N];
+    dq_enqueued out[N];
+    static char big[200];
+    memset(big, 'b', sizeof big - 1);
+    for (int i = 0; i < N; i++)
+        reqs[i] = req_make(NULL, i == N - 1 ? big : "0123456789abcdef0123456789abcdef", 0, 0);
+    ck_assert_int_eq(dq_enqueue_many(cl, reqs, N, out, NULL), DQ_OK);
+    ck_assert_str_eq(out[0].id, "1");
+    ck_assert_str_eq(out[N - 1].id, "250");
+    redisContext *rc = raw_connect();
+    assert_encoding(rc, "dq:{" Q "}:jobs:", "listpack");      /* ids 1-99 */
+    assert_encoding(rc, "dq:{" Q "}:jobs:1", "listpack");     /* 100-199 */
+    assert_encoding(rc, "dq:{" Q "}:jobs:2", "hashtable");    /* 200-250, one big */
+    ck_assert_int_eq(fixture_redis_int(fx, "EXISTS dq:{" Q "}:jobs"), 0);
+    ck_assert_int_eq(fixture_record_count(fx, Q), N);
+    dq_job_info info;
+    show("250", &info);
+    ck_assert_int_eq((int64_t)info.job.payload_len, (int64_t)strlen(big));
+    dq_job_info_free(&info);
+    dq_claim_result res;
+    claim_n(1000, 30000, N, &res);
+    for (size_t i = 0; i < res.n; i++)
+        ck_assert_int_eq(dq_ack(cl, Q, res.jobs[i].id, res.jobs[i].fence), DQ_OK);
+    ck_assert_int_eq(fixture_record_count(fx, Q), 0);
+    ck_assert_int_eq(fixture_redis_int(fx, "EXISTS dq:{" Q "}:jobs:1"), 0);
     redisFree(rc);
     dq_claim_result_free(&res);
 }
@@ -1153,7 +1194,7 @@ START_TEST(purge_one_and_all)
     ck_assert_int_eq(s.dead, 0);
     ck_assert_int_eq(s.delayed, 1);
     /* The records are gone, not only their place in the dead set. */
-    ck_assert_int_eq(fixture_redis_int(fx, "HLEN dq:{" Q "}:jobs"), 1);
+    ck_assert_int_eq(fixture_record_count(fx, Q), 1);
 }
 END_TEST
 
@@ -1642,7 +1683,7 @@ START_TEST(corrupt_records_are_not_lost)
     enq("good", "fine", 0, 0);
     ck_assert_int_eq(fixture_redis_int(fx, "HSET dq:{%s}:jobs nohead garbage", Q), 1);
     ck_assert_int_eq(fixture_redis_int(fx, "ZADD dq:{%s}:delayed 0 nohead", Q), 1);
-    ck_assert_int_eq(fixture_redis_int(fx, "HSET dq:{%s}:jobs badbody 2:0:0:xyz", Q), 1);
+    ck_assert_int_eq(fixture_redis_int(fx, "HSET dq:{%s}:jobs badbody 3:0:xyz", Q), 1);
     ck_assert_int_eq(fixture_redis_int(fx, "ZADD dq:{%s}:delayed 0 badbody", Q), 1);
     dq_claim_result res;
     ck_assert_int_eq(dq_claim(cl, Q, 10, 30000, &res), DQ_OK);
@@ -1740,6 +1781,7 @@ static Suite *client_suite(void)
     tcase_add_test(tc, late_ack_after_reclaim_is_stale);
     tcase_add_test(tc, ack_after_leaving_processing_is_stale);
     tcase_add_test(tc, processing_set_stays_a_skiplist);
+    tcase_add_test(tc, generated_ids_are_kept_in_compact_buckets);
     tcase_add_test(tc, fence_survives_replace_after_reap);
     tcase_add_test(tc, release_gives_back_unstarted_jobs);
 

@@ -212,7 +212,7 @@ START_TEST(corrupt_record_is_buried_at_once)
     h_write_conf(&H, &hc);
     /* Written behind the scripts' back (no wake message), so both are in
      * place before the workers start and make their first claim. */
-    ck_assert_int_eq(fixture_redis_int(&H.fx, "HSET dq:{%s}:jobs bad 2:0:0:garbage", H_QUEUE), 1);
+    ck_assert_int_eq(fixture_redis_int(&H.fx, "HSET dq:{%s}:jobs bad 3:0:garbage", H_QUEUE), 1);
     ck_assert_int_eq(fixture_redis_int(&H.fx, "ZADD dq:{%s}:delayed 0 bad", H_QUEUE), 1);
     h_enqueue(&H, "good", "t", "ok", 0, 0);
     h_start(&H, 2);

@@ -202,6 +202,15 @@ void fixture_redis_flush(const struct redis_fixture *f)
     ck_assert_int_eq(fixture_redis_int(f, "FLUSHALL"), 0);
 }
 
+long long fixture_record_count(const struct redis_fixture *f, const char *queue)
+{
+    static const char count[] =
+        "local n = redis.call('HLEN', KEYS[1]) "
+        "for _, k in ipairs(redis.call('KEYS', KEYS[1] .. ':*')) do "
+        "n = n + redis.call('HLEN', k) end return n";
+    return fixture_redis_int(f, "EVAL %s 1 dq:{%s}:jobs", count, queue);
+}
+
 const char *fixture_build_path(const char *name)
 {
     static char path[4][512];

@@ -46,6 +46,10 @@ void fixture_options(const struct redis_fixture *f, dq_options *opt);
  * return its integer reply, or the length of an array reply; -1 on error. */
 long long fixture_redis_int(const struct redis_fixture *f, const char *fmt, ...);
 
+/* How many job records queue `queue` (prefix "dq") holds, in its jobs hash
+ * and in every bucket of it; -1 on error. */
+long long fixture_record_count(const struct redis_fixture *f, const char *queue);
+
 /* Path of a built program: $(top_builddir)/NAME, from the environment
  * variable TOP_BUILDDIR the test harness sets (default "."). */
 const char *fixture_build_path(const char *name);

@@ -129,7 +129,7 @@ void cmd_eval(struct cmd *c, enum dq_script_id s, const struct queue_keys *k)
 {
     cmd_push_str(c, "EVALSHA");
     cmd_push_str(c, dq_scripts[s].sha1);
-    cmd_push_str(c, "5");
+    cmd_push_str(c, KEYS_PER_SCRIPT_STR);
     for (int i = 0; i < KEYS_PER_SCRIPT; i++)
         cmd_push_str(c, k->key[i]);
 }

@@ -29,7 +29,7 @@ struct cmd {
 void cmd_init(struct cmd *c);
 void cmd_free(struct cmd *c);
 
-/* Start "EVALSHA <sha> 5 <the queue's keys>".  The keys are borrowed. */
+/* Start "EVALSHA <sha> 6 <the queue's keys>".  The keys are borrowed. */
 void cmd_eval(struct cmd *c, enum dq_script_id s, const struct queue_keys *k);
 
 void cmd_push(struct cmd *c, const void *p, size_t len);

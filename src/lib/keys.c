@@ -5,7 +5,7 @@
 #include <string.h>
 
 static const char *const key_suffix[KEYS_PER_SCRIPT] = {
-    "jobs", "delayed", "processing", "dead", "meta"
+    "jobs", "delayed", "processing", "dead", "meta", "lease"
 };
 
 void keys_build(struct queue_keys *k, const char *prefix, const char *queue)

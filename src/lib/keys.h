@@ -1,19 +1,22 @@
 /*
  * Names of a queue's Redis keys and checks on the names producers choose.
  *
- * Key schema version 1 (docs/protocol.md): for prefix P and queue Q
+ * Key schema version 2 (docs/protocol.md): for prefix P and queue Q
  *   P:{Q}:jobs P:{Q}:delayed P:{Q}:processing P:{Q}:dead P:{Q}:meta
- * are the five keys every script receives, in that order; P:{Q}:wake is
- * the channel a script publishes to when a job becomes due sooner than the
- * head; P:queues is the set of queue names, for listing.
+ *   P:{Q}:lease
+ * are the six keys every script receives, in that order (the scripts also
+ * keep records in buckets P:{Q}:jobs:N, in the same hash slot); P:{Q}:wake
+ * is the channel a script publishes to when a job becomes due sooner than
+ * the head; P:queues is the set of queue names, for listing.
  */
 #ifndef DQ_KEYS_H
 #define DQ_KEYS_H
 
 #include <stddef.h>
 
-#define KEYS_SCHEMA_VERSION 1
-#define KEYS_PER_SCRIPT 5
+#define KEYS_SCHEMA_VERSION 2
+#define KEYS_PER_SCRIPT 6
+#define KEYS_PER_SCRIPT_STR "6"    /* as EVALSHA takes it */
 #define KEYS_NAME_MAX 512
 
 struct queue_keys {

@@ -242,19 +242,21 @@ static char *dup_bytes(const char *s, size_t n)
 }
 
 /* A claimed job's record body: the MessagePack array {type, payload,
- * max_attempts, created_ms, due_ms, last_error} the claim script returns
- * without decoding.  -1 when it is not that (a corrupt record). */
+ * max_attempts, created_ms, due_ms - created_ms, last_error} the claim
+ * script returns without decoding.  -1 when it is not that (a corrupt
+ * record). */
 static int read_body(const char *buf, size_t len, dq_job *j)
 {
     struct mp_reader mp;
     size_t n, tlen, plen, elen;
     const char *type, *payload, *err;
-    int64_t max;
+    int64_t max, due_offset;
     mp_init(&mp, buf, len);
     if (mp_read_array(&mp, &n) < 0 || n < 6 || mp_read_bytes(&mp, &type, &tlen) < 0
         || mp_read_bytes(&mp, &payload, &plen) < 0 || mp_read_int(&mp, &max) < 0
-        || mp_read_int(&mp, &j->created_ms) < 0 || mp_read_int(&mp, &j->due_ms) < 0
-        || mp_read_bytes(&mp, &err, &elen) < 0)
+        || mp_read_int(&mp, &j->created_ms) < 0 || mp_read_int(&mp, &due_offset) < 0
+        || mp_read_bytes(&mp, &err, &elen) < 0
+        || __builtin_add_overflow(j->created_ms, due_offset, &j->due_ms))
         return -1;
     j->max_attempts = (int)max;
     j->type = dup_bytes(type, tlen);

@@ -4,7 +4,7 @@
 -- (use purge), 'notfound'.
 local id = ARGV[1]
 if redis.call('ZREM', KEYS[2], id) == 1 then
-  redis.call('HDEL', KEYS[1], id)
+  redis.call('HDEL', record_key(id), id)
   return 'cancelled'
 end
 if redis.call('ZSCORE', KEYS[3], id) then return 'running' end

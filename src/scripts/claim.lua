@@ -1,11 +1,11 @@
 -- claim: take up to `max` due jobs into processing, each with a lease that
--- ends at now + lease_ms, and count the attempt.
+-- ends at now + lease_ms.
 -- ARGV: max, lease_ms
 -- Returns {now_ms, wait_ms, n, then n groups of 4:
 --          id, attempt, fence, body}
 -- where body is the record's MessagePack array {type, payload,
--- max_attempts, created_ms, due_ms, last_error}, for the client to decode:
--- the script only rewrites the plain-text head of each record.
+-- max_attempts, created_ms, due_ms - created_ms, last_error}, for the
+-- client to decode: the script reads records and never writes them.
 -- wait_ms is the time until the next delayed job is due (0 when more are
 -- due already), or -1 when none is delayed.  fence identifies this claim:
 -- ack and fail must present it, so that a worker whose lease expired cannot
@@ -15,7 +15,7 @@ local max = tonumber(ARGV[1])
 -- Numbers handed to redis.call are formatted with "%.17g" and read back
 -- with strtod, a cost per job: the deadline is formatted once, as an
 -- integer, and the due jobs are read without their scores.
-local deadline = string.format('%d', now + tonumber(ARGV[2]))
+local deadline = format('%d', now + tonumber(ARGV[2]))
 local ids = redis.call('ZRANGE', KEYS[2], '-inf', now, 'BYSCORE', 'LIMIT', 0, max)
 local n = #ids
 local wait = 0
@@ -27,29 +27,26 @@ if n < max then
 end
 local out = { now, wait, 0 }
 if n > 0 then
-  local raws = redis.call('HMGET', KEYS[1], unpack(ids))
+  local raws = get_records(ids)
   local fence = redis.call('HINCRBY', KEYS[5], 'fence', n) - n
-  local hset, zadd, bury = {}, { PIN_SCORE, PIN }, {}
-  local nh, no, claimed = 0, 3, 0
-  local match, sub, format = string.match, string.sub, string.format
+  local lease, zadd, bury = { PIN, PIN }, { PIN_SCORE, PIN }, {}
+  local nl, no, claimed = 2, 3, 0
   for i = 1, n do
     local id, raw = ids[i], raws[i]
     -- The head, as split() reads it, inlined: this loop is the hot path.
     local attempts, body
-    if raw then attempts, body = match(raw, '^2:(%d+):%d+:()') end
+    if raw then attempts, body = match(raw, '^3:(%d+):()') end
     if attempts then
-      attempts = attempts + 1
       fence = fence + 1
-      local rest = sub(raw, body)
-      hset[nh + 1] = id
-      hset[nh + 2] = format('2:%d:%d:', attempts, fence) .. rest
-      zadd[nh + 3] = deadline
-      zadd[nh + 4] = id
-      nh = nh + 2
+      lease[nl + 1] = id
+      lease[nl + 2] = format('%d', fence)
+      zadd[nl + 1] = deadline
+      zadd[nl + 2] = id
+      nl = nl + 2
       out[no + 1] = id
-      out[no + 2] = attempts
+      out[no + 2] = attempts + 1
       out[no + 3] = fence
-      out[no + 4] = rest
+      out[no + 4] = sub(raw, body)
       no = no + 4
       claimed = claimed + 1
     elseif raw then
@@ -59,7 +56,7 @@ if n > 0 then
     end
   end
   if claimed > 0 then
-    redis.call('HSET', KEYS[1], unpack(hset))
+    redis.call('HSET', KEYS[6], unpack(lease))
     redis.call('ZADD', KEYS[3], unpack(zadd))
   end
   if #bury > 0 then redis.call('ZADD', KEYS[4], unpack(bury)) end

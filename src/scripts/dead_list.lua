@@ -9,7 +9,7 @@ local out = { redis.call('ZCARD', KEYS[4]) }
 if #ids == 0 then return out end
 local names = {}
 for i = 1, #ids, 2 do names[#names + 1] = ids[i] end
-local raws = redis.call('HMGET', KEYS[1], unpack(names))
+local raws = get_records(names)
 for i = 1, #names do
   local j = decode(raws[i]) or { type = '?', attempts = 0, err = 'unreadable record', payload = '' }
   out[#out + 1] = names[i]

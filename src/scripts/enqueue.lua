@@ -14,9 +14,9 @@ local status = 'ok'
 if id == '' then
   -- Generated ids are decimal; producers' own ids may not be all digits.
   repeat
-    id = tostring(redis.call('HINCRBY', KEYS[5], 'seq', 1))
-  until redis.call('HEXISTS', KEYS[1], id) == 0
-elseif redis.call('HEXISTS', KEYS[1], id) == 1 then
+    id = format('%d', redis.call('HINCRBY', KEYS[5], 'seq', 1))
+  until not get_record(id)
+elseif get_record(id) then
   if ARGV[8] ~= '1' then return { 'exists', id, 0, now } end
   if redis.call('ZSCORE', KEYS[3], id) then return { 'running', id, 0, now } end
   redis.call('ZREM', KEYS[4], id)
@@ -24,9 +24,8 @@ elseif redis.call('HEXISTS', KEYS[1], id) == 1 then
 end
 
 local before = head_due(KEYS[2])
-redis.call('HSET', KEYS[1], id, encode({ type = ARGV[3], payload = ARGV[4],
-  attempts = 0, max = tonumber(ARGV[7]), created = now, due = due,
-  fence = 0, err = '' }))
+set_record(id, encode({ type = ARGV[3], payload = ARGV[4], attempts = 0,
+  max = tonumber(ARGV[7]), created = now, due = due, err = '' }))
 redis.call('ZADD', KEYS[2], due, id)
 wake_if_sooner(ARGV[1], before, due)
 return { status, id, due, now }

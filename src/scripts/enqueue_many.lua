@@ -7,9 +7,9 @@
 --   when  a delay in ms ("5000"), or "@" and an absolute Unix time in ms
 --         ("@1767225600000"); an "r" in front of either ("r5000") replaces
 --         a job of that id that is not running
---   body  the record body's MessagePack up to its due time: an array
---         header of 6, then type, payload and max_attempts.  The script
---         appends created_ms, due_ms and an empty last_error.
+--   body  the record body's MessagePack up to its times: an array header
+--         of 6, then type, payload and max_attempts.  The script appends
+--         created_ms, due_ms - created_ms and an empty last_error.
 -- Returns {now_ms, seq, then per exception: index, status, id}.  Jobs are
 -- 'ok' with the id the client sent, a delay's due time being now_ms + delay,
 -- and the k-th job sent without an id (counting from 1) getting seq + k;
@@ -18,7 +18,7 @@
 -- record held it.  A short reply: the client knows the rest.
 local now = now_ms()
 local n = (#ARGV - 1) / 3
-local tonumber, match, format, pack = tonumber, string.match, string.format, cmsgpack.pack
+local tonumber, pack = tonumber, cmsgpack.pack
 
 -- Every argument is read before anything is written: a malformed one
 -- leaves the queue untouched.
@@ -53,7 +53,7 @@ if generated > 0 then
     end
   end
 end
-local found = redis.call('HMGET', KEYS[1], unpack(ids))
+local found = get_records(ids)
 local taken = {}
 for i = 1, n do if found[i] then taken[ids[i]] = true end end
 
@@ -64,7 +64,7 @@ local before = head_due(KEYS[2])
 local tail_created = pack(now)
 local last_due, last_tail, last_score = nil, nil, nil
 local out = { now, seq }
-local hset, zadd = {}, {}
+local new_ids, recs, zadd = {}, {}, {}
 local soonest = nil
 for i = 1, n do
   local id = ids[i]
@@ -73,8 +73,8 @@ for i = 1, n do
     if ARGV[3 * i - 1] == '' then
       -- A generated id that a record holds already: draw again.
       repeat
-        id = tostring(redis.call('HINCRBY', KEYS[5], 'seq', 1))
-      until redis.call('HEXISTS', KEYS[1], id) == 0 and not taken[id]
+        id = format('%d', redis.call('HINCRBY', KEYS[5], 'seq', 1))
+      until not get_record(id) and not taken[id]
     elseif not replace[i] then
       status = 'exists'
     elseif redis.call('ZSCORE', KEYS[3], id) then
@@ -87,14 +87,14 @@ for i = 1, n do
   if status == 'ok' or status == 'replaced' then
     local due = dues[i]
     if due ~= last_due then
-      last_due, last_tail = due, tail_created .. pack(due) .. '\160'
+      last_due, last_tail = due, tail_created .. pack(due - now) .. '\160'
       last_score = format('%d', due)
     end
-    local h = #hset
-    hset[h + 1] = id
-    hset[h + 2] = '2:0:0:' .. ARGV[3 * i + 1] .. last_tail
-    zadd[h + 1] = last_score
-    zadd[h + 2] = id
+    local h = #new_ids + 1
+    new_ids[h] = id
+    recs[h] = '3:0:' .. ARGV[3 * i + 1] .. last_tail
+    zadd[2 * h - 1] = last_score
+    zadd[2 * h] = id
     taken[id] = true
     if soonest == nil or due < soonest then soonest = due end
   end
@@ -105,8 +105,8 @@ for i = 1, n do
     out[o + 3] = id
   end
 end
-if #hset > 0 then
-  redis.call('HSET', KEYS[1], unpack(hset))
+if #new_ids > 0 then
+  set_records(new_ids, recs)
   redis.call('ZADD', KEYS[2], unpack(zadd))
   wake_if_sooner(ARGV[1], before, soonest)
 end

@@ -1,30 +1,105 @@
 -- delayq script prelude: prepended to every script at build time.
 --
--- Every queue script receives the same five keys, all in the queue's hash
+-- Every queue script receives the same six keys, all in the queue's hash
 -- slot ({queue}), so a script touches exactly one Redis Cluster slot:
---   KEYS[1] jobs        hash   id -> packed job record
+--   KEYS[1] jobs        hash   id -> packed job record, for producers' ids;
+--                              records of decimal ids live in buckets
+--                              (record_key below)
 --   KEYS[2] delayed     zset   id scored by due time (ms)
 --   KEYS[3] processing  zset   id scored by lease deadline (ms)
 --   KEYS[4] dead        zset   id scored by time of death (ms)
 --   KEYS[5] meta        hash   counters: seq (generated ids), fence
+--   KEYS[6] lease       hash   id -> fence, for each job in processing
 --
--- A record (format 2) is "2:<attempts>:<fence>:" followed by a MessagePack
--- array {type, payload, max_attempts, created_ms, due_ms, last_error}.  The
--- two fields a claim changes and an ack checks stand in plain text before
--- the array, so that the hot path never decodes or re-encodes MessagePack.
--- The fence is 0 except while the job is in processing: claim sets it, and
--- every script that takes a job out of processing writes 0 back, so that
--- ack can trust a matching fence without reading the processing set.
--- Bump the format (and docs/protocol.md) on any incompatible change.
+-- A record (format 3) is "3:<attempts>:" followed by a MessagePack array
+-- {type, payload, max_attempts, created_ms, due_ms - created_ms,
+-- last_error}.  attempts counts the attempts that ended (failed or
+-- expired); the one in progress is attempts + 1.  A claim reads a record
+-- and never writes it: the claim's fence goes to the lease hash.  Bump the
+-- format (and docs/protocol.md) on any incompatible change.
 
--- The processing set always holds this member, scored above any deadline.
--- Its length (over zset-max-listpack-value, 64 by default) keeps the set
--- in skiplist encoding: a set of up to 128 small members is otherwise a
--- listpack, where each ZADD and ZREM of a member scans the whole list,
--- and workers' batches (2 workers x 64 jobs) sit right at that size.
--- The space keeps it from ever being a job id.
-local PIN = 'delayq processing-set pin: keeps this sorted set in skiplist encoding (never a job)'
+local match, sub, format = string.match, string.sub, string.format
+
+-- The processing set always holds this member, scored above any deadline,
+-- and the lease hash this field.  Their length (over the listpack limits
+-- zset-max-listpack-value and hash-max-listpack-value, 64 by default)
+-- keeps both in their hash-table encodings: a sorted set or hash of up to
+-- 128 small members is otherwise a listpack, where each write of a member
+-- scans the whole list, and workers' batches (2 workers x 64 jobs) sit
+-- right at that size.  The spaces keep it from ever being a job id.
+local PIN = 'delayq pin: keeps this key in its hash-table encoding (never a job)'
 local PIN_SCORE = '9007199254740991'
+
+-- Where the record of job `id` is.  Decimal ids (every generated id) go
+-- to a bucket of at most 100: the hash jobs:<id without its last two
+-- digits>, which Redis keeps as a listpack while its records are small
+-- (up to hash-max-listpack-value, 64 bytes): about 70 bytes per job where
+-- a field of one big hash costs 140.  Producers' own ids stay in KEYS[1].
+local function record_key(id)
+  if match(id, '^%d+$') then return KEYS[1] .. ':' .. sub(id, 1, -3) end
+  return KEYS[1]
+end
+
+-- ids grouped by record key: the keys in first-seen order, and for each
+-- the positions in ids of its members.
+local function group_by_record_key(ids)
+  local order, by = {}, {}
+  for i = 1, #ids do
+    local k = record_key(ids[i])
+    local g = by[k]
+    if not g then
+      g = {}
+      by[k] = g
+      order[#order + 1] = k
+    end
+    g[#g + 1] = i
+  end
+  return order, by
+end
+
+-- The records of ids, in their order (false where missing): one HMGET
+-- per bucket.
+local function get_records(ids)
+  local order, by = group_by_record_key(ids)
+  local raws = {}
+  for _, k in ipairs(order) do
+    local at, names = by[k], {}
+    for j = 1, #at do names[j] = ids[at[j]] end
+    local r = redis.call('HMGET', k, unpack(names))
+    for j = 1, #at do raws[at[j]] = r[j] end
+  end
+  return raws
+end
+
+-- Store records: recs[i] for ids[i]; one HSET per bucket.
+local function set_records(ids, recs)
+  local order, by = group_by_record_key(ids)
+  for _, k in ipairs(order) do
+    local at, args = by[k], {}
+    for j = 1, #at do
+      args[2 * j - 1] = ids[at[j]]
+      args[2 * j] = recs[at[j]]
+    end
+    redis.call('HSET', k, unpack(args))
+  end
+end
+
+local function del_records(ids)
+  local order, by = group_by_record_key(ids)
+  for _, k in ipairs(order) do
+    local at, names = by[k], {}
+    for j = 1, #at do names[j] = ids[at[j]] end
+    redis.call('HDEL', k, unpack(names))
+  end
+end
+
+local function get_record(id)
+  return redis.call('HGET', record_key(id), id)
+end
+
+local function set_record(id, raw)
+  redis.call('HSET', record_key(id), id, raw)
+end
 
 -- Milliseconds on the Redis server's clock: every due time, lease deadline
 -- and backoff is measured against it, never against a client's clock.
@@ -33,35 +108,38 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
--- The plain-text head of a record: attempts and fence (numbers) and where
--- the MessagePack body starts; nil when the record is missing or not
--- format 2.
+-- The plain-text head of a record: attempts (a number) and where the
+-- MessagePack body starts; nil when the record is missing or not format 3.
 local function split(raw)
   if not raw then return nil end
-  local a, f, body = string.match(raw, '^2:(%d+):(%d+):()')
+  local a, body = match(raw, '^3:(%d+):()')
   if not a then return nil end
-  return tonumber(a), tonumber(f), body
+  return tonumber(a), body
 end
 
--- The same record with new attempts and fence, its body untouched.
-local function restamp(raw, body, attempts, fence)
-  return string.format('2:%d:%d:', attempts, fence) .. string.sub(raw, body)
+-- The same record with new attempts, its body untouched.
+local function restamp(raw, body, attempts)
+  return format('3:%d:', attempts) .. sub(raw, body)
 end
 
 -- Decode a whole record; nil when it is missing or unreadable, so that one
 -- corrupt record cannot make a whole claim or reap fail.
 local function decode(raw)
-  local attempts, fence, body = split(raw)
+  local attempts, body = split(raw)
   if not attempts then return nil end
-  local ok, r = pcall(cmsgpack.unpack, string.sub(raw, body))
-  if not ok or type(r) ~= 'table' then return nil end
-  return { attempts = attempts, fence = fence, type = r[1], payload = r[2],
-           max = r[3], created = r[4], due = r[5], err = r[6] }
+  local ok, r = pcall(cmsgpack.unpack, sub(raw, body))
+  if not ok or type(r) ~= 'table' or type(r[4]) ~= 'number'
+     or type(r[5]) ~= 'number' then
+    return nil
+  end
+  return { attempts = attempts, type = r[1], payload = r[2], max = r[3],
+           created = r[4], due = r[4] + r[5], err = r[6] }
 end
 
 local function encode(j)
-  return string.format('2:%d:%d:', j.attempts, j.fence)
-         .. cmsgpack.pack({ j.type, j.payload, j.max, j.created, j.due, j.err })
+  return format('3:%d:', j.attempts)
+         .. cmsgpack.pack({ j.type, j.payload, j.max, j.created,
+                            j.due - j.created, j.err })
 end
 
 -- Due time of the earliest delayed job, or nil when none is delayed.

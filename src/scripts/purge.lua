@@ -11,5 +11,5 @@ else
   ids = redis.call('ZRANGE', KEYS[4], 0, tonumber(ARGV[2]) - 1)
   if #ids > 0 then redis.call('ZREMRANGEBYRANK', KEYS[4], 0, #ids - 1) end
 end
-if #ids > 0 then redis.call('HDEL', KEYS[1], unpack(ids)) end
+if #ids > 0 then del_records(ids) end
 return { #ids, redis.call('ZCARD', KEYS[4]) }

@@ -30,8 +30,9 @@ if n > 0 then
   local rng = make_rng(ARGV[6])
   local base, cap, jitter = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
   redis.call('ZREMRANGEBYRANK', KEYS[3], 0, n - 1)
-  local raws = redis.call('HMGET', KEYS[1], unpack(ids))
-  local hset, zdelayed, zdead = {}, {}, {}
+  redis.call('HDEL', KEYS[6], unpack(ids))
+  local raws = get_records(ids)
+  local rewrite, recs, zdelayed, zdead = {}, {}, {}, {}
   local soonest = nil
   for i = 1, n do
     local id = ids[i]
@@ -41,15 +42,14 @@ if n > 0 then
         zdead[#zdead + 1] = now
         zdead[#zdead + 1] = id
         dead = dead + 1
-        -- Out of processing, the fence goes back to 0 (ack relies on it).
-        local attempts, _, body = split(raws[i])
+        local attempts, body = split(raws[i])
         if attempts then
-          hset[#hset + 1] = id
-          hset[#hset + 1] = restamp(raws[i], body, attempts, 0)
+          rewrite[#rewrite + 1] = id
+          recs[#recs + 1] = restamp(raws[i], body, attempts + 1)
         end
       end
     else
-      j.fence = 0
+      j.attempts = j.attempts + 1
       j.err = 'lease expired'
       if j.attempts >= attempts_allowed(j, per_type[j.type] or default_max) then
         zdead[#zdead + 1] = now
@@ -62,11 +62,11 @@ if n > 0 then
         if soonest == nil or j.due < soonest then soonest = j.due end
         retried = retried + 1
       end
-      hset[#hset + 1] = id
-      hset[#hset + 1] = encode(j)
+      rewrite[#rewrite + 1] = id
+      recs[#recs + 1] = encode(j)
     end
   end
-  if #hset > 0 then redis.call('HSET', KEYS[1], unpack(hset)) end
+  if #rewrite > 0 then set_records(rewrite, recs) end
   if #zdead > 0 then redis.call('ZADD', KEYS[4], unpack(zdead)) end
   if #zdelayed > 0 then
     local before = head_due(KEYS[2])

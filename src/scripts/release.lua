@@ -7,28 +7,25 @@
 local n = (#ARGV - 1) / 2
 local ids = {}
 for i = 1, n do ids[i] = ARGV[2 * i] end
-local held = redis.call('ZMSCORE', KEYS[3], unpack(ids))
-local raws = redis.call('HMGET', KEYS[1], unpack(ids))
-local hset, zadd, back = {}, {}, {}
-local soonest = nil
+local fences = redis.call('HMGET', KEYS[6], unpack(ids))
+local held = {}
 for i = 1, n do
-  local j = held[i] and decode(raws[i])
-  if j and j.fence == tonumber(ARGV[2 * i + 1]) then
-    j.attempts = j.attempts - 1
-    j.fence = 0
-    hset[#hset + 1] = ids[i]
-    hset[#hset + 1] = encode(j)
-    zadd[#zadd + 1] = j.due
-    zadd[#zadd + 1] = ids[i]
-    back[#back + 1] = ids[i]
-    if soonest == nil or j.due < soonest then soonest = j.due end
-  end
+  if fences[i] and fences[i] == ARGV[2 * i + 1] then held[#held + 1] = ids[i] end
 end
-if #back > 0 then
-  local before = head_due(KEYS[2])
-  redis.call('ZREM', KEYS[3], unpack(back))
-  redis.call('HSET', KEYS[1], unpack(hset))
-  redis.call('ZADD', KEYS[2], unpack(zadd))
-  wake_if_sooner(ARGV[1], before, soonest)
+if #held == 0 then return 0 end
+redis.call('ZREM', KEYS[3], unpack(held))
+redis.call('HDEL', KEYS[6], unpack(held))
+-- The record is as the claim found it: its due time is still the job's.
+local raws = get_records(held)
+local zadd, soonest = {}, nil
+for i = 1, #held do
+  local j = decode(raws[i])
+  local due = j and j.due or now_ms()
+  zadd[#zadd + 1] = due
+  zadd[#zadd + 1] = held[i]
+  if soonest == nil or due < soonest then soonest = due end
 end
-return #back
+local before = head_due(KEYS[2])
+redis.call('ZADD', KEYS[2], unpack(zadd))
+wake_if_sooner(ARGV[1], before, soonest)
+return #held

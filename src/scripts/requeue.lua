@@ -15,16 +15,15 @@ else
 end
 local moved = 0
 if #ids > 0 then
-  local raws = redis.call('HMGET', KEYS[1], unpack(ids))
-  local hset, zadd, unreadable = {}, {}, {}
+  local raws = get_records(ids)
+  local back, recs, zadd, unreadable = {}, {}, {}, {}
   for i, id in ipairs(ids) do
     local j = decode(raws[i])
     if j then
       j.attempts = 0
-      j.fence = 0
       j.due = now
-      hset[#hset + 1] = id
-      hset[#hset + 1] = encode(j)
+      back[#back + 1] = id
+      recs[#recs + 1] = encode(j)
       zadd[#zadd + 1] = now
       zadd[#zadd + 1] = id
       moved = moved + 1
@@ -37,7 +36,7 @@ if #ids > 0 then
   if #unreadable > 0 then redis.call('ZADD', KEYS[4], unpack(unreadable)) end
   if moved > 0 then
     local before = head_due(KEYS[2])
-    redis.call('HSET', KEYS[1], unpack(hset))
+    set_records(back, recs)
     redis.call('ZADD', KEYS[2], unpack(zadd))
     wake_if_sooner(ARGV[1], before, now)
   end
