@@ -98,6 +98,12 @@ dq_client *bench_client(const char *sock, char *err, size_t errlen);
 int bench_fill(dq_client *c, long n, int64_t at0_ms, double spacing_ms, char *err,
                size_t errlen);
 
+/* The same, each job due within the `window_ms` before `due_ms`, in an
+ * order of due times unrelated to the order of ids (the drain's worst case
+ * for the record buckets: each claim reads many buckets). */
+int bench_fill_scattered(dq_client *c, long n, int64_t due_ms, int window_ms, char *err,
+                         size_t errlen);
+
 /* Put "PREFIX: " in front of the message in err (a row's config). */
 void bench_err_prefix(char *err, size_t errlen, const char *prefix);
 

@@ -82,8 +82,11 @@ dq_client *bench_client(const char *sock, char *err, size_t errlen)
     return dq_connect(&opt, err, errlen, NULL);
 }
 
-int bench_fill(dq_client *c, long n, int64_t at0_ms, double spacing_ms, char *err,
-               size_t errlen)
+/* Job i is due at at0_ms + i * spacing_ms, less (i * 7919) % scatter_ms
+ * when scatter_ms > 0: a spread that puts ids far apart next to each other
+ * in the order of due times. */
+static int fill(dq_client *c, long n, int64_t at0_ms, double spacing_ms, int scatter_ms,
+                char *err, size_t errlen)
 {
     dq_enqueue_req *req = calloc(BENCH_CHUNK, sizeof *req);
     if (!req) {
@@ -98,7 +101,8 @@ int bench_fill(dq_client *c, long n, int64_t at0_ms, double spacing_ms, char *er
             req[i] = (dq_enqueue_req){
                 .queue = BENCH_QUEUE, .type = BENCH_TYPE,
                 .payload = bench_payload, .payload_len = BENCH_PAYLOAD_LEN,
-                .at_ms = at0_ms + (int64_t)floor((double)idx * spacing_ms),
+                .at_ms = at0_ms + (int64_t)floor((double)idx * spacing_ms)
+                         - (scatter_ms > 0 ? (int64_t)(idx * 7919 % scatter_ms) : 0),
             };
         }
         if (dq_enqueue_many(c, req, k, NULL, NULL) != DQ_OK) {
@@ -112,6 +116,18 @@ int bench_fill(dq_client *c, long n, int64_t at0_ms, double spacing_ms, char *er
     }
     free(req);
     return rc;
+}
+
+int bench_fill(dq_client *c, long n, int64_t at0_ms, double spacing_ms, char *err,
+               size_t errlen)
+{
+    return fill(c, n, at0_ms, spacing_ms, 0, err, errlen);
+}
+
+int bench_fill_scattered(dq_client *c, long n, int64_t due_ms, int window_ms, char *err,
+                         size_t errlen)
+{
+    return fill(c, n, due_ms - 1, 0, window_ms, err, errlen);
 }
 
 static int cmp_double(const void *a, const void *b)

@@ -1,9 +1,11 @@
 /*
  * The runs through libdelayq alone, without the daemon:
  *
- * enqueue  N jobs one call at a time (dq_enqueue), then N pipelined
- *          (dq_enqueue_many, BENCH_CHUNK per call): jobs/s, and the CPU of
- *          redis-server and of the client per job.
+ * enqueue  first N PINGs one at a time (the round trip that bounds any
+ *          one-call-at-a-time enqueue on one connection); then N jobs one
+ *          call at a time (dq_enqueue), the same from 4 processes at once,
+ *          and N in bulk (dq_enqueue_many, BENCH_CHUNK per call): jobs/s,
+ *          and the CPU of redis-server and of the client per job.
  * scale    10k, 1M (and 10M with --scale-10m) delayed jobs due far ahead,
  *          plus 1000 due now: the median of 1000 dq_claim + dq_ack of one
  *          due job, and used_memory per delayed job (32-byte payloads).
@@ -14,10 +16,13 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "bench/bench.h"
 #include "bench/measure.h"
@@ -95,16 +100,100 @@ static int enqueue_one_by_one(dq_client *c, long n, int64_t at0, char *err, size
     return 0;
 }
 
-static int enqueue_row(const struct bench_env *env, int pipelined, char *err, size_t errlen)
+enum enqueue_mode {
+    ENQ_ONE_AT_A_TIME,      /* dq_enqueue, one connection */
+    ENQ_PRODUCERS,          /* dq_enqueue, PRODUCERS processes at once */
+    ENQ_BULK                /* dq_enqueue_many, BENCH_CHUNK per call */
+};
+
+#define PRODUCERS 4
+
+/* PRODUCERS processes, each with its own connection, enqueue n jobs in
+ * all one call at a time: how web application processes enqueue.  They
+ * start together when the parent closes the pipe they wait on. */
+static int enqueue_by_producers(const char *sock, long n, int64_t at0, char *err,
+                                size_t errlen)
+{
+    int gate[2];
+    if (pipe(gate) < 0) {
+        snprintf(err, errlen, "pipe: %s", strerror(errno));
+        return -1;
+    }
+    pid_t pids[PRODUCERS];
+    int started = 0;
+    for (; started < PRODUCERS; started++) {
+        pids[started] = fork();
+        if (pids[started] < 0)
+            break;
+        if (pids[started] == 0) {
+            close(gate[1]);
+            char c, cerr[256];
+            dq_client *cl = bench_client(sock, cerr, sizeof cerr);
+            ssize_t got = read(gate[0], &c, 1);
+            int ok = cl && got == 0
+                     && enqueue_one_by_one(cl, n / PRODUCERS, at0, cerr, sizeof cerr) == 0;
+            if (!ok)
+                fprintf(stderr, "delayq-bench: producer: %s\n", cl ? cerr : "no client");
+            dq_close(cl);
+            _exit(ok ? 0 : 1);
+        }
+    }
+    close(gate[0]);
+    close(gate[1]);
+    int failed = started < PRODUCERS;
+    for (int i = 0; i < started; i++) {
+        int status;
+        if (waitpid(pids[i], &status, 0) < 0 || !WIFEXITED(status)
+            || WEXITSTATUS(status) != 0)
+            failed = 1;
+    }
+    if (failed)
+        snprintf(err, errlen, "a producer process failed");
+    return failed ? -1 : 0;
+}
+
+/* PING one at a time on the raw connection: the round trip alone, which
+ * bounds any one-call-at-a-time enqueue on one connection. */
+static int ping_row(struct client_ctx *x, long n, char *err, size_t errlen)
+{
+    struct report_row row;
+    report_row_init(&row, "enqueue", "PING one at a time");
+    struct cpu_sample c0, c1;
+    measure_cpu(&c0, x->redis.pid, 0);
+    for (long i = 0; i < n; i++) {
+        redisReply *r = redisCommand(x->rc, "PING");
+        if (!r) {
+            snprintf(err, errlen, "PING: %s", x->rc->errstr);
+            return -1;
+        }
+        freeReplyObject(r);
+    }
+    measure_cpu(&c1, x->redis.pid, 0);
+    double secs = (double)(c1.wall_us - c0.wall_us) / 1e6;
+    row.v[COL_JOBS] = (double)n;
+    row.v[COL_JOBS_PER_S] = (double)n / secs;
+    row.v[COL_REDIS_US_PER_JOB] = (double)(c1.redis_us - c0.redis_us) / (double)n;
+    row.v[COL_SECONDS] = secs;
+    snprintf(row.note, sizeof row.note,
+             "round trips/s, not jobs: the bound on one connection, one call at a time");
+    report_add(&row);
+    return 0;
+}
+
+static int enqueue_row(const struct bench_env *env, enum enqueue_mode mode, char *err,
+                       size_t errlen)
 {
     long n = env->opt.n;
-    const char *config = pipelined ? "bulk 10000/call" : "one at a time";
+    static const char *const configs[] = { "one at a time", "one at a time x4", "bulk 10000/call" };
+    const char *config = configs[mode];
     struct report_row row;
     report_row_init(&row, "enqueue", config);
     bench_progress("enqueue %s: %ld jobs", config, n);
     struct client_ctx x;
     int rc = -1;
     if (ctx_open(&x, env, err, errlen) < 0)
+        goto done;
+    if (mode == ENQ_ONE_AT_A_TIME && ping_row(&x, n, err, errlen) < 0)
         goto done;
     /* One job first, so that the script is loaded and the queue is
      * registered before the clock starts. */
@@ -116,8 +205,9 @@ static int enqueue_row(const struct bench_env *env, int pipelined, char *err, si
     if (info_take(x.rc, &i0, err, errlen) < 0)
         goto done;
     measure_cpu(&c0, x.redis.pid, 0);
-    int st = pipelined ? bench_fill(x.client, n, at0, 1, err, errlen)
-                       : enqueue_one_by_one(x.client, n, at0, err, errlen);
+    int st = mode == ENQ_BULK ? bench_fill(x.client, n, at0, 1, err, errlen)
+             : mode == ENQ_PRODUCERS ? enqueue_by_producers(x.redis.sock, n, at0, err, errlen)
+             : enqueue_one_by_one(x.client, n, at0, err, errlen);
     measure_cpu(&c1, x.redis.pid, 0);
     if (st < 0 || info_take(x.rc, &i1, err, errlen) < 0)
         goto done;
@@ -126,14 +216,20 @@ static int enqueue_row(const struct bench_env *env, int pipelined, char *err, si
     row.v[COL_JOBS] = (double)n;
     row.v[COL_JOBS_PER_S] = (double)n / secs;
     row.v[COL_REDIS_US_PER_JOB] = (double)(c1.redis_us - c0.redis_us) / (double)n;
-    row.v[COL_CLIENT_US_PER_JOB] = (double)(c1.self_us - c0.self_us) / (double)n;
     row.v[COL_SCRIPT_US_PER_JOB] = info_cmd(&d, "evalsha").usec / (double)n;
     row.v[COL_CALLS_PER_JOB] = info_cmd(&d, "evalsha").calls / (double)n;
     row.v[COL_SECONDS] = secs;
-    snprintf(row.note, sizeof row.note,
-             "client %.2f us/job; scripts %.2f us/job; redis sys share %.0f%%",
-             row.v[COL_CLIENT_US_PER_JOB], row.v[COL_SCRIPT_US_PER_JOB],
-             measure_sys_pct(&c0, &c1, 0));
+    if (mode == ENQ_PRODUCERS) {
+        snprintf(row.note, sizeof row.note,
+                 "%d processes, one connection each; scripts %.2f us/job; redis sys share %.0f%%",
+                 PRODUCERS, row.v[COL_SCRIPT_US_PER_JOB], measure_sys_pct(&c0, &c1, 0));
+    } else {
+        row.v[COL_CLIENT_US_PER_JOB] = (double)(c1.self_us - c0.self_us) / (double)n;
+        snprintf(row.note, sizeof row.note,
+                 "client %.2f us/job; scripts %.2f us/job; redis sys share %.0f%%",
+                 row.v[COL_CLIENT_US_PER_JOB], row.v[COL_SCRIPT_US_PER_JOB],
+                 measure_sys_pct(&c0, &c1, 0));
+    }
     report_add(&row);
     add_script("enqueue", config, &d, (double)n);
     rc = 0;
@@ -146,9 +242,10 @@ done:
 
 int run_enqueue(const struct bench_env *env, char *err, size_t errlen)
 {
-    if (enqueue_row(env, 0, err, errlen) < 0)
+    if (enqueue_row(env, ENQ_ONE_AT_A_TIME, err, errlen) < 0
+        || enqueue_row(env, ENQ_PRODUCERS, err, errlen) < 0)
         return -1;
-    return enqueue_row(env, 1, err, errlen);
+    return enqueue_row(env, ENQ_BULK, err, errlen);
 }
 
 /* ---- scale --------------------------------------------------------------- */

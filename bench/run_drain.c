@@ -71,14 +71,21 @@ static void row_close(struct row_ctx *x)
     memset(x, 0, sizeof *x);
 }
 
-/* Enqueue `jobs` due from `at0` every `spacing_ms`, and check that the
- * enqueueing ended before the first was due. */
+/* Enqueue `jobs` due from `at0` every `spacing_ms` (or, with scatter_ms,
+ * scattered over the scatter_ms before at0), and check that the enqueueing
+ * ended before the first was due. */
 static int fill_ahead(struct row_ctx *x, long jobs, int64_t at0, double spacing_ms,
-                      char *err, size_t errlen)
+                      int scatter_ms, char *err, size_t errlen)
 {
     int64_t t0 = bench_mono_us();
-    if (bench_fill(x->client, jobs, at0, spacing_ms, err, errlen) < 0)
+    if (scatter_ms > 0) {
+        at0 -= scatter_ms;
+        if (bench_fill_scattered(x->client, jobs, at0 + scatter_ms, scatter_ms, err,
+                                 errlen) < 0)
+            return -1;
+    } else if (bench_fill(x->client, jobs, at0, spacing_ms, err, errlen) < 0) {
         return -1;
+    }
     fill_us_per_job = (double)(bench_mono_us() - t0) / (double)jobs;
     if (bench_real_ms() > at0 - 20) {
         snprintf(err, errlen, "enqueueing %ld jobs was not over before they were due "
@@ -143,13 +150,19 @@ static void fill_costs(struct report_row *row, long jobs, const struct cpu_sampl
 
 /* ---- drain ------------------------------------------------------------------ */
 
-static int drain_row(const struct bench_env *env, int workers, int batch, char *err,
-                     size_t errlen)
+/* The drain's worst case for the record buckets: SCATTER_MS due times in
+ * an order unrelated to the ids, so that a claim of 64 reads about 64
+ * buckets rather than 2 or 3. */
+#define SCATTER_MS 100
+
+static int drain_row(const struct bench_env *env, int workers, int batch, int scattered,
+                     char *err, size_t errlen)
 {
     long n = env->opt.n;
     struct report_row row;
     char config[48];
-    snprintf(config, sizeof config, "w=%d b=%d", workers, batch);
+    snprintf(config, sizeof config, "w=%d b=%d%s", workers, batch,
+             scattered ? " scattered" : "");
     report_row_init(&row, "drain", config);
     bench_progress("drain %s: %ld jobs", config, n);
     struct daemon_spec spec = { workers, batch, NULL };
@@ -157,16 +170,18 @@ static int drain_row(const struct bench_env *env, int workers, int batch, char *
     int rc = -1;
     if (row_open(&x, env, &spec, err, errlen) < 0)
         goto done;
-    int64_t due = bench_real_ms() + lead_ms(n);
-    if (fill_ahead(&x, n, due, 0, err, errlen) < 0)
+    /* All are due at `due`; scattered, the first at `start`. */
+    int64_t due = bench_real_ms() + lead_ms(n) + (scattered ? SCATTER_MS : 0);
+    int64_t start = due - (scattered ? SCATTER_MS : 0);
+    if (fill_ahead(&x, n, due, 0, scattered ? SCATTER_MS : 0, err, errlen) < 0)
         goto done;
     struct cpu_sample c0, c1;
     struct info_snap i0, i1;
-    bench_sleep_until_real_ms(due - 20);
+    bench_sleep_until_real_ms(start - 20);
     if (info_take(x.rc, &i0, err, errlen) < 0)
         goto done;
     measure_cpu(&c0, x.redis.pid, x.daemon.pid);
-    bench_sleep_until_real_ms(due);
+    bench_sleep_until_real_ms(start);
     int64_t end_us;
     int64_t deadline = bench_mono_us() + (30 + n / 2000) * 1000000LL;
     if (wait_drained(&x, deadline, 1, &end_us, err, errlen) < 0)
@@ -174,7 +189,7 @@ static int drain_row(const struct bench_env *env, int workers, int batch, char *
     measure_cpu(&c1, x.redis.pid, x.daemon.pid);
     if (info_take(x.rc, &i1, err, errlen) < 0)
         goto done;
-    double secs = (double)(end_us - due * 1000) / 1e6;
+    double secs = (double)(end_us - start * 1000) / 1e6;
     fill_costs(&row, n, &c0, &c1, &i0, &i1);
     row.v[COL_JOBS_PER_S] = (double)n / secs;
     row.v[COL_SECONDS] = secs;
@@ -197,9 +212,9 @@ int run_drain(const struct bench_env *env, char *err, size_t errlen)
     static const int batches[] = { 1, 16, 64 };
     for (size_t w = 0; w < 3; w++)
         for (size_t b = 0; b < 3; b++)
-            if (drain_row(env, workers[w], batches[b], err, errlen) < 0)
+            if (drain_row(env, workers[w], batches[b], 0, err, errlen) < 0)
                 return -1;
-    return 0;
+    return drain_row(env, 2, 64, 1, err, errlen);
 }
 
 /* ---- lateness --------------------------------------------------------------- */
@@ -255,7 +270,7 @@ static int lateness_row(const struct bench_env *env, int rate, char *err, size_t
         || !(x.rc = redis_proc_connect(&x.redis, err, errlen)))
         goto done;
     int64_t at0 = bench_real_ms() + lead_ms(jobs);
-    if (fill_ahead(&x, jobs, at0, spacing, err, errlen) < 0)
+    if (fill_ahead(&x, jobs, at0, spacing, 0, err, errlen) < 0)
         goto done;
     struct cpu_sample c0, c1;
     struct info_snap i0, i1;
