@@ -18,8 +18,10 @@ for i = 1, n do
   end
 end
 if #done > 0 then
+  -- Buckets first: if one cannot be reached (see the prelude), the jobs
+  -- stay held and the ack can be sent again.
+  del_records(done)
   redis.call('ZREM', KEYS[3], unpack(done))
   redis.call('HDEL', KEYS[6], unpack(done))
-  del_records(done)
 end
 return res

@@ -19,6 +19,7 @@ local deadline = format('%d', now + tonumber(ARGV[2]))
 local ids = redis.call('ZRANGE', KEYS[2], '-inf', now, 'BYSCORE', 'LIMIT', 0, max)
 local n = #ids
 local wait = 0
+local raws = n > 0 and get_records(ids)     -- reads first (see the prelude)
 if n > 0 then redis.call('ZREMRANGEBYRANK', KEYS[2], 0, n - 1) end
 if n < max then
   -- All due jobs are taken: the next one's due time says how long to wait.
@@ -27,7 +28,6 @@ if n < max then
 end
 local out = { now, wait, 0 }
 if n > 0 then
-  local raws = get_records(ids)
   local fence = redis.call('HINCRBY', KEYS[5], 'fence', n) - n
   local lease, zadd, bury = { PIN, PIN }, { PIN_SCORE, PIN }, {}
   local nl, no, claimed = 2, 3, 0

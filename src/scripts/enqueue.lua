@@ -19,13 +19,13 @@ if id == '' then
 elseif get_record(id) then
   if ARGV[8] ~= '1' then return { 'exists', id, 0, now } end
   if redis.call('ZSCORE', KEYS[3], id) then return { 'running', id, 0, now } end
-  redis.call('ZREM', KEYS[4], id)
   status = 'replaced'
 end
 
 local before = head_due(KEYS[2])
 set_record(id, encode({ type = ARGV[3], payload = ARGV[4], attempts = 0,
   max = tonumber(ARGV[7]), created = now, due = due, err = '' }))
+if status == 'replaced' then redis.call('ZREM', KEYS[4], id) end
 redis.call('ZADD', KEYS[2], due, id)
 wake_if_sooner(ARGV[1], before, due)
 return { status, id, due, now }

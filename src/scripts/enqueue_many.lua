@@ -64,7 +64,7 @@ local before = head_due(KEYS[2])
 local tail_created = pack(now)
 local last_due, last_tail, last_score = nil, nil, nil
 local out = { now, seq }
-local new_ids, recs, zadd = {}, {}, {}
+local new_ids, recs, zadd, undead = {}, {}, {}, {}
 local soonest = nil
 for i = 1, n do
   local id = ids[i]
@@ -80,7 +80,7 @@ for i = 1, n do
     elseif redis.call('ZSCORE', KEYS[3], id) then
       status = 'running'
     else
-      redis.call('ZREM', KEYS[4], id)
+      undead[#undead + 1] = id
       status = 'replaced'
     end
   end
@@ -106,7 +106,10 @@ for i = 1, n do
   end
 end
 if #new_ids > 0 then
+  -- Records first, then the sets: if a bucket cannot be reached (see the
+  -- prelude), nothing has changed.
   set_records(new_ids, recs)
+  if #undead > 0 then redis.call('ZREM', KEYS[4], unpack(undead)) end
   redis.call('ZADD', KEYS[2], unpack(zadd))
   wake_if_sooner(ARGV[1], before, soonest)
 end

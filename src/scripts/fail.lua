@@ -6,11 +6,11 @@
 -- time of death, or 'stale' (0) when the job is not held under that fence.
 local id = ARGV[2]
 if redis.call('HGET', KEYS[6], id) ~= ARGV[3] then return { 'stale', 0 } end
+local raw = get_record(id)
 redis.call('ZREM', KEYS[3], id)
 redis.call('HDEL', KEYS[6], id)
 
 local now = now_ms()
-local raw = get_record(id)
 local j = decode(raw)
 if not j then
   -- The head is readable but the body is not (claim buries a record

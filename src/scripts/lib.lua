@@ -30,6 +30,12 @@ local match, sub, format = string.match, string.sub, string.format
 local PIN = 'delayq pin: keeps this key in its hash-table encoding (never a job)'
 local PIN_SCORE = '9007199254740991'
 
+-- Bucket keys are not among a script's declared keys (a claim cannot know
+-- them in advance); they carry the queue's hash tag, so Redis Cluster has
+-- them in the declared keys' slot.  While that slot migrates, touching a
+-- bucket the node no longer has is an error, so every script reads its
+-- buckets before it writes anything: an error then changes nothing.
+--
 -- Where the record of job `id` is.  Decimal ids (every generated id) go
 -- to a bucket of at most 100: the hash jobs:<id without its last two
 -- digits>, which Redis keeps as a listpack while its records are small

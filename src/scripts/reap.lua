@@ -29,9 +29,9 @@ if n > 0 then
   local default_max = tonumber(ARGV[7])
   local rng = make_rng(ARGV[6])
   local base, cap, jitter = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+  local raws = get_records(ids)
   redis.call('ZREMRANGEBYRANK', KEYS[3], 0, n - 1)
   redis.call('HDEL', KEYS[6], unpack(ids))
-  local raws = get_records(ids)
   local rewrite, recs, zdelayed, zdead = {}, {}, {}, {}
   local soonest = nil
   for i = 1, n do

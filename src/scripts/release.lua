@@ -13,10 +13,10 @@ for i = 1, n do
   if fences[i] and fences[i] == ARGV[2 * i + 1] then held[#held + 1] = ids[i] end
 end
 if #held == 0 then return 0 end
-redis.call('ZREM', KEYS[3], unpack(held))
-redis.call('HDEL', KEYS[6], unpack(held))
 -- The record is as the claim found it: its due time is still the job's.
 local raws = get_records(held)
+redis.call('ZREM', KEYS[3], unpack(held))
+redis.call('HDEL', KEYS[6], unpack(held))
 local zadd, soonest = {}, nil
 for i = 1, #held do
   local j = decode(raws[i])

@@ -5,17 +5,17 @@
 local now = now_ms()
 local ids
 if ARGV[2] ~= '' then
-  if redis.call('ZREM', KEYS[4], ARGV[2]) == 0 then
+  if not redis.call('ZSCORE', KEYS[4], ARGV[2]) then
     return { 0, redis.call('ZCARD', KEYS[4]) }
   end
   ids = { ARGV[2] }
 else
   ids = redis.call('ZRANGE', KEYS[4], 0, tonumber(ARGV[3]) - 1)
-  if #ids > 0 then redis.call('ZREMRANGEBYRANK', KEYS[4], 0, #ids - 1) end
 end
 local moved = 0
 if #ids > 0 then
-  local raws = get_records(ids)
+  local raws = get_records(ids)         -- reads first (see the prelude)
+  redis.call('ZREM', KEYS[4], unpack(ids))
   local back, recs, zadd, unreadable = {}, {}, {}, {}
   for i, id in ipairs(ids) do
     local j = decode(raws[i])
