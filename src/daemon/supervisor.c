@@ -348,9 +348,10 @@ static void notify_progress(struct supervisor *s, int64_t now)
             && (!c->pid || !s->slots[i].ready))
             return;
     }
+    /* The log line first: whoever sees READY=1 finds it in the log. */
+    log_info("ready: every worker is connected and claiming");
     notify_send("READY=1");
     s->ready_sent = 1;
-    log_info("ready: every worker is connected and claiming");
 }
 
 static void on_tick(evutil_socket_t fd, short what, void *arg)
