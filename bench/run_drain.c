@@ -78,16 +78,14 @@ static int fill_ahead(struct row_ctx *x, long jobs, int64_t at0, double spacing_
                       int scatter_ms, char *err, size_t errlen)
 {
     int64_t t0 = bench_mono_us();
-    if (scatter_ms > 0) {
-        at0 -= scatter_ms;
-        if (bench_fill_scattered(x->client, jobs, at0 + scatter_ms, scatter_ms, err,
-                                 errlen) < 0)
-            return -1;
-    } else if (bench_fill(x->client, jobs, at0, spacing_ms, err, errlen) < 0) {
+    int st = scatter_ms > 0
+        ? bench_fill_scattered(x->client, jobs, at0, scatter_ms, err, errlen)
+        : bench_fill(x->client, jobs, at0, spacing_ms, err, errlen);
+    if (st < 0)
         return -1;
-    }
+    int64_t first_due = at0 - scatter_ms;
     fill_us_per_job = (double)(bench_mono_us() - t0) / (double)jobs;
-    if (bench_real_ms() > at0 - 20) {
+    if (bench_real_ms() > first_due - 20) {
         snprintf(err, errlen, "enqueueing %ld jobs was not over before they were due "
                  "(%.0f us/job): the machine is too busy", jobs, fill_us_per_job);
         return -1;

@@ -47,18 +47,20 @@ local function record_key(id)
 end
 
 -- ids grouped by record key: the keys in first-seen order, and for each
--- the positions in ids of its members.
+-- its ids and their positions in ids.
 local function group_by_record_key(ids)
   local order, by = {}, {}
   for i = 1, #ids do
     local k = record_key(ids[i])
     local g = by[k]
     if not g then
-      g = {}
+      g = { ids = {}, at = {} }
       by[k] = g
       order[#order + 1] = k
     end
-    g[#g + 1] = i
+    local n = #g.ids + 1
+    g.ids[n] = ids[i]
+    g.at[n] = i
   end
   return order, by
 end
@@ -69,10 +71,9 @@ local function get_records(ids)
   local order, by = group_by_record_key(ids)
   local raws = {}
   for _, k in ipairs(order) do
-    local at, names = by[k], {}
-    for j = 1, #at do names[j] = ids[at[j]] end
-    local r = redis.call('HMGET', k, unpack(names))
-    for j = 1, #at do raws[at[j]] = r[j] end
+    local g = by[k]
+    local r = redis.call('HMGET', k, unpack(g.ids))
+    for j = 1, #g.at do raws[g.at[j]] = r[j] end
   end
   return raws
 end
@@ -81,10 +82,10 @@ end
 local function set_records(ids, recs)
   local order, by = group_by_record_key(ids)
   for _, k in ipairs(order) do
-    local at, args = by[k], {}
-    for j = 1, #at do
-      args[2 * j - 1] = ids[at[j]]
-      args[2 * j] = recs[at[j]]
+    local g, args = by[k], {}
+    for j = 1, #g.at do
+      args[2 * j - 1] = g.ids[j]
+      args[2 * j] = recs[g.at[j]]
     end
     redis.call('HSET', k, unpack(args))
   end
@@ -92,11 +93,7 @@ end
 
 local function del_records(ids)
   local order, by = group_by_record_key(ids)
-  for _, k in ipairs(order) do
-    local at, names = by[k], {}
-    for j = 1, #at do names[j] = ids[at[j]] end
-    redis.call('HDEL', k, unpack(names))
-  end
+  for _, k in ipairs(order) do redis.call('HDEL', k, unpack(by[k].ids)) end
 end
 
 local function get_record(id)
