@@ -57,7 +57,7 @@ static int ctx_open(struct ceiling_ctx *x, const struct bench_env *env, int batc
         }
     }
     keys_build(&x->keys, DQ_DEFAULT_PREFIX, BENCH_QUEUE);
-    proto_claim_cmd(&x->claim, &x->keys, batch, LEASE_MS);
+    proto_claim_cmd(&x->claim, &x->keys, batch, LEASE_MS, "bench:ceiling"); /* named, as the daemon's are */
     if (x->claim.oom) {
         snprintf(err, errlen, "out of memory");
         return -1;

@@ -67,7 +67,7 @@ dq_status dq_claim(dq_client *c, const char *queue, int max, int64_t lease_ms,
         return client_fail(c, DQ_ERR_INVALID, "lease must be at least 1 ms");
     struct cmd cmd;
     cmd_init(&cmd);
-    proto_claim_cmd(&cmd, &k, max, lease_ms);
+    proto_claim_cmd(&cmd, &k, max, lease_ms, NULL);
     return run_and_read(c, &cmd, DQ_SCRIPT_CLAIM, read_claim, out);
 }
 

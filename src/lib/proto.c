@@ -224,11 +224,13 @@ dq_status proto_enqueue_many_reply(const redisReply *r, const dq_enqueue_req *re
 /* ---- claim, ack, fail, reap --------------------------------------------- */
 
 void proto_claim_cmd(struct cmd *c, const struct queue_keys *k, int max,
-                     int64_t lease_ms)
+                     int64_t lease_ms, const char *owner)
 {
     cmd_eval(c, DQ_SCRIPT_CLAIM, k);
     cmd_push_i64(c, proto_claim_batch(max));
     cmd_push_i64(c, lease_ms > 0 ? lease_ms : 1);
+    if (owner)
+        cmd_push_str(c, owner);
 }
 
 static char *dup_bytes(const char *s, size_t n)
@@ -330,6 +332,34 @@ void proto_release_cmd(struct cmd *c, const struct queue_keys *k,
         cmd_push_str(c, jobs[i].id);
         cmd_push_i64(c, jobs[i].fence);
     }
+}
+
+void proto_renew_cmd(struct cmd *c, const struct queue_keys *k, int64_t lease_ms,
+                     const dq_job *jobs, size_t n)
+{
+    cmd_eval(c, DQ_SCRIPT_RENEW, k);
+    cmd_push_i64(c, lease_ms > 0 ? lease_ms : 1);
+    for (size_t i = 0; i < n; i++) {
+        cmd_push_str(c, jobs[i].id);
+        cmd_push_i64(c, jobs[i].fence);
+    }
+}
+
+dq_status proto_renew_reply(const redisReply *r, size_t n, int64_t *now_ms, bool *held)
+{
+    if (!is_array(r, n + 1) || r->elements != n + 1)
+        return DQ_ERR_REDIS;
+    *now_ms = elem_int(r, 0);
+    for (size_t i = 0; i < n; i++)
+        held[i] = elem_int(r, i + 1) == 1;
+    return DQ_OK;
+}
+
+void proto_recover_cmd(struct cmd *c, const struct queue_keys *k, const char *owner)
+{
+    cmd_eval(c, DQ_SCRIPT_RECOVER, k);
+    cmd_push_str(c, k->wake);
+    cmd_push_str(c, owner);
 }
 
 dq_status proto_ack_reply(const redisReply *r, size_t n, bool *acked)

@@ -32,13 +32,26 @@ dq_status proto_enqueue_many_reply(const redisReply *r, const dq_enqueue_req *re
                                    const size_t *idx, size_t n, dq_enqueued *out,
                                    dq_status *st);
 
+/* `owner` (NULL: none) names the claiming worker, so that its claim can
+ * be recovered if it dies before reading the reply (proto_recover_cmd). */
 void proto_claim_cmd(struct cmd *c, const struct queue_keys *k, int max,
-                     int64_t lease_ms);
+                     int64_t lease_ms, const char *owner);
 dq_status proto_claim_reply(const redisReply *r, dq_claim_result *out);
 
 /* release: give back claimed jobs that were not started. */
 void proto_release_cmd(struct cmd *c, const struct queue_keys *k,
                        const dq_job *jobs, size_t n);
+
+/* renew: extend the leases of `n` claimed jobs by lease_ms from now.
+ * The reply gives the server's time and, in held[i], whether job i is
+ * still held (false: its lease is lost; it must not run). */
+void proto_renew_cmd(struct cmd *c, const struct queue_keys *k, int64_t lease_ms,
+                     const dq_job *jobs, size_t n);
+dq_status proto_renew_reply(const redisReply *r, size_t n, int64_t *now_ms, bool *held);
+
+/* recover: give back the jobs still held under the fences of `owner`'s
+ * last claim (a worker that died with a claim on its way). */
+void proto_recover_cmd(struct cmd *c, const struct queue_keys *k, const char *owner);
 
 void proto_ack_cmd(struct cmd *c, const struct queue_keys *k,
                    const dq_job *jobs, size_t n);

@@ -1,6 +1,6 @@
 -- claim: take up to `max` due jobs into processing, each with a lease that
 -- ends at now + lease_ms.
--- ARGV: max, lease_ms
+-- ARGV: max, lease_ms[, owner]
 -- Returns {now_ms, wait_ms, n, then n groups of 4:
 --          id, attempt, fence, body}
 -- where body is the record's MessagePack array {type, payload,
@@ -9,9 +9,16 @@
 -- wait_ms is the time until the next delayed job is due (0 when more are
 -- due already), or -1 when none is delayed.  fence identifies this claim:
 -- ack and fail must present it, so that a worker whose lease expired cannot
--- finish a job that was claimed again.
+-- finish a job that was claimed again.  owner, when given, names the
+-- claiming worker: the fences this claim hands out are recorded under it
+-- (meta field claim:<owner> = "<first fence - 1> <count>"), so that if the
+-- worker dies before it has listed its jobs, recover can give them back.
 local now = now_ms()
 local max = tonumber(ARGV[1])
+local owner = ARGV[3]
+if owner and (owner == '' or #owner > 200) then
+  return redis.error_reply('ERR delayq claim: owner must be 1 to 200 bytes')
+end
 -- Numbers handed to redis.call are formatted with "%.17g" and read back
 -- with strtod, a cost per job: the deadline is formatted once, as an
 -- integer, and the due jobs are read without their scores.
@@ -29,6 +36,9 @@ end
 local out = { now, wait, 0 }
 if n > 0 then
   local fence = redis.call('HINCRBY', KEYS[5], 'fence', n) - n
+  if owner then
+    redis.call('HSET', KEYS[5], 'claim:' .. owner, format('%d %d', fence, n))
+  end
   local lease, zadd, bury = { PIN, PIN }, { PIN_SCORE, PIN }, {}
   local nl, no, claimed = 2, 3, 0
   for i = 1, n do

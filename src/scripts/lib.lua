@@ -199,3 +199,23 @@ local function retry_or_bury(keys, id, j, now, allowed, force_dead, delay)
   redis.call('ZADD', keys[2], j.due, id)
   return 'retry', j.due
 end
+
+-- Put held jobs (ids, with their records raws) back in the queue without
+-- counting an attempt: out of processing and the lease hash, into delayed
+-- at the due time their record keeps (now, for a record that cannot be
+-- read: the claim that meets it buries it).  Wakes sleeping workers.
+local function give_back(channel, held, raws)
+  redis.call('ZREM', KEYS[3], unpack(held))
+  redis.call('HDEL', KEYS[6], unpack(held))
+  local zadd, soonest = {}, nil
+  for i = 1, #held do
+    local j = decode(raws[i])
+    local due = j and j.due or now_ms()
+    zadd[#zadd + 1] = due
+    zadd[#zadd + 1] = held[i]
+    if soonest == nil or due < soonest then soonest = due end
+  end
+  local before = head_due(KEYS[2])
+  redis.call('ZADD', KEYS[2], unpack(zadd))
+  wake_if_sooner(channel, before, soonest)
+end
