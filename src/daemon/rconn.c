@@ -4,6 +4,7 @@
 #include <hiredis/async.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "daemon/log.h"
 #include "daemon/slots.h"
@@ -434,4 +435,10 @@ void rconn_free(struct rconn *rc)
     free(rc->password);
     free(rc->channel);
     free(rc);
+}
+
+void rconn_close_in_child(struct rconn *rc)
+{
+    if (rc && rc->ac && rc->ac->c.fd >= 0)
+        close(rc->ac->c.fd);
 }

@@ -71,6 +71,11 @@ void rconn_subscribe(struct rconn *rc, const char *channel,
  * connection is made again after having been up; NULL stops counting. */
 void rconn_count_reconnects(struct rconn *rc, uint64_t *counter);
 
+/* In a child forked from the process that owns `rc`: close the child's
+ * copy of the socket, leaving the parent's connection and event base
+ * alone.  NULL is ignored. */
+void rconn_close_in_child(struct rconn *rc);
+
 /* Drop the connection and free everything; pending requests get NULL. */
 void rconn_free(struct rconn *rc);
 

@@ -1,5 +1,6 @@
 #include "daemon/slots.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -8,7 +9,7 @@
 struct worker_slot *slots_create(size_t n)
 {
     void *p = mmap(NULL, n * sizeof(struct worker_slot), PROT_READ | PROT_WRITE,
-                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+                   MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     return p == MAP_FAILED ? NULL : p;
 }
 
@@ -16,6 +17,45 @@ void slots_destroy(struct worker_slot *s, size_t n)
 {
     if (s)
         munmap(s, n * sizeof *s);
+}
+
+void slot_reset(struct worker_slot *s)
+{
+    memset(s, 0, offsetof(struct worker_slot, tables));
+    for (int t = 0; t < SLOT_TABLES; t++)
+        s->tables[t].n = 0;
+}
+
+void slot_table_publish(struct worker_slot *s, int t, const dq_job *jobs, size_t n)
+{
+    struct slot_table *tb = &s->tables[t];
+    for (size_t i = 0; i < n; i++) {
+        struct slot_entry *e = &tb->e[i];
+        e->state = SE_PENDING;
+        e->fence = jobs[i].fence;
+        snprintf(e->id, sizeof e->id, "%s", jobs[i].id);
+    }
+    __atomic_store_n(&tb->n, (uint32_t)n, __ATOMIC_RELEASE);
+}
+
+void slot_entry_set(struct worker_slot *s, int t, size_t i, enum slot_entry_state state)
+{
+    __atomic_store_n(&s->tables[t].e[i].state, (int)state, __ATOMIC_RELEASE);
+}
+
+void slot_entry_fail(struct worker_slot *s, int t, size_t i, enum slot_entry_state state,
+                     const char *type, int64_t retry_delay_ms, const char *error)
+{
+    struct slot_entry *e = &s->tables[t].e[i];
+    snprintf(e->type, sizeof e->type, "%s", type);
+    snprintf(e->error, sizeof e->error, "%s", error);
+    e->retry_delay_ms = retry_delay_ms;
+    slot_entry_set(s, t, i, state);
+}
+
+void slot_table_clear(struct worker_slot *s, int t)
+{
+    __atomic_store_n(&s->tables[t].n, 0, __ATOMIC_RELEASE);
 }
 
 void slot_set_job(struct worker_slot *s, const struct slot_job *job)

@@ -55,18 +55,83 @@ struct slot_type {
     struct slot_hist lateness;      /* handler start - due time, >= 0 */
 };
 
+/* ---- the claimed jobs: what the supervisor settles when a worker dies --
+ *
+ * A worker publishes every job it has claimed, with the job's fence, and
+ * moves each entry on as the job runs; a dead worker's table tells the
+ * supervisor, without asking the dead process anything, what became of
+ * each job: ack what finished, apply the failures, fail the one that was
+ * running, give back what never started.  Every action is fenced in
+ * Redis, so settling an entry the worker had already reported is refused
+ * there and changes nothing.
+ *
+ * Only the worker writes; the supervisor reads the table after the worker
+ * is dead, so no lock is needed: an entry's fields are written before its
+ * state (release), and a table's n only after its entries. */
+enum slot_entry_state {
+    SE_PENDING = 0,     /* claimed, not started: give back, no attempt counted */
+    SE_RUNNING,         /* its handler was running */
+    SE_OK,              /* succeeded: ack */
+    SE_RETRY,           /* failed: retry (or dead when out of attempts) */
+    SE_DEAD,            /* failed for good */
+    SE_DONE             /* nothing left to do (settled, or no longer ours) */
+};
+
+#define SLOT_ERROR_MAX 240      /* bytes of a failure's error kept here */
+struct slot_entry {
+    int state;                  /* enum slot_entry_state; stored last */
+    int64_t fence;
+    int64_t retry_delay_ms;     /* SE_RETRY: -1 for the queue's backoff */
+    char id[DQ_ID_MAX + 1];
+    char type[DQ_TYPE_MAX + 1]; /* SE_RETRY, SE_DEAD: for its attempt limit */
+    char error[SLOT_ERROR_MAX]; /* SE_RETRY, SE_DEAD: cut to fit */
+};
+
+/* Two tables: the batch being run, and the claim sent ahead of its end. */
+#define SLOT_TABLES 2
+struct slot_table {
+    uint32_t n;                 /* entries in use; 0: nothing held */
+    struct slot_entry e[DQ_CLAIM_MAX];
+};
+
 struct worker_slot {
     uint32_t seq;           /* even: job is stable; odd: being written */
     int ready;              /* connected to Redis and claiming */
     struct slot_job job;
     struct slot_counters counters;
     uint64_t redis_reconnects;  /* connections re-made after being up */
+    uint64_t jobs_done;         /* handler runs that ended: the worker made
+                                   progress (its respawn needs no backoff) */
+    /* A claim is on its way: its jobs are leased in Redis before the
+     * worker can list them here.  The claim names the worker (the owner,
+     * see worker_main), so the supervisor can give them back by that name
+     * (the recover script). */
+    int claim_in_flight;
     struct slot_type types[SLOT_TYPES];
+    /* Last: the tables are large and only their used entries are touched. */
+    struct slot_table tables[SLOT_TABLES];
 } __attribute__((aligned(64)));
 
-/* Map `n` zeroed slots; NULL on failure (errno set). */
+/* Map `n` zeroed slots; NULL on failure (errno set).  The mapping is
+ * reserved lazily (MAP_NORESERVE): only the pages of the entries workers
+ * actually use are ever backed by memory. */
 struct worker_slot *slots_create(size_t n);
 void slots_destroy(struct worker_slot *s, size_t n);
+
+/* Reset a slot for a new child, without touching its tables' entries. */
+void slot_reset(struct worker_slot *s);
+
+/* ---- the tables: worker side -------------------------------------------- */
+
+/* Publish `n` claimed jobs (ids and fences) as table `t`, all pending. */
+void slot_table_publish(struct worker_slot *s, int t, const dq_job *jobs, size_t n);
+/* Move entry `i` of table `t` to `state`. */
+void slot_entry_set(struct worker_slot *s, int t, size_t i, enum slot_entry_state state);
+/* Record a failure of entry `i` (SE_RETRY or SE_DEAD) with its details. */
+void slot_entry_fail(struct worker_slot *s, int t, size_t i, enum slot_entry_state state,
+                     const char *type, int64_t retry_delay_ms, const char *error);
+/* Everything in table `t` is settled in Redis. */
+void slot_table_clear(struct worker_slot *s, int t);
 
 /* Worker side: publish the job it starts, or (job NULL) that it is idle. */
 void slot_set_job(struct worker_slot *s, const struct slot_job *job);

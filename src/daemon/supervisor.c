@@ -16,8 +16,10 @@
 #include "daemon/metrics.h"
 #include "daemon/notify.h"
 #include "daemon/reaper.h"
+#include "daemon/settle.h"
 #include "daemon/signals.h"
 #include "daemon/slots.h"
+#include "daemon/strays.h"
 #include "daemon/worker.h"
 
 #define TICK_MS 50
@@ -26,6 +28,9 @@
 #define BACKOFF_FIRST_MS 500
 #define BACKOFF_MAX_MS 10000   /* a crash loop costs one fork per 10 s at most */
 #define HEALTHY_AFTER_MS 10000  /* a child that lived this long resets its backoff */
+#define RESPAWN_MIN_MS 100      /* even a healthy child's restart: a death is seen
+                                   (/healthz, a scrape) and a kill storm is paced */
+#define SETTLE_WAIT_MS 5000     /* at a stop, wait this long for settlements */
 
 enum child_role { ROLE_NONE, ROLE_WORKER, ROLE_REAPER };
 
@@ -41,19 +46,26 @@ struct child {
     int64_t backoff_ms;
     int64_t killed_for_timeout; /* the timeout in ms, when we killed it */
     struct slot_job killed_job; /* the job it was running then */
+    struct settler *settler;    /* its configuration's (workers) */
 };
 
 struct supervisor {
     struct event_base *base;
     struct daemon_conf *conf;   /* in force */
     struct daemon_conf *old[MAX_GENERATIONS]; /* kept while their children live */
+    /* Settlers of dead workers' jobs: [0] is the configuration in force's,
+     * the others serve older generations until idle and unused. */
+    struct settler *settlers[MAX_GENERATIONS + 1];
+    char owner_nonce[17];       /* this run's: names its workers' claims */
     const char *config_path;
     struct worker_slot *slots;
     struct child children[MAX_CHILDREN];
-    dq_client *redis;           /* blocking: fails the jobs of dead workers */
+    dq_client *redis;           /* blocking: answers /metrics and /healthz */
     pid_t pid;
     int stopping;
     int64_t stop_deadline_ms;
+    int64_t settle_deadline_ms; /* stopping: the children are gone; wait
+                                   for the settlers until then */
     int config_refused;         /* a child exited 78 */
     int ready_sent;             /* READY=1 told to systemd */
     int64_t watchdog_ms;        /* WATCHDOG=1 every this often; 0 none */
@@ -78,6 +90,24 @@ static void child_name(const struct supervisor *s, const struct child *c, char *
 
 /* ---- starting children -------------------------------------------------- */
 
+/* The name a worker's claims carry (claim's owner): unique among every
+ * delayqd process on the queue, since the nonce is drawn at each start. */
+static void owner_name(const struct supervisor *s, pid_t pid, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s.%d", s->owner_nonce, (int)pid);
+}
+
+static void draw_nonce(struct supervisor *s)
+{
+    uint64_t v = 0;
+    FILE *f = fopen("/dev/urandom", "r");
+    if (!f || fread(&v, sizeof v, 1, f) != 1)
+        v = ((uint64_t)time(NULL) << 20) ^ (uint64_t)getpid() ^ (uint64_t)slots_now_us();
+    if (f)
+        fclose(f);
+    snprintf(s->owner_nonce, sizeof s->owner_nonce, "%016llx", (unsigned long long)v);
+}
+
 /* In the child: drop what belongs to the supervisor, then run the role.
  * Never returns. */
 static void become_child(struct supervisor *s, struct child *c)
@@ -88,19 +118,25 @@ static void become_child(struct supervisor *s, struct child *c)
     if (signals_child_setup(s->pid) < 0)
         _exit(0);
     http_admin_close_in_child(s->http); /* the metrics port is the supervisor's */
-    /* The parent's connection: close our copy of the socket; the parent's
-     * event base is left alone (freeing it would touch the shared epoll). */
+    /* The parent's connections: close our copies of the sockets; the
+     * parent's event base is left alone (freeing it would touch the shared
+     * epoll). */
     dq_close(s->redis);
+    for (int g = 0; g <= MAX_GENERATIONS; g++)
+        settler_close_in_child(s->settlers[g]);
     srandom((unsigned)getpid() ^ (unsigned)time(NULL));
+    char owner[64];
+    owner_name(s, getpid(), owner, sizeof owner);
     int rc = c->role == ROLE_REAPER
                  ? reaper_main(c->conf, &s->slots[child_index(s, c)])
-                 : worker_main(c->conf, &c->conf->queues[c->queue], &s->slots[child_index(s, c)]);
+                 : worker_main(c->conf, &c->conf->queues[c->queue], &s->slots[child_index(s, c)],
+                               owner);
     _exit(rc);
 }
 
 static int spawn(struct supervisor *s, struct child *c)
 {
-    memset(&s->slots[child_index(s, c)], 0, sizeof s->slots[0]);
+    slot_reset(&s->slots[child_index(s, c)]);
     fflush(NULL);
     /* Signals stay blocked across fork until the child has its own
      * handlers: a SIGTERM arriving in between would otherwise run libevent's
@@ -134,8 +170,10 @@ static struct child *free_row(struct supervisor *s)
     return NULL;
 }
 
-/* Start the workers and the reaper of `conf`. */
-static int start_generation(struct supervisor *s, struct daemon_conf *conf)
+/* Start the workers and the reaper of `conf`, whose dead workers' jobs
+ * `settler` settles. */
+static int start_generation(struct supervisor *s, struct daemon_conf *conf,
+                            struct settler *settler)
 {
     for (size_t q = 0; q <= conf->nqueues; q++) {
         int n = q < conf->nqueues ? conf->queues[q].workers : 1;
@@ -149,6 +187,7 @@ static int start_generation(struct supervisor *s, struct daemon_conf *conf)
             c->role = q < conf->nqueues ? ROLE_WORKER : ROLE_REAPER;
             c->queue = (int)q;
             c->conf = conf;
+            c->settler = settler;
             spawn(s, c);
         }
     }
@@ -166,9 +205,9 @@ static void describe_status(int status, char *buf, size_t len)
         snprintf(buf, len, "exited with status %d", WEXITSTATUS(status));
 }
 
-/* The blocking client that fails orphaned jobs and answers scrapes: made
- * on first need, and again after a failure (dq_* calls reconnect a broken
- * one themselves); NULL with the reason in err. */
+/* The blocking client that answers scrapes: made on first need, and
+ * again after a failure (dq_* calls reconnect a broken one themselves);
+ * NULL with the reason in err. */
 static dq_client *redis_client(struct supervisor *s, char *err, size_t errlen)
 {
     if (s->redis)
@@ -181,39 +220,40 @@ static dq_client *redis_client(struct supervisor *s, char *err, size_t errlen)
     return s->redis;
 }
 
-static dq_client *supervisor_redis(struct supervisor *s)
+/* Settle, at once, every job a dead worker held: what it finished, what
+ * was running (failed with `cause`), what it had not started, and a claim
+ * on its way (settle.h).  A clean exit leaves nothing but its claims'
+ * owner record, which this removes. */
+static void settle_dead_worker(struct supervisor *s, const struct child *c,
+                               const char *cause)
 {
-    char err[300];
-    if (!redis_client(s, err, sizeof err))
-        log_err("%s", err);
-    return s->redis;
+    char who[16], owner[64];
+    child_name(s, c, who, sizeof who);
+    owner_name(s, c->pid, owner, sizeof owner);
+    struct settle_req req = { .dc = c->conf, .q = &c->conf->queues[c->queue],
+                              .slot = &s->slots[child_index(s, c)], .owner = owner,
+                              .cause = cause, .who = who };
+    settler_settle(c->settler, &req);
 }
 
-/* Fail, at once, the job a worker was running when it died, so that it is
- * retried (or buried) now rather than when its lease runs out. */
-static void fail_orphaned_job(struct supervisor *s, const struct child *c,
-                              const struct slot_job *job, const char *reason)
+static int is_child_row(pid_t pid, void *arg)
 {
-    const struct queue_conf *q = &c->conf->queues[c->queue];
-    dq_retry_policy policy = q->retry;
-    policy.default_max_attempts = dconfig_max_attempts(c->conf, q, job->type);
-    dq_fail_result res;
-    if (!supervisor_redis(s)) {
-        log_err("job %s could not be failed; it runs again when its lease expires", job->id);
-        return;
-    }
-    dq_status st = dq_fail(s->redis, q->name, job->id, job->fence, reason, DQ_FAIL_RETRY,
-                           -1, &policy, &res);
-    if (st == DQ_OK)
-        metrics_count_orphan(s->metrics, q->name, job->type, res.dead);
-    if (st == DQ_OK)
-        log_warn("job failed: queue=%s id=%s type=%s attempt=%d error=%s -> %s", q->name,
-                 job->id, job->type, job->attempt, reason, res.dead ? "dead" : "retry");
-    else if (st == DQ_ERR_STALE)
-        log_info("job %s: already settled", job->id);
+    const struct supervisor *s = arg;
+    for (int i = 0; i < MAX_CHILDREN; i++)
+        if (s->children[i].role != ROLE_NONE && s->children[i].pid == pid)
+            return 1;
+    return 0;
+}
+
+/* Why a worker's running job failed when it died. */
+static void death_cause(const struct child *c, int status, char *buf, size_t len)
+{
+    if (c->killed_for_timeout)
+        snprintf(buf, len, "timeout after %lld ms", (long long)c->killed_for_timeout);
+    else if (WIFSIGNALED(status))
+        snprintf(buf, len, "worker died: signal %d", WTERMSIG(status));
     else
-        log_err("job %s could not be failed (%s); it runs again when its lease expires",
-                job->id, dq_errmsg(s->redis));
+        snprintf(buf, len, "worker died: exit status %d", WEXITSTATUS(status));
 }
 
 static void on_child_exit(struct supervisor *s, struct child *c, int status)
@@ -234,21 +274,21 @@ static void on_child_exit(struct supervisor *s, struct child *c, int status)
     if (!clean || had_job)
         log_warn("%s (pid %d) %s%s%s", name, (int)c->pid, how,
                  had_job ? " while running job " : "", had_job ? job.id : "");
-    if (had_job) {
-        char reason[128];
-        if (c->killed_for_timeout)
-            snprintf(reason, sizeof reason, "timeout after %lld ms",
-                     (long long)c->killed_for_timeout);
-        else if (WIFSIGNALED(status))
-            snprintf(reason, sizeof reason, "worker died: signal %d", WTERMSIG(status));
-        else
-            snprintf(reason, sizeof reason, "worker died: exit status %d", WEXITSTATUS(status));
-        fail_orphaned_job(s, c, &job, reason);
+    if (c->role == ROLE_WORKER) {
+        char cause[128];
+        death_cause(c, status, cause, sizeof cause);
+        settle_dead_worker(s, c, cause);
     }
+    /* Its handler's programs die with it (strays.h). */
+    int strays = strays_kill(is_child_row, s);
+    if (strays > 0)
+        log_warn("%s: stopped %d process%s its handler had started", name, strays,
+                 strays == 1 ? "" : "es");
     /* Keep its counts before the row's slot is reused. */
     metrics_fold_slot(s->metrics, c->role == ROLE_WORKER ? c->conf->queues[c->queue].name
                                                          : NULL, &s->slots[child_index(s, c)]);
-    memset(&s->slots[child_index(s, c)], 0, sizeof s->slots[0]);
+    int made_progress = slot_get(&s->slots[child_index(s, c)].jobs_done) > 0;
+    slot_reset(&s->slots[child_index(s, c)]);
     c->pid = 0;
     if (c->retiring || s->stopping) {
         c->role = ROLE_NONE;
@@ -260,12 +300,15 @@ static void on_child_exit(struct supervisor *s, struct child *c, int status)
         s->config_refused = 1;
         return;
     }
+    /* A child that ran jobs, or lived a while, is not crash-looping: a
+     * handler that crashes on one job must not slow the queue down. */
     int64_t lived = slots_now_ms() - c->started_ms;
-    c->backoff_ms = lived >= HEALTHY_AFTER_MS ? 0
+    c->backoff_ms = lived >= HEALTHY_AFTER_MS || made_progress ? 0
                     : (c->backoff_ms ? c->backoff_ms * 2 : BACKOFF_FIRST_MS);
     if (c->backoff_ms > BACKOFF_MAX_MS)
         c->backoff_ms = BACKOFF_MAX_MS;
-    c->respawn_at_ms = slots_now_ms() + c->backoff_ms;
+    c->respawn_at_ms = slots_now_ms()
+                       + (c->backoff_ms > RESPAWN_MIN_MS ? c->backoff_ms : RESPAWN_MIN_MS);
     metrics_count_restart(s->metrics);
     if (c->backoff_ms)
         log_info("%s restarting in %lldms", name, (long long)c->backoff_ms);
@@ -315,9 +358,25 @@ static int live_children(const struct supervisor *s)
     return n;
 }
 
-/* Free the configurations no child runs any more. */
+static int settler_in_use(const struct supervisor *s, const struct settler *st)
+{
+    if (!settler_idle(st))
+        return 1;
+    for (int i = 0; i < MAX_CHILDREN; i++)
+        if (s->children[i].role != ROLE_NONE && s->children[i].settler == st)
+            return 1;
+    return 0;
+}
+
+/* Free the configurations no child runs any more, and the settlers of
+ * older generations once no child uses them and they have finished. */
 static void drop_old_generations(struct supervisor *s)
 {
+    for (int g = 1; g <= MAX_GENERATIONS; g++)
+        if (s->settlers[g] && !settler_in_use(s, s->settlers[g])) {
+            settler_free(s->settlers[g]);
+            s->settlers[g] = NULL;
+        }
     for (int g = 0; g < MAX_GENERATIONS; g++) {
         if (!s->old[g])
             continue;
@@ -365,8 +424,16 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     drop_old_generations(s);
     notify_progress(s, now);
     if (s->stopping) {
-        if (live_children(s) == 0) {
+        int settling = 0;
+        for (int g = 0; g <= MAX_GENERATIONS; g++)
+            settling |= !settler_idle(s->settlers[g]);
+        if (live_children(s) == 0 && (!settling || now >= s->settle_deadline_ms)) {
             event_base_loopbreak(s->base);
+            return;
+        }
+        if (live_children(s) == 0) {
+            if (!s->settle_deadline_ms)
+                s->settle_deadline_ms = now + SETTLE_WAIT_MS;
             return;
         }
         if (now >= s->stop_deadline_ms) {
@@ -524,12 +591,22 @@ static void on_reload_signal(evutil_socket_t sig, short what, void *arg)
         log_err("reload refused: %s; the configuration in force stays", err);
         return;
     }
-    if (keep_generation(s, s->conf) < 0) {
+    int free_settler = 1;
+    while (free_settler <= MAX_GENERATIONS && s->settlers[free_settler])
+        free_settler++;
+    struct settler *settler = free_settler <= MAX_GENERATIONS
+                                  ? settler_new(s->base, conf, s->metrics) : NULL;
+    if (!settler || keep_generation(s, s->conf) < 0) {
         log_err("reload refused: too many reloads still draining");
+        settler_free(settler);
         dconfig_free(conf);
         free(conf);
         return;
     }
+    /* The new configuration's settler goes first; the old one serves its
+     * workers until they are gone. */
+    s->settlers[free_settler] = s->settlers[0];
+    s->settlers[0] = settler;
     for (int i = 0; i < MAX_CHILDREN; i++)
         if (s->children[i].role != ROLE_NONE)
             s->children[i].retiring = 1;
@@ -538,7 +615,7 @@ static void on_reload_signal(evutil_socket_t sig, short what, void *arg)
     s->config_refused = 0;
     log_set_level(conf->log_level);
     metrics_listen(s);
-    start_generation(s, conf);
+    start_generation(s, conf, settler);
     log_info("reloaded %s: %zu queue%s, %zu handler%s", s->config_path, conf->nqueues,
              conf->nqueues == 1 ? "" : "s", conf->nhandlers, conf->nhandlers == 1 ? "" : "s");
 }
@@ -575,6 +652,15 @@ int supervisor_run(struct daemon_conf *conf, const char *config_path)
     }
     if (metrics_listen(&s) < 0)
         return 71;
+    draw_nonce(&s);
+    s.settlers[0] = settler_new(s.base, conf, s.metrics);
+    if (!s.settlers[0]) {
+        log_err("cannot set up: out of memory");
+        return 71;
+    }
+    if (strays_setup() < 0)
+        log_warn("prctl(PR_SET_CHILD_SUBREAPER): %s: processes a dead worker's handler "
+                 "started may outlive it", strerror(errno));
     struct event *ev[5] = {
         evsignal_new(s.base, SIGCHLD, on_sigchld, &s),
         evsignal_new(s.base, SIGTERM, on_stop_signal, &s),
@@ -591,13 +677,15 @@ int supervisor_run(struct daemon_conf *conf, const char *config_path)
         event_add(ev[i], NULL);
     struct timeval tick = { 0, TICK_MS * 1000 };
     event_add(ev[4], &tick);
-    start_generation(&s, conf);
+    start_generation(&s, conf, s.settlers[0]);
     event_base_dispatch(s.base);
     int rc = s.config_refused && !s.stopping ? 78 : 0;
     log_info("stopped");
     for (int i = 0; i < 5; i++)
         event_free(ev[i]);
     http_admin_free(s.http);
+    for (int g = 0; g <= MAX_GENERATIONS; g++)
+        settler_free(s.settlers[g]);
     event_base_free(s.base);
     metrics_free(s.metrics);
     dq_close(s.redis);

@@ -19,11 +19,23 @@
 #define WAKE_MARGIN_US 250
 #define RETRY_AFTER_ERROR_MS 1000
 #define STOP_POLL_MS 100
+/* A job starts only while its lease outlasts its handler's timeout by this
+ * much: the supervisor's tick (50 ms) may pass before it kills an overrun,
+ * and the kill and the failure it sends take a few more.  So a handler can
+ * never still be running when its lease expires and the job is claimed
+ * again.  (The configuration asks for leases 1 s longer than any timeout,
+ * so a freshly claimed job always has this much.) */
+#define START_MARGIN_MS 500
+/* Reports: per batch one ack per renewal and at the end, a fail per job,
+ * one release. */
+#define MAX_REPORTS (2 * DQ_CLAIM_MAX + 4)
 
 enum worker_state {
     W_IDLE,         /* about to claim */
     W_CLAIMING,     /* claim sent */
     W_RUNNING,      /* running the batch */
+    W_RENEWING,     /* mid-batch: what finished is reported and the rest's
+                       leases renewed, replies awaited */
     W_REPORTING,    /* acks, fails and releases sent, replies awaited */
     W_SLEEPING      /* nothing due: waiting for the timer or a wake message */
 };
@@ -65,10 +77,21 @@ struct worker {
     struct event *wake_timer, *run_ev, *stop_poll;
     enum worker_state state;
     dq_claim_result batch;
+    int table;                  /* the slot table that lists batch's jobs */
+    size_t run_i;               /* the next job of batch to run */
+    int64_t lease_end_us;       /* monotonic: the leases of batch's jobs not
+                                   started yet end no sooner than this */
+    dq_job *ok;                 /* finished jobs not reported yet (shallow:
+                                   batch owns the strings); DQ_CLAIM_MAX */
+    size_t nok;
+    struct cmd renew;           /* the renewal in flight, if renew_sent */
+    int renew_sent, renew_done;
+    int64_t renew_sent_us;
     dq_claim_result next;       /* the claim ahead's jobs, when AHEAD_READY */
     enum claim_ahead ahead;
-    struct report *reports;     /* room for DQ_CLAIM_MAX + 3 */
+    struct report *reports;     /* room for MAX_REPORTS */
     size_t nreports, awaiting;
+    const char *owner;          /* names this worker's claims (recover) */
     int64_t sleep_until_us;     /* monotonic */
     int64_t server_offset_us;   /* server clock - monotonic clock, from the
                                    last claim */
@@ -231,6 +254,7 @@ static void count_acks(struct worker *w, const redisReply *reply, size_t n)
 static void send_reports(struct worker *w);
 
 static void start_batch(struct worker *w);
+static void resume_after_renewal(struct worker *w);
 
 /* The batch is settled: take the claim sent ahead, or sleep until the next
  * due job, or claim again. */
@@ -238,6 +262,7 @@ static void finish_batch(struct worker *w)
 {
     free_reports(w);
     dq_claim_result_free(&w->batch);
+    slot_table_clear(w->slot, w->table);    /* all of it is settled in Redis */
     if (w->ahead == AHEAD_SENT) {
         w->state = W_CLAIMING;  /* on_claim goes on */
         return;
@@ -246,6 +271,7 @@ static void finish_batch(struct worker *w)
     if (w->ahead == AHEAD_READY) {
         w->ahead = AHEAD_NONE;
         w->batch = w->next;
+        w->table ^= 1;          /* keep_claim_ahead listed them there */
         memset(&w->next, 0, sizeof w->next);
         start_batch(w);
         return;
@@ -288,12 +314,15 @@ static void on_report_reply(struct rconn *rc, redisReply *reply, void *arg)
             }
             return;
         }
-    finish_batch(w);
+    if (w->state == W_RENEWING)
+        resume_after_renewal(w);
+    else
+        finish_batch(w);
 }
 
 static void send_reports(struct worker *w)
 {
-    if (w->state != W_REPORTING || w->awaiting > 0)
+    if ((w->state != W_REPORTING && w->state != W_RENEWING) || w->awaiting > 0)
         return;
     for (size_t i = 0; i < w->nreports; i++) {
         struct report *r = &w->reports[i];
@@ -314,9 +343,13 @@ static int attempts_allowed(const struct worker *w, const dq_job *job)
     return dconfig_max_attempts(w->dc, w->q, job->type);
 }
 
-static void report_failure(struct worker *w, const dq_job *job, dq_fail_mode mode,
+/* A failed job: its report, sent with the batch's, and its entry in the
+ * slot table, so that the failure is applied even if this worker dies
+ * before the report is. */
+static void report_failure(struct worker *w, size_t i, dq_fail_mode mode,
                            int64_t delay_ms, const char *error)
 {
+    const dq_job *job = &w->batch.jobs[i];
     struct report *r = add_report(w, DQ_SCRIPT_FAIL);
     dq_retry_policy policy = w->q->retry;
     policy.default_max_attempts = dconfig_max_attempts(w->dc, w->q, job->type);
@@ -326,31 +359,35 @@ static void report_failure(struct worker *w, const dq_job *job, dq_fail_mode mod
                    &policy, (uint32_t)random());
     snprintf(r->what, sizeof r->what, "job failed: queue=%s id=%s type=%s attempt=%d/%d error=%s",
              w->q->name, job->id, job->type, job->attempt, attempts_allowed(w, job), error);
+    slot_entry_fail(w->slot, w->table, i, mode == DQ_FAIL_DEAD ? SE_DEAD : SE_RETRY,
+                    job->type, delay_ms, error);
 }
 
-/* Run one job through its handler; its outcome joins the reports.  The
- * slot shows the job while it runs, so that the supervisor can stop it at
- * its timeout and fail it if the worker dies. */
-static int run_job(struct worker *w, const dq_job *job)
+/* Run job i of the batch through its handler; its outcome joins the
+ * reports.  The slot shows the job while it runs, so that the supervisor
+ * can stop it at its timeout and fail it if the worker dies. */
+static void run_job(struct worker *w, size_t i)
 {
+    const dq_job *job = &w->batch.jobs[i];
     struct handler_entry *e = handlers_find(&w->handlers, job->type);
     struct slot_type *st = slot_type_entry(w->slot, job->type);
     if (!job->type[0]) {
         /* A record this version cannot decode: no handler can run it. */
-        report_failure(w, job, DQ_FAIL_DEAD, -1, job->last_error);
-        return 0;
+        report_failure(w, i, DQ_FAIL_DEAD, -1, job->last_error);
+        return;
     }
     if (!e) {
         char why[200];
         snprintf(why, sizeof why, "no handler for type '%s'", job->type);
-        report_failure(w, job, DQ_FAIL_DEAD, -1, why);
+        report_failure(w, i, DQ_FAIL_DEAD, -1, why);
         w->slot->counters.dead++;
-        return 0;
+        return;
     }
     struct slot_job sj = { .fence = job->fence, .attempt = job->attempt,
                            .started_ms = slots_now_ms(), .timeout_ms = e->conf->timeout_ms };
     snprintf(sj.id, sizeof sj.id, "%s", job->id);
     snprintf(sj.type, sizeof sj.type, "%s", job->type);
+    slot_entry_set(w->slot, w->table, i, SE_RUNNING);
     slot_set_job(w->slot, &sj);
     dq_handler_job hj = {
         .queue = w->q->name, .id = job->id, .type = job->type,
@@ -364,52 +401,164 @@ static int run_job(struct worker *w, const dq_job *job)
     int64_t start_us = slots_now_us();
     dq_handler_result res = handler_run(&e->lh, &hj, &out);
     slot_hist_observe(&st->duration, slots_now_us() - start_us);
+    if (res == DQ_HANDLER_OK)
+        slot_entry_set(w->slot, w->table, i, SE_OK);
     slot_set_job(w->slot, NULL);
+    slot_add(&w->slot->jobs_done, 1);
     if (res == DQ_HANDLER_OK) {
         w->slot->counters.succeeded++;
         slot_add(&st->counters.succeeded, 1);
         log_debug("job done: queue=%s id=%s type=%s attempt=%d in %lldms", w->q->name,
                   job->id, job->type, job->attempt, (long long)(slots_now_ms() - sj.started_ms));
-        return 1;
+        w->ok[w->nok++] = *job;     /* shallow: the batch owns the strings */
+        return;
     }
     if (res == DQ_HANDLER_RETRY)
         w->slot->counters.retried++;
     else
         w->slot->counters.dead++;
-    report_failure(w, job, res == DQ_HANDLER_RETRY ? DQ_FAIL_RETRY : DQ_FAIL_DEAD,
+    report_failure(w, i, res == DQ_HANDLER_RETRY ? DQ_FAIL_RETRY : DQ_FAIL_DEAD,
                    res == DQ_HANDLER_RETRY ? out.retry_delay_ms : -1, out.error);
-    return 0;
+}
+
+/* Whether job i may start now: its lease must outlast its handler's
+ * timeout (START_MARGIN_MS).  A job no handler runs needs no time. */
+static int lease_covers(struct worker *w, size_t i)
+{
+    const dq_job *job = &w->batch.jobs[i];
+    struct handler_entry *e = job->type[0] ? handlers_find(&w->handlers, job->type) : NULL;
+    if (!e)
+        return 1;
+    int64_t need_us = (e->conf->timeout_ms + START_MARGIN_MS) * 1000;
+    return w->lease_end_us - slots_now_us() >= need_us;
+}
+
+/* The successes since the last report go out as one ack. */
+static void report_successes(struct worker *w)
+{
+    if (w->nok == 0)
+        return;
+    proto_ack_cmd(&add_report(w, DQ_SCRIPT_ACK)->cmd, &w->keys, w->ok, w->nok);
+    w->nok = 0;
+}
+
+static void send_renewal(struct worker *w);
+
+/* The rest of a long batch would start on leases too short for its
+ * handlers: report what has finished (so no finished job's lease runs out
+ * before its ack) and renew the leases of the jobs not started, in one
+ * round trip; the batch goes on when both are settled. */
+static void start_renewal(struct worker *w)
+{
+    report_successes(w);
+    cmd_free(&w->renew);
+    cmd_init(&w->renew);
+    proto_renew_cmd(&w->renew, &w->keys, w->q->lease_ms, &w->batch.jobs[w->run_i],
+                    w->batch.n - w->run_i);
+    w->renew_sent = w->renew_done = 0;
+    w->state = W_RENEWING;
+    log_debug("queue=%s: renewing the leases of %zu jobs not started", w->q->name,
+              w->batch.n - w->run_i);
+    send_reports(w);
+    send_renewal(w);
+}
+
+static void on_renew_timer(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    send_renewal(arg);
+}
+
+static void on_renew_reply(struct rconn *rc, redisReply *reply, void *arg)
+{
+    (void)rc;
+    struct worker *w = arg;
+    w->renew_sent = 0;
+    size_t n = w->batch.n - w->run_i;
+    bool *held = calloc(n ? n : 1, sizeof *held);
+    int64_t now_ms;
+    if (!reply)
+        goto out;               /* connection lost: on_cmd_up sends it again */
+    if (!held || proto_renew_reply(reply, n, &now_ms, held) != DQ_OK) {
+        if (reply->type != REDIS_REPLY_ERROR)
+            log_err("queue=%s: unexpected reply to renew", w->q->name);
+        struct timeval tv = { RETRY_AFTER_ERROR_MS / 1000, 0 };
+        event_base_once(w->base, -1, EV_TIMEOUT, on_renew_timer, w, &tv);
+        goto out;
+    }
+    for (size_t k = 0; k < n; k++)
+        if (!held[k]) {
+            /* Reaped meanwhile (Redis was out of reach too long): another
+             * worker may run it now, so this one must not. */
+            slot_entry_set(w->slot, w->table, w->run_i + k, SE_DONE);
+            log_warn("queue=%s: job %s not started: its lease was lost before its turn",
+                     w->q->name, w->batch.jobs[w->run_i + k].id);
+        }
+    w->lease_end_us = w->renew_sent_us + w->q->lease_ms * 1000;
+    w->renew_done = 1;
+    resume_after_renewal(w);
+out:
+    free(held);
+}
+
+static void send_renewal(struct worker *w)
+{
+    if (w->state != W_RENEWING || w->renew_sent || w->renew_done)
+        return;
+    w->renew_sent_us = slots_now_us();
+    if (rconn_send(w->cmd, &w->renew, DQ_SCRIPT_RENEW, on_renew_reply, w) == 0)
+        w->renew_sent = 1;
+}
+
+/* Both halves of a renewal are settled: run the rest of the batch. */
+static void resume_after_renewal(struct worker *w)
+{
+    if (w->state != W_RENEWING || !w->renew_done || w->awaiting > 0)
+        return;
+    for (size_t i = 0; i < w->nreports; i++)
+        if (!w->reports[i].done)
+            return;
+    w->state = W_RUNNING;
+    event_active(w->run_ev, EV_TIMEOUT, 0);
 }
 
 /* Run the claimed batch, then report: one ack for the successes, one fail
- * per failure, one release for the jobs a stop left unstarted. */
+ * per failure, one release for the jobs a stop left unstarted.  A job
+ * whose lease would not outlast its handler's timeout waits for a
+ * renewal (start_renewal); the loop then resumes here. */
 static void on_run(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
     struct worker *w = arg;
     dq_claim_result *b = &w->batch;
-    dq_job *ok = calloc(b->n ? b->n : 1, sizeof *ok);
-    size_t nok = 0, i = 0;
-    for (; i < b->n && !signals_stop_requested(); i++)
-        if (run_job(w, &b->jobs[i]) && ok)
-            ok[nok++] = b->jobs[i];     /* shallow: the batch owns the strings */
-    if (nok > 0)
-        proto_ack_cmd(&add_report(w, DQ_SCRIPT_ACK)->cmd, &w->keys, ok, nok);
-    if (i < b->n) {
-        log_info("stopping: giving back %zu claimed job%s not started", b->n - i,
-                 b->n - i == 1 ? "" : "s");
-        proto_release_cmd(&add_report(w, DQ_SCRIPT_RELEASE)->cmd, &w->keys,
-                          &b->jobs[i], b->n - i);
+    for (; w->run_i < b->n && !signals_stop_requested(); w->run_i++) {
+        if (w->slot->tables[w->table].e[w->run_i].state == SE_DONE)
+            continue;           /* its lease was lost: not ours to run */
+        if (!lease_covers(w, w->run_i)) {
+            start_renewal(w);
+            return;
+        }
+        run_job(w, w->run_i);
     }
-    free(ok);
+    report_successes(w);
+    if (w->run_i < b->n) {
+        log_info("stopping: giving back %zu claimed job%s not started", b->n - w->run_i,
+                 b->n - w->run_i == 1 ? "" : "s");
+        proto_release_cmd(&add_report(w, DQ_SCRIPT_RELEASE)->cmd, &w->keys,
+                          &b->jobs[w->run_i], b->n - w->run_i);
+    }
     w->state = W_REPORTING;
-    if (w->nreports == 0) {
-        finish_batch(w);        /* only when out of memory above */
+    size_t unsent = 0;
+    for (size_t i = 0; i < w->nreports; i++)
+        unsent += !w->reports[i].done;
+    if (unsent == 0) {
+        finish_batch(w);
         return;
     }
     send_reports(w);
-    if (w->awaiting == w->nreports && b->next_due_in_ms == 0 && !signals_stop_requested())
+    if (w->awaiting == unsent && b->next_due_in_ms == 0 && !signals_stop_requested())
         claim_ahead(w);
 }
 
@@ -422,6 +571,7 @@ static void keep_claim_ahead(struct worker *w, redisReply *reply)
 {
     if (reply && proto_claim_reply(reply, &w->next) == DQ_OK) {
         learn_server_clock(w, w->next.now_ms);
+        slot_table_publish(w->slot, w->table ^ 1, w->next.jobs, w->next.n);
         w->ahead = AHEAD_READY;
     } else {
         dq_claim_result_free(&w->next);
@@ -438,12 +588,18 @@ static void on_claim(struct rconn *rc, redisReply *reply, void *arg)
     w->ahead = AHEAD_NONE;
     if (was_ahead && w->state == W_REPORTING) {
         keep_claim_ahead(w, reply);
+        w->slot->claim_in_flight = 0;
         return;
     }
     w->state = W_IDLE;
-    if (!reply)
+    if (!reply) {
+        w->slot->claim_in_flight = 0;
         return;                 /* connection lost: on_cmd_up claims again */
+    }
     dq_status st = proto_claim_reply(reply, &w->batch);
+    if (st == DQ_OK)
+        slot_table_publish(w->slot, w->table, w->batch.jobs, w->batch.n);
+    w->slot->claim_in_flight = 0;
     if (st != DQ_OK) {
         dq_claim_result_free(&w->batch);
         if (reply->type != REDIS_REPLY_ERROR)
@@ -471,8 +627,14 @@ static void start_batch(struct worker *w)
     w->slot->counters.claimed += w->batch.n;
     for (size_t i = 0; i < w->batch.n; i++)
         slot_add(&slot_type_entry(w->slot, w->batch.jobs[i].type)->counters.claimed, 1);
-    /* w->reports has room for DQ_CLAIM_MAX + 3 (worker_setup): a batch
-     * never holds more than the claim asked for. */
+    /* The claim that brought them was the last sent (a claim ahead is sent
+     * only once the batch before has run): their leases end lease_ms
+     * after it left, or later. */
+    w->lease_end_us = w->claim_sent_us + w->q->lease_ms * 1000;
+    w->run_i = 0;
+    w->nok = 0;
+    /* w->reports has room for MAX_REPORTS (worker_setup): a batch never
+     * holds more than the claim asked for. */
     w->state = W_RUNNING;
     event_active(w->run_ev, EV_TIMEOUT, 0);
 }
@@ -482,9 +644,14 @@ static int send_claim(struct worker *w)
 {
     struct cmd cmd;
     cmd_init(&cmd);
-    proto_claim_cmd(&cmd, &w->keys, w->q->batch, w->q->lease_ms);
+    proto_claim_cmd(&cmd, &w->keys, w->q->batch, w->q->lease_ms, w->owner);
     w->claim_sent_us = slots_now_us();
+    /* Set before the claim can reach Redis: from then on its jobs may be
+     * leased to this worker before it can list them. */
+    w->slot->claim_in_flight = 1;
     int rc = rconn_send(w->cmd, &cmd, DQ_SCRIPT_CLAIM, on_claim, w);
+    if (rc != 0)
+        w->slot->claim_in_flight = 0;
     cmd_free(&cmd);
     return rc;
 }
@@ -515,7 +682,10 @@ static void on_cmd_up(struct rconn *rc, void *arg)
     w->slot->ready = 1;
     if (w->state == W_REPORTING)
         send_reports(w);
-    else if (w->state == W_SLEEPING || w->state == W_IDLE) {
+    else if (w->state == W_RENEWING) {
+        send_reports(w);
+        send_renewal(w);
+    } else if (w->state == W_SLEEPING || w->state == W_IDLE) {
         evtimer_del(w->wake_timer);
         w->state = W_IDLE;
         drive(w);
@@ -582,8 +752,11 @@ static int worker_setup(struct worker *w)
     w->wake_timer = evtimer_new(w->base, on_wake_timer, w);
     w->run_ev = event_new(w->base, -1, 0, on_run, w);
     w->stop_poll = event_new(w->base, -1, EV_PERSIST, on_stop_poll, w);
-    w->reports = calloc(DQ_CLAIM_MAX + 3, sizeof *w->reports);
-    if (!w->cmd || !w->sub || !w->wake_timer || !w->run_ev || !w->stop_poll || !w->reports)
+    w->reports = calloc(MAX_REPORTS, sizeof *w->reports);
+    w->ok = calloc(DQ_CLAIM_MAX, sizeof *w->ok);
+    cmd_init(&w->renew);
+    if (!w->cmd || !w->sub || !w->wake_timer || !w->run_ev || !w->stop_poll || !w->reports
+        || !w->ok)
         return WORKER_EXIT_SOFTWARE;
     rconn_count_reconnects(w->cmd, &w->slot->redis_reconnects);
     rconn_count_reconnects(w->sub, &w->slot->redis_reconnects);
@@ -607,16 +780,18 @@ static void worker_teardown(struct worker *w)
         event_base_free(w->base);
     free_reports(w);
     free(w->reports);
+    free(w->ok);
+    cmd_free(&w->renew);
     dq_claim_result_free(&w->batch);
     dq_claim_result_free(&w->next);
     handlers_close(&w->handlers);
 }
 
 int worker_main(const struct daemon_conf *dc, const struct queue_conf *q,
-                struct worker_slot *slot)
+                struct worker_slot *slot, const char *owner)
 {
-    struct worker w = { .dc = dc, .q = q, .slot = slot, .next_due_server = -1,
-                        .woken_due = -1 };
+    struct worker w = { .dc = dc, .q = q, .slot = slot, .owner = owner,
+                        .next_due_server = -1, .woken_due = -1 };
     int rc = worker_setup(&w);
     if (rc == WORKER_EXIT_OK) {
         log_debug("claiming from queue %s", q->name);

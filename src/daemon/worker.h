@@ -18,9 +18,13 @@
 /*
  * Run in a freshly forked child until SIGTERM/SIGINT (finish the job in
  * hand, give back the rest of the batch, report, exit) or until the
- * supervisor dies.  Returns the process's exit code.
+ * supervisor dies.  Every job claimed is listed in `slot`'s tables as it
+ * moves on, and every claim names `owner` (unique to this process among
+ * all delayqd processes on the queue), so that the supervisor can settle
+ * the batch of a worker that dies (settle.h).  Returns the process's exit
+ * code.
  */
 int worker_main(const struct daemon_conf *dc, const struct queue_conf *q,
-                struct worker_slot *slot);
+                struct worker_slot *slot, const char *owner);
 
 #endif
