@@ -205,7 +205,7 @@ static void read_handler(struct reader *r, const config_setting_t *h, size_t i,
         fail_at(r, h, "%stype: missing", where);
     if (!r->failed && !file)
         fail_at(r, h, "%sfile: missing", where);
-    if (!r->failed && strcmp(type, "*") != 0 && keys_check_type(type))
+    if (!r->failed && strcmp(type, DCONFIG_FALLBACK_TYPE) != 0 && keys_check_type(type))
         fail_at(r, config_setting_get_member(h, "type"), "%stype: %s", where,
                 keys_check_type(type));
     hc->type = dup_str(type);
@@ -477,9 +477,9 @@ const struct handler_conf *dconfig_handler_for(const struct daemon_conf *dc,
 {
     const struct handler_conf *fallback = NULL;
     for (size_t i = 0; i < dc->nhandlers; i++) {
-        if (strcmp(dc->handlers[i].type, type) == 0)
+        if (type && strcmp(dc->handlers[i].type, type) == 0)
             return &dc->handlers[i];
-        if (strcmp(dc->handlers[i].type, "*") == 0)
+        if (strcmp(dc->handlers[i].type, DCONFIG_FALLBACK_TYPE) == 0)
             fallback = &dc->handlers[i];
     }
     return fallback;

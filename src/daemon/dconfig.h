@@ -16,6 +16,9 @@
 
 #define DCONFIG_MAX_QUEUES 64
 #define DCONFIG_MAX_WORKERS 256     /* over all queues */
+/* The handler entry's type that takes every type without an entry of its
+ * own.  Never a job's type: keys_check_type refuses it. */
+#define DCONFIG_FALLBACK_TYPE "*"
 
 struct queue_conf {
     char *name;
@@ -63,11 +66,19 @@ int dconfig_load(struct daemon_conf *dc, const char *path, char *err,
 
 void dconfig_free(struct daemon_conf *dc);
 
-/* The handler entry for a job type: the exact entry, else "*", else NULL. */
+/* The handler entry for a job type: the exact entry, else the fallback
+ * ("*"), else NULL.  A NULL type stands for a type with no entry of its own. */
 const struct handler_conf *dconfig_handler_for(const struct daemon_conf *dc,
                                                const char *type);
 
-/* Attempts allowed for a type on a queue: the handler's, else the queue's. */
+/*
+ * The one rule for how many attempts a job gets, after the job's own limit
+ * (which the scripts apply first, when the producer set one): the limit of
+ * its type's handler entry (the exact entry, else "*"), else the queue's
+ * max_attempts, else the default (5).  The worker, the reaper and the
+ * supervisor all ask this; delayqd.conf(5) states it.  A NULL type stands
+ * for a type with no entry of its own.
+ */
 int dconfig_max_attempts(const struct daemon_conf *dc, const struct queue_conf *q,
                          const char *type);
 

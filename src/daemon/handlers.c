@@ -95,7 +95,7 @@ struct handler_entry *handlers_find(struct handler_table *t, const char *type)
     for (size_t i = 0; i < t->n; i++) {
         if (strcmp(t->entries[i].conf->type, type) == 0)
             return &t->entries[i];
-        if (strcmp(t->entries[i].conf->type, "*") == 0)
+        if (strcmp(t->entries[i].conf->type, DCONFIG_FALLBACK_TYPE) == 0)
             fallback = &t->entries[i];
     }
     return fallback;

@@ -57,14 +57,17 @@ static void on_reap(struct rconn *rc, redisReply *reply, void *arg)
     schedule(rq, res.next_in_ms >= 0 ? res.next_in_ms : rq->q->lease_ms);
 }
 
-/* Per-type attempt limits go with the reap, since the reaper cannot ask
- * the configuration per job inside the script. */
-static void push_type_limits(struct cmd *cmd, const struct daemon_conf *dc)
+/* Attempt limits go with the reap, since the script cannot ask the
+ * configuration per job: the limit of every type with a handler entry of
+ * its own, and (as the default) that of every other type, all by the one
+ * rule (dconfig_max_attempts), so the reaper and the workers agree. */
+static void push_type_limits(struct cmd *cmd, const struct daemon_conf *dc,
+                             const struct queue_conf *q)
 {
     for (size_t i = 0; i < dc->nhandlers; i++)
-        if (dc->handlers[i].max_attempts > 0 && strcmp(dc->handlers[i].type, "*") != 0) {
+        if (strcmp(dc->handlers[i].type, DCONFIG_FALLBACK_TYPE) != 0) {
             cmd_push_str(cmd, dc->handlers[i].type);
-            cmd_push_i64(cmd, dc->handlers[i].max_attempts);
+            cmd_push_i64(cmd, dconfig_max_attempts(dc, q, dc->handlers[i].type));
         }
 }
 
@@ -77,13 +80,11 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
     if (rq->busy)
         return;
     dq_retry_policy policy = rq->q->retry;
-    const struct handler_conf *fallback = dconfig_handler_for(dc, "*");
-    if (fallback && fallback->max_attempts > 0)
-        policy.default_max_attempts = fallback->max_attempts;
+    policy.default_max_attempts = dconfig_max_attempts(dc, rq->q, NULL);
     struct cmd cmd;
     cmd_init(&cmd);
     proto_reap_cmd(&cmd, &rq->keys, dc->reaper_batch, &policy, (uint32_t)random());
-    push_type_limits(&cmd, dc);
+    push_type_limits(&cmd, dc, rq->q);
     if (rconn_send(rq->r->conn, &cmd, DQ_SCRIPT_REAP, on_reap, rq) == 0)
         rq->busy = 1;
     else
