@@ -402,7 +402,7 @@ size_t h_records(const struct harness *h, struct h_run **out)
             continue;
         r.pid = pid;
         r.ms = ms;
-        r.end = strcmp(what, "end") == 0;
+        r.end = strcmp(what, "end") == 0 ? 1 : strcmp(what, "start") == 0 ? 0 : H_OVERLAP;
         if (n == cap) {
             cap = cap ? cap * 2 : 256;
             v = realloc(v, cap * sizeof *v);

@@ -93,11 +93,14 @@ int h_wait(int timeout_ms, int (*cond)(void *arg), void *arg);
 
 /* ---- the record file ---- */
 
+#define H_OVERLAP 2
 struct h_run {
     char id[DQ_ID_MAX + 1];
     int attempt;
     pid_t pid;
-    int end;                    /* 0: a "start" line, 1: an "end" line */
+    int end;                    /* 0: a "start" line, 1: an "end" line,
+                                   H_OVERLAP: the run found the job's lock
+                                   held by a live run (lock_dir) */
     int64_t ms;
 };
 

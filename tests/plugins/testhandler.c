@@ -5,6 +5,10 @@
  * Settings:
  *   record = "/path/file";   # optional: append one line when a run starts
  *                            # and one when it ends
+ *   lock_dir = "/path/dir";  # optional: each run holds an flock on
+ *                            # DIR/<id>; a run that finds it held by a live
+ *                            # process (two runs of one job at once)
+ *                            # records an "overlap" line
  *
  * Record lines, "<id> <attempt> <pid> start|end <unix ms>", are each
  * written with one write(2) to a file opened O_APPEND, so the lines of
@@ -18,7 +22,9 @@
  *   retry-in:N    RETRY with retry_delay_ms N, error "asked to retry"
  *   fail          FAIL, error "asked to fail"
  *   segv          dies of SIGSEGV (on every attempt)
+ *   segv-first    dies of SIGSEGV on attempt 1, OK afterwards
  *   hang          sleeps for ever
+ *   hang-first    sleeps for ever on attempt 1, OK afterwards
  *   sleep:N       sleeps N ms, then OK
  *   exit          _exit(3)
  * anything else is a FAIL saying so.
@@ -31,11 +37,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <time.h>
 #include <unistd.h>
 
 struct th_state {
     int fd;     /* the record file, or -1 */
+    char *lock_dir;     /* or NULL */
 };
 
 static int64_t realtime_ms(void)
@@ -76,6 +84,7 @@ static int th_init(const dq_host *host, const dq_settings *s, void **state,
                    char *err, size_t errlen)
 {
     const char *path = host->setting_string(s, "record", NULL);
+    const char *lock_dir = host->setting_string(s, "lock_dir", NULL);
     if (host->setting_error(s)) {
         snprintf(err, errlen, "%s", host->setting_error(s));
         return -1;
@@ -86,6 +95,7 @@ static int th_init(const dq_host *host, const dq_settings *s, void **state,
         return -1;
     }
     st->fd = -1;
+    st->lock_dir = lock_dir ? strdup(lock_dir) : NULL;
     if (path && (st->fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644)) < 0) {
         snprintf(err, errlen, "testhandler: %s: %s", path, strerror(errno));
         free(st);
@@ -115,15 +125,17 @@ static dq_handler_result th_run(const dq_handler_job *job, dq_handler_outcome *o
         snprintf(out->error, sizeof out->error, "asked to fail");
         return DQ_HANDLER_FAIL;
     }
-    if (strcmp(p, "segv") == 0) {
+    if (strcmp(p, "segv") == 0 || (strcmp(p, "segv-first") == 0 && job->attempt == 1)) {
         /* The default action, whatever a sanitizer installed: the test
          * expects the worker to die of signal 11. */
         signal(SIGSEGV, SIG_DFL);
         raise(SIGSEGV);
     }
-    if (strcmp(p, "hang") == 0)
+    if (strcmp(p, "hang") == 0 || (strcmp(p, "hang-first") == 0 && job->attempt == 1))
         for (;;)
             pause();
+    if (strcmp(p, "segv-first") == 0 || strcmp(p, "hang-first") == 0)
+        return DQ_HANDLER_OK;
     if (strncmp(p, "sleep:", 6) == 0) {
         sleep_ms(strtoll(p + 6, NULL, 10));
         return DQ_HANDLER_OK;
@@ -134,12 +146,30 @@ static dq_handler_result th_run(const dq_handler_job *job, dq_handler_outcome *o
     return DQ_HANDLER_FAIL;
 }
 
+/* Take the job's lock for the run; -1 when there is no lock_dir.  The
+ * kernel drops the lock when the process dies, so only a live run holds
+ * it. */
+static int take_lock(const struct th_state *st, const dq_handler_job *job)
+{
+    if (!st->lock_dir)
+        return -1;
+    char path[700];
+    snprintf(path, sizeof path, "%s/%s", st->lock_dir, job->id);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) < 0)
+        record(st, job, "overlap");
+    return fd;
+}
+
 static dq_handler_result th_handle(void *state, const dq_handler_job *job,
                                    dq_handler_outcome *out)
 {
+    int lock = take_lock(state, job);
     record(state, job, "start");
     dq_handler_result res = th_run(job, out);
     record(state, job, "end");
+    if (lock >= 0)
+        close(lock);
     return res;
 }
 
@@ -148,6 +178,7 @@ static void th_fini(void *state)
     struct th_state *st = state;
     if (st->fd >= 0)
         close(st->fd);
+    free(st->lock_dir);
     free(st);
 }
 

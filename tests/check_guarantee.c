@@ -1,0 +1,329 @@
+/*
+ * The per-job guarantee inside a batch, end to end with the real delayqd:
+ * a long batch never outruns its leases; a worker's death (a crashing or
+ * hanging handler, kill -9) costs only the job it was running, with the
+ * rest of its batch settled at once; a handler's programs die with their
+ * worker; and the reaper and the workers agree on a job's attempts.
+ */
+#include <check.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "daemon_harness.h"
+
+static struct harness H;
+
+static void setup(void)
+{
+    h_setup(&H);
+}
+
+static void teardown(void)
+{
+    h_teardown(&H);
+}
+
+/* Enqueue jobs `prefix`00.. `prefix`NN, all due at one instant `in_ms`
+ * from now, so that one claim takes them in id order (equal scores sort
+ * by member); payloads[i] is job i's. */
+static void enqueue_batch(const char *prefix, const char *const *payloads, int n,
+                          int64_t in_ms, int max_attempts)
+{
+    int64_t now;
+    ck_assert_int_eq(dq_server_time(H.c, &now), DQ_OK);
+    dq_enqueue_req reqs[64];
+    char ids[64][32];
+    ck_assert(n <= 64);
+    for (int i = 0; i < n; i++) {
+        snprintf(ids[i], sizeof ids[i], "%s%02d", prefix, i);
+        reqs[i] = (dq_enqueue_req){ .queue = H_QUEUE, .type = "t", .id = ids[i],
+                                    .payload = payloads[i], .payload_len = strlen(payloads[i]),
+                                    .at_ms = now + in_ms, .max_attempts = max_attempts };
+    }
+    ck_assert_int_eq(dq_enqueue_many(H.c, reqs, (size_t)n, NULL, NULL), DQ_OK);
+}
+
+/* Starts ("start" lines) of `id` in the record file, and the first. */
+static int starts_of(const char *id, struct h_run *first)
+{
+    struct h_run *r;
+    size_t n = h_records(&H, &r);
+    int k = h_count(r, n, id, 0, first);
+    free(r);
+    return k;
+}
+
+static int ends_of(const char *id)
+{
+    struct h_run *r;
+    size_t n = h_records(&H, &r);
+    int k = h_count(r, n, id, 1, NULL);
+    free(r);
+    return k;
+}
+
+static void dead_with(const char *id, const char *error)
+{
+    ck_assert_msg(h_wait_state(&H, id, DQ_STATE_DEAD, 5000), "%s is not dead; log:\n%s", id,
+                  h_log_tail(&H));
+    dq_job_info info;
+    ck_assert_int_eq(h_state(&H, id, &info), DQ_STATE_DEAD);
+    ck_assert_msg(strstr(info.job.last_error, error), "%s died of '%s', not '%s'", id,
+                  info.job.last_error, error);
+    dq_job_info_free(&info);
+}
+
+static void start_conf(int workers, int batch, const char *lease, const char *timeout,
+                       int max_attempts)
+{
+    struct h_conf hc;
+    char handler[1024];
+    h_conf_defaults(&hc);
+    hc.workers = workers;
+    hc.batch = batch;
+    hc.lease = lease;
+    hc.max_attempts = max_attempts;
+    hc.handlers = h_handler(&H, handler, sizeof handler, "*", timeout, 0);
+    h_write_conf(&H, &hc);
+    h_start(&H, workers);
+}
+
+/* ---- a long batch and its leases ------------------------------------------ */
+
+/* Four jobs of 0.7 s in one batch under a 2 s lease, one attempt each:
+ * the batch takes 2.8 s.  Each runs once and succeeds; none is reaped as
+ * "lease expired" while the batch runs, no ack is refused. */
+START_TEST(long_batch_outlasts_its_lease)
+{
+    start_conf(1, 4, "2s", "900ms", 1);
+    const char *p[4] = { "sleep:700", "sleep:700", "sleep:700", "sleep:700" };
+    enqueue_batch("L", p, 4, 300, 0);
+    ck_assert_msg(h_wait_idle(&H, 10000), "not done; log:\n%s", h_log_tail(&H));
+    for (int i = 0; i < 4; i++) {
+        char id[8];
+        snprintf(id, sizeof id, "L%02d", i);
+        ck_assert_msg(starts_of(id, NULL) == 1 && ends_of(id) == 1, "%s ran %d times", id,
+                      starts_of(id, NULL));
+        ck_assert_int_eq(h_state(&H, id, NULL), -1);    /* acked: gone */
+    }
+    ck_assert_int_eq(h_log_count(&H, "expired lease"), 0);
+    ck_assert_int_eq(h_log_count(&H, "ack refused"), 0);
+    ck_assert_int_eq(h_stop(&H, 10000), 0);
+}
+END_TEST
+
+/* ---- a death in the middle of a batch ------------------------------------ */
+
+/* A batch of 16 whose 9th job (`bad`) kills its worker: the 8 before it,
+ * finished, are not run again; the 7 after it run once, at attempt 1 (no
+ * attempt counted), well within a second of the death (the lease is 30 s);
+ * the bad job is dead with `error`. */
+static void death_in_batch(const char *bad, const char *timeout, const char *error)
+{
+    start_conf(1, 16, "30s", timeout, 1);
+    const char *p[16];
+    for (int i = 0; i < 16; i++)
+        p[i] = i == 8 ? bad : "ok";
+    enqueue_batch("B", p, 16, 300, 0);
+    ck_assert_msg(h_wait_idle(&H, 10000), "not done; log:\n%s", h_log_tail(&H));
+    dead_with("B08", error);
+    struct h_run bad_start, next;
+    ck_assert_int_eq(starts_of("B08", &bad_start), 1);
+    for (int i = 0; i < 16; i++) {
+        char id[8];
+        snprintf(id, sizeof id, "B%02d", i);
+        if (i == 8)
+            continue;
+        ck_assert_msg(starts_of(id, &next) == 1, "%s started %d times", id, starts_of(id, NULL));
+        ck_assert_int_eq(ends_of(id), 1);
+        ck_assert_int_eq(next.attempt, 1);
+        ck_assert_int_eq(h_state(&H, id, NULL), -1);
+        if (i > 8)
+            ck_assert_msg(next.ms - bad_start.ms < 3000, "%s started %lld ms after %s did",
+                          id, (long long)(next.ms - bad_start.ms), "B08");
+    }
+    ck_assert_int_eq(h_log_count(&H, "expired lease"), 0);
+    ck_assert_int_eq(h_stop(&H, 10000), 0);
+}
+
+START_TEST(crash_in_batch_costs_only_its_job)
+{
+    death_in_batch("segv", "1s", "worker died: signal 11");
+}
+END_TEST
+
+START_TEST(timeout_in_batch_costs_only_its_job)
+{
+    death_in_batch("hang", "500ms", "timeout after 500 ms");
+}
+END_TEST
+
+/* ---- a handler's programs die with their worker ----------------------------- */
+
+static int gone(pid_t pid)
+{
+    if (kill(pid, 0) < 0)
+        return errno == ESRCH;
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *fp = fopen(path, "r");
+    if (!fp)
+        return 1;
+    size_t n = fread(buf, 1, sizeof buf - 1, fp);
+    fclose(fp);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')');
+    return p && p[1] == ' ' && p[2] == 'Z';
+}
+
+static pid_t read_pid(const char *path, int timeout_ms)
+{
+    for (int waited = 0; waited < timeout_ms; waited += 20) {
+        FILE *fp = fopen(path, "r");
+        long v = 0;
+        if (fp) {
+            int ok = fscanf(fp, "%ld", &v) == 1;
+            fclose(fp);
+            if (ok && v > 0)
+                return (pid_t)v;
+        }
+        h_sleep_ms(20);
+    }
+    return 0;
+}
+
+static pid_t parent_of(pid_t pid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *fp = fopen(path, "r");
+    if (!fp)
+        return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, fp);
+    fclose(fp);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')');
+    int ppid = 0;
+    char state;
+    if (!p || sscanf(p + 1, " %c %d", &state, &ppid) != 2)
+        return 0;
+    return (pid_t)ppid;
+}
+
+/* The exec handler runs a shell that starts a background sleep; kill -9
+ * the worker: the shell (the exec handler's child, in its own process
+ * group) and its own child are both stopped within a second, and the job
+ * is failed with the cause. */
+START_TEST(exec_programs_die_with_their_worker)
+{
+    const char *top = getenv("TOP_BUILDDIR");
+    char shpid[300], bgpid[300], handlers[2048], script[1024];
+    snprintf(shpid, sizeof shpid, "%s/sh.pid", H.fx.dir);
+    snprintf(bgpid, sizeof bgpid, "%s/bg.pid", H.fx.dir);
+    snprintf(script, sizeof script, "sleep 60 & echo $! > %s; echo $$ > %s; wait", bgpid,
+             shpid);
+    snprintf(handlers, sizeof handlers,
+             "{ type = \"*\"; file = \"%s/handlers/.libs/exec.so\"; timeout = \"20s\";\n"
+             "  settings = { argv = [\"/bin/sh\", \"-c\", \"%s\"]; }; }",
+             top ? top : "..", script);
+    struct h_conf hc;
+    h_conf_defaults(&hc);
+    hc.workers = 1;
+    hc.lease = "30s";
+    hc.max_attempts = 1;
+    hc.handlers = handlers;
+    h_write_conf(&H, &hc);
+    h_start(&H, 1);
+    h_enqueue(&H, "x1", "t", "", 0, 0);
+    pid_t sh = read_pid(shpid, 5000), bg = read_pid(bgpid, 5000);
+    ck_assert_msg(sh > 0 && bg > 0, "the program did not start; log:\n%s", h_log_tail(&H));
+    pid_t worker = parent_of(sh);
+    ck_assert_msg(worker > 0 && worker != H.pid, "the program's parent is %d", (int)worker);
+    ck_assert_int_eq(kill(worker, SIGKILL), 0);
+    int64_t end = h_mono_ms() + 1000;
+    while ((!gone(sh) || !gone(bg)) && h_mono_ms() < end)
+        h_sleep_ms(10);
+    ck_assert_msg(gone(sh), "the exec handler's program outlived its worker");
+    ck_assert_msg(gone(bg), "the program's own child outlived its worker");
+    dead_with("x1", "worker died: signal 9");
+    ck_assert_int_eq(h_stop(&H, 10000), 0);
+}
+END_TEST
+
+/* ---- one rule for max attempts ----------------------------------------------- */
+
+/* Claim `id` by hand and let its lease expire until it is dead; returns the
+ * number of claims it took. */
+static int claims_until_dead(const char *id)
+{
+    int claims = 0;
+    for (int64_t end = h_mono_ms() + 20000; h_mono_ms() < end;) {
+        int st = h_state(&H, id, NULL);
+        if (st == DQ_STATE_DEAD)
+            return claims;
+        dq_claim_result res;
+        if (dq_claim(H.c, H_QUEUE, 1, 100, &res) == DQ_OK) {
+            claims += (int)res.n;
+            dq_claim_result_free(&res);
+        }
+        h_sleep_ms(50);
+    }
+    return -1;
+}
+
+/* Queue max_attempts 3; "*" entry max_attempts 4; an entry for "typed"
+ * that sets none.  A "typed" job gets the queue's 3 whether its attempts
+ * end in a worker (a handler that retries) or in the reaper (leases that
+ * expire); an "other" job gets the "*" entry's 4 from the reaper. */
+START_TEST(worker_and_reaper_agree_on_attempts)
+{
+    char star[1024], typed[1024], both[2100];
+    h_handler(&H, star, sizeof star, "*", "1s", 4);
+    h_handler(&H, typed, sizeof typed, "typed", "1s", 0);
+    snprintf(both, sizeof both, "%s,\n%s", star, typed);
+    struct h_conf hc;
+    h_conf_defaults(&hc);
+    hc.workers = 0;             /* the reaper alone: the test claims */
+    hc.max_attempts = 3;
+    hc.handlers = both;
+    h_write_conf(&H, &hc);
+    h_start(&H, 0);
+    h_enqueue(&H, "r-typed", "typed", "ok", 0, 0);
+    ck_assert_int_eq(claims_until_dead("r-typed"), 3);
+    h_enqueue(&H, "r-other", "other", "ok", 0, 0);
+    ck_assert_int_eq(claims_until_dead("r-other"), 4);
+    ck_assert_int_eq(h_stop(&H, 10000), 0);
+
+    hc.workers = 1;             /* now a worker, whose handler retries */
+    h_write_conf(&H, &hc);
+    h_start(&H, 1);
+    h_enqueue(&H, "w-typed", "typed", "retry", 0, 0);
+    ck_assert_msg(h_wait_state(&H, "w-typed", DQ_STATE_DEAD, 10000), "log:\n%s",
+                  h_log_tail(&H));
+    ck_assert_int_eq(starts_of("w-typed", NULL), 3);
+    ck_assert_int_eq(h_stop(&H, 10000), 0);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("guarantee");
+    TCase *tc = tcase_create("batch");
+    tcase_set_timeout(tc, 40);
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, long_batch_outlasts_its_lease);
+    tcase_add_test(tc, crash_in_batch_costs_only_its_job);
+    tcase_add_test(tc, timeout_in_batch_costs_only_its_job);
+    tcase_add_test(tc, exec_programs_die_with_their_worker);
+    tcase_add_test(tc, worker_and_reaper_agree_on_attempts);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
