@@ -363,13 +363,13 @@ static void report_failure(struct worker *w, size_t i, dq_fail_mode mode,
                     job->type, delay_ms, error);
 }
 
-/* Run job i of the batch through its handler; its outcome joins the
- * reports.  The slot shows the job while it runs, so that the supervisor
- * can stop it at its timeout and fail it if the worker dies. */
-static void run_job(struct worker *w, size_t i)
+/* Run job i of the batch through its handler `e` (NULL: none); its
+ * outcome joins the reports.  The slot shows the job while it runs, so
+ * that the supervisor can stop it at its timeout and fail it if the worker
+ * dies. */
+static void run_job(struct worker *w, size_t i, struct handler_entry *e)
 {
     const dq_job *job = &w->batch.jobs[i];
-    struct handler_entry *e = handlers_find(&w->handlers, job->type);
     struct slot_type *st = slot_type_entry(w->slot, job->type);
     if (!job->type[0]) {
         /* A record this version cannot decode: no handler can run it. */
@@ -421,12 +421,11 @@ static void run_job(struct worker *w, size_t i)
                    res == DQ_HANDLER_RETRY ? out.retry_delay_ms : -1, out.error);
 }
 
-/* Whether job i may start now: its lease must outlast its handler's
- * timeout (START_MARGIN_MS).  A job no handler runs needs no time. */
-static int lease_covers(struct worker *w, size_t i)
+/* Whether a job for handler `e` may start now: its lease must outlast the
+ * handler's timeout (START_MARGIN_MS).  A job no handler runs needs no
+ * time. */
+static int lease_covers(const struct worker *w, const struct handler_entry *e)
 {
-    const dq_job *job = &w->batch.jobs[i];
-    struct handler_entry *e = job->type[0] ? handlers_find(&w->handlers, job->type) : NULL;
     if (!e)
         return 1;
     int64_t need_us = (e->conf->timeout_ms + START_MARGIN_MS) * 1000;
@@ -536,11 +535,13 @@ static void on_run(evutil_socket_t fd, short what, void *arg)
     for (; w->run_i < b->n && !signals_stop_requested(); w->run_i++) {
         if (w->slot->tables[w->table].e[w->run_i].state == SE_DONE)
             continue;           /* its lease was lost: not ours to run */
-        if (!lease_covers(w, w->run_i)) {
+        const dq_job *job = &b->jobs[w->run_i];
+        struct handler_entry *e = job->type[0] ? handlers_find(&w->handlers, job->type) : NULL;
+        if (!lease_covers(w, e)) {
             start_renewal(w);
             return;
         }
-        run_job(w, w->run_i);
+        run_job(w, w->run_i, e);
     }
     report_successes(w);
     if (w->run_i < b->n) {
