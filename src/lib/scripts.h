@@ -21,6 +21,7 @@ enum dq_script_id {
     DQ_SCRIPT_DEAD_LIST,
     DQ_SCRIPT_RELEASE,
     DQ_SCRIPT_ENQUEUE_MANY,
+    DQ_SCRIPT_FSCK,
     DQ_SCRIPT_COUNT
 };
 
