@@ -13,7 +13,8 @@
 --   record goes to dead as it is);
 -- kind 'member': a member of delayed, processing or dead (key) without a
 --   record; repaired: removed (from processing with its lease field);
--- kind 'lease': a field of the lease hash without a record; repaired:
+-- kind 'lease': a field of the lease hash without a record (and not of
+--   a member of processing: that is the member's finding); repaired:
 --   removed;
 -- kind 'type': key is not of the type the queue needs: id is the type it
 --   has, expected the type it should have.  Never repaired: a key of the
@@ -248,6 +249,14 @@ steps.l = function(c)
   if not usable[6] then return nil end
   local r = redis.call('HSCAN', KEYS[6], c, 'COUNT', count)
   local lost = without_record(r[2])
+  -- The field of a member of processing is the processing phase's.
+  if usable[3] and #lost > 0 then
+    local p, left = zmscore(KEYS[3], lost), {}
+    for i = 1, #lost do
+      if not p[i] then left[#left + 1] = lost[i] end
+    end
+    lost = left
+  end
   for _, id in ipairs(lost) do
     sums.leases = sums.leases + 1
     finding('lease', KEYS[6], id)
