@@ -577,6 +577,22 @@ START_TEST(fsck_interval_zero_is_off)
 }
 END_TEST
 
+/* delayqd -t refuses a fsck_interval that is not a duration, at its line. */
+START_TEST(bad_fsck_interval_is_refused)
+{
+    char text[1024], err[2048], want[512];
+    snprintf(text, sizeof text,
+             "redis = { unix_socket = \"%s\"; };\n"
+             "queues = ( { name = \"" H_QUEUE "\"; } );\n"
+             "reaper = {\n  fsck_interval = 60;\n};\n", H.fx.sock);
+    h_write_file(H.conf, text);
+    const char *args[] = { "-t", "-c", H.conf, NULL };
+    ck_assert_int_eq(h_run_delayqd(args, err, sizeof err), 78);
+    snprintf(want, sizeof want, "%s:4: reaper.fsck_interval: expected a duration", H.conf);
+    ck_assert_msg(strstr(err, want) != NULL, "stderr: %s", err);
+}
+END_TEST
+
 static Suite *fsck_suite(void)
 {
     Suite *s = suite_create("fsck");
@@ -600,6 +616,7 @@ static Suite *fsck_suite(void)
     tcase_add_checked_fixture(tc, h_up, h_down);
     tcase_add_test(tc, reaper_repairs_and_reports);
     tcase_add_test(tc, fsck_interval_zero_is_off);
+    tcase_add_test(tc, bad_fsck_interval_is_refused);
     suite_add_tcase(s, tc);
     return s;
 }
