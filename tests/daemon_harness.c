@@ -1,18 +1,21 @@
 #include "daemon_harness.h"
 
 #include <check.h>
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <hiredis/hiredis.h>
 #include <limits.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -565,4 +568,48 @@ static int queue_idle(void *arg)
 int h_wait_idle(struct harness *h, int timeout_ms)
 {
     return h_wait(timeout_ms, queue_idle, h);
+}
+
+/* ---- HTTP ------------------------------------------------------------------ */
+
+int h_free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    socklen_t len = sizeof a;
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+    ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+int h_http_get(int port, const char *path, char *body, size_t len)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    struct timeval tv = { 10, 0 };
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    body[0] = '\0';
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0) {
+        close(fd);
+        return -1;
+    }
+    char req[128];
+    int n = snprintf(req, sizeof req, "GET %s HTTP/1.0\r\n\r\n", path);
+    static char raw[262144];
+    size_t got = 0;
+    ssize_t k;
+    if (write(fd, req, (size_t)n) == n)
+        while (got < sizeof raw - 1 && (k = read(fd, raw + got, sizeof raw - 1 - got)) > 0)
+            got += (size_t)k;
+    close(fd);
+    raw[got] = '\0';
+    int status = -1;
+    if (sscanf(raw, "HTTP/1.%*d %d", &status) != 1)
+        return -1;
+    const char *b = strstr(raw, "\r\n\r\n");
+    snprintf(body, len, "%s", b ? b + 4 : "");
+    return status;
 }

@@ -139,6 +139,15 @@ int h_wait_state(struct harness *h, const char *id, dq_state state, int timeout_
 /* Wait until nothing is delayed, due or processing; 1, or 0 at the deadline. */
 int h_wait_idle(struct harness *h, int timeout_ms);
 
+/* ---- HTTP (metrics = { listen = ... }) ---- */
+
+/* A TCP port on 127.0.0.1 that was free a moment ago. */
+int h_free_port(void);
+/* GET `path` from 127.0.0.1:port (HTTP/1.0, 10 s at most); the body into
+ * `body` (NUL-terminated, cut at len); returns the status, or -1 when no
+ * answer came. */
+int h_http_get(int port, const char *path, char *body, size_t len);
+
 /* The pids of the daemon's children (workers and reaper), from /proc;
  * returns how many (at most `max`). */
 size_t h_children(pid_t parent, pid_t *pids, size_t max);

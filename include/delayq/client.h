@@ -282,6 +282,61 @@ dq_status dq_purge(dq_client *c, const char *queue, const char *id);
 /* Delete every dead job; *deleted (may be NULL) counts them. */
 dq_status dq_purge_all(dq_client *c, const char *queue, int64_t *deleted);
 
+/* ---- Checking ----------------------------------------------------------- */
+
+typedef enum dq_fsck_kind {
+    DQ_FSCK_RECORD,         /* a record in none of delayed, processing, dead */
+    DQ_FSCK_MEMBER,         /* a member of delayed, processing or dead
+                               without a record */
+    DQ_FSCK_LEASE,          /* a field of the lease hash without a record */
+    DQ_FSCK_WRONG_TYPE      /* a key of the wrong type: never repaired */
+} dq_fsck_kind;
+
+/* "record", "member", "lease" or "type". */
+const char *dq_fsck_kind_str(dq_fsck_kind k);
+
+typedef struct dq_fsck_finding {
+    dq_fsck_kind kind;
+    bool repaired;          /* dead (a record) or removed (the rest) */
+    char *key;              /* the record hash, the set or the lease hash it
+                               is in; or the key of the wrong type */
+    char *id;               /* the job id; DQ_FSCK_WRONG_TYPE: the key's type */
+    char *expected;         /* DQ_FSCK_WRONG_TYPE: the type it should have;
+                               otherwise "" */
+} dq_fsck_finding;
+
+#define DQ_FSCK_FINDINGS_MAX 1000 /* findings kept (every wrong-type key is) */
+#define DQ_FSCK_COUNT 100   /* elements examined per script call, by default */
+
+typedef struct dq_fsck_result {
+    int64_t scanned;        /* records, set members and lease fields examined */
+    int64_t records;        /* records in no set */
+    int64_t members;        /* set members without a record */
+    int64_t leases;         /* lease fields without a record */
+    int64_t wrong_types;    /* keys of the wrong type, each counted once */
+    int64_t repaired;       /* of records + members + leases */
+    int64_t claim_dropped;  /* ids claims dropped for a missing record, in
+                               all (the queue's meta field orphans_removed) */
+    dq_fsck_finding *findings; /* in the order found: every wrong-type key,
+                                  and the first DQ_FSCK_FINDINGS_MAX others */
+    size_t n;
+    size_t calls;           /* script calls the pass took */
+} dq_fsck_result;
+
+/*
+ * Check a queue's keys, in script calls that each examine about `count`
+ * elements (0: DQ_FSCK_COUNT; at most 1000), so that Redis is never held
+ * for long.  With `repair`, records in no set go to the dead set with the
+ * error "orphan record" and set members and lease fields without a record
+ * are removed; keys of the wrong type are only reported.  Each finding is
+ * judged and repaired in one atomic call: a job moving between sets is
+ * never taken for an orphan.  Returns DQ_OK whatever was found (see the
+ * counts); free the result with dq_fsck_result_free, also after a failure.
+ */
+dq_status dq_fsck(dq_client *c, const char *queue, bool repair, int count,
+                  dq_fsck_result *out);
+void dq_fsck_result_free(dq_fsck_result *r);
+
 /* Server time in Unix ms (Redis TIME). */
 dq_status dq_server_time(dq_client *c, int64_t *now_ms);
 

@@ -40,7 +40,8 @@ enum cli_longopt {
     OPT_LIMIT,
     OPT_OFFSET,
     OPT_ALL,
-    OPT_WATCH
+    OPT_WATCH,
+    OPT_REPAIR
 };
 
 struct cli;
@@ -154,5 +155,6 @@ int cmd_cancel(struct cli *cli);
 int cmd_show(struct cli *cli);
 int cmd_stats(struct cli *cli);
 int cmd_dlq(struct cli *cli);
+int cmd_fsck(struct cli *cli);
 
 #endif

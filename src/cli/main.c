@@ -33,6 +33,8 @@ static const char usage_text[] =
     "  dlq -q QUEUE list [--limit N] [--offset N] [--json]\n"
     "  dlq -q QUEUE requeue ID | requeue --all | purge [ID]\n"
     "                                          the dead-letter set\n"
+    "  fsck -q QUEUE [--repair] [--json]       find (and mend) orphan records,\n"
+    "                                          set members and wrong-type keys\n"
     "  delayq COMMAND --help                   more about one command\n"
     "\n"
     "Connection options (before or after COMMAND):\n"
@@ -55,7 +57,8 @@ static const char usage_text[] =
     "\n"
     "Exit codes:\n"
     "  0   done\n"
-    "  1   not found or not done: unknown job, job running or dead, id taken\n"
+    "  1   not found or not done: unknown job, job running or dead, id taken;\n"
+    "      fsck found problems it did not repair\n"
     "  2   usage error: bad option, value, name; payload too large\n"
     "  69  Redis unreachable, refused (password, command) or timed out\n"
     "  70  internal error (out of memory)\n"
@@ -110,12 +113,26 @@ static const char dlq_help[] =
     "default), requeue one or all (due now, attempts reset), purge one or\n"
     "all.  Exit 1 when ID is not dead.\n";
 
+static const char fsck_help[] =
+    "Usage: delayq fsck -q QUEUE [--repair] [--json]\n"
+    "Check the queue's keys in short steps: records in no set (delayed,\n"
+    "processing, dead), set members and lease fields without a record,\n"
+    "keys of the wrong type.  Prints the counts and the first findings;\n"
+    "--json prints one object with up to 1000 findings.\n"
+    "  --repair   move records in no set to dead (last error \"orphan\n"
+    "             record\"; see dlq list, dlq requeue) and remove members and\n"
+    "             fields without a record; keys of the wrong type are only\n"
+    "             reported, for you to look at\n"
+    "Exit 0 when the queue is clean or everything found was repaired, 1 when\n"
+    "problems are left.\n";
+
 static const struct cli_command commands[] = {
     { "add", add_help, cmd_add },
     { "cancel", cancel_help, cmd_cancel },
     { "show", show_help, cmd_show },
     { "stats", stats_help, cmd_stats },
     { "dlq", dlq_help, cmd_dlq },
+    { "fsck", fsck_help, cmd_fsck },
 };
 
 const char *cli_name(const struct cli *cli)

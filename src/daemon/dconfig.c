@@ -279,10 +279,11 @@ static void read_log_and_reaper(struct reader *r, struct daemon_conf *dc,
     }
     const config_setting_t *reaper = config_setting_get_member(root, "reaper");
     if (reaper) {
-        static const char *const known[] = { "interval", "batch", NULL };
+        static const char *const known[] = { "interval", "batch", "fsck_interval", NULL };
         check_keys(r, reaper, "reaper.", known);
         get_duration(r, reaper, "reaper.", "interval", 10, &dc->reaper_interval_ms);
         get_int(r, reaper, "reaper.", "batch", 1, DQ_CLAIM_MAX, &dc->reaper_batch);
+        get_duration(r, reaper, "reaper.", "fsck_interval", 0, &dc->fsck_interval_ms);
     }
 }
 
@@ -410,6 +411,7 @@ int dconfig_load(struct daemon_conf *dc, const char *path, char *err, size_t err
     dc->shutdown_timeout_ms = 30000;
     dc->reaper_interval_ms = 60000;
     dc->reaper_batch = 100;
+    dc->fsck_interval_ms = 60000;
     dc->log_level = DQ_LOG_INFO;
     struct reader r = { path, err, errlen, 0 };
     if (!config_read_file(&dc->cfg, path)) {

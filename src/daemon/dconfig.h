@@ -50,6 +50,7 @@ struct daemon_conf {
     int64_t shutdown_timeout_ms;
     int64_t reaper_interval_ms; /* longest sleep between reaps */
     int reaper_batch;
+    int64_t fsck_interval_ms;   /* reaper: a fsck pass per queue this often; 0 off */
     int log_level;
     int log_syslog;             /* 1: syslog, 0: stderr */
     /* metrics = { listen = "HOST:PORT"; allow_remote = false; }: where the

@@ -16,6 +16,7 @@ struct row {
     char type[DQ_TYPE_MAX + 1];
     struct slot_counters c;
     uint64_t timed_out;
+    uint64_t orphans;           /* type "" only: the reaper's fsck repairs */
     struct slot_hist duration;
     struct slot_hist lateness;
 };
@@ -96,8 +97,22 @@ static void add_row(struct row *to, const struct row *from)
 {
     add_counters(&to->c, &from->c);
     to->timed_out += from->timed_out;
+    to->orphans += from->orphans;
     add_hist(&to->duration, &from->duration);
     add_hist(&to->lateness, &from->lateness);
+}
+
+/* Add the reaper's fsck repairs (zero in a worker's slot) to the queues'
+ * rows. */
+static void fold_fsck(struct table *t, const struct slot_fsck *f)
+{
+    for (int i = 0; i < SLOT_FSCK_QUEUES; i++) {
+        const char *queue = slot_fsck_queue_name(&f->queues[i]);
+        struct row *r = queue ? get_row(t, queue, "") : NULL;
+        if (r)
+            r->orphans += slot_get(&f->queues[i].repaired)
+                          + slot_get(&f->queues[i].claim_dropped);
+    }
 }
 
 /* Add a slot's figures to `t` (and its reconnects to *reconnects). */
@@ -105,6 +120,7 @@ static void fold(struct table *t, uint64_t *reconnects, const char *queue,
                  const struct worker_slot *slot)
 {
     *reconnects += slot_get(&slot->redis_reconnects);
+    fold_fsck(t, &slot->fsck);
     if (!queue)
         return;
     struct row *q = get_row(t, queue, "");
@@ -250,6 +266,16 @@ static void put_counters(FILE *out, const struct table *t)
             put_label(out, "queue", t->rows[i].queue);
             fprintf(out, "} %llu\n", (unsigned long long)t->rows[i].c.stale);
         }
+    put_head(out, "delayq_orphans_repaired_total", "counter",
+             "Orphans the reaper's fsck repaired (records in no set to dead, set members "
+             "and lease fields without a record removed), plus ids claims dropped for a "
+             "missing record.");
+    for (size_t i = 0; i < t->n; i++)
+        if (!t->rows[i].type[0]) {
+            fputs("delayq_orphans_repaired_total{", out);
+            put_label(out, "queue", t->rows[i].queue);
+            fprintf(out, "} %llu\n", (unsigned long long)t->rows[i].orphans);
+        }
 }
 
 static void put_histogram(FILE *out, const struct table *t, const char *name,
@@ -390,6 +416,15 @@ int metrics_health(const struct metrics_view *v, FILE *out)
     if (up < want) {
         fprintf(out, "%d of %d workers down\n", want - up, want);
         return 503;
+    }
+    /* A key of the wrong type, as the reaper's fsck found it. */
+    for (size_t i = 0; i < v->nchildren; i++) {
+        char reason[SLOT_FSCK_REASON];
+        if (v->children[i].running && slot_fsck_reason(&v->children[i].slot->fsck,
+                                                       reason, sizeof reason)) {
+            fprintf(out, "%s\n", reason);
+            return 503;
+        }
     }
     fputs("ok\n", out);
     return 200;

@@ -60,9 +60,12 @@ struct metrics_view {
  * with the client's command timeout).  Returns the HTTP status: 200. */
 int metrics_write(const struct metrics *m, const struct metrics_view *v, FILE *out);
 
-/* Write the /healthz answer: "ok" when Redis answers and every worker of
- * the configuration in force is connected and claiming, else the reason
- * ("redis unreachable: ...", "2 of 4 workers down").  Returns 200 or 503. */
+/* Write the /healthz answer: "ok" when Redis answers, every worker of
+ * the configuration in force is connected and claiming and the reaper's
+ * fsck knows of no key of the wrong type, else the reason ("redis
+ * unreachable: ...", "2 of 4 workers down", "queue orders: key
+ * dq:{orders}:jobs:12 has type string, expected hash").  Returns 200 or
+ * 503. */
 int metrics_health(const struct metrics_view *v, FILE *out);
 
 #endif

@@ -5,6 +5,7 @@
 
 #include "daemon/log.h"
 #include "daemon/rconn.h"
+#include "daemon/reaper_fsck.h"
 #include "daemon/signals.h"
 #include "daemon/worker.h"
 #include "lib/proto.h"
@@ -27,6 +28,7 @@ struct reaper {
     struct rconn *conn;
     struct event *stop_poll;
     struct reaped_queue *queues;
+    struct reaper_fsck *fsck;   /* the periodic fsck passes */
 };
 
 static void schedule(struct reaped_queue *rq, int64_t ms)
@@ -101,6 +103,7 @@ static void on_up(struct rconn *rc, void *arg)
         r->queues[i].busy = 0;
         schedule(&r->queues[i], 0);
     }
+    reaper_fsck_up(r->fsck);
 }
 
 static void on_stop_poll(evutil_socket_t fd, short what, void *arg)
@@ -127,6 +130,8 @@ int reaper_main(const struct daemon_conf *dc, struct worker_slot *slot)
     r.stop_poll = event_new(r.base, -1, EV_PERSIST, on_stop_poll, &r);
     if (!r.conn || !r.stop_poll)
         goto done;
+    if (!(r.fsck = reaper_fsck_new(r.base, r.conn, dc, opt.prefix, &slot->fsck)))
+        goto done;
     rconn_count_reconnects(r.conn, &slot->redis_reconnects);
     for (size_t i = 0; i < dc->nqueues; i++) {
         struct reaped_queue *rq = &r.queues[i];
@@ -142,7 +147,8 @@ int reaper_main(const struct daemon_conf *dc, struct worker_slot *slot)
     event_base_dispatch(r.base);
     rc = WORKER_EXIT_OK;
 done:
-    rconn_free(r.conn);
+    rconn_free(r.conn);         /* first: pending fsck steps get their NULL */
+    reaper_fsck_free(r.fsck);
     for (size_t i = 0; r.queues && i < dc->nqueues; i++)
         if (r.queues[i].timer)
             event_free(r.queues[i].timer);

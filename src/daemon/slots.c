@@ -136,3 +136,54 @@ const char *slot_type_name(const struct slot_type *t)
 {
     return __atomic_load_n(&t->used, __ATOMIC_ACQUIRE) ? t->type : NULL;
 }
+
+struct slot_fsck_queue *slot_fsck_entry(struct slot_fsck *f, const char *queue)
+{
+    for (int i = 0; i < SLOT_FSCK_QUEUES; i++) {
+        struct slot_fsck_queue *q = &f->queues[i];
+        if (!q->used) {
+            /* Only the reaper writes: publish the name, then the flag. */
+            snprintf(q->queue, sizeof q->queue, "%s", queue);
+            __atomic_store_n(&q->used, 1, __ATOMIC_RELEASE);
+            return q;
+        }
+        if (strcmp(q->queue, queue) == 0)
+            return q;
+    }
+    return NULL;
+}
+
+const char *slot_fsck_queue_name(const struct slot_fsck_queue *q)
+{
+    return __atomic_load_n(&q->used, __ATOMIC_ACQUIRE) ? q->queue : NULL;
+}
+
+void slot_fsck_set_reason(struct slot_fsck *f, const char *reason)
+{
+    if (strcmp(f->reason, reason) == 0)
+        return;                 /* one writer: its own copy is stable */
+    __atomic_add_fetch(&f->seq, 1, __ATOMIC_ACQ_REL);
+    snprintf(f->reason, sizeof f->reason, "%s", reason);
+    __atomic_add_fetch(&f->seq, 1, __ATOMIC_ACQ_REL);
+}
+
+int slot_fsck_reason(const struct slot_fsck *f, char *out, size_t len)
+{
+    char copy[SLOT_FSCK_REASON];
+    for (int tries = 0; tries < 1000; tries++) {
+        uint32_t before = __atomic_load_n(&f->seq, __ATOMIC_ACQUIRE);
+        if (before & 1)
+            continue;
+        memcpy(copy, f->reason, sizeof copy);
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        if (__atomic_load_n(&f->seq, __ATOMIC_ACQUIRE) == before) {
+            copy[sizeof copy - 1] = '\0';
+            snprintf(out, len, "%s", copy);
+            return copy[0] != '\0';
+        }
+    }
+    /* Stuck mid-write (killed there): say nothing rather than half a line. */
+    if (len)
+        out[0] = '\0';
+    return 0;
+}

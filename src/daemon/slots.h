@@ -94,6 +94,24 @@ struct slot_table {
     struct slot_entry e[DQ_CLAIM_MAX];
 };
 
+/* The reaper's periodic fsck (reaper_fsck.c), per queue: its repairs
+ * counted (slot_add), and for /healthz the wrong-type keys it knows of,
+ * in one line published under `seq` (odd while being written) so that
+ * the supervisor never reads half of it. */
+#define SLOT_FSCK_QUEUES 64     /* DCONFIG_MAX_QUEUES (checked in reaper_fsck.c) */
+#define SLOT_FSCK_REASON 320
+struct slot_fsck_queue {
+    int used;                   /* set (release) after `queue` is written */
+    char queue[DQ_QUEUE_MAX + 1];
+    uint64_t repaired;          /* records to dead, members and fields removed */
+    uint64_t claim_dropped;     /* ids claims dropped, seen since the start */
+};
+struct slot_fsck {
+    uint32_t seq;               /* even: reason stable; odd: being written */
+    char reason[SLOT_FSCK_REASON]; /* "" while no key has the wrong type */
+    struct slot_fsck_queue queues[SLOT_FSCK_QUEUES];
+};
+
 struct worker_slot {
     uint32_t seq;           /* even: job is stable; odd: being written */
     int ready;              /* connected to Redis and claiming */
@@ -108,6 +126,7 @@ struct worker_slot {
      * (the recover script). */
     int claim_in_flight;
     struct slot_type types[SLOT_TYPES];
+    struct slot_fsck fsck;      /* the reaper's; zero in workers */
     /* Last: the tables are large and only their used entries are touched. */
     struct slot_table tables[SLOT_TABLES];
 } __attribute__((aligned(64)));
@@ -171,5 +190,19 @@ void slot_hist_observe(struct slot_hist *h, int64_t us);
 
 /* Supervisor side: the entry's type when it is in use, else NULL. */
 const char *slot_type_name(const struct slot_type *t);
+
+/* Reaper side: the fsck entry of `queue`, made on first use; NULL when
+ * all SLOT_FSCK_QUEUES are taken. */
+struct slot_fsck_queue *slot_fsck_entry(struct slot_fsck *f, const char *queue);
+
+/* Reaper side: publish the wrong-type keys' line ("" for none). */
+void slot_fsck_set_reason(struct slot_fsck *f, const char *reason);
+
+/* Supervisor side: a consistent copy of that line; returns 1 when it is
+ * not empty. */
+int slot_fsck_reason(const struct slot_fsck *f, char *out, size_t len);
+
+/* Supervisor side: the entry's queue when it is in use, else NULL. */
+const char *slot_fsck_queue_name(const struct slot_fsck_queue *q);
 
 #endif

@@ -234,3 +234,34 @@ dq_status dq_server_time(dq_client *c, int64_t *now_ms)
     freeReplyObject(r);
     return DQ_OK;
 }
+
+dq_status dq_fsck(dq_client *c, const char *queue, bool repair, int count,
+                  dq_fsck_result *out)
+{
+    memset(out, 0, sizeof *out);
+    if (count < 0 || count > 1000)
+        return client_fail(c, DQ_ERR_INVALID, "bad fsck count %d: from 1 to 1000 "
+                           "(0: %d)", count, DQ_FSCK_COUNT);
+    struct queue_keys k;
+    dq_status st = client_queue_keys(c, queue, &k);
+    if (st != DQ_OK)
+        return st;
+    /* The script's cursor is a phase letter and a SCAN cursor (an unsigned
+     * 64-bit number): short. */
+    char cursor[64] = "0";
+    do {
+        struct cmd cmd;
+        cmd_init(&cmd);
+        proto_fsck_cmd(&cmd, &k, cursor, count, repair);
+        redisReply *r;
+        st = client_run(c, &cmd, DQ_SCRIPT_FSCK, &r);
+        cmd_free(&cmd);
+        if (st != DQ_OK)
+            return st;
+        st = proto_fsck_reply(r, repair, out, cursor, sizeof cursor);
+        freeReplyObject(r);
+        if (st != DQ_OK)
+            return bad_reply(c, st, DQ_SCRIPT_FSCK);
+    } while (strcmp(cursor, "0") != 0);
+    return DQ_OK;
+}

@@ -76,6 +76,18 @@ dq_status proto_dead_list_reply(const redisReply *r, dq_dead_page *out);
 dq_status proto_count_reply(const redisReply *r, int64_t *moved,
                             int64_t *remaining);
 
+/* fsck: one step from `cursor` ("0" to start), examining about `count`
+ * elements. */
+void proto_fsck_cmd(struct cmd *c, const struct queue_keys *k, const char *cursor,
+                    int count, bool repair);
+/* Add one fsck reply to `acc` (counts added, findings appended up to
+ * DQ_FSCK_FINDINGS_MAX, a wrong-type key already in acc not counted
+ * again, claim_dropped replaced) and copy the next cursor into `cursor`
+ * ("0": the pass is done).  DQ_ERR_REDIS when the reply is not one;
+ * DQ_ERR_NOMEM. */
+dq_status proto_fsck_reply(const redisReply *r, bool repair, dq_fsck_result *acc,
+                           char *cursor, size_t cursorlen);
+
 void proto_job_free(dq_job *j);
 
 #endif

@@ -23,6 +23,7 @@ enum dq_script_id {
     DQ_SCRIPT_ENQUEUE_MANY,
     DQ_SCRIPT_RENEW,
     DQ_SCRIPT_RECOVER,
+    DQ_SCRIPT_FSCK,
     DQ_SCRIPT_COUNT
 };
 
