@@ -895,7 +895,8 @@ START_TEST(explicit_retry_delay_is_honoured)
     dq_claim_result res;
     claim_n(1, 30000, 1, &res);
     dq_retry_policy p;
-    policy_make(&p, 1, 1, 0, 5);   /* the backoff would be 1 ms */
+    policy_make(&p, 1, 10000, 0, 5);   /* the backoff would be 1 ms; the cap
+                                          (10 s) bounds the explicit delay */
     int64_t before = server_now();
     dq_fail_result fr;
     ck_assert_int_eq(dq_fail(cl, Q, "later", res.jobs[0].fence, "busy", DQ_FAIL_RETRY,

@@ -57,6 +57,19 @@ int mp_read_array(struct mp_reader *r, size_t *n)
     return 0;
 }
 
+int mp_read_nil(struct mp_reader *r)
+{
+    if (!r->p || r->p == r->end || *r->p != 0xc0)
+        return -1;
+    r->p++;
+    return 0;
+}
+
+int mp_at_end(const struct mp_reader *r)
+{
+    return r->p && r->p == r->end;
+}
+
 int mp_read_bytes(struct mp_reader *r, const char **s, size_t *len)
 {
     unsigned tag;
