@@ -1750,12 +1750,8 @@ END_TEST
 
 static TCase *tcase(Suite *s, const char *name, int timeout)
 {
-    TCase *tc = tcase_create(name);
-    tcase_set_timeout(tc, timeout);
-    tcase_add_unchecked_fixture(tc, server_up, server_down);
-    tcase_add_checked_fixture(tc, test_setup, test_teardown);
-    suite_add_tcase(s, tc);
-    return tc;
+    return fixture_tcase(s, name, timeout, server_up, server_down, test_setup,
+                         test_teardown);
 }
 
 static Suite *client_suite(void)

@@ -148,6 +148,19 @@ static void enq(const char *id, int max_attempts)
     ck_assert_msg(dq_enqueue(cl, &r, NULL) == DQ_OK, "enqueue %s: %s", id, dq_errmsg(cl));
 }
 
+/* Enqueue job `id` and claim it (with a minute's lease): its fence. */
+static int64_t claim_one(const char *id)
+{
+    enq(id, 0);
+    dq_claim_result res;
+    ck_assert_int_eq(dq_claim(cl, Q, 1, 60000, &res), DQ_OK);
+    ck_assert_uint_eq(res.n, 1);
+    ck_assert_str_eq(res.jobs[0].id, id);
+    int64_t fence = res.jobs[0].fence;
+    dq_claim_result_free(&res);
+    return fence;
+}
+
 static void show(const char *id, dq_job_info *info)
 {
     ck_assert_msg(dq_show(cl, Q, id, info) == DQ_OK, "show %s: %s", id, dq_errmsg(cl));
@@ -206,13 +219,8 @@ END_TEST
 
 START_TEST(fail_checks_its_arguments_before_writing)
 {
-    enq("job", 0);
-    dq_claim_result res;
-    ck_assert_int_eq(dq_claim(cl, Q, 1, 60000, &res), DQ_OK);
-    ck_assert_uint_eq(res.n, 1);
     char fence[24];
-    snprintf(fence, sizeof fence, "%lld", (long long)res.jobs[0].fence);
-    dq_claim_result_free(&res);
+    snprintf(fence, sizeof fence, "%lld", (long long)claim_one("job"));
     const char *bad_delay[] = { "", "job", fence, "oops", "retry", "soon", "1000",
                                 "60000", "0.2", "7", "5" };
     assert_refused(script("fail", 11, bad_delay), "fail", "retry_delay_ms");
@@ -361,10 +369,7 @@ END_TEST
 
 START_TEST(asked_retry_delay_is_capped)
 {
-    enq("slow", 0);
-    dq_claim_result res;
-    ck_assert_int_eq(dq_claim(cl, Q, 1, 60000, &res), DQ_OK);
-    ck_assert_uint_eq(res.n, 1);
+    int64_t fence = claim_one("slow");
     dq_retry_policy p;
     dq_retry_policy_init(&p);
     p.cap_ms = 60000;
@@ -372,9 +377,8 @@ START_TEST(asked_retry_delay_is_capped)
     ck_assert_int_eq(dq_server_time(cl, &before), DQ_OK);
     dq_fail_result fr;
     /* What an HTTP server's Retry-After of ~9.2e12 s asks for. */
-    ck_assert_int_eq(dq_fail(cl, Q, "slow", res.jobs[0].fence, "HTTP 503", DQ_FAIL_RETRY,
+    ck_assert_int_eq(dq_fail(cl, Q, "slow", fence, "HTTP 503", DQ_FAIL_RETRY,
                              INT64_MAX / 1000, &p, &fr), DQ_OK);
-    dq_claim_result_free(&res);
     ck_assert(!fr.dead);
     ck_assert_int_ge(fr.at_ms, before + 60000);
     ck_assert_int_le(fr.at_ms, before + 60000 + 5000);
@@ -609,32 +613,37 @@ END_TEST
 
 /* ---- other scripts' arguments ------------------------------------------- */
 
+/* A script run with bad arguments, and the name its refusal must give. */
+struct refusal {
+    const char *script;
+    const char *phrase;
+    int argc;
+    const char *args[12];
+};
+
+static const struct refusal refusals[] = {
+    { "claim", "lease_ms", 2, { "10", "0" } },
+    { "claim", "max", 2, { "nan", "1000" } },
+    { "ack", "pairs", 1, { "a" } },
+    { "ack", "fence 1", 2, { "a", "x1" } },
+    { "reap", "type", 8, { "", "10", "1000", "60000", "0.2", "7", "5", "email" } },
+    { "reap", "max_attempts of email", 9,
+      { "", "10", "1000", "60000", "0.2", "7", "5", "email", "'3'" } },
+    { "reap", "jitter", 7, { "", "10", "1000", "60000", "nan", "7", "5" } },
+    { "dead_list", "count", 2, { "0", "0" } },
+    { "purge", "batch", 2, { "", "-1" } },
+    { "cancel", "id", 1, { "" } },
+    { "requeue", "batch", 3, { "", "", "0" } },
+    { "release", "pairs", 2, { "", "a" } },
+    { "stats", "argument 1", 1, { "x" } },
+};
+
 START_TEST(scripts_name_the_bad_argument)
 {
-    const char *claim[] = { "10", "0" };
-    assert_refused(script("claim", 2, claim), "claim", "lease_ms");
-    const char *claim_max[] = { "nan", "1000" };
-    assert_refused(script("claim", 2, claim_max), "claim", "max");
-    const char *ack[] = { "a" };
-    assert_refused(script("ack", 1, ack), "ack", "pairs");
-    const char *ack_fence[] = { "a", "x1" };
-    assert_refused(script("ack", 2, ack_fence), "ack", "fence 1");
-    const char *reap[] = { "", "10", "1000", "60000", "0.2", "7", "5", "email" };
-    assert_refused(script("reap", 8, reap), "reap", "type");
-    const char *reap_max[] = { "", "10", "1000", "60000", "0.2", "7", "5", "email", "'3'" };
-    assert_refused(script("reap", 9, reap_max), "reap", "max_attempts of email");
-    const char *jitter[] = { "", "10", "1000", "60000", "nan", "7", "5" };
-    assert_refused(script("reap", 7, jitter), "reap", "jitter");
-    const char *dead_list[] = { "0", "0" };
-    assert_refused(script("dead_list", 2, dead_list), "dead_list", "count");
-    const char *purge[] = { "", "-1" };
-    assert_refused(script("purge", 2, purge), "purge", "batch");
-    const char *cancel[] = { "" };
-    assert_refused(script("cancel", 1, cancel), "cancel", "id");
-    const char *requeue[] = { "", "", "0" };
-    assert_refused(script("requeue", 3, requeue), "requeue", "batch");
-    const char *release[] = { "", "a" };
-    assert_refused(script("release", 2, release), "release", "pairs");
+    for (size_t i = 0; i < sizeof refusals / sizeof refusals[0]; i++) {
+        const struct refusal *f = &refusals[i];
+        assert_refused(script(f->script, f->argc, f->args), f->script, f->phrase);
+    }
     assert_queue_empty();
 }
 END_TEST
@@ -668,27 +677,19 @@ static void test_teardown(void)
     cl = NULL;
 }
 
-static TCase *tcase(Suite *s, const char *name, int timeout)
-{
-    TCase *tc = tcase_create(name);
-    tcase_set_timeout(tc, timeout);
-    tcase_add_unchecked_fixture(tc, server_up, server_down);
-    tcase_add_checked_fixture(tc, test_setup, test_teardown);
-    suite_add_tcase(s, tc);
-    return tc;
-}
-
 static Suite *records_suite(void)
 {
     Suite *s = suite_create("records");
-    TCase *tc = tcase(s, "records", 20);
+    TCase *tc = fixture_tcase(s, "records", 20, server_up, server_down, test_setup,
+                              test_teardown);
     tcase_add_test(tc, reap_buries_a_bad_record_and_retries_its_neighbours);
     tcase_add_test(tc, bad_records_never_cost_healthy_jobs_anything);
     tcase_add_test(tc, claim_removes_ids_without_a_record_and_counts_them);
     tcase_add_test(tc, a_bucket_of_the_wrong_type_does_not_stop_claims);
     tcase_add_test(tc, dead_list_and_show_survive_odd_records);
 
-    tc = tcase(s, "arguments", 30);
+    tc = fixture_tcase(s, "arguments", 30, server_up, server_down, test_setup,
+                       test_teardown);
     tcase_add_test(tc, fail_checks_its_arguments_before_writing);
     tcase_add_test(tc, enqueue_refuses_bad_input_and_writes_nothing);
     tcase_add_test(tc, enqueue_many_refuses_wrapped_times_before_writing);
