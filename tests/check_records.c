@@ -182,6 +182,32 @@ static void assert_dead_unreadable(const char *id, int attempts)
     dq_job_info_free(&info);
 }
 
+/* delayq -s SOCK COMMAND -q Q A1..A4 (a NULL ends them): the run's result
+ * (static). */
+static struct run_result *cli(const char *command, const char *a1, const char *a2,
+                              const char *a3, const char *a4)
+{
+    static struct run_result r;
+    char *argv[] = { (char *)fixture_build_path("delayq"), "-s", fx.sock, (char *)command,
+                     "-q", Q, (char *)a1, (char *)a2, (char *)a3, (char *)a4, NULL };
+    struct run_opts o = { .env = { "DELAYQ_PASSWORD" } };
+    run_prog(&o, argv, &r);
+    return &r;
+}
+
+/* delayq add -q Q -t email A1 A2. */
+static struct run_result *add(const char *a1, const char *a2)
+{
+    return cli("add", "-t", "email", a1, a2);
+}
+
+/* The run succeeded and printed `phrase`. */
+static void assert_prints(const struct run_result *r, const char *phrase)
+{
+    ck_assert_msg(r->status == 0, "exit %d, stderr: %s", r->status, r->err);
+    ck_assert_msg(strstr(r->out, phrase), "'%s' does not say '%s'", r->out, phrase);
+}
+
 /* ---- 4: a bad record in a reap pass ------------------------------------- */
 
 START_TEST(reap_buries_a_bad_record_and_retries_its_neighbours)
@@ -335,16 +361,6 @@ START_TEST(library_refuses_times_beyond_100_years)
 }
 END_TEST
 
-/* delayq add -s SOCK ARGS: the run's result (static). */
-static struct run_result *add(const char *a1, const char *a2)
-{
-    static struct run_result r;
-    char *argv[] = { (char *)fixture_build_path("delayq"), "-s", fx.sock, "add", "-q", Q,
-                     "-t", "email", (char *)a1, (char *)a2, NULL };
-    struct run_opts o = { .env = { "DELAYQ_PASSWORD" } };
-    run_prog(&o, argv, &r);
-    return &r;
-}
 
 static void assert_usage_error(const struct run_result *r, const char *phrase)
 {
@@ -477,6 +493,17 @@ START_TEST(dead_list_and_show_survive_odd_records)
     ck_assert_str_eq(info.job.payload, "x");
     ck_assert_str_eq(info.job.last_error, "unreadable record: type is not a string (in dead)");
     dq_job_info_free(&info);
+
+    /* The command line shows the same, plain and as JSON. */
+    assert_prints(cli("dlq", "list", NULL, NULL, NULL),
+                  "unreadable record: payload is not a string");
+    assert_prints(cli("dlq", "list", "--json", NULL, NULL),
+                  "\"payload_size\":0,\"unreadable\":true}");
+    assert_prints(cli("dlq", "list", "--json", NULL, NULL),
+                  "\"payload_size\":5,\"unreadable\":false}");
+    assert_prints(cli("show", "nil-type", NULL, NULL, NULL), "state: unreadable");
+    assert_prints(cli("show", "nil-type", "--json", NULL, NULL),
+                  "\"unreadable\":true,\"created_ms\":null");
 }
 END_TEST
 
