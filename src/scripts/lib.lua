@@ -131,7 +131,7 @@ local function del_records(ids)
   for _, k in ipairs(order) do record_cmd('HDEL', k, unpack(by[k].ids)) end
 end
 
--- One record: as get_records (nil where missing, '' where its key is not
+-- One record: as get_records (false where missing, '' where its key is not
 -- a hash).
 local function get_record(id)
   local k = record_key(id)
