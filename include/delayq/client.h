@@ -127,6 +127,11 @@ dq_status dq_enqueue(dq_client *c, const dq_enqueue_req *req, dq_enqueued *out);
  * receive each job's id; `statuses` (n entries, may be NULL) each job's
  * status.  Returns DQ_OK when every job was scheduled, otherwise the first
  * failure; jobs are independent, so a refused one does not stop the rest.
+ * (Each job is checked here first, and only good ones are sent; the script
+ * checks them again, on the server's clock, and refuses a whole call of
+ * up to 1000 jobs on any bad one, writing nothing: those jobs then fail
+ * with DQ_ERR_REDIS.  Only an absolute time right at the 100-year bound,
+ * on a clock ahead of the server's, can pass here and fail there.)
  */
 dq_status dq_enqueue_many(dq_client *c, const dq_enqueue_req *reqs, size_t n,
                           dq_enqueued *results, dq_status *statuses);
