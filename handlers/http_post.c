@@ -225,11 +225,16 @@ static int parse_head(const char *head, struct http_answer *ans)
         const char *v = line + 12;
         while (*v == ' ' || *v == '\t')
             v++;
-        char *end;
-        long long s = strtoll(v, &end, 10);
-        if (isdigit((unsigned char)*v) && end > v && (*end == '\r' || *end == '\n'
-            || *end == ' ' || !*end) && s >= 0 && s < INT64_MAX / 1000)
-            ans->retry_after_s = s;
+        /* Digits only, read without overflow: a longer wait than
+         * RETRY_AFTER_MAX_S is taken as that (the daemon caps every retry
+         * at the queue's backoff cap anyway), never wrapped or dropped. */
+        int64_t secs = 0;
+        const char *end = v;
+        for (; isdigit((unsigned char)*end); end++)
+            secs = secs >= RETRY_AFTER_MAX_S ? RETRY_AFTER_MAX_S
+                                             : secs * 10 + (*end - '0');
+        if (end > v && (*end == '\r' || *end == '\n' || *end == ' ' || !*end))
+            ans->retry_after_s = secs > RETRY_AFTER_MAX_S ? RETRY_AFTER_MAX_S : secs;
     }
     return 0;
 }

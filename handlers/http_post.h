@@ -27,10 +27,16 @@ enum http_status_kind {
     HTTP_NET_ERROR          /* could not resolve, connect, send or read */
 };
 
+/* The longest Retry-After taken as it is: 100 years, the furthest delayq
+ * schedules anything; a longer one is taken as this (and capped again by
+ * the queue's backoff cap when the job is retried). */
+#define RETRY_AFTER_MAX_S INT64_C(3153600000)
+
 struct http_answer {
     int status;             /* 200 */
     char reason[64];        /* "OK" */
-    int64_t retry_after_s;  /* Retry-After in seconds, -1 if none */
+    int64_t retry_after_s;  /* Retry-After in seconds (0..RETRY_AFTER_MAX_S),
+                               -1 if none or not a number of seconds */
 };
 
 /*

@@ -895,7 +895,8 @@ START_TEST(explicit_retry_delay_is_honoured)
     dq_claim_result res;
     claim_n(1, 30000, 1, &res);
     dq_retry_policy p;
-    policy_make(&p, 1, 1, 0, 5);   /* the backoff would be 1 ms */
+    policy_make(&p, 1, 10000, 0, 5);   /* the backoff would be 1 ms; the cap
+                                          (10 s) bounds the explicit delay */
     int64_t before = server_now();
     dq_fail_result fr;
     ck_assert_int_eq(dq_fail(cl, Q, "later", res.jobs[0].fence, "busy", DQ_FAIL_RETRY,
@@ -1749,12 +1750,8 @@ END_TEST
 
 static TCase *tcase(Suite *s, const char *name, int timeout)
 {
-    TCase *tc = tcase_create(name);
-    tcase_set_timeout(tc, timeout);
-    tcase_add_unchecked_fixture(tc, server_up, server_down);
-    tcase_add_checked_fixture(tc, test_setup, test_teardown);
-    suite_add_tcase(s, tc);
-    return tc;
+    return fixture_tcase(s, name, timeout, server_up, server_down, test_setup,
+                         test_teardown);
 }
 
 static Suite *client_suite(void)

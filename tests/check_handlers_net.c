@@ -35,6 +35,10 @@ static const char *stub_answer(const char *path)
         { "/busy", "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n"
                    "retry-after:  7\r\n\r\n" },
         { "/throttled", "HTTP/1.1 429 Too Many Requests\r\n\r\n" },
+        /* ~285 million years, and more digits than an int64 holds. */
+        { "/ages", "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 9000000000000000\r\n\r\n" },
+        { "/forever", "HTTP/1.1 429 Too Many Requests\r\n"
+                      "Retry-After: 123456789012345678901234567890\r\n\r\n" },
         { "/moved", "HTTP/1.1 301 Moved Permanently\r\nLocation: /ok\r\n\r\n" },
         { "/continue", "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\n\r\n" },
         { "/garbage", "SSH-2.0-OpenSSH_9.2\r\n\r\n" },
@@ -200,6 +204,12 @@ START_TEST(http_maps_status_codes)
     ck_assert_int_eq(post(st.port, "/throttled", "", &out), DQ_HANDLER_RETRY);
     ck_assert_str_eq(out.error, "HTTP 429 Too Many Requests");
     ck_assert_int_eq(out.retry_delay_ms, -1);
+    /* A huge Retry-After is read as 100 years, without overflow (the fail
+     * script then caps it at the queue's backoff cap). */
+    ck_assert_int_eq(post(st.port, "/ages", "", &out), DQ_HANDLER_RETRY);
+    ck_assert_int_eq(out.retry_delay_ms, INT64_C(3153600000) * 1000);
+    ck_assert_int_eq(post(st.port, "/forever", "", &out), DQ_HANDLER_RETRY);
+    ck_assert_int_eq(out.retry_delay_ms, INT64_C(3153600000) * 1000);
     ck_assert_int_eq(post(st.port, "/elsewhere", "", &out), DQ_HANDLER_RETRY);
     ck_assert_str_eq(out.error, "HTTP 500 Internal Server Error");
     char exp[256];

@@ -211,6 +211,19 @@ long long fixture_record_count(const struct redis_fixture *f, const char *queue)
     return fixture_redis_int(f, "EVAL %s 1 dq:{%s}:jobs", count, queue);
 }
 
+TCase *fixture_tcase(Suite *s, const char *name, int timeout, SFun up, SFun down,
+                     SFun setup, SFun teardown)
+{
+    TCase *tc = tcase_create(name);
+    tcase_set_timeout(tc, timeout);
+    if (up || down)
+        tcase_add_unchecked_fixture(tc, up, down);
+    if (setup || teardown)
+        tcase_add_checked_fixture(tc, setup, teardown);
+    suite_add_tcase(s, tc);
+    return tc;
+}
+
 const char *fixture_build_path(const char *name)
 {
     static char path[4][512];

@@ -9,6 +9,7 @@
 #ifndef DQ_TEST_FIXTURE_H
 #define DQ_TEST_FIXTURE_H
 
+#include <check.h>
 #include <delayq/client.h>
 #include <sys/types.h>
 
@@ -49,6 +50,13 @@ long long fixture_redis_int(const struct redis_fixture *f, const char *fmt, ...)
 /* How many job records queue `queue` (prefix "dq") holds, in its jobs hash
  * and in every bucket of it; -1 on error. */
 long long fixture_record_count(const struct redis_fixture *f, const char *queue);
+
+/* A test case added to `s`, with its timeout (always set: a hung test
+ * must fail, not stall the suite), the unchecked fixture `up`/`down` (once
+ * per case, in the runner: a server) and the checked `setup`/`teardown`
+ * (around each test, in its fork); NULL for none. */
+TCase *fixture_tcase(Suite *s, const char *name, int timeout, SFun up, SFun down,
+                     SFun setup, SFun teardown);
 
 /* Path of a built program: $(top_builddir)/NAME, from the environment
  * variable TOP_BUILDDIR the test harness sets (default "."). */

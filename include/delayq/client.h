@@ -33,6 +33,11 @@ extern "C" {
 #define DQ_TYPE_MAX 128    /* bytes in a job type */
 #define DQ_ID_MAX 256      /* bytes in a job id */
 #define DQ_CLAIM_MAX 1000  /* jobs in one claim */
+/* How far ahead a job may be due: 100 years of 365 days, in ms.  A longer
+ * delay, or an absolute time further from now, is refused (DQ_ERR_INVALID):
+ * it is a mistake (a unit mixed up, an overflow) that would park the job
+ * for ever.  The scripts refuse the same against the Redis server's clock. */
+#define DQ_MAX_AHEAD_MS INT64_C(3153600000000)
 
 typedef enum dq_status {
     DQ_OK = 0,
@@ -96,8 +101,10 @@ typedef struct dq_enqueue_req {
                                digits (that form is kept for generated ids) */
     const void *payload;    /* opaque bytes; may be NULL when payload_len 0 */
     size_t payload_len;
-    int64_t delay_ms;       /* run after this delay, on Redis's clock ... */
-    int64_t at_ms;          /* ... or, when > 0, at this Unix time in ms */
+    int64_t delay_ms;       /* run after this delay, on Redis's clock
+                               (0..DQ_MAX_AHEAD_MS) ... */
+    int64_t at_ms;          /* ... or, when > 0, at this Unix time in ms
+                               (at most DQ_MAX_AHEAD_MS from now) */
     int max_attempts;       /* 0: the consumer's default for the type */
     bool replace;           /* reschedule an existing job with this id */
 } dq_enqueue_req;
@@ -120,6 +127,11 @@ dq_status dq_enqueue(dq_client *c, const dq_enqueue_req *req, dq_enqueued *out);
  * receive each job's id; `statuses` (n entries, may be NULL) each job's
  * status.  Returns DQ_OK when every job was scheduled, otherwise the first
  * failure; jobs are independent, so a refused one does not stop the rest.
+ * (Each job is checked here first, and only good ones are sent; the script
+ * checks them again, on the server's clock, and refuses a whole call of
+ * up to 1000 jobs on any bad one, writing nothing: those jobs then fail
+ * with DQ_ERR_REDIS.  Only an absolute time right at the 100-year bound,
+ * on a clock ahead of the server's, can pass here and fail there.)
  */
 dq_status dq_enqueue_many(dq_client *c, const dq_enqueue_req *reqs, size_t n,
                           dq_enqueued *results, dq_status *statuses);
@@ -175,7 +187,8 @@ dq_status dq_release(dq_client *c, const char *queue, const dq_job *jobs,
 
 typedef struct dq_retry_policy {
     int64_t base_ms;        /* first retry after about this long (1000) */
-    int64_t cap_ms;         /* no retry waits longer (3600000) */
+    int64_t cap_ms;         /* no retry waits longer (3600000), whether
+                               the backoff or dq_fail's retry_delay_ms */
     double jitter;          /* 0..1: shorten each wait by up to this (0.2) */
     int default_max_attempts; /* for jobs enqueued without a limit (5) */
 } dq_retry_policy;
@@ -194,8 +207,10 @@ typedef struct dq_fail_result {
 
 /*
  * Record a failed attempt with its error text.  With DQ_FAIL_RETRY the job
- * comes back after `retry_delay_ms`, or after the policy's backoff when it
- * is negative, unless its attempts are used up.  DQ_ERR_STALE as for ack.
+ * comes back after `retry_delay_ms` (but never later than the policy's
+ * cap_ms), or after the policy's backoff when it is negative, unless its
+ * attempts are used up.  DQ_ERR_STALE as for ack.  A record that cannot be
+ * read is buried as it is ("unreadable record").
  */
 dq_status dq_fail(dq_client *c, const char *queue, const char *id,
                   int64_t fence, const char *error, dq_fail_mode mode,
@@ -236,7 +251,9 @@ typedef enum dq_state {
     DQ_STATE_PROCESSING,
     DQ_STATE_DEAD,
     DQ_STATE_ORPHAN,        /* a record in no set: report it */
-    DQ_STATE_UNREADABLE     /* a record this version cannot decode */
+    DQ_STATE_UNREADABLE     /* a record that cannot be read: dq_show fills
+                               what could be, and last_error says why and
+                               which set holds it */
 } dq_state;
 
 const char *dq_state_str(dq_state s);
@@ -267,9 +284,16 @@ typedef struct dq_dead_page {
     int64_t total;          /* dead jobs in the queue */
 } dq_dead_page;
 
-/* Dead jobs from `offset` (oldest death first), at most `count`. */
+/* Dead jobs from `offset` (oldest death first), at most `count` (1..10000).
+ * A record that cannot be read does not fail the page: its entry holds
+ * what could be read ("" or 0 for the rest), and its last_error says why
+ * it is unreadable ("unreadable record: ..."). */
 dq_status dq_dead_list(dq_client *c, const char *queue, int64_t offset,
                        int count, dq_dead_page *out);
+/* Whether entry i of a page is an unreadable record (false when i is out
+ * of range).  A function, not a field: a field would change the size of
+ * dq_dead_entry, and with it the array stride, under built programs. */
+bool dq_dead_page_unreadable(const dq_dead_page *p, size_t i);
 void dq_dead_page_free(dq_dead_page *p);
 
 /* Requeue one dead job (due now, attempts reset); DQ_ERR_NOTFOUND when it

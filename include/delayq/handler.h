@@ -74,8 +74,8 @@ typedef struct dq_handler_job {
 
 /* Filled by handle() beyond its result. */
 typedef struct dq_handler_outcome {
-    /* With DQ_HANDLER_RETRY: wait this long before the retry; -1 (preset)
-     * means the queue's backoff. */
+    /* With DQ_HANDLER_RETRY: wait this long before the retry, at most the
+     * queue's backoff cap; -1 (preset) means the queue's backoff. */
     int64_t retry_delay_ms;
     /* With RETRY or FAIL: why, one line; kept as the job's last error. */
     char error[512];

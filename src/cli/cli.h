@@ -145,6 +145,10 @@ void cli_print_escaped(FILE *f, const void *p, size_t n);
 /* Write bytes in base64 (RFC 4648, with padding). */
 void cli_print_base64(FILE *f, const void *p, size_t n);
 
+/* This host's clock in Unix ms: only to refuse a time too far ahead before
+ * connecting (the library and the scripts check it again). */
+int64_t cli_now_ms(void);
+
 /* "in 29m 58s", "12.0s ago" or "now": `when` relative to the server's `now`. */
 void cli_relative(char *buf, size_t len, int64_t when, int64_t now);
 

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli/cli.h"
 #include "util/timefmt.h"
@@ -161,6 +162,13 @@ void cli_print_base64(FILE *f, const void *p, size_t n)
         putc(i + 1 < n ? alphabet[v >> 6 & 63] : '=', f);
         putc(i + 2 < n ? alphabet[v & 63] : '=', f);
     }
+}
+
+int64_t cli_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 void cli_relative(char *buf, size_t len, int64_t when, int64_t now)

@@ -75,6 +75,9 @@ static int add_request(const struct cli *cli, const struct add_args *a,
         return cli_fail(cli, CLI_EXIT_USAGE, "bad delay '%s': %s", a->delay, why);
     if (a->at && timefmt_parse_time(a->at, &req->at_ms, &why) < 0)
         return cli_fail(cli, CLI_EXIT_USAGE, "bad time '%s': %s", a->at, why);
+    if (a->at && req->at_ms > cli_now_ms() + DQ_MAX_AHEAD_MS)
+        return cli_fail(cli, CLI_EXIT_USAGE, "bad time '%s': more than 100 years "
+                        "from now", a->at);
     if (cli_nargs(cli) > 1)
         return cli_fail(cli, CLI_EXIT_USAGE, "more than one payload given (quote it, "
                         "or use - to read it from standard input)");
@@ -273,8 +276,11 @@ static void show_text(const char *queue, const char *id, const dq_job_info *info
         printf("\nattempts: %d/%d\n", j->attempt, j->max_attempts);
     else
         printf("\nattempts: %d/default\n", j->attempt);
-    show_time("created", j->created_ms, info->now_ms);
-    show_time("due", j->due_ms, info->now_ms);
+    /* An unreadable record's times are not known (0): not shown. */
+    if (info->state != DQ_STATE_UNREADABLE) {
+        show_time("created", j->created_ms, info->now_ms);
+        show_time("due", j->due_ms, info->now_ms);
+    }
     if (info->state == DQ_STATE_PROCESSING)
         show_time("lease deadline", info->state_ms, info->now_ms);
     else if (info->state == DQ_STATE_DEAD)
@@ -311,8 +317,10 @@ static void show_json(const char *queue, const char *id, const dq_job_info *info
     json_key_str("type", j->type, strlen(j->type));
     printf(",\"attempts\":%d", j->attempt);
     json_key_ms("max_attempts", j->max_attempts, j->max_attempts > 0);
-    json_key_ms("created_ms", j->created_ms, true);
-    json_key_ms("due_ms", j->due_ms, true);
+    bool known = info->state != DQ_STATE_UNREADABLE;
+    printf(",\"unreadable\":%s", known ? "false" : "true");
+    json_key_ms("created_ms", j->created_ms, known);
+    json_key_ms("due_ms", j->due_ms, known);
     json_key_ms("lease_deadline_ms", info->state_ms, info->state == DQ_STATE_PROCESSING);
     json_key_ms("died_ms", info->state_ms, info->state == DQ_STATE_DEAD);
     json_key_ms("now_ms", info->now_ms, true);

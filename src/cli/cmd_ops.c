@@ -259,7 +259,10 @@ static void dlq_table(const dq_dead_page *p, int64_t offset)
         const dq_dead_entry *e = &p->entries[i];
         char iso[40];
         timefmt_iso(iso, sizeof iso, e->died_ms);
-        printf("%-*s  %-24s  %-*s  %8d  ", wid, e->id, iso, wtype, e->type, e->attempts);
+        /* An unreadable record's type may be unknown (""): "?" keeps the
+         * columns; its last error says why it is unreadable. */
+        printf("%-*s  %-24s  %-*s  %8d  ", wid, e->id, iso, wtype,
+               e->type[0] ? e->type : "?", e->attempts);
         cli_print_escaped(stdout, e->last_error, strlen(e->last_error));
         putchar('\n');
     }
@@ -281,7 +284,8 @@ static void dlq_json(const dq_dead_page *p, int64_t offset)
         cli_json_str(stdout, e->type, strlen(e->type));
         printf(",\"attempts\":%d,\"last_error\":", e->attempts);
         cli_json_str(stdout, e->last_error, strlen(e->last_error));
-        printf(",\"payload_size\":%zu}", e->payload_len);
+        printf(",\"payload_size\":%zu,\"unreadable\":%s}", e->payload_len,
+               dq_dead_page_unreadable(p, i) ? "true" : "false");
     }
     puts("]}");
 }

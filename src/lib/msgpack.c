@@ -57,6 +57,19 @@ int mp_read_array(struct mp_reader *r, size_t *n)
     return 0;
 }
 
+int mp_read_nil(struct mp_reader *r)
+{
+    if (!r->p || r->p == r->end || *r->p != 0xc0)
+        return -1;
+    r->p++;
+    return 0;
+}
+
+int mp_at_end(const struct mp_reader *r)
+{
+    return r->p && r->p == r->end;
+}
+
 int mp_read_bytes(struct mp_reader *r, const char **s, size_t *len)
 {
     unsigned tag;
@@ -99,7 +112,9 @@ static int read_double(struct mp_reader *r, size_t bytes, int64_t *v)
         memcpy(&f, &b32, sizeof f);
         d = f;
     }
-    if (!(d >= -9.2e18 && d <= 9.2e18))
+    /* A whole number that a double holds exactly (as lib.lua's is_int):
+     * a fraction is not an integer, not one to round. */
+    if (!(d >= -9007199254740991.0 && d <= 9007199254740991.0) || (double)(int64_t)d != d)
         return fail(r);
     *v = (int64_t)d;
     return 0;

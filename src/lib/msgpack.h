@@ -22,8 +22,12 @@ void mp_init(struct mp_reader *r, const void *buf, size_t len);
 int mp_read_array(struct mp_reader *r, size_t *n);
 /* A str or bin: a pointer into the buffer and its length. */
 int mp_read_bytes(struct mp_reader *r, const char **s, size_t *len);
-/* An integer (a double with an integral value is accepted too). */
+/* An integer (a double holding a whole number within +-2^53 too). */
 int mp_read_int(struct mp_reader *r, int64_t *v);
+/* A nil: 0 and advances; -1 and leaves the reader as it was otherwise. */
+int mp_read_nil(struct mp_reader *r);
+/* 1 when every byte was read (and nothing failed), else 0. */
+int mp_at_end(const struct mp_reader *r);
 
 /* Writing, just what a record body's head needs: each writes at `out` and
  * returns the number of bytes written, at most MP_HEAD_MAX. */

@@ -6,6 +6,7 @@
 #include "lib/proto.h"
 
 #define ADMIN_BATCH 500  /* dead jobs moved per script call: keeps each short */
+#define DEAD_PAGE_MAX 10000  /* dead jobs in one page, as dead_list.lua allows */
 
 /* Run an operator script on `queue` with optional string arguments. */
 static dq_status run_admin(dq_client *c, enum dq_script_id s, const char *queue,
@@ -70,9 +71,9 @@ dq_status dq_dead_list(dq_client *c, const char *queue, int64_t offset,
                        int count, dq_dead_page *out)
 {
     memset(out, 0, sizeof *out);
-    if (offset < 0 || count < 1)
-        return client_fail(c, DQ_ERR_INVALID, "bad page: offset %lld, count %d",
-                           (long long)offset, count);
+    if (offset < 0 || count < 1 || count > DEAD_PAGE_MAX)
+        return client_fail(c, DQ_ERR_INVALID, "bad page: offset %lld, count %d "
+                           "(1..%d)", (long long)offset, count, DEAD_PAGE_MAX);
     char off[24], cnt[24];
     snprintf(off, sizeof off, "%lld", (long long)offset);
     snprintf(cnt, sizeof cnt, "%d", count);

@@ -1,9 +1,33 @@
 /* libdelayq calls for producers: enqueue and cancel. */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "lib/client_internal.h"
 #include "lib/proto.h"
+
+/* This host's clock in Unix ms, for the bound of an absolute time only:
+ * the scripts check it again on the Redis server's clock. */
+static int64_t local_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Refuse a delay or an absolute time beyond DQ_MAX_AHEAD_MS (or negative),
+ * naming the value. */
+static dq_status check_when(dq_client *c, const dq_enqueue_req *req)
+{
+    if (req->delay_ms < 0 || req->delay_ms > DQ_MAX_AHEAD_MS)
+        return client_fail(c, DQ_ERR_INVALID, "delay %lld ms is not in 0..%lld "
+                           "(100 years)", (long long)req->delay_ms,
+                           (long long)DQ_MAX_AHEAD_MS);
+    if (req->at_ms < 0 || req->at_ms > local_now_ms() + DQ_MAX_AHEAD_MS)
+        return client_fail(c, DQ_ERR_INVALID, "time %lld (Unix ms) is negative or "
+                           "more than 100 years from now", (long long)req->at_ms);
+    return DQ_OK;
+}
 
 /* Check a request before anything is sent: a refused job costs no round
  * trip and changes nothing.  `prev` is the request checked just before
@@ -29,9 +53,7 @@ static dq_status check_request(dq_client *c, const dq_enqueue_req *req,
         return client_fail(c, DQ_ERR_INVALID, "payload is NULL but its length is not 0");
     if (req->max_attempts < 0)
         return client_fail(c, DQ_ERR_INVALID, "max attempts is negative");
-    if (req->delay_ms < 0 || req->at_ms < 0)
-        return client_fail(c, DQ_ERR_INVALID, "delay or time is negative");
-    return DQ_OK;
+    return check_when(c, req);
 }
 
 /* Message for a job the enqueue script refused. */

@@ -2,6 +2,7 @@
 
 #include "lib/msgpack.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -246,19 +247,22 @@ static char *dup_bytes(const char *s, size_t n)
 
 /* A claimed job's record body: the MessagePack array {type, payload,
  * max_attempts, created_ms, due_ms - created_ms, last_error} the claim
- * script returns without decoding.  -1 when it is not that (a corrupt
- * record). */
+ * script returns without decoding.  -1 when it is not exactly that (a
+ * corrupt record): the same rules as read_record in src/scripts/lib.lua,
+ * so that the library and the scripts agree on what is unreadable. */
 static int read_body(const char *buf, size_t len, dq_job *j)
 {
     struct mp_reader mp;
-    size_t n, tlen, plen, elen;
-    const char *type, *payload, *err;
+    size_t n, tlen, plen, elen = 0;
+    const char *type, *payload, *err = "";
     int64_t max, due_offset;
     mp_init(&mp, buf, len);
-    if (mp_read_array(&mp, &n) < 0 || n < 6 || mp_read_bytes(&mp, &type, &tlen) < 0
+    if (mp_read_array(&mp, &n) < 0 || n != 6 || mp_read_bytes(&mp, &type, &tlen) < 0
         || mp_read_bytes(&mp, &payload, &plen) < 0 || mp_read_int(&mp, &max) < 0
+        || max < 0 || max > INT_MAX
         || mp_read_int(&mp, &j->created_ms) < 0 || mp_read_int(&mp, &due_offset) < 0
-        || mp_read_bytes(&mp, &err, &elen) < 0
+        || (mp_read_nil(&mp) < 0 && mp_read_bytes(&mp, &err, &elen) < 0)
+        || !mp_at_end(&mp)
         || __builtin_add_overflow(j->created_ms, due_offset, &j->due_ms))
         return -1;
     j->max_attempts = (int)max;
@@ -373,11 +377,17 @@ dq_status proto_ack_reply(const redisReply *r, size_t n, bool *acked)
     return DQ_OK;
 }
 
+/* A duration into 0..DQ_MAX_AHEAD_MS, the range the scripts take. */
+static int64_t clamp_ms(int64_t ms)
+{
+    return ms < 0 ? 0 : (ms > DQ_MAX_AHEAD_MS ? DQ_MAX_AHEAD_MS : ms);
+}
+
 static void push_policy(struct cmd *c, const dq_retry_policy *p)
 {
-    cmd_push_i64(c, p->base_ms);
-    cmd_push_i64(c, p->cap_ms);
-    cmd_push_double(c, p->jitter < 0 ? 0 : (p->jitter > 1 ? 1 : p->jitter));
+    cmd_push_i64(c, clamp_ms(p->base_ms));
+    cmd_push_i64(c, clamp_ms(p->cap_ms));
+    cmd_push_double(c, !(p->jitter >= 0) ? 0 : (p->jitter > 1 ? 1 : p->jitter));
 }
 
 void proto_fail_cmd(struct cmd *c, const struct queue_keys *k, const char *id,
@@ -391,10 +401,11 @@ void proto_fail_cmd(struct cmd *c, const struct queue_keys *k, const char *id,
     cmd_push_i64(c, fence);
     cmd_push_str(c, error ? error : "");
     cmd_push_str(c, mode == DQ_FAIL_DEAD ? "dead" : "retry");
-    cmd_push_i64(c, retry_delay_ms < 0 ? -1 : retry_delay_ms);
+    /* The script caps the delay at cap_ms (one place for the rule). */
+    cmd_push_i64(c, retry_delay_ms < 0 ? -1 : clamp_ms(retry_delay_ms));
     push_policy(c, p);
     cmd_push_i64(c, seed);
-    cmd_push_i64(c, p->default_max_attempts);
+    cmd_push_i64(c, p->default_max_attempts > 0 ? p->default_max_attempts : 0);
 }
 
 dq_status proto_fail_reply(const redisReply *r, dq_fail_result *out)
@@ -420,7 +431,7 @@ void proto_reap_cmd(struct cmd *c, const struct queue_keys *k, int batch,
     cmd_push_i64(c, batch > 0 ? batch : 1);
     push_policy(c, p);
     cmd_push_i64(c, seed);
-    cmd_push_i64(c, p->default_max_attempts);
+    cmd_push_i64(c, p->default_max_attempts > 0 ? p->default_max_attempts : 0);
 }
 
 dq_status proto_reap_reply(const redisReply *r, dq_reap_result *out)
@@ -477,6 +488,27 @@ static dq_state state_from(const redisReply *r)
     return DQ_STATE_UNREADABLE;
 }
 
+/* An unreadable record's last error: what is wrong with it and which set
+ * holds it ("unreadable record: type is not a string (in dead)"), from
+ * show's elements 11 and 12.  dq_job_info has no field for either: callers
+ * allocate it, so a new field would change its size under programs built
+ * against the old header; the state DQ_STATE_UNREADABLE is the flag. */
+static dq_status describe_unreadable(const redisReply *r, dq_job *j)
+{
+    const char *why = is_array(r, 12) && r->element[11]->type == REDIS_REPLY_STRING
+                      ? r->element[11]->str : "unknown";
+    const char *where = is_array(r, 13) && r->element[12]->type == REDIS_REPLY_STRING
+                        ? r->element[12]->str : "unknown";
+    size_t n = strlen(why) + strlen(where) + 40;
+    char *e = malloc(n);
+    if (!e)
+        return DQ_ERR_NOMEM;
+    snprintf(e, n, "unreadable record: %s (in %s)", why, where);
+    free(j->last_error);
+    j->last_error = e;
+    return DQ_OK;
+}
+
 dq_status proto_show_reply(const redisReply *r, dq_job_info *out)
 {
     memset(out, 0, sizeof *out);
@@ -495,6 +527,8 @@ dq_status proto_show_reply(const redisReply *r, dq_job_info *out)
     int64_t created = out->job.due_ms;
     out->job.due_ms = out->job.created_ms;
     out->job.created_ms = created;
+    if (st == DQ_OK && out->state == DQ_STATE_UNREADABLE)
+        st = describe_unreadable(r, &out->job);
     return st;
 }
 
@@ -504,31 +538,67 @@ void dq_job_info_free(dq_job_info *info)
         proto_job_free(&info->job);
 }
 
+#define DEAD_ENTRY_ELEMS 7  /* per job in dead_list's reply */
+
+/*
+ * The flags saying which entries are unreadable live in the same block as
+ * the entries, after the last one: the block is the library's (callers
+ * read it and free it with dq_dead_page_free), so this adds nothing to
+ * dq_dead_entry, whose size programs built against the old header index
+ * the array with.
+ */
+static bool *dead_flags(const dq_dead_page *p)
+{
+    return (bool *)(p->entries + p->n);
+}
+
+bool dq_dead_page_unreadable(const dq_dead_page *p, size_t i)
+{
+    return p && p->entries && i < p->n && dead_flags(p)[i];
+}
+
+/* One dead entry from its seven elements; an unreadable record's last
+ * error says why it does not read. */
+static dq_status read_dead_entry(const redisReply *r, size_t at, dq_dead_entry *e,
+                                 bool *unreadable)
+{
+    e->id = elem_dup(r, at, NULL);
+    e->died_ms = elem_int(r, at + 1);
+    e->type = elem_dup(r, at + 2, NULL);
+    e->attempts = (int)elem_int(r, at + 3);
+    e->payload_len = (size_t)elem_int(r, at + 5);
+    const redisReply *why = r->element[at + 6];
+    *unreadable = why->type == REDIS_REPLY_STRING && why->len > 0;
+    if (*unreadable) {
+        size_t n = why->len + 24;
+        e->last_error = malloc(n);
+        if (e->last_error)
+            snprintf(e->last_error, n, "unreadable record: %s", why->str);
+    } else {
+        e->last_error = elem_dup(r, at + 4, NULL);
+    }
+    if (!e->id || !e->type || !e->last_error)
+        return DQ_ERR_NOMEM;
+    return DQ_OK;
+}
+
 dq_status proto_dead_list_reply(const redisReply *r, dq_dead_page *out)
 {
     memset(out, 0, sizeof *out);
-    if (!is_array(r, 1) || (r->elements - 1) % 6 != 0)
+    if (!is_array(r, 1) || (r->elements - 1) % DEAD_ENTRY_ELEMS != 0)
         return DQ_ERR_REDIS;
     out->total = elem_int(r, 0);
-    size_t n = (r->elements - 1) / 6;
+    size_t n = (r->elements - 1) / DEAD_ENTRY_ELEMS;
     if (n == 0)
         return DQ_OK;
-    out->entries = calloc(n, sizeof *out->entries);
+    out->entries = calloc(1, n * (sizeof *out->entries + sizeof(bool)));
     if (!out->entries)
         return DQ_ERR_NOMEM;
     out->n = n;
-    for (size_t i = 0; i < n; i++) {
-        dq_dead_entry *e = &out->entries[i];
-        size_t at = 1 + 6 * i;
-        e->id = elem_dup(r, at, NULL);
-        e->died_ms = elem_int(r, at + 1);
-        e->type = elem_dup(r, at + 2, NULL);
-        e->attempts = (int)elem_int(r, at + 3);
-        e->last_error = elem_dup(r, at + 4, NULL);
-        e->payload_len = (size_t)elem_int(r, at + 5);
-        if (!e->id || !e->type || !e->last_error)
+    for (size_t i = 0; i < n; i++)
+        if (read_dead_entry(r, 1 + DEAD_ENTRY_ELEMS * i, &out->entries[i],
+                            &dead_flags(out)[i]) != DQ_OK)
             return DQ_ERR_NOMEM;
-    }
     return DQ_OK;
 }
 

@@ -2,9 +2,13 @@
 -- ARGV: id
 -- Returns 'cancelled', or why not: 'running' (a worker holds it), 'dead'
 -- (use purge), 'notfound'.
-local id = ARGV[1]
-if redis.call('ZREM', KEYS[2], id) == 1 then
-  redis.call('HDEL', record_key(id), id)
+local id = arg_id(1, 'id')
+if arg_fault then return arg_refusal('cancel') end
+if redis.call('ZSCORE', KEYS[2], id) then
+  -- The record first: if its bucket cannot be reached (see the prelude),
+  -- nothing has changed.
+  del_records({ id })
+  redis.call('ZREM', KEYS[2], id)
   return 'cancelled'
 end
 if redis.call('ZSCORE', KEYS[3], id) then return 'running' end

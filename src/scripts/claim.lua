@@ -1,6 +1,6 @@
 -- claim: take up to `max` due jobs into processing, each with a lease that
 -- ends at now + lease_ms.
--- ARGV: max, lease_ms[, owner]
+-- ARGV: max (1..1000), lease_ms (1 ms to 100 years)[, owner]
 -- Returns {now_ms, wait_ms, n, then n groups of 4:
 --          id, attempt, fence, body}
 -- where body is the record's MessagePack array {type, payload,
@@ -13,16 +13,23 @@
 -- claiming worker: the fences this claim hands out are recorded under it
 -- (meta field claim:<owner> = "<first fence - 1> <count>"), so that if the
 -- worker dies before it has listed its jobs, recover can give them back.
-local now = now_ms()
-local max = tonumber(ARGV[1])
+-- A due job whose record has no format-3 head (or whose bucket key is not
+-- a hash) goes to dead; one without a record is dropped, logged and
+-- counted in meta's orphans_removed.  The body is the client's to check
+-- (libdelayq hands an unreadable one over as type "" with the error
+-- "unreadable record", and the daemon buries it).
+local max = arg_int(1, 'max', 1, 1000)
+local lease_ms = arg_int(2, 'lease_ms', 1, MAX_AHEAD_MS)
 local owner = ARGV[3]
-if owner and (owner == '' or #owner > 200) then
-  return redis.error_reply('ERR delayq claim: owner must be 1 to 200 bytes')
+if owner and not is_plain(owner, 200) then
+  arg_bad('owner', owner, 'a name (1..200 printable bytes, no spaces)')
 end
+if arg_fault then return arg_refusal('claim') end
+local now = now_ms()
 -- Numbers handed to redis.call are formatted with "%.17g" and read back
 -- with strtod, a cost per job: the deadline is formatted once, as an
 -- integer, and the due jobs are read without their scores.
-local deadline = format('%d', now + tonumber(ARGV[2]))
+local deadline = format('%d', now + lease_ms)
 local ids = redis.call('ZRANGE', KEYS[2], '-inf', now, 'BYSCORE', 'LIMIT', 0, max)
 local n = #ids
 local wait = 0
@@ -39,7 +46,7 @@ if n > 0 then
   if owner then
     redis.call('HSET', KEYS[5], 'claim:' .. owner, format('%d %d', fence, n))
   end
-  local lease, zadd, bury = { PIN, PIN }, { PIN_SCORE, PIN }, {}
+  local lease, zadd, bury, orphans = { PIN, PIN }, { PIN_SCORE, PIN }, {}, {}
   local nl, no, claimed = 2, 3, 0
   for i = 1, n do
     local id, raw = ids[i], raws[i]
@@ -63,6 +70,8 @@ if n > 0 then
       -- Unreadable record: keep it for an operator rather than drop it.
       bury[#bury + 1] = now
       bury[#bury + 1] = id
+    else
+      orphans[#orphans + 1] = id
     end
   end
   if claimed > 0 then
@@ -70,6 +79,7 @@ if n > 0 then
     redis.call('ZADD', KEYS[3], unpack(zadd))
   end
   if #bury > 0 then redis.call('ZADD', KEYS[4], unpack(bury)) end
+  note_orphans(orphans, 2)
   out[3] = claimed
 end
 return out

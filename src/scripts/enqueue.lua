@@ -5,10 +5,29 @@
 -- Returns {status, id, due_ms, now_ms}; status is 'ok', 'replaced',
 -- 'exists' (id taken and replace not asked) or 'running' (a job with this
 -- id is being processed: it cannot be replaced under its worker).
+-- A delay is 0..100 years, an absolute time 0..now + 100 years; any other
+-- argument error is refused before anything is written.
 local now = now_ms()
-local id = ARGV[2]
-local due = tonumber(ARGV[6])
-if ARGV[5] ~= 'at' then due = now + due end
+local channel = arg_str(1, 'wake_channel')
+local id = arg_id(2, 'id', true)
+if match(id, '^%d+$') then
+  arg_bad('id', id, 'a producer id (all digits are kept for generated ids)')
+end
+local jtype = ARGV[3]
+if not (jtype and is_plain(jtype, 128) and jtype ~= '*') then
+  arg_bad('type', jtype, "a job type (1..128 printable bytes, no spaces, not '*')")
+end
+local payload = arg_str(4, 'payload')
+local when = arg_one_of(5, 'when', 'delay', 'at')
+local due
+if when == 'at' then
+  due = arg_int(6, 'at_ms', 0, now + MAX_AHEAD_MS)
+else
+  due = now + arg_int(6, 'delay_ms', 0, MAX_AHEAD_MS)
+end
+local max = arg_int(7, 'max_attempts', 0, MAX_ATTEMPTS)
+local replace = arg_one_of(8, 'replace', '0', '1') == '1'
+if arg_fault then return arg_refusal('enqueue') end
 
 local status = 'ok'
 if id == '' then
@@ -17,15 +36,15 @@ if id == '' then
     id = format('%d', redis.call('HINCRBY', KEYS[5], 'seq', 1))
   until not get_record(id)
 elseif get_record(id) then
-  if ARGV[8] ~= '1' then return { 'exists', id, 0, now } end
+  if not replace then return { 'exists', id, 0, now } end
   if redis.call('ZSCORE', KEYS[3], id) then return { 'running', id, 0, now } end
   status = 'replaced'
 end
 
 local before = head_due(KEYS[2])
-set_record(id, encode({ type = ARGV[3], payload = ARGV[4], attempts = 0,
-  max = tonumber(ARGV[7]), created = now, due = due, err = '' }))
+set_record(id, encode({ type = jtype, payload = payload, attempts = 0,
+  max = max, created = now, due = due, err = '' }))
 if status == 'replaced' then redis.call('ZREM', KEYS[4], id) end
 redis.call('ZADD', KEYS[2], due, id)
-wake_if_sooner(ARGV[1], before, due)
+wake_if_sooner(channel, before, due)
 return { status, id, due, now }

@@ -20,27 +20,94 @@ local now = now_ms()
 local n = (#ARGV - 1) / 3
 local tonumber, pack = tonumber, cmsgpack.pack
 
--- Every argument is read before anything is written: a malformed one
--- leaves the queue untouched.
-local ids, dues, replace, generated, seq = {}, {}, {}, 0, 0
-for i = 1, n do
-  local id, when = ARGV[3 * i - 1], ARGV[3 * i + 0]
-  local due = tonumber(when)
-  if due then
-    due = now + due
-  else
-    local r, at, ms = match(when, '^(r?)(@?)(%d+)$')
-    if not ms then
-      return redis.error_reply('enqueue_many: job ' .. i .. ' has a bad time "' .. when .. '"')
-    end
-    due = tonumber(ms)
-    if at == '' then due = now + due end
-    replace[i] = r == 'r'
+-- The length of the MessagePack str (or bin) whose header is at b[i], and
+-- where its bytes start; nil when there is none.
+local function str_at(b, i)
+  local t = byte(b, i)
+  if not t then return nil end
+  if t >= 0xa0 and t <= 0xbf then return t - 0xa0, i + 1 end
+  if t == 0xd9 or t == 0xc4 then
+    local l = byte(b, i + 1)
+    return l, l and i + 2
   end
-  dues[i] = due
+  if t == 0xda or t == 0xc5 then
+    local h, l = byte(b, i + 1, i + 2)
+    return l and h * 256 + l, l and i + 3
+  end
+  if t == 0xdb or t == 0xc6 then
+    local b1, b2, b3, b4 = byte(b, i + 1, i + 4)
+    return b4 and ((b1 * 256 + b2) * 256 + b3) * 256 + b4, b4 and i + 5
+  end
+  return nil
+end
+
+-- Why a job's body head (see above) is not one, or nil: an array header
+-- of 6, a type (1..128 printable bytes, no spaces, not '*'), a payload and
+-- a max_attempts of 0..2^31-1, and nothing else.  Its last type checked
+-- is remembered: a bulk producer's jobs mostly share one.
+local last_type = nil
+local function body_fault_at(b)
+  if byte(b, 1) ~= 0x96 then return 'does not start with an array header of 6' end
+  local tlen, at = str_at(b, 2)
+  if not tlen or tlen < 1 or tlen > 128 then return 'has no type of 1..128 bytes' end
+  local t = sub(b, at, at + tlen - 1)
+  if t ~= last_type then
+    if #t < tlen or not is_plain(t, 128) or t == '*' then return 'has a bad type' end
+    last_type = t
+  end
+  local plen, pat = str_at(b, at + tlen)
+  if not plen then return 'has no payload string' end
+  local m = pat + plen
+  local mt = byte(b, m)
+  local mlen = (mt and mt <= 0x7f and 1) or (mt == 0xcc and 2) or (mt == 0xcd and 3)
+               or (mt == 0xce and byte(b, m + 1) and byte(b, m + 1) < 0x80 and 5)
+  if not mlen then return 'has no max_attempts in 0..2147483647' end
+  if #b ~= m + mlen - 1 then return 'is truncated or has bytes after max_attempts' end
+  return nil
+end
+
+-- Every argument is checked before anything is written: a bad one (any
+-- job's) refuses the whole call, naming the job, and the queue is left
+-- as it was.
+if n < 1 or n ~= math.floor(n) then
+  arg_bad('arguments', tostring(#ARGV), 'a wake channel and triples of id, when, body')
+  n = 0
+end
+local ids, dues, replace, generated, seq = {}, {}, {}, 0, 0
+local last_when, last_due, last_replace = nil, nil, nil
+for i = 1, n do
+  local id, when, body = ARGV[3 * i - 1], ARGV[3 * i + 0], ARGV[3 * i + 1]
+  if when ~= last_when then
+    -- A delay of 0..100 years or a time up to now + 100 years, as digits:
+    -- never the NaN, infinity or wrapped 64-bit number tonumber takes.
+    local r, at, ms = match(when, '^(r?)(@?)(%d+)$')
+    local v = ms and #ms <= 16 and tonumber(ms)
+    if v and at == '' and v <= MAX_AHEAD_MS then
+      last_due = now + v
+    elseif v and at == '@' and v <= now + MAX_AHEAD_MS then
+      last_due = v
+    else
+      arg_bad('job ' .. i .. ' when', when,
+              'a delay in 0..' .. MAX_AHEAD_MS .. ' ms or @ and a Unix time in ms up to 100 years ahead')
+      break
+    end
+    last_when, last_replace = when, r == 'r'
+  end
+  if id ~= '' and (not is_plain(id, 256) or match(id, '^%d+$')) then
+    arg_bad('job ' .. i .. ' id', id, 'a producer id (1..256 printable bytes, no spaces, not all digits)')
+    break
+  end
+  local why = body_fault_at(body)
+  if why then
+    arg_bad('job ' .. i .. ' body', nil, 'well formed: it ' .. why)
+    break
+  end
+  dues[i] = last_due
+  replace[i] = last_replace
   ids[i] = id
   if id == '' then generated = generated + 1 end
 end
+if arg_fault then return arg_refusal('enqueue_many') end
 
 -- Generated ids come from one counter increment for the whole batch.
 if generated > 0 then

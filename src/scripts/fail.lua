@@ -4,33 +4,62 @@
 --       jitter (0..1), seed, default_max_attempts
 -- Returns {status, at_ms}: 'retry' with the new due time, 'dead' with the
 -- time of death, or 'stale' (0) when the job is not held under that fence.
-local id = ARGV[2]
-if redis.call('HGET', KEYS[6], id) ~= ARGV[3] then return { 'stale', 0 } end
-local raw = get_record(id)
-redis.call('ZREM', KEYS[3], id)
-redis.call('HDEL', KEYS[6], id)
+-- A retry waits retry_delay_ms when it is given, but never longer than
+-- backoff_cap_ms: a handler (an HTTP server's Retry-After) cannot park a
+-- job for ever.
+local channel = arg_str(1, 'wake_channel')
+local id = arg_id(2, 'id')
+local fence = arg_str(3, 'fence')
+arg_int(3, 'fence', 0, MAX_EXACT)
+local err = arg_str(4, 'error')
+local mode = arg_one_of(5, 'mode', 'retry', 'dead')
+local delay = arg_int(6, 'retry_delay_ms', -1, MAX_EXACT)
+local policy = arg_policy(7)
+local default_max = arg_int(11, 'default_max_attempts', 0, MAX_ATTEMPTS)
+if arg_fault then return arg_refusal('fail') end
 
+if redis.call('HGET', KEYS[6], id) ~= fence then return { 'stale', 0 } end
+-- Every read first (the record, the delayed head), then the writes.
+local raw = get_record(id)
+local before = head_due(KEYS[2])
 local now = now_ms()
 local j = decode(raw)
+
 if not j then
-  -- The head is readable but the body is not (claim buries a record
-  -- without a head): nothing can run it, so it is buried as it is, for an
-  -- operator, with its attempt counted.
+  -- Unreadable: nothing can run it, so it is buried as it is, for an
+  -- operator (show and dlq list say why), with its attempt counted where
+  -- its head can be read.  Without a record it is dropped and counted.
   local attempts, body = split(raw)
   if attempts then set_record(id, restamp(raw, body, attempts + 1)) end
-  redis.call('ZADD', KEYS[4], now, id)
+  redis.call('ZREM', KEYS[3], id)
+  redis.call('HDEL', KEYS[6], id)
+  if raw then
+    redis.call('ZADD', KEYS[4], now, id)
+  else
+    note_orphans({ id }, 3)
+  end
   return { 'dead', now }
 end
+
 j.attempts = j.attempts + 1
-local delay = tonumber(ARGV[6])
 if delay < 0 then
-  delay = backoff_ms(j.attempts, tonumber(ARGV[7]), tonumber(ARGV[8]),
-                     tonumber(ARGV[9]), make_rng(ARGV[10]))
+  delay = backoff_ms(j.attempts, policy.base, policy.cap, policy.jitter,
+                     make_rng(policy.seed))
+elseif delay > policy.cap then
+  delay = policy.cap
 end
-j.err = ARGV[4]
-local before = head_due(KEYS[2])
-local status, at = retry_or_bury(KEYS, id, j, now,
-  attempts_allowed(j, tonumber(ARGV[11])), ARGV[5] == 'dead', delay)
+j.err = err
+local status, at = retry_or_bury(j, now, attempts_allowed(j, default_max),
+                                 mode == 'dead', delay)
+-- The record first: if its bucket cannot be reached (see the prelude),
+-- nothing has changed.
 set_record(id, encode(j))
-if status == 'retry' then wake_if_sooner(ARGV[1], before, at) end
+redis.call('ZREM', KEYS[3], id)
+redis.call('HDEL', KEYS[6], id)
+if status == 'dead' then
+  redis.call('ZADD', KEYS[4], at, id)
+else
+  redis.call('ZADD', KEYS[2], at, id)
+  wake_if_sooner(channel, before, at)
+end
 return { status, at }

@@ -18,7 +18,17 @@
 -- and never writes it: the claim's fence goes to the lease hash.  Bump the
 -- format (and docs/protocol.md) on any incompatible change.
 
-local match, sub, format = string.match, string.sub, string.format
+local match, sub, format, byte, find = string.match, string.sub, string.format,
+  string.byte, string.find
+
+-- How far ahead a due time may be: 100 years of 365 days, in ms.  Further
+-- is a mistake (a unit mixed up, an overflow) that would park a job for
+-- ever; libdelayq and the command line refuse the same (DQ_MAX_AHEAD_MS).
+local MAX_AHEAD_MS = 3153600000000
+-- The most attempts a limit may name (an int in C), and the largest whole
+-- number a double holds exactly.
+local MAX_ATTEMPTS = 2147483647
+local MAX_EXACT = 9007199254740991
 
 -- The processing set always holds this member, scored above any deadline,
 -- and the lease hash this field.  Their length (over the listpack limits
@@ -65,20 +75,44 @@ local function group_by_record_key(ids)
   return order, by
 end
 
--- The records of ids, in their order (false where missing): one HMGET
--- per bucket.
+-- Run a command on a record key, where a key of the wrong type (someone
+-- wrote a string over a bucket) must not make the whole script fail: the
+-- reply, or nil after logging the key once.  Any other error (a cluster
+-- slot on the move) is raised as it is; callers read before they write,
+-- so it changes nothing.  pcall costs what call costs: this is per key,
+-- never per job.
+local function record_cmd(cmd, k, ...)
+  local r = redis.pcall(cmd, k, ...)
+  if type(r) == 'table' and r.err then
+    if not match(r.err, '^WRONGTYPE') then error(r) end
+    redis.log(redis.LOG_WARNING, 'delayq: ' .. k .. ' is not a hash: ' .. cmd
+              .. ' skipped, the records of its jobs are unreadable')
+    return nil
+  end
+  return r
+end
+
+-- The records of ids, in their order (false where missing, '' where the
+-- record key is not a hash: an unreadable record, which every script
+-- moves to dead): one HMGET per bucket.
 local function get_records(ids)
   local order, by = group_by_record_key(ids)
   local raws = {}
   for _, k in ipairs(order) do
     local g = by[k]
-    local r = redis.call('HMGET', k, unpack(g.ids))
-    for j = 1, #g.at do raws[g.at[j]] = r[j] end
+    local r = record_cmd('HMGET', k, unpack(g.ids))
+    if r then
+      for j = 1, #g.at do raws[g.at[j]] = r[j] end
+    else
+      for j = 1, #g.at do raws[g.at[j]] = '' end
+    end
   end
   return raws
 end
 
--- Store records: recs[i] for ids[i]; one HSET per bucket.
+-- Store records: recs[i] for ids[i]; one HSET per bucket.  Only records
+-- that were read (get_records) are written, so a key of the wrong type
+-- is never written to.
 local function set_records(ids, recs)
   local order, by = group_by_record_key(ids)
   for _, k in ipairs(order) do
@@ -91,13 +125,19 @@ local function set_records(ids, recs)
   end
 end
 
+-- Delete records; a key of the wrong type holds none of them.
 local function del_records(ids)
   local order, by = group_by_record_key(ids)
-  for _, k in ipairs(order) do redis.call('HDEL', k, unpack(by[k].ids)) end
+  for _, k in ipairs(order) do record_cmd('HDEL', k, unpack(by[k].ids)) end
 end
 
+-- One record: as get_records (false where missing, '' where its key is not
+-- a hash).
 local function get_record(id)
-  return redis.call('HGET', record_key(id), id)
+  local k = record_key(id)
+  local r = record_cmd('HGET', k, id)
+  if r == nil then return '' end
+  return r
 end
 
 local function set_record(id, raw)
@@ -112,12 +152,15 @@ local function now_ms()
 end
 
 -- The plain-text head of a record: attempts (a number) and where the
--- MessagePack body starts; nil when the record is missing or not format 3.
+-- MessagePack body starts; nil when the record is missing or not format 3
+-- (or counts more attempts than any limit allows).
 local function split(raw)
   if not raw then return nil end
   local a, body = match(raw, '^3:(%d+):()')
-  if not a then return nil end
-  return tonumber(a), body
+  if not a or #a > 10 then return nil end
+  a = tonumber(a)
+  if a > MAX_ATTEMPTS then return nil end
+  return a, body
 end
 
 -- The same record with new attempts, its body untouched.
@@ -125,18 +168,167 @@ local function restamp(raw, body, attempts)
   return format('3:%d:', attempts) .. sub(raw, body)
 end
 
--- Decode a whole record; nil when it is missing or unreadable, so that one
--- corrupt record cannot make a whole claim or reap fail.
-local function decode(raw)
-  local attempts, body = split(raw)
-  if not attempts then return nil end
-  local ok, r = pcall(cmsgpack.unpack, sub(raw, body))
-  if not ok or type(r) ~= 'table' or type(r[4]) ~= 'number'
-     or type(r[5]) ~= 'number' then
-    return nil
+-- A whole number that doubles hold exactly: not NaN, not infinite, not a
+-- fraction.
+local function is_int(n)
+  return type(n) == 'number' and n == math.floor(n)
+         and n >= -MAX_EXACT and n <= MAX_EXACT
+end
+
+-- The value of a pcall(cmsgpack.unpack, s): the one object s holds, or
+-- nil when it failed (truncated, not MessagePack) or s holds more than one
+-- (cmsgpack returns each object of a concatenation).
+local function one_value(ok, v, ...)
+  if ok and select('#', ...) == 0 then return v end
+  return nil
+end
+
+-- Why the fields of a record body cannot be used, or nil when they can.
+local function body_fault(t, p, m, c, o, e)
+  if type(t) ~= 'string' then return 'type is not a string' end
+  if type(p) ~= 'string' then return 'payload is not a string' end
+  if not is_int(m) or m < 0 or m > MAX_ATTEMPTS then
+    return 'max_attempts is not a whole number in 0..' .. MAX_ATTEMPTS
   end
-  return { attempts = attempts, type = r[1], payload = r[2], max = r[3],
-           created = r[4], due = r[4] + r[5], err = r[6] }
+  if not is_int(c) then return 'created_ms is not a whole number' end
+  if not is_int(o) or not is_int(c + o) then return 'due offset is not a whole number' end
+  if e ~= nil and type(e) ~= 'string' then return 'last_error is not a string' end
+  return nil
+end
+
+-- Read a record, strictly: the job, or nil, why it is unreadable and what
+-- could be read of it anyway (fields of the right type, for show and
+-- dead_list).  This is the one check of a record's fields: every script
+-- that relies on one reads the record with it before its first write, so
+-- that a corrupt record is set aside, never found by an error half-way
+-- through a script (Redis keeps the writes made before an error).
+local function read_record(raw)
+  if not raw then return nil, 'missing', {} end
+  local attempts, body = split(raw)
+  if not attempts then
+    if raw == '' then return nil, 'empty, or its key is not a hash', {} end
+    return nil, 'no format-3 head', {}
+  end
+  local part = { attempts = attempts }
+  -- 0x96: a MessagePack array of exactly six; a map (even one keyed 1..6)
+  -- or an array of another length is not a record body.
+  if byte(raw, body) ~= 0x96 then
+    return nil, 'body is not a MessagePack array of 6', part
+  end
+  local r = one_value(pcall(cmsgpack.unpack, sub(raw, body)))
+  if type(r) ~= 'table' then
+    return nil, 'body is truncated or not one MessagePack value', part
+  end
+  local t, p, m, c, o, e = r[1], r[2], r[3], r[4], r[5], r[6]
+  local why = body_fault(t, p, m, c, o, e)
+  if why then
+    if type(t) == 'string' then part.type = t end
+    if type(p) == 'string' then part.payload = p end
+    if type(e) == 'string' then part.err = e end
+    return nil, why, part
+  end
+  return { attempts = attempts, type = t, payload = p, max = m, created = c,
+           due = c + o, err = e or '' }
+end
+
+-- The job of a record, or nil when it is missing or unreadable.
+local function decode(raw)
+  return (read_record(raw))
+end
+
+-- ---- checking arguments -------------------------------------------------
+-- Every script checks all of its ARGV before its first write.  The first
+-- bad argument becomes the script's error reply, one line naming it
+-- ("ERR delayq: claim: lease_ms \"0\" is not a whole number in 1..N"), and
+-- nothing is written: scripts are called by other languages too.
+local arg_fault = nil   -- the first bad argument, described
+
+-- An argument as it can go into one line: printable, at most 40 bytes.
+local function shown(s)
+  if s == nil then return '(missing)' end
+  return '"' .. string.gsub(sub(s, 1, 40), '[^ -~]', '?') .. '"'
+end
+
+local function arg_bad(name, s, want)
+  if not arg_fault then arg_fault = name .. ' ' .. shown(s) .. ' is not ' .. want end
+end
+
+-- The error reply of a script whose arguments did not pass.
+local function arg_refusal(script)
+  return redis.error_reply('ERR delayq: ' .. script .. ': ' .. arg_fault)
+end
+
+-- ARGV[i] as a whole number in lo..hi: decimal digits with an optional
+-- minus, never the NaN, infinity, fraction or hex that tonumber takes.
+local function arg_int(i, name, lo, hi)
+  local s = ARGV[i]
+  local n = s and #s <= 17 and match(s, '^%-?%d+$') and tonumber(s)
+  if n and n >= lo and n <= hi then return n end
+  arg_bad(name, s, format('a whole number in %d..%d', lo, hi))
+  return lo
+end
+
+-- ARGV[i] as a number in lo..hi (NaN fails every comparison).
+local function arg_num(i, name, lo, hi)
+  local n = tonumber(ARGV[i] or '')
+  if n and n >= lo and n <= hi then return n end
+  arg_bad(name, ARGV[i], format('a number in %g..%g', lo, hi))
+  return lo
+end
+
+local function arg_one_of(i, name, a, b)
+  local s = ARGV[i]
+  if s == a or s == b then return s end
+  arg_bad(name, s, "'" .. a .. "' or '" .. b .. "'")
+  return a
+end
+
+-- Names (types, ids) are 1..max bytes of printable ASCII without spaces.
+local function is_plain(s, max)
+  return s ~= '' and #s <= max and not find(s, '[^!-~]')
+end
+
+-- ARGV[i] as a job id ('' too when may_be_empty).  The pin (see above)
+-- has spaces, so it never passes.
+local function arg_id(i, name, may_be_empty)
+  local s = ARGV[i]
+  if s and ((may_be_empty and s == '') or is_plain(s, 256)) then return s end
+  arg_bad(name, s, 'a job id (1..256 printable bytes, no spaces)')
+  return ''
+end
+
+-- ARGV[i] as a string, whatever it holds.
+local function arg_str(i, name)
+  if ARGV[i] then return ARGV[i] end
+  arg_bad(name, nil, 'given')
+  return ''
+end
+
+-- The common retry policy arguments (fail and reap): base_ms, cap_ms,
+-- jitter and seed from ARGV[i..i+3].
+local function arg_policy(i)
+  return { base = arg_int(i, 'backoff_base_ms', 0, MAX_AHEAD_MS),
+           cap = arg_int(i + 1, 'backoff_cap_ms', 0, MAX_AHEAD_MS),
+           jitter = arg_num(i + 2, 'jitter', 0, 1),
+           seed = arg_int(i + 3, 'seed', -MAX_EXACT, MAX_EXACT) }
+end
+
+-- Members of KEYS[set] whose record is missing: the caller drops them
+-- from the set.  Say so in the server log (the first few) and count them
+-- in meta's orphans_removed, which fsck and the metrics read.  Cold:
+-- orphans are rare, and this costs nothing when there are none.
+local function note_orphans(orphans, set)
+  local n = #orphans
+  if n == 0 then return end
+  for i = 1, math.min(n, 10) do
+    redis.log(redis.LOG_WARNING, 'delayq: ' .. KEYS[set] .. ': job ' .. orphans[i]
+              .. ' has no record: removed')
+  end
+  if n > 10 then
+    redis.log(redis.LOG_WARNING, 'delayq: ' .. KEYS[set] .. ': ' .. (n - 10)
+              .. ' more jobs without a record removed')
+  end
+  redis.call('HINCRBY', KEYS[5], 'orphans_removed', n)
 end
 
 local function encode(j)
@@ -177,7 +369,8 @@ end
 -- together do not all come back at the same instant.
 local function backoff_ms(attempts, base, cap, jitter, rng)
   local d = base * 2 ^ (attempts - 1)
-  if d > cap then d = cap end
+  -- Not "d > cap": many attempts make d infinite, or NaN with a base of 0.
+  if not (d <= cap) then d = cap end
   return math.floor(d * (1 - jitter * rng()))
 end
 
@@ -188,34 +381,44 @@ local function attempts_allowed(j, default_max)
   return default_max
 end
 
--- Move a job whose attempt failed to the dead set or back to delayed.
--- Returns 'dead' or 'retry' and the time it was filed at.
-local function retry_or_bury(keys, id, j, now, allowed, force_dead, delay)
-  if force_dead or j.attempts >= allowed then
-    redis.call('ZADD', keys[4], now, id)
-    return 'dead', now
-  end
+-- Whether a job whose attempt failed is dead or retried, and the time it
+-- is filed at (its time of death, or its new due time, set in j.due).
+-- Decides only: the caller writes, after every check.
+local function retry_or_bury(j, now, allowed, force_dead, delay)
+  if force_dead or j.attempts >= allowed then return 'dead', now end
   j.due = now + delay
-  redis.call('ZADD', keys[2], j.due, id)
   return 'retry', j.due
 end
 
--- Put held jobs (ids, with their records raws) back in the queue without
--- counting an attempt: out of processing and the lease hash, into delayed
--- at the due time their record keeps (now, for a record that cannot be
--- read: the claim that meets it buries it).  Wakes sleeping workers.
+-- Put held jobs (ids, with their records raws, read before any write)
+-- back in the queue without counting an attempt: out of processing and the
+-- lease hash, into delayed at the due time their record keeps, so each
+-- runs next, on another worker.  A record that cannot be read goes to dead
+-- (nothing could run it); a missing one is dropped and counted (see
+-- note_orphans).  Wakes sleeping workers.  release and recover share it.
 local function give_back(channel, held, raws)
-  redis.call('ZREM', KEYS[3], unpack(held))
-  redis.call('HDEL', KEYS[6], unpack(held))
-  local zadd, soonest = {}, nil
+  local before = head_due(KEYS[2])
+  local now = now_ms()
+  local zadd, bury, orphans, soonest = {}, {}, {}, nil
   for i = 1, #held do
     local j = decode(raws[i])
-    local due = j and j.due or now_ms()
-    zadd[#zadd + 1] = due
-    zadd[#zadd + 1] = held[i]
-    if soonest == nil or due < soonest then soonest = due end
+    if j then
+      zadd[#zadd + 1] = j.due
+      zadd[#zadd + 1] = held[i]
+      if soonest == nil or j.due < soonest then soonest = j.due end
+    elseif raws[i] then
+      bury[#bury + 1] = now
+      bury[#bury + 1] = held[i]
+    else
+      orphans[#orphans + 1] = held[i]
+    end
   end
-  local before = head_due(KEYS[2])
-  redis.call('ZADD', KEYS[2], unpack(zadd))
-  wake_if_sooner(channel, before, soonest)
+  redis.call('ZREM', KEYS[3], unpack(held))
+  redis.call('HDEL', KEYS[6], unpack(held))
+  if #zadd > 0 then
+    redis.call('ZADD', KEYS[2], unpack(zadd))
+    wake_if_sooner(channel, before, soonest)
+  end
+  if #bury > 0 then redis.call('ZADD', KEYS[4], unpack(bury)) end
+  note_orphans(orphans, 3)
 end

@@ -1,15 +1,27 @@
 -- purge: delete dead jobs for good.
--- ARGV: id ('' = the oldest `batch` dead jobs), batch
--- Returns {deleted, remaining_dead}.
+-- ARGV: id ('' = the oldest `batch` dead jobs), batch (1..10000)
+-- Returns {deleted, remaining_dead}.  Purge reads no record field: an
+-- unreadable record is deleted like any other.
+local id = arg_id(1, 'id', true)
+local batch = arg_int(2, 'batch', 1, 10000)
+if arg_fault then return arg_refusal('purge') end
 local ids
-if ARGV[1] ~= '' then
-  if redis.call('ZREM', KEYS[4], ARGV[1]) == 0 then
+if id ~= '' then
+  if not redis.call('ZSCORE', KEYS[4], id) then
     return { 0, redis.call('ZCARD', KEYS[4]) }
   end
-  ids = { ARGV[1] }
+  ids = { id }
 else
-  ids = redis.call('ZRANGE', KEYS[4], 0, tonumber(ARGV[2]) - 1)
-  if #ids > 0 then redis.call('ZREMRANGEBYRANK', KEYS[4], 0, #ids - 1) end
+  ids = redis.call('ZRANGE', KEYS[4], 0, batch - 1)
 end
-if #ids > 0 then del_records(ids) end
+if #ids > 0 then
+  -- The records first: if a bucket cannot be reached (see the prelude),
+  -- nothing has changed.
+  del_records(ids)
+  if id ~= '' then
+    redis.call('ZREM', KEYS[4], id)
+  else
+    redis.call('ZREMRANGEBYRANK', KEYS[4], 0, #ids - 1)
+  end
+end
 return { #ids, redis.call('ZCARD', KEYS[4]) }

@@ -4,8 +4,21 @@
 --       default_max_attempts, then optional pairs type, max_attempts
 -- Returns {retried, dead, wait_ms}: wait_ms is 0 when more leases have
 -- expired already, else the time until the next lease expires, or -1.
+-- Everything is read and checked before the first write: a record that
+-- cannot be read goes to dead (its attempt counted where its head can be
+-- read) and costs the other jobs of the pass nothing.
+local channel = arg_str(1, 'wake_channel')
+local batch = arg_int(2, 'batch', 1, 100000)
+local policy = arg_policy(3)
+local default_max = arg_int(7, 'default_max_attempts', 0, MAX_ATTEMPTS)
+local per_type = {}
+if (#ARGV - 7) % 2 ~= 0 then arg_bad('type', ARGV[#ARGV], 'followed by its max_attempts') end
+for i = 8, #ARGV - 1, 2 do
+  per_type[ARGV[i]] = arg_int(i + 1, 'max_attempts of ' .. ARGV[i], 0, MAX_ATTEMPTS)
+end
+if arg_fault then return arg_refusal('reap') end
+
 local now = now_ms()
-local batch = tonumber(ARGV[2])
 -- As in claim, one read: the expired leases among the first `batch`, and
 -- the first live one's deadline.
 local head = redis.call('ZRANGE', KEYS[3], 0, batch - 1, 'WITHSCORES')
@@ -22,56 +35,54 @@ for i = 1, #head, 2 do
 end
 local n = #ids
 if n == batch then wait = 0 end
-local retried, dead = 0, 0
-if n > 0 then
-  local per_type = {}
-  for i = 8, #ARGV - 1, 2 do per_type[ARGV[i]] = tonumber(ARGV[i + 1]) end
-  local default_max = tonumber(ARGV[7])
-  local rng = make_rng(ARGV[6])
-  local base, cap, jitter = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
-  local raws = get_records(ids)
-  redis.call('ZREMRANGEBYRANK', KEYS[3], 0, n - 1)
-  redis.call('HDEL', KEYS[6], unpack(ids))
-  local rewrite, recs, zdelayed, zdead = {}, {}, {}, {}
-  local soonest = nil
-  for i = 1, n do
-    local id = ids[i]
-    local j = decode(raws[i])
-    if not j then
-      if raws[i] then
-        zdead[#zdead + 1] = now
-        zdead[#zdead + 1] = id
-        dead = dead + 1
-        local attempts, body = split(raws[i])
-        if attempts then
-          rewrite[#rewrite + 1] = id
-          recs[#recs + 1] = restamp(raws[i], body, attempts + 1)
-        end
-      end
+if n == 0 then return { 0, 0, wait } end
+
+local raws = get_records(ids)
+local before = head_due(KEYS[2])
+local rng = make_rng(policy.seed)
+local rewrite, recs, zdelayed, zdead, orphans = {}, {}, {}, {}, {}
+local retried, dead, soonest = 0, 0, nil
+for i = 1, n do
+  local id, raw = ids[i], raws[i]
+  local j = decode(raw)
+  if j then
+    j.attempts = j.attempts + 1
+    j.err = 'lease expired'
+    if j.attempts >= attempts_allowed(j, per_type[j.type] or default_max) then
+      zdead[#zdead + 1] = now
+      zdead[#zdead + 1] = id
+      dead = dead + 1
     else
-      j.attempts = j.attempts + 1
-      j.err = 'lease expired'
-      if j.attempts >= attempts_allowed(j, per_type[j.type] or default_max) then
-        zdead[#zdead + 1] = now
-        zdead[#zdead + 1] = id
-        dead = dead + 1
-      else
-        j.due = now + backoff_ms(j.attempts, base, cap, jitter, rng)
-        zdelayed[#zdelayed + 1] = j.due
-        zdelayed[#zdelayed + 1] = id
-        if soonest == nil or j.due < soonest then soonest = j.due end
-        retried = retried + 1
-      end
-      rewrite[#rewrite + 1] = id
-      recs[#recs + 1] = encode(j)
+      j.due = now + backoff_ms(j.attempts, policy.base, policy.cap, policy.jitter, rng)
+      zdelayed[#zdelayed + 1] = j.due
+      zdelayed[#zdelayed + 1] = id
+      if soonest == nil or j.due < soonest then soonest = j.due end
+      retried = retried + 1
     end
-  end
-  if #rewrite > 0 then set_records(rewrite, recs) end
-  if #zdead > 0 then redis.call('ZADD', KEYS[4], unpack(zdead)) end
-  if #zdelayed > 0 then
-    local before = head_due(KEYS[2])
-    redis.call('ZADD', KEYS[2], unpack(zdelayed))
-    wake_if_sooner(ARGV[1], before, soonest)
+    rewrite[#rewrite + 1] = id
+    recs[#recs + 1] = encode(j)
+  elseif raw then
+    zdead[#zdead + 1] = now
+    zdead[#zdead + 1] = id
+    dead = dead + 1
+    local attempts, body = split(raw)
+    if attempts then
+      rewrite[#rewrite + 1] = id
+      recs[#recs + 1] = restamp(raw, body, attempts + 1)
+    end
+  else
+    orphans[#orphans + 1] = id
   end
 end
+-- Records first: if a bucket cannot be reached (see the prelude), nothing
+-- has changed.
+if #rewrite > 0 then set_records(rewrite, recs) end
+redis.call('ZREMRANGEBYRANK', KEYS[3], 0, n - 1)
+redis.call('HDEL', KEYS[6], unpack(ids))
+if #zdead > 0 then redis.call('ZADD', KEYS[4], unpack(zdead)) end
+if #zdelayed > 0 then
+  redis.call('ZADD', KEYS[2], unpack(zdelayed))
+  wake_if_sooner(channel, before, soonest)
+end
+note_orphans(orphans, 3)
 return { retried, dead, wait }

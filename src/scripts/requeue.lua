@@ -1,44 +1,54 @@
 -- requeue: give dead jobs a new life, due now with their attempts reset;
 -- the last error is kept for reference.
 -- ARGV: wake_channel, id ('' = the oldest `batch` dead jobs), batch
--- Returns {moved, remaining_dead}; moved is 0 when the id is not dead.
-local now = now_ms()
+--       (1..10000)
+-- Returns {moved, remaining_dead}; moved is 0 when the id is not dead.  A
+-- record that cannot be read cannot run: it stays dead (filed again as of
+-- now, so that a requeue of all moves on past it); a dead id without a
+-- record is dropped and counted in meta's orphans_removed.
+local channel = arg_str(1, 'wake_channel')
+local id = arg_id(2, 'id', true)
+local batch = arg_int(3, 'batch', 1, 10000)
+if arg_fault then return arg_refusal('requeue') end
 local ids
-if ARGV[2] ~= '' then
-  if not redis.call('ZSCORE', KEYS[4], ARGV[2]) then
+if id ~= '' then
+  if not redis.call('ZSCORE', KEYS[4], id) then
     return { 0, redis.call('ZCARD', KEYS[4]) }
   end
-  ids = { ARGV[2] }
+  ids = { id }
 else
-  ids = redis.call('ZRANGE', KEYS[4], 0, tonumber(ARGV[3]) - 1)
+  ids = redis.call('ZRANGE', KEYS[4], 0, batch - 1)
 end
 local moved = 0
 if #ids > 0 then
+  local now = now_ms()
   local raws = get_records(ids)         -- reads first (see the prelude)
-  redis.call('ZREM', KEYS[4], unpack(ids))
-  local back, recs, zadd, unreadable = {}, {}, {}, {}
-  for i, id in ipairs(ids) do
+  local before = head_due(KEYS[2])
+  local back, recs, zadd, unreadable, orphans = {}, {}, {}, {}, {}
+  for i, job in ipairs(ids) do
     local j = decode(raws[i])
     if j then
       j.attempts = 0
       j.due = now
-      back[#back + 1] = id
+      back[#back + 1] = job
       recs[#recs + 1] = encode(j)
       zadd[#zadd + 1] = now
-      zadd[#zadd + 1] = id
+      zadd[#zadd + 1] = job
       moved = moved + 1
     elseif raws[i] then
       unreadable[#unreadable + 1] = now
-      unreadable[#unreadable + 1] = id
+      unreadable[#unreadable + 1] = job
+    else
+      orphans[#orphans + 1] = job
     end
   end
-  -- An unreadable record cannot run: it stays dead for an operator.
+  if moved > 0 then set_records(back, recs) end
+  redis.call('ZREM', KEYS[4], unpack(ids))
   if #unreadable > 0 then redis.call('ZADD', KEYS[4], unpack(unreadable)) end
   if moved > 0 then
-    local before = head_due(KEYS[2])
-    set_records(back, recs)
     redis.call('ZADD', KEYS[2], unpack(zadd))
-    wake_if_sooner(ARGV[1], before, now)
+    wake_if_sooner(channel, before, now)
   end
+  note_orphans(orphans, 4)
 end
 return { moved, redis.call('ZCARD', KEYS[4]) }

@@ -2,10 +2,15 @@
 -- show: one job and where it stands.
 -- ARGV: id
 -- Returns {state, type, payload, attempts, max_attempts, created_ms, due_ms,
---          fence, last_error, state_ms, now_ms} where state is 'delayed',
--- 'processing' (state_ms = lease deadline), 'dead' (state_ms = time of
--- death) or 'orphan' (a record in no set); or {'notfound'}.
-local id = ARGV[1]
+--          fence, last_error, state_ms, now_ms, unreadable, where} where
+-- state is 'delayed', 'processing' (state_ms = lease deadline), 'dead'
+-- (state_ms = time of death), 'orphan' (a record in no set) or
+-- 'unreadable'; or {'notfound'}.  unreadable is '' for a record that
+-- reads, else why it does not (and then the fields are what could be
+-- read of it: '' or 0 for the rest); where is the set the id is in
+-- ('orphan' for none), for an unreadable record too.
+local id = arg_id(1, 'id')
+if arg_fault then return arg_refusal('show') end
 local raw = get_record(id)
 if not raw then return { 'notfound' } end
 local now = now_ms()
@@ -18,14 +23,20 @@ if s then state, at = 'delayed', s else
     if s then state, at = 'dead', s end
   end
 end
-local j = decode(raw)
-if not j then return { 'unreadable', '', raw, 0, 0, 0, 0, 0, '', tonumber(at), now } end
 -- A job in processing is in its attempt attempts + 1, under the fence of
 -- the claim that holds it; any other has no fence (0).
-local attempts, fence = j.attempts, 0
-if state == 'processing' then
-  attempts = attempts + 1
-  fence = tonumber(redis.call('HGET', KEYS[6], id)) or 0
+local fence = 0
+if state == 'processing' then fence = tonumber(redis.call('HGET', KEYS[6], id)) or 0 end
+local j, why, part = read_record(raw)
+if not j then
+  -- Every element is set (a nil would end Lua's array, and the reply,
+  -- early): what could be read, '' or 0 for the rest.
+  local attempts = part.attempts or 0
+  if state == 'processing' then attempts = attempts + 1 end
+  return { 'unreadable', part.type or '', part.payload or '', attempts, 0, 0, 0,
+           fence, part.err or '', tonumber(at), now, why, state }
 end
+local attempts = j.attempts
+if state == 'processing' then attempts = attempts + 1 end
 return { state, j.type, j.payload, attempts, j.max, j.created, j.due,
-         fence, j.err, tonumber(at), now }
+         fence, j.err, tonumber(at), now, '', state }

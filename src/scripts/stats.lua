@@ -3,6 +3,9 @@
 -- Returns {now_ms, delayed (not yet due), due (due, waiting for a worker),
 --          processing, dead, next_due_in_ms (-1 when nothing is delayed),
 --          expired (processing past their lease, waiting for the reaper)}
+-- ARGV: none
+if #ARGV > 0 then arg_bad('argument 1', ARGV[1], 'expected: stats takes none') end
+if arg_fault then return arg_refusal('stats') end
 local now = now_ms()
 local total = redis.call('ZCARD', KEYS[2])
 local due = redis.call('ZCOUNT', KEYS[2], '-inf', now)

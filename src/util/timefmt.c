@@ -44,7 +44,7 @@ int timefmt_parse_duration(const char *s, int64_t *ms, const char **why)
         char *end;
         long long n = strtoll(s, &end, 10);
         if (errno || n > DURATION_MAX_MS) {
-            *why = "duration is too long";
+            *why = "duration is too long (over 100 years)";
             return -1;
         }
         s = end;
@@ -54,7 +54,7 @@ int timefmt_parse_duration(const char *s, int64_t *ms, const char **why)
             return -1;
         }
         if (n > (DURATION_MAX_MS - total) / unit) {
-            *why = "duration is too long";
+            *why = "duration is too long (over 100 years)";
             return -1;
         }
         total += n * unit;

@@ -1,0 +1,737 @@
+/*
+ * Validate, then write: what the scripts and libdelayq do with bad
+ * arguments and odd records (issue 10, items 4 to 8 and 10), against a
+ * real redis-server.  Each test plants what a bug, an operator or another
+ * language's producer could leave in Redis, and checks that a bad record
+ * or argument costs nothing to the jobs next to it and that the whole of
+ * a refused call changed nothing.
+ *
+ * Scripts are run two ways: through the library, as programs use them,
+ * and as redis-cli users run them (EVAL of scripts/NAME.lua, the full text
+ * the build installs), for the arguments the library never sends.
+ */
+#include <check.h>
+#include <errno.h>
+#include <hiredis/hiredis.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "fixture.h"
+#include "run_prog.h"
+
+#define Q "rec"
+#define K(s) "dq:{" Q "}:" s
+
+static struct redis_fixture fx;
+static dq_client *cl;
+static redisContext *rc;
+
+/* A good record's Lua expression, with its fields as Lua text. */
+#define REC(type, payload, max, created, offset, err) \
+    "'3:0:' .. cmsgpack.pack({" type ", " payload ", " max ", " created ", " offset ", " err "})"
+#define GOOD REC("'email'", "'x'", "0", "0", "0", "''")
+
+/* ---- helpers ------------------------------------------------------------ */
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
+}
+
+/* A raw command's reply (as redisCommand, %b included); the caller frees. */
+static redisReply *cmd(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    redisReply *r = redisvCommand(rc, fmt, ap);
+    va_end(ap);
+    ck_assert_msg(r != NULL, "redis: %s", rc->errstr);
+    return r;
+}
+
+/* A raw command's integer reply (or array length; -1 for nil or error). */
+__attribute__((format(printf, 1, 2)))
+static long long num(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    redisReply *r = redisvCommand(rc, fmt, ap);
+    va_end(ap);
+    ck_assert_msg(r != NULL, "redis: %s", rc->errstr);
+    long long v = -1;
+    if (r->type == REDIS_REPLY_INTEGER)
+        v = r->integer;
+    else if (r->type == REDIS_REPLY_ARRAY)
+        v = (long long)r->elements;
+    else if (r->type == REDIS_REPLY_STRING)
+        v = strtoll(r->str, NULL, 10);
+    else if (r->type == REDIS_REPLY_STATUS)
+        v = 0;
+    freeReplyObject(r);
+    return v;
+}
+
+/* Store a record for producer id `id` (in K("jobs")) from a Lua
+ * expression, so that malformed MessagePack is easy to write. */
+static void plant(const char *id, const char *lua_raw)
+{
+    char script[1024];
+    snprintf(script, sizeof script,
+             "return redis.call('HSET', KEYS[1], ARGV[1], %s)", lua_raw);
+    redisReply *r = cmd("EVAL %s 1 %s %s", script, K("jobs"), id);
+    ck_assert_msg(r->type == REDIS_REPLY_INTEGER, "plant %s: %s", id,
+                  r->type == REDIS_REPLY_ERROR ? r->str : "?");
+    freeReplyObject(r);
+}
+
+/* Run scripts/NAME.lua as a redis-cli user does (EVAL, the six keys) with
+ * `argc` arguments; the caller frees the reply. */
+static redisReply *script(const char *name, int argc, const char *const *args)
+{
+    char path[256];
+    snprintf(path, sizeof path, "scripts/%s.lua", name);
+    FILE *f = fopen(fixture_build_path(path), "r");
+    ck_assert_msg(f != NULL, "cannot open %s", fixture_build_path(path));
+    static char text[200000];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    const char *argv[40] = { "EVAL", text, "6", K("jobs"), K("delayed"), K("processing"),
+                             K("dead"), K("meta"), K("lease") };
+    ck_assert_int_le(argc, 40 - 9);
+    for (int i = 0; i < argc; i++)
+        argv[9 + i] = args[i];
+    redisReply *r = redisCommandArgv(rc, 9 + argc, argv, NULL);
+    ck_assert_msg(r != NULL, "redis: %s", rc->errstr);
+    return r;
+}
+
+/* The script refused its arguments: one line "ERR delayq: NAME: ..." that
+ * contains `phrase`. */
+static void assert_refused(redisReply *r, const char *name, const char *phrase)
+{
+    char want[64];
+    snprintf(want, sizeof want, "ERR delayq: %s: ", name);
+    ck_assert_msg(r->type == REDIS_REPLY_ERROR, "%s was not refused", name);
+    ck_assert_msg(strncmp(r->str, want, strlen(want)) == 0, "error: %s", r->str);
+    ck_assert_msg(!strchr(r->str, '\n'), "not one line: %s", r->str);
+    ck_assert_msg(strstr(r->str, phrase), "'%s' does not name '%s'", r->str, phrase);
+    freeReplyObject(r);
+}
+
+/* Nothing in the queue: no record, no member of any set (but the pin of
+ * processing, scored after every deadline). */
+static void assert_queue_empty(void)
+{
+    ck_assert_int_eq(fixture_record_count(&fx, Q), 0);
+    ck_assert_int_eq(num("ZCARD %s", K("delayed")), 0);
+    ck_assert_int_eq(num("ZCOUNT %s -inf (9007199254740991", K("processing")), 0);
+    ck_assert_int_eq(num("ZCARD %s", K("dead")), 0);
+}
+
+static dq_enqueue_req req_make(const char *id, int64_t delay_ms, int max_attempts)
+{
+    dq_enqueue_req r = { .queue = Q, .type = "email", .id = id, .payload = "x",
+                         .payload_len = 1, .delay_ms = delay_ms,
+                         .max_attempts = max_attempts };
+    return r;
+}
+
+static void enq(const char *id, int max_attempts)
+{
+    dq_enqueue_req r = req_make(id, 0, max_attempts);
+    ck_assert_msg(dq_enqueue(cl, &r, NULL) == DQ_OK, "enqueue %s: %s", id, dq_errmsg(cl));
+}
+
+/* Enqueue job `id` and claim it (with a minute's lease): its fence. */
+static int64_t claim_one(const char *id)
+{
+    enq(id, 0);
+    dq_claim_result res;
+    ck_assert_int_eq(dq_claim(cl, Q, 1, 60000, &res), DQ_OK);
+    ck_assert_uint_eq(res.n, 1);
+    ck_assert_str_eq(res.jobs[0].id, id);
+    int64_t fence = res.jobs[0].fence;
+    dq_claim_result_free(&res);
+    return fence;
+}
+
+static void show(const char *id, dq_job_info *info)
+{
+    ck_assert_msg(dq_show(cl, Q, id, info) == DQ_OK, "show %s: %s", id, dq_errmsg(cl));
+}
+
+/* The job is dead as an unreadable record, with `attempts` counted. */
+static void assert_dead_unreadable(const char *id, int attempts)
+{
+    ck_assert_msg(num("ZSCORE %s %s", K("dead"), id) >= 0, "%s is not dead", id);
+    dq_job_info info;
+    show(id, &info);
+    ck_assert_msg(info.state == DQ_STATE_UNREADABLE, "%s: state %s", id,
+                  dq_state_str(info.state));
+    ck_assert_msg(strstr(info.job.last_error, "unreadable record")
+                  && strstr(info.job.last_error, "(in dead)"), "%s: %s", id,
+                  info.job.last_error);
+    if (attempts >= 0)
+        ck_assert_int_eq(info.job.attempt, attempts);
+    dq_job_info_free(&info);
+}
+
+/* delayq -s SOCK COMMAND -q Q A1..A4 (a NULL ends them): the run's result
+ * (static). */
+static struct run_result *cli(const char *command, const char *a1, const char *a2,
+                              const char *a3, const char *a4)
+{
+    static struct run_result r;
+    char *argv[] = { (char *)fixture_build_path("delayq"), "-s", fx.sock, (char *)command,
+                     "-q", Q, (char *)a1, (char *)a2, (char *)a3, (char *)a4, NULL };
+    struct run_opts o = { .env = { "DELAYQ_PASSWORD" } };
+    run_prog(&o, argv, &r);
+    return &r;
+}
+
+/* delayq add -q Q -t email A1 A2. */
+static struct run_result *add(const char *a1, const char *a2)
+{
+    return cli("add", "-t", "email", a1, a2);
+}
+
+/* The run succeeded and printed `phrase`. */
+static void assert_prints(const struct run_result *r, const char *phrase)
+{
+    ck_assert_msg(r->status == 0, "exit %d, stderr: %s", r->status, r->err);
+    ck_assert_msg(strstr(r->out, phrase), "'%s' does not say '%s'", r->out, phrase);
+}
+
+/* ---- 4: a bad record in a reap pass ------------------------------------- */
+
+START_TEST(reap_buries_a_bad_record_and_retries_its_neighbours)
+{
+    char id[16];
+    for (int i = 0; i < 5; i++) {
+        snprintf(id, sizeof id, "ok-%d", i);
+        enq(id, 3);
+    }
+    plant("bad", REC("'email'", "'x'", "'3'", "0", "0", "''")); /* max_attempts "3" */
+    ck_assert_int_eq(num("ZADD %s 0 bad", K("delayed")), 1);
+    dq_claim_result res;
+    ck_assert_int_eq(dq_claim(cl, Q, 10, 1, &res), DQ_OK);       /* lease 1 ms */
+    ck_assert_uint_eq(res.n, 6);
+    dq_claim_result_free(&res);
+    sleep_ms(20);
+    dq_reap_result rr;
+    ck_assert_msg(dq_reap(cl, Q, 100, NULL, &rr) == DQ_OK, "reap: %s", dq_errmsg(cl));
+    ck_assert_uint_eq(rr.retried, 5);
+    ck_assert_uint_eq(rr.dead, 1);
+    for (int i = 0; i < 5; i++) {
+        snprintf(id, sizeof id, "ok-%d", i);
+        dq_job_info info;
+        show(id, &info);
+        ck_assert_int_eq(info.state, DQ_STATE_DELAYED);
+        ck_assert_int_eq(info.job.attempt, 1);
+        ck_assert_str_eq(info.job.last_error, "lease expired");
+        dq_job_info_free(&info);
+    }
+    assert_dead_unreadable("bad", 1);
+    ck_assert_int_eq(num("ZCARD %s", K("processing")), 1);      /* the pin alone */
+    ck_assert_int_eq(num("HLEN %s", K("lease")), 1);
+}
+END_TEST
+
+START_TEST(fail_checks_its_arguments_before_writing)
+{
+    char fence[24];
+    snprintf(fence, sizeof fence, "%lld", (long long)claim_one("job"));
+    const char *bad_delay[] = { "", "job", fence, "oops", "retry", "soon", "1000",
+                                "60000", "0.2", "7", "5" };
+    assert_refused(script("fail", 11, bad_delay), "fail", "retry_delay_ms");
+    const char *bad_max[] = { "", "job", fence, "oops", "retry", "-1", "1000",
+                              "60000", "0.2", "7", "five" };
+    assert_refused(script("fail", 11, bad_max), "fail", "default_max_attempts");
+    const char *bad_mode[] = { "", "job", fence, "oops", "later", "-1", "1000",
+                               "60000", "0.2", "7", "5" };
+    assert_refused(script("fail", 11, bad_mode), "fail", "mode");
+    /* Still held under its fence: nothing was written. */
+    ck_assert_int_eq(num("ZSCORE %s job", K("processing")) > 0, 1);
+    ck_assert_int_eq(num("HGET %s job", K("lease")), strtoll(fence, NULL, 10));
+    ck_assert_int_eq(dq_ack(cl, Q, "job", strtoll(fence, NULL, 10)), DQ_OK);
+}
+END_TEST
+
+/* ---- 5 and 6: enqueue's arguments --------------------------------------- */
+
+START_TEST(enqueue_refuses_bad_input_and_writes_nothing)
+{
+    const char *empty_max[] = { "", "a", "email", "x", "delay", "0", "", "0" };
+    assert_refused(script("enqueue", 8, empty_max), "enqueue", "max_attempts");
+    assert_queue_empty();
+    const char *nan[] = { "", "b", "email", "x", "delay", "nan", "0", "0" };
+    assert_refused(script("enqueue", 8, nan), "enqueue", "delay_ms");
+    assert_queue_empty();
+    const char *inf[] = { "", "c", "email", "x", "delay", "inf", "0", "0" };
+    assert_refused(script("enqueue", 8, inf), "enqueue", "delay_ms");
+    const char *far[] = { "", "d", "email", "x", "at", "9223372036854775807", "0", "0" };
+    assert_refused(script("enqueue", 8, far), "enqueue", "at_ms");
+    const char *spaced[] = { "", "e", "has space", "x", "delay", "0", "0", "0" };
+    assert_refused(script("enqueue", 8, spaced), "enqueue", "type");
+    assert_queue_empty();
+    /* The ids refused above stay free. */
+    const char *ok[] = { "", "b", "email", "x", "delay", "0", "3", "0" };
+    redisReply *r = script("enqueue", 8, ok);
+    ck_assert_int_eq(r->type, REDIS_REPLY_ARRAY);
+    ck_assert_str_eq(r->element[0]->str, "ok");
+    freeReplyObject(r);
+    ck_assert_int_eq(fixture_record_count(&fx, Q), 1);
+}
+END_TEST
+
+START_TEST(enqueue_many_refuses_wrapped_times_before_writing)
+{
+    /* The body head of {type "email", payload "x", max_attempts 0}. */
+    static const char body[] = "\x96\xa5" "email" "\xa1x\x00";
+    redisReply *r;
+    /* The body has a NUL: the calls go through redisCommand's %b. */
+    char path[512];
+    snprintf(path, sizeof path, "%s", fixture_build_path("scripts/enqueue_many.lua"));
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    static char text[200000];
+    text[fread(text, 1, sizeof text - 1, f)] = '\0';
+    fclose(f);
+    static const char *const whens[] = { "9223372036854775807", "@9999999999999999999",
+                                         "nan", "-5", "r@1e99" };
+    for (size_t i = 0; i < sizeof whens / sizeof whens[0]; i++) {
+        r = cmd("EVAL %s 6 %s %s %s %s %s %s %s %s %s %b %s %s %b", text, K("jobs"),
+                K("delayed"), K("processing"), K("dead"), K("meta"), K("lease"), "",
+                "a", "0", body, sizeof body - 1, "b", whens[i], body, sizeof body - 1);
+        assert_refused(r, "enqueue_many", "job 2 when");
+        assert_queue_empty();
+        ck_assert_int_eq(num("HGET %s seq", K("meta")), -1);
+    }
+    /* A body that is not the head of a record is refused the same way. */
+    r = cmd("EVAL %s 6 %s %s %s %s %s %s %s %s %s %b %s %s %s", text, K("jobs"),
+            K("delayed"), K("processing"), K("dead"), K("meta"), K("lease"), "", "a",
+            "0", body, sizeof body - 1, "b", "0", "\x81\xa1k\x01");
+    assert_refused(r, "enqueue_many", "job 2 body");
+    assert_queue_empty();
+    /* And the same call with good times stores both. */
+    r = cmd("EVAL %s 6 %s %s %s %s %s %s %s %s %s %b %s %s %b", text, K("jobs"),
+            K("delayed"), K("processing"), K("dead"), K("meta"), K("lease"), "", "a",
+            "0", body, sizeof body - 1, "b", "5000", body, sizeof body - 1);
+    ck_assert_int_eq(r->type, REDIS_REPLY_ARRAY);
+    freeReplyObject(r);
+    ck_assert_int_eq(num("ZCARD %s", K("delayed")), 2);
+}
+END_TEST
+
+START_TEST(library_refuses_times_beyond_100_years)
+{
+    int64_t now = 0;
+    ck_assert_int_eq(dq_server_time(cl, &now), DQ_OK);
+    dq_enqueue_req r = req_make("far", DQ_MAX_AHEAD_MS + 1, 0);
+    ck_assert_int_eq(dq_enqueue(cl, &r, NULL), DQ_ERR_INVALID);
+    ck_assert_ptr_nonnull(strstr(dq_errmsg(cl), "100 years"));
+    r = req_make("neg", 0, 0);
+    r.at_ms = -1;
+    ck_assert_int_eq(dq_enqueue(cl, &r, NULL), DQ_ERR_INVALID);
+    r.at_ms = INT64_MAX;
+    ck_assert_int_eq(dq_enqueue(cl, &r, NULL), DQ_ERR_INVALID);
+    r.at_ms = now + DQ_MAX_AHEAD_MS + 86400000;
+    ck_assert_int_eq(dq_enqueue(cl, &r, NULL), DQ_ERR_INVALID);
+    assert_queue_empty();
+    /* In a bulk call the bad job is refused, the rest stored. */
+    dq_enqueue_req many[3] = { req_make("m1", 0, 0), req_make("m2", 0, 0),
+                               req_make("m3", 0, 0) };
+    many[1].at_ms = INT64_MAX;
+    dq_status sts[3];
+    ck_assert_int_eq(dq_enqueue_many(cl, many, 3, NULL, sts), DQ_ERR_INVALID);
+    ck_assert_int_eq(sts[0], DQ_OK);
+    ck_assert_int_eq(sts[1], DQ_ERR_INVALID);
+    ck_assert_int_eq(sts[2], DQ_OK);
+    ck_assert_int_eq(num("ZCARD %s", K("delayed")), 2);
+    ck_assert_int_eq(num("ZSCORE %s m2", K("delayed")), -1);
+    /* The bound itself is allowed. */
+    r = req_make("edge", DQ_MAX_AHEAD_MS, 0);
+    ck_assert_int_eq(dq_enqueue(cl, &r, NULL), DQ_OK);
+}
+END_TEST
+
+
+static void assert_usage_error(const struct run_result *r, const char *phrase)
+{
+    ck_assert_msg(r->status == 2, "exit %d, stderr: %s", r->status, r->err);
+    const char *nl = strchr(r->err, '\n');
+    ck_assert_msg(nl && nl[1] == '\0', "not one line: '%s'", r->err);
+    ck_assert_msg(strstr(r->err, phrase), "'%s' does not say '%s'", r->err, phrase);
+}
+
+START_TEST(cli_refuses_times_beyond_100_years)
+{
+    assert_usage_error(add("-d", "200y"), "200y");
+    assert_usage_error(add("-d", "36600d"), "100 years");
+    assert_usage_error(add("--at", "9999999999999999999"), "9999999999999999999");
+    assert_usage_error(add("--at", "253402300799"), "100 years");       /* year 9999 */
+    assert_usage_error(add("--at", "2200-01-01T00:00:00Z"), "100 years");
+    assert_queue_empty();
+}
+END_TEST
+
+/* ---- 7: a handler's retry delay ----------------------------------------- */
+
+START_TEST(asked_retry_delay_is_capped)
+{
+    int64_t fence = claim_one("slow");
+    dq_retry_policy p;
+    dq_retry_policy_init(&p);
+    p.cap_ms = 60000;
+    int64_t before = 0;
+    ck_assert_int_eq(dq_server_time(cl, &before), DQ_OK);
+    dq_fail_result fr;
+    /* What an HTTP server's Retry-After of ~9.2e12 s asks for. */
+    ck_assert_int_eq(dq_fail(cl, Q, "slow", fence, "HTTP 503", DQ_FAIL_RETRY,
+                             INT64_MAX / 1000, &p, &fr), DQ_OK);
+    ck_assert(!fr.dead);
+    ck_assert_int_ge(fr.at_ms, before + 60000);
+    ck_assert_int_le(fr.at_ms, before + 60000 + 5000);
+    ck_assert_int_eq(num("ZSCORE %s slow", K("delayed")), fr.at_ms);
+}
+END_TEST
+
+/* ---- 8: the claim side of orphans and wrong-type keys -------------------- */
+
+START_TEST(claim_removes_ids_without_a_record_and_counts_them)
+{
+    enq("a", 0);
+    enq("b", 0);
+    ck_assert_int_eq(num("ZADD %s 0 ghost-1 0 ghost-2", K("delayed")), 2);
+    ck_assert_int_eq(num("ZADD %s 0 123", K("delayed")), 1);    /* a bucket id */
+    dq_claim_result res;
+    ck_assert_int_eq(dq_claim(cl, Q, 10, 60000, &res), DQ_OK);
+    ck_assert_uint_eq(res.n, 2);
+    dq_claim_result_free(&res);
+    ck_assert_int_eq(num("ZCARD %s", K("delayed")), 0);
+    ck_assert_int_eq(num("ZCARD %s", K("dead")), 0);
+    ck_assert_int_eq(num("HGET %s orphans_removed", K("meta")), 3);
+}
+END_TEST
+
+START_TEST(a_bucket_of_the_wrong_type_does_not_stop_claims)
+{
+    enq("mine", 0);
+    dq_enqueue_req r = req_make(NULL, 0, 0);   /* generated: ids 1.., bucket "" */
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(dq_enqueue(cl, &r, NULL), DQ_OK);
+    /* ids 150 and 151 belong in bucket jobs:1, which is a string. */
+    ck_assert_int_eq(num("SET %s oops", K("jobs:1")), 0);
+    ck_assert_int_eq(num("ZADD %s 0 150 0 151", K("delayed")), 2);
+    dq_claim_result res;
+    ck_assert_msg(dq_claim(cl, Q, 10, 60000, &res) == DQ_OK, "claim: %s", dq_errmsg(cl));
+    ck_assert_uint_eq(res.n, 4);
+    for (size_t i = 0; i < res.n; i++)
+        ck_assert_str_eq(res.jobs[i].type, "email");
+    ck_assert_int_eq(dq_ack_many(cl, Q, res.jobs, res.n, NULL), DQ_OK);
+    dq_claim_result_free(&res);
+    ck_assert_int_eq(num("ZCARD %s", K("dead")), 2);           /* kept visible */
+    ck_assert_int_eq(num("ZCARD %s", K("delayed")), 0);
+    dq_dead_page page;
+    ck_assert_int_eq(dq_dead_list(cl, Q, 0, 10, &page), DQ_OK);
+    ck_assert_uint_eq(page.n, 2);
+    ck_assert(dq_dead_page_unreadable(&page, 0) && dq_dead_page_unreadable(&page, 1));
+    dq_dead_page_free(&page);
+    /* Purge takes them out; the key itself is fsck's to report. */
+    int64_t purged = 0;
+    ck_assert_int_eq(dq_purge_all(cl, Q, &purged), DQ_OK);
+    ck_assert_int_eq(purged, 2);
+}
+END_TEST
+
+/* ---- 10: listings of odd records ---------------------------------------- */
+
+START_TEST(dead_list_and_show_survive_odd_records)
+{
+    plant("num-payload", REC("'email'", "42", "0", "0", "0", "'boom'"));
+    /* Arrays of six with a nil (0xc0) in them, written by hand: Lua's
+     * tables end at a nil, and cmsgpack with them. */
+    plant("nil-error", "'3:0:\\150' .. string.sub(cmsgpack.pack({'email', 'x', 0, 0, 0}), 2)"
+                       " .. '\\192'");
+    plant("nil-type", "'3:2:\\150\\192' .. string.sub(cmsgpack.pack({'x', 0, 0, 0, 'e'}), 2)");
+    plant("fine", REC("'email'", "'hello'", "2", "0", "0", "'gave up'"));
+    ck_assert_int_eq(num("ZADD %s 1 num-payload 2 nil-error 3 nil-type 4 fine",
+                         K("dead")), 4);
+    dq_dead_page page;
+    ck_assert_msg(dq_dead_list(cl, Q, 0, 10, &page) == DQ_OK, "dlq: %s", dq_errmsg(cl));
+    ck_assert_uint_eq(page.n, 4);
+    ck_assert_int_eq(page.total, 4);
+    ck_assert_str_eq(page.entries[0].id, "num-payload");
+    ck_assert(dq_dead_page_unreadable(&page, 0));
+    ck_assert_str_eq(page.entries[0].type, "email");
+    ck_assert_str_eq(page.entries[0].last_error, "unreadable record: payload is not a string");
+    ck_assert(!dq_dead_page_unreadable(&page, 1));            /* nil last_error is fine */
+    ck_assert_str_eq(page.entries[1].last_error, "");
+    ck_assert(dq_dead_page_unreadable(&page, 2));
+    ck_assert_int_eq(page.entries[2].attempts, 2);
+    ck_assert(!dq_dead_page_unreadable(&page, 3));
+    ck_assert_str_eq(page.entries[3].last_error, "gave up");
+    ck_assert_uint_eq(page.entries[3].payload_len, 5);
+    ck_assert(!dq_dead_page_unreadable(&page, 4));             /* out of range */
+    dq_dead_page_free(&page);
+
+    dq_job_info info;
+    show("nil-error", &info);
+    ck_assert_int_eq(info.state, DQ_STATE_DEAD);
+    ck_assert_str_eq(info.job.last_error, "");
+    ck_assert_int_eq(info.state_ms, 2);
+    dq_job_info_free(&info);
+    show("nil-type", &info);
+    ck_assert_int_eq(info.state, DQ_STATE_UNREADABLE);
+    ck_assert_int_eq(info.job.attempt, 2);
+    ck_assert_str_eq(info.job.payload, "x");
+    ck_assert_str_eq(info.job.last_error, "unreadable record: type is not a string (in dead)");
+    dq_job_info_free(&info);
+
+    /* The command line shows the same, plain and as JSON. */
+    assert_prints(cli("dlq", "list", NULL, NULL, NULL),
+                  "unreadable record: payload is not a string");
+    assert_prints(cli("dlq", "list", "--json", NULL, NULL),
+                  "\"payload_size\":0,\"unreadable\":true}");
+    assert_prints(cli("dlq", "list", "--json", NULL, NULL),
+                  "\"payload_size\":5,\"unreadable\":false}");
+    assert_prints(cli("show", "nil-type", NULL, NULL, NULL), "state: unreadable");
+    assert_prints(cli("show", "nil-type", "--json", NULL, NULL),
+                  "\"unreadable\":true,\"created_ms\":null");
+}
+END_TEST
+
+/* ---- every kind of bad record next to healthy jobs ----------------------- */
+
+/* One planted bad record: its id and the Lua expression of its text. */
+struct bad_kind {
+    const char *id;
+    const char *raw;
+};
+
+static const struct bad_kind bad_kinds[] = {
+    { "bad-type", REC("7", "'x'", "0", "0", "0", "''") },
+    { "bad-payload", REC("'email'", "{1}", "0", "0", "0", "''") },
+    { "bad-max-str", REC("'email'", "'x'", "'3'", "0", "0", "''") },
+    { "bad-max-neg", REC("'email'", "'x'", "-1", "0", "0", "''") },
+    { "bad-max-frac", REC("'email'", "'x'", "1.5", "0", "0", "''") },
+    { "bad-created", REC("'email'", "'x'", "0", "'now'", "0", "''") },
+    { "bad-offset", REC("'email'", "'x'", "0", "0", "0.5", "''") },
+    { "bad-error", REC("'email'", "'x'", "0", "0", "0", "false") },
+    { "truncated", "string.sub(" GOOD ", 1, -3)" },
+    { "trailing", GOOD " .. cmsgpack.pack(1)" },
+    { "map-body", "'3:0:' .. cmsgpack.pack({type = 'email', payload = 'x'})" },
+    { "short-array", "'3:0:' .. cmsgpack.pack({'email', 'x', 0, 0, 0})" },
+    { "wrong-head", "'2:0:' .. cmsgpack.pack({'email', 'x', 0, 0, 0, ''})" },
+    { "no-head", "'garbage'" },
+};
+#define NBAD (sizeof bad_kinds / sizeof bad_kinds[0])
+#define NGOOD 8
+
+/* Claim whatever is due: healthy jobs are counted per id in `claims`;
+ * an unreadable one (type "") is failed dead at once, as the daemon does,
+ * or, every other one, left for its lease to expire and the reaper. */
+static void claim_round(int claims[NGOOD], dq_claim_result *res)
+{
+    ck_assert_msg(dq_claim(cl, Q, 100, 1, res) == DQ_OK, "claim: %s", dq_errmsg(cl));
+    static int odd;
+    for (size_t i = 0; i < res->n; i++) {
+        dq_job *j = &res->jobs[i];
+        if (j->type[0]) {
+            ck_assert_msg(strncmp(j->id, "good-", 5) == 0, "%s was claimed as type %s",
+                          j->id, j->type);
+            int k = atoi(j->id + strlen("good-"));
+            ck_assert_int_lt(k, NGOOD);
+            claims[k]++;
+        } else if (odd++ % 2 == 0) {
+            ck_assert_str_eq(j->last_error, "unreadable record");
+            ck_assert_int_eq(dq_fail(cl, Q, j->id, j->fence, j->last_error, DQ_FAIL_DEAD,
+                                     -1, NULL, NULL), DQ_OK);
+        }
+    }
+}
+
+START_TEST(bad_records_never_cost_healthy_jobs_anything)
+{
+    char id[32];
+    for (int k = 0; k < NGOOD; k++) {
+        snprintf(id, sizeof id, "good-%d", k);
+        enq(id, 5);
+    }
+    for (size_t b = 0; b < NBAD; b++) {
+        plant(bad_kinds[b].id, bad_kinds[b].raw);
+        ck_assert_int_eq(num("ZADD %s 0 %s", K("delayed"), bad_kinds[b].id), 1);
+    }
+    ck_assert_int_eq(num("ZADD %s 0 ghost", K("delayed")), 1);          /* no record */
+    ck_assert_int_eq(num("SET %s oops", K("jobs:7")), 0);             /* not a hash */
+    ck_assert_int_eq(num("ZADD %s 0 700 0 701", K("delayed")), 2);
+
+    /* Round 1: everything is claimed once; the healthy jobs are acked (0,
+     * 1), failed for a retry (2, 3), failed dead (4) or left to expire
+     * (5, 6, 7), next to the bad ones left to expire. */
+    int claims[NGOOD] = { 0 };
+    dq_claim_result res;
+    claim_round(claims, &res);
+    dq_retry_policy p;
+    dq_retry_policy_init(&p);
+    p.base_ms = p.cap_ms = 1;
+    for (size_t i = 0; i < res.n; i++) {
+        dq_job *j = &res.jobs[i];
+        if (!j->type[0])
+            continue;
+        int k = atoi(j->id + 5);
+        if (k <= 1)
+            ck_assert_int_eq(dq_ack(cl, Q, j->id, j->fence), DQ_OK);
+        else if (k <= 4)
+            ck_assert_int_eq(dq_fail(cl, Q, j->id, j->fence, "try again",
+                                     k == 4 ? DQ_FAIL_DEAD : DQ_FAIL_RETRY, -1, &p, NULL),
+                             DQ_OK);
+    }
+    dq_claim_result_free(&res);
+    for (int k = 0; k < NGOOD; k++)
+        ck_assert_msg(claims[k] == 1, "good-%d claimed %d times", k, claims[k]);
+    sleep_ms(20);
+    dq_reap_result rr;
+    ck_assert_msg(dq_reap(cl, Q, 100, &p, &rr) == DQ_OK, "reap: %s", dq_errmsg(cl));
+    ck_assert_uint_eq(rr.retried, 3);                            /* 5, 6, 7 */
+
+    /* The dead healthy job is requeued; then everything healthy left runs
+     * once more and is acked. */
+    ck_assert_int_eq(dq_requeue(cl, Q, "good-4"), DQ_OK);
+    sleep_ms(5);
+    claim_round(claims, &res);
+    ck_assert_uint_eq(res.n, 6);                                 /* 2..7 */
+    ck_assert_int_eq(dq_ack_many(cl, Q, res.jobs, res.n, NULL), DQ_OK);
+    dq_claim_result_free(&res);
+    for (int k = 0; k < NGOOD; k++)
+        ck_assert_msg(claims[k] == (k <= 1 ? 1 : 2), "good-%d claimed %d times", k,
+                      claims[k]);
+    ck_assert_int_eq(num("ZCARD %s", K("delayed")), 0);
+    ck_assert_int_eq(num("ZCARD %s", K("processing")), 1);        /* the pin */
+
+    /* Every bad record is dead, visible as unreadable; the ghost is gone
+     * and counted. */
+    for (size_t b = 0; b < NBAD; b++)
+        assert_dead_unreadable(bad_kinds[b].id, -1);
+    ck_assert_int_eq(num("ZCARD %s", K("dead")), NBAD + 2);
+    ck_assert_int_eq(num("HGET %s orphans_removed", K("meta")), 1);
+    dq_dead_page page;
+    ck_assert_int_eq(dq_dead_list(cl, Q, 0, 100, &page), DQ_OK);
+    ck_assert_uint_eq(page.n, NBAD + 2);
+    for (size_t i = 0; i < page.n; i++)
+        ck_assert_msg(dq_dead_page_unreadable(&page, i), "%s", page.entries[i].id);
+    dq_dead_page_free(&page);
+    /* A requeue leaves them dead; a purge takes them all. */
+    int64_t moved = -1, purged = 0;
+    ck_assert_int_eq(dq_requeue_all(cl, Q, &moved), DQ_OK);
+    ck_assert_int_eq(moved, 0);
+    ck_assert_int_eq(dq_purge_all(cl, Q, &purged), DQ_OK);
+    ck_assert_int_eq(purged, NBAD + 2);
+    ck_assert_int_eq(num("DEL %s", K("jobs:7")), 1);
+    assert_queue_empty();
+}
+END_TEST
+
+/* ---- other scripts' arguments ------------------------------------------- */
+
+/* A script run with bad arguments, and the name its refusal must give. */
+struct refusal {
+    const char *script;
+    const char *phrase;
+    int argc;
+    const char *args[12];
+};
+
+static const struct refusal refusals[] = {
+    { "claim", "lease_ms", 2, { "10", "0" } },
+    { "claim", "max", 2, { "nan", "1000" } },
+    { "ack", "pairs", 1, { "a" } },
+    { "ack", "fence 1", 2, { "a", "x1" } },
+    { "reap", "type", 8, { "", "10", "1000", "60000", "0.2", "7", "5", "email" } },
+    { "reap", "max_attempts of email", 9,
+      { "", "10", "1000", "60000", "0.2", "7", "5", "email", "'3'" } },
+    { "reap", "jitter", 7, { "", "10", "1000", "60000", "nan", "7", "5" } },
+    { "dead_list", "count", 2, { "0", "0" } },
+    { "purge", "batch", 2, { "", "-1" } },
+    { "cancel", "id", 1, { "" } },
+    { "requeue", "batch", 3, { "", "", "0" } },
+    { "release", "pairs", 2, { "", "a" } },
+    { "stats", "argument 1", 1, { "x" } },
+};
+
+START_TEST(scripts_name_the_bad_argument)
+{
+    for (size_t i = 0; i < sizeof refusals / sizeof refusals[0]; i++) {
+        const struct refusal *f = &refusals[i];
+        assert_refused(script(f->script, f->argc, f->args), f->script, f->phrase);
+    }
+    assert_queue_empty();
+}
+END_TEST
+
+/* ---- the suite ---------------------------------------------------------- */
+
+static void server_up(void)
+{
+    fixture_redis_start(&fx);
+}
+
+static void server_down(void)
+{
+    fixture_redis_stop(&fx);
+}
+
+static void test_setup(void)
+{
+    fixture_redis_flush(&fx);
+    cl = fixture_client(&fx);
+    struct timeval tv = { 5, 0 };
+    rc = redisConnectUnixWithTimeout(fx.sock, tv);
+    ck_assert_msg(rc && !rc->err, "raw connect");
+}
+
+static void test_teardown(void)
+{
+    redisFree(rc);
+    rc = NULL;
+    dq_close(cl);
+    cl = NULL;
+}
+
+static Suite *records_suite(void)
+{
+    Suite *s = suite_create("records");
+    TCase *tc = fixture_tcase(s, "records", 20, server_up, server_down, test_setup,
+                              test_teardown);
+    tcase_add_test(tc, reap_buries_a_bad_record_and_retries_its_neighbours);
+    tcase_add_test(tc, bad_records_never_cost_healthy_jobs_anything);
+    tcase_add_test(tc, claim_removes_ids_without_a_record_and_counts_them);
+    tcase_add_test(tc, a_bucket_of_the_wrong_type_does_not_stop_claims);
+    tcase_add_test(tc, dead_list_and_show_survive_odd_records);
+
+    tc = fixture_tcase(s, "arguments", 30, server_up, server_down, test_setup,
+                       test_teardown);
+    tcase_add_test(tc, fail_checks_its_arguments_before_writing);
+    tcase_add_test(tc, enqueue_refuses_bad_input_and_writes_nothing);
+    tcase_add_test(tc, enqueue_many_refuses_wrapped_times_before_writing);
+    tcase_add_test(tc, library_refuses_times_beyond_100_years);
+    tcase_add_test(tc, cli_refuses_times_beyond_100_years);
+    tcase_add_test(tc, asked_retry_delay_is_capped);
+    tcase_add_test(tc, scripts_name_the_bad_argument);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(records_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
