@@ -35,7 +35,7 @@ deps_install() {
     local -a missing
     shift
     if ! command -v dpkg-query >/dev/null 2>&1; then
-        echo "$me: no dpkg-query here (not Debian?): install by hand these Debian packages or their equivalents: $*" >&2
+        echo "$me: no dpkg-query here (not Debian?): install by hand these Debian packages, or their equivalents, then build as README.md says under 'Building by hand': $*" >&2
         return 69
     fi
     mapfile -t missing < <(deps_missing "$@")
