@@ -31,7 +31,7 @@ deps_missing() {
 # neither root nor a sudo that works without a password, or apt-get failed
 # (its last lines are shown first).
 deps_install() {
-    local why=$1 me=${0##*/} sudo="" log
+    local why=$1 me=${0#./} sudo="" log
     local -a missing
     shift
     if ! command -v dpkg-query >/dev/null 2>&1; then
