@@ -3,13 +3,14 @@
 # six orders are created, each with an unpaid-timeout job due in 3 s;
 # two are paid in time and their timeout jobs cancelled; the other four
 # fire, and their handler (exec.so running cancel-order.sh) cancels them.
-# Run from a built tree: ./examples/order-timeout/run.sh
+# ./quickstart demo builds delayq and runs it; after a build of your own:
+# ./examples/order-timeout/run.sh [BUILDDIR] (by default the source tree).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
-top=$(cd "$here/../.." && pwd)
-delayq=$top/delayq delayqd=$top/delayqd handlers=$top/handlers/.libs
+build=$(cd "${1:-$here/../..}" && pwd)
+delayq=$build/delayq delayqd=$build/delayqd handlers=$build/handlers/.libs
 for f in "$delayq" "$delayqd" "$handlers/exec.so"; do
-    [ -e "$f" ] || { echo "run.sh: build first: ./autogen.sh && ./configure && make" >&2; exit 2; }
+    [ -e "$f" ] || { echo "run.sh: no delayq built in $build: run ./quickstart demo" >&2; exit 2; }
 done
 redis=$(command -v redis-server || echo /usr/bin/redis-server)
 dir=$(mktemp -d)
