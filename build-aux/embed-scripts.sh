@@ -2,11 +2,13 @@
 # embed-scripts.sh OUT_C OUT_DIR SRC_DIR NAME...
 #
 # Builds each Lua script as Redis will run it (a shebang line first, then the
-# shared prelude lib.lua, then the script body), writes it to OUT_DIR/NAME.lua
+# part of the shared prelude lib.lua that the script uses (prelude.awk says
+# why only that part), then the script body), writes it to OUT_DIR/NAME.lua
 # for redis-cli users, and writes OUT_C: a C table of the scripts' text and
 # SHA1 digests, in the order the names are given (the order of enum
 # dq_script_id in src/lib/scripts.h).
 set -eu
+aux=$(dirname "$0")
 out_c=$1 out_dir=$2 src=$3
 shift 3
 mkdir -p "$out_dir"
@@ -22,7 +24,7 @@ for name in "$@"; do
   full=$out_dir/$name.lua
   {
     if head -n 1 "$body" | grep -q '^#!'; then head -n 1 "$body"; fi
-    cat "$src/lib.lua"
+    awk -f "$aux/prelude.awk" "$src/lib.lua" "$body"
     if head -n 1 "$body" | grep -q '^#!'; then tail -n +2 "$body"; else cat "$body"; fi
   } >"$full"
   sha=$(sha1sum "$full" | cut -d' ' -f1)
