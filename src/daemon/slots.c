@@ -33,7 +33,10 @@ void slot_table_publish(struct worker_slot *s, int t, const dq_job *jobs, size_t
         struct slot_entry *e = &tb->e[i];
         e->state = SE_PENDING;
         e->fence = jobs[i].fence;
-        snprintf(e->id, sizeof e->id, "%s", jobs[i].id);
+        /* On the job path (every claim): a bounded copy, not snprintf. */
+        size_t len = strnlen(jobs[i].id, DQ_ID_MAX);
+        memcpy(e->id, jobs[i].id, len);
+        e->id[len] = '\0';
     }
     __atomic_store_n(&tb->n, (uint32_t)n, __ATOMIC_RELEASE);
 }
