@@ -166,18 +166,7 @@ END_TEST
 
 static int gone(pid_t pid)
 {
-    if (kill(pid, 0) < 0)
-        return errno == ESRCH;
-    char path[64], buf[512];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    FILE *fp = fopen(path, "r");
-    if (!fp)
-        return 1;
-    size_t n = fread(buf, 1, sizeof buf - 1, fp);
-    fclose(fp);
-    buf[n] = '\0';
-    const char *p = strrchr(buf, ')');
-    return p && p[1] == ' ' && p[2] == 'Z';
+    return !fixture_process_running(pid);
 }
 
 static pid_t read_pid(const char *path, int timeout_ms)
@@ -198,20 +187,8 @@ static pid_t read_pid(const char *path, int timeout_ms)
 
 static pid_t parent_of(pid_t pid)
 {
-    char path[64], buf[512];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    FILE *fp = fopen(path, "r");
-    if (!fp)
-        return 0;
-    size_t n = fread(buf, 1, sizeof buf - 1, fp);
-    fclose(fp);
-    buf[n] = '\0';
-    const char *p = strrchr(buf, ')');
-    int ppid = 0;
-    char state;
-    if (!p || sscanf(p + 1, " %c %d", &state, &ppid) != 2)
-        return 0;
-    return (pid_t)ppid;
+    pid_t ppid = 0;
+    return fixture_proc_stat(pid, NULL, &ppid) == 0 ? ppid : 0;
 }
 
 /* The exec handler runs a shell that starts a background sleep; kill -9
@@ -321,9 +298,5 @@ int main(void)
     tcase_add_test(tc, exec_programs_die_with_their_worker);
     tcase_add_test(tc, worker_and_reaper_agree_on_attempts);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return fixture_run_suite(s);
 }

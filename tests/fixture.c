@@ -103,22 +103,45 @@ void fixture_redis_start(struct redis_fixture *f)
     spawn(f);
 }
 
-/* Whether `pid` still runs, for a server that is not our child (a test in a
- * forked child restarted it), so waitpid cannot tell: a zombie is gone. */
-static int still_running(pid_t pid)
+int fixture_proc_stat(pid_t pid, char *state, pid_t *ppid)
 {
-    if (kill(pid, 0) < 0)
-        return 0;
     char path[64], buf[512];
     snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
     FILE *fp = fopen(path, "r");
     if (!fp)
-        return 1;
+        return -1;
     size_t n = fread(buf, 1, sizeof buf - 1, fp);
     fclose(fp);
     buf[n] = '\0';
-    const char *p = strrchr(buf, ')');
-    return !(p && p[1] == ' ' && p[2] == 'Z');
+    const char *p = strrchr(buf, ')');  /* the name may hold anything */
+    int parent = 0;
+    char st = '?';
+    if (!p || sscanf(p + 1, " %c %d", &st, &parent) != 2)
+        return -1;
+    if (state)
+        *state = st;
+    if (ppid)
+        *ppid = (pid_t)parent;
+    return 0;
+}
+
+/* Works for a process that is not our child too (a server a test in a
+ * forked child restarted), where waitpid cannot tell. */
+int fixture_process_running(pid_t pid)
+{
+    if (kill(pid, 0) < 0)
+        return 0;
+    char st;
+    return fixture_proc_stat(pid, &st, NULL) < 0 || st != 'Z';
+}
+
+int fixture_run_suite(Suite *s)
+{
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 
 static void kill_server(struct redis_fixture *f)
@@ -128,7 +151,7 @@ static void kill_server(struct redis_fixture *f)
     kill(f->pid, SIGTERM);
     for (int i = 0; i < 500; i++) {
         pid_t w = waitpid(f->pid, NULL, WNOHANG);
-        if (w == f->pid || (w < 0 && errno == ECHILD && !still_running(f->pid))) {
+        if (w == f->pid || (w < 0 && errno == ECHILD && !fixture_process_running(f->pid))) {
             f->pid = 0;
             return;
         }

@@ -58,6 +58,16 @@ long long fixture_record_count(const struct redis_fixture *f, const char *queue)
 TCase *fixture_tcase(Suite *s, const char *name, int timeout, SFun up, SFun down,
                      SFun setup, SFun teardown);
 
+/* What /proc says of process `pid`: its state letter ('Z' a zombie) and
+ * its parent; 0, or -1 when there is no such process. */
+int fixture_proc_stat(pid_t pid, char *state, pid_t *ppid);
+
+/* Whether `pid` runs (a zombie does not). */
+int fixture_process_running(pid_t pid);
+
+/* Run every case of `s` and return the program's exit status. */
+int fixture_run_suite(Suite *s);
+
 /* Path of a built program: $(top_builddir)/NAME, from the environment
  * variable TOP_BUILDDIR the test harness sets (default "."). */
 const char *fixture_build_path(const char *name);
