@@ -5,11 +5,14 @@
  * Settings:
  *   argv = ["/usr/local/bin/cancel-order", "--quiet"];   # required
  *   timeout = "25s";     # default: the type's timeout less a margin; "0": none
- *   env = ["LANG=C"];    # added to the daemon's environment
+ *   env = ["HOME"];      # passed through from the daemon's environment
+ *   setenv = { LC_ALL = "C.UTF-8"; };     # set
  *
- * The program also gets DELAYQ_JOB_ID, DELAYQ_JOB_TYPE, DELAYQ_QUEUE,
- * DELAYQ_ATTEMPT and DELAYQ_MAX_ATTEMPTS.  Its standard output is discarded;
- * the last line of its standard error is the job's error message.
+ * The program's environment is not the daemon's (see exec_env.h): PATH,
+ * LANG, what env and setenv name, and DELAYQ_JOB_ID, DELAYQ_JOB_TYPE,
+ * DELAYQ_QUEUE, DELAYQ_ATTEMPT and DELAYQ_MAX_ATTEMPTS.  Its standard output
+ * is discarded; the last line of its standard error is the job's error
+ * message.
  *
  * Result: exit 0: OK.  Exit 75 (EX_TEMPFAIL): RETRY.  Any other exit: FAIL
  * "exit status N: LAST STDERR LINE".  Killed by a signal: RETRY.  Still
@@ -24,12 +27,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "exec_env.h"
 #include "exec_run.h"
 
 struct exec_state {
     const dq_host *host;
     char **argv;            /* owned, NULL-terminated */
-    char **env;             /* owned "K=V", NULL-terminated */
+    struct exec_env env;    /* the program's environment */
     int64_t timeout_ms;     /* 0: none */
 };
 
@@ -46,7 +50,7 @@ static void exec_fini(void *state)
     if (!es)
         return;
     free_strv(es->argv);
-    free_strv(es->env);
+    exec_env_free(&es->env);
     free(es);
 }
 
@@ -82,7 +86,7 @@ static char **copy_list(const dq_host *host, const dq_settings *s, const char *n
     return v;
 }
 
-/* Check what copy_list read; 0 or -1 with err. */
+/* Check the program copy_list read; 0 or -1 with err. */
 static int check_settings(const struct exec_state *es, char *err, size_t errlen)
 {
     if (!es->argv[0]) {
@@ -98,14 +102,6 @@ static int check_settings(const struct exec_state *es, char *err, size_t errlen)
     if (access(es->argv[0], X_OK) < 0) {
         snprintf(err, errlen, "exec: %s: %s", es->argv[0], strerror(errno));
         return -1;
-    }
-    for (size_t i = 0; es->env[i]; i++) {
-        const char *eq = strchr(es->env[i], '=');
-        if (!eq || eq == es->env[i]) {
-            snprintf(err, errlen, "exec: env item \"%s\": expected NAME=VALUE",
-                     es->env[i]);
-            return -1;
-        }
     }
     return 0;
 }
@@ -132,9 +128,9 @@ static int exec_init(const dq_host *host, const dq_settings *settings, void **st
     }
     if (!(es->argv = copy_list(host, settings, "argv", err, errlen)))
         goto fail;
-    if (!(es->env = copy_list(host, settings, "env", err, errlen)))
-        goto fail;
     if (check_settings(es, err, errlen) < 0)
+        goto fail;
+    if (exec_env_init(&es->env, host, settings, err, errlen) < 0)
         goto fail;
     if (host->timeout_ms > 0 && (es->timeout_ms == 0 || es->timeout_ms >= host->timeout_ms))
         host->log(DQ_LOG_WARN, "exec %s: its timeout is not shorter than the "
@@ -147,75 +143,17 @@ fail:
     return -1;
 }
 
-/* Put "NAME=VALUE" in env (n entries, room for one more), replacing an
- * entry with the same NAME. */
-static void env_put(char **env, size_t *n, char *entry)
-{
-    size_t klen = strcspn(entry, "=") + 1;
-    for (size_t i = 0; i < *n; i++) {
-        if (strncmp(env[i], entry, klen) == 0) {
-            env[i] = entry;
-            return;
-        }
-    }
-    env[(*n)++] = entry;
-}
-
-/* The child's environment: the daemon's, then the configured env, then the
- * job's variables, each overriding the earlier.  `own` receives the strings
- * made here (5), for the caller to free.  NULL when out of memory. */
-static char **make_env(const struct exec_state *es, const dq_handler_job *job,
-                       char *own[5])
-{
-    size_t total = 5;
-    for (char **e = environ; e && *e; e++)
-        total++;
-    for (char **e = es->env; *e; e++)
-        total++;
-    char **env = calloc(total + 1, sizeof *env);
-    memset(own, 0, 5 * sizeof *own);
-    if (!env)
-        return NULL;
-    size_t n = 0;
-    for (char **e = environ; e && *e; e++)
-        if (strchr(*e, '='))
-            env_put(env, &n, *e);
-    for (char **e = es->env; *e; e++)
-        env_put(env, &n, *e);
-    int ok = asprintf(&own[0], "DELAYQ_JOB_ID=%s", job->id) >= 0
-          && asprintf(&own[1], "DELAYQ_JOB_TYPE=%s", job->type) >= 0
-          && asprintf(&own[2], "DELAYQ_QUEUE=%s", job->queue) >= 0
-          && asprintf(&own[3], "DELAYQ_ATTEMPT=%d", job->attempt) >= 0
-          && asprintf(&own[4], "DELAYQ_MAX_ATTEMPTS=%d", job->max_attempts) >= 0;
-    if (!ok) {
-        for (int i = 0; i < 5; i++)
-            if (own[i])
-                free(own[i]);
-        memset(own, 0, 5 * sizeof *own);
-        free(env);
-        return NULL;
-    }
-    for (int i = 0; i < 5; i++)
-        env_put(env, &n, own[i]);
-    env[n] = NULL;
-    return env;
-}
-
 static dq_handler_result exec_handle(void *state, const dq_handler_job *job,
                                      dq_handler_outcome *out)
 {
     struct exec_state *es = state;
-    char *own[5];
-    char **env = make_env(es, job, own);
+    char *const *env = exec_env_for_job(&es->env, job);
     if (!env) {
         snprintf(out->error, sizeof out->error, "exec: out of memory");
         return DQ_HANDLER_RETRY;
     }
     struct exec_result r;
     exec_run(es->argv, env, job->payload, job->payload_len, es->timeout_ms, &r);
-    free(env);
-    for (int i = 0; i < 5; i++)
-        free(own[i]);
 
     const char *sep = r.last_line[0] ? ": " : "";
     switch (r.kind) {

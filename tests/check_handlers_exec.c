@@ -13,6 +13,9 @@
 
 #include "handler_test.h"
 
+/* The PATH a program gets when the daemon has none, as documented. */
+#define EXEC_DEFAULT_PATH_TEXT "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
 /* Exits as the first line of its input says. */
 static const char modes_sh[] =
     "#!/bin/sh\n"
@@ -34,7 +37,7 @@ static void open_script(struct ht *t, const char *name, const char *text,
 {
     const char *path = ht_write(name, text, 0755);
     char settings[1024];
-    snprintf(settings, sizeof settings, "argv = [\"%s\"];\nenv = [\"OUT=%s\"];\n%s",
+    snprintf(settings, sizeof settings, "argv = [\"%s\"];\nsetenv = { OUT = \"%s\"; };\n%s",
              path, ht_dir, more_settings);
     ht_open_ok(t, ht_handler_dir(), "exec.so", settings, timeout_ms);
 }
@@ -98,27 +101,64 @@ START_TEST(exec_maps_exit_status)
 }
 END_TEST
 
-START_TEST(exec_passes_payload_and_environment)
+/* Writes the environment it was started with (as execve gave it: a shell
+ * adds PWD to what `env` shows) to $OUT/env, one variable a line, sorted. */
+static const char env_sh[] =
+    "#!/bin/sh\n"
+    "tr '\\0' '\\n' < /proc/$$/environ | LC_ALL=C sort > \"$OUT/env\"\n";
+
+/* Whether `line` is one of text's lines. */
+static int has_line(const char *text, const char *line)
+{
+    size_t n = strlen(line);
+    for (const char *p = text; (p = strstr(p, line)) != NULL; p++)
+        if ((p == text || p[-1] == '\n') && p[n] == '\n')
+            return 1;
+    return 0;
+}
+
+/* What a systemd service's environment may hold, besides the usual. */
+static void set_daemon_environment(void)
+{
+    setenv("NOTIFY_SOCKET", "/run/systemd/notify", 1);
+    setenv("DB_PASSWORD", "s3cret-from-a-drop-in", 1);
+    setenv("INVOCATION_ID", "0123456789abcdef", 1);
+    setenv("HOME", "/var/lib/delayq", 1);
+    setenv("LANG", "C.UTF-8", 1);
+    setenv("DELAYQ_JOB_ID", "stale", 1);
+}
+
+/* Open env_sh with `settings` after its argv, run one job, and return what
+ * the program's environment was (malloc'd). */
+static char *environment_of_program(const char *settings)
 {
     struct ht t;
     dq_handler_outcome out;
-    ht_write("env.sh",
+    char text[1024];
+    snprintf(text, sizeof text, "argv = [\"%s\"];\n%s", ht_write("env.sh", env_sh, 0755),
+             settings);
+    ht_open_ok(&t, ht_handler_dir(), "exec.so", text, 0);
+    ck_assert_int_eq(run_str(&t, "", &out), DQ_HANDLER_OK);
+    ht_close(&t);
+    char *got = ht_read(ht_path("env"), NULL);
+    ck_assert_ptr_nonnull(got);
+    return got;
+}
+
+START_TEST(exec_passes_payload_and_job_variables)
+{
+    struct ht t;
+    dq_handler_outcome out;
+    ht_write("payload.sh",
              "#!/bin/sh\n"
              "cat > \"$OUT/payload\"\n"
-             "env | grep '^DELAYQ_' | sort > \"$OUT/env\"\n"
-             "printf '%s|%s' \"$FOO\" \"$FROM_DAEMON\" > \"$OUT/vars\"\n"
              "grep '^SigIgn' /proc/$$/status > \"$OUT/sigign\"\n"
              "if [ -e /proc/$$/fd/77 ]; then echo leaked > \"$OUT/fd\"; fi\n", 0755);
-    /* The configured env overrides the daemon's; the job's variables
-     * override both. */
     char settings[1024];
-    snprintf(settings, sizeof settings, "argv = [\"%s\"];\n"
-             "env = [\"OUT=%s\", \"FOO=bar baz\", \"DELAYQ_QUEUE=wrong\"];",
-             ht_path("env.sh"), ht_dir);
+    snprintf(settings, sizeof settings, "argv = [\"%s\"];\nsetenv = { OUT = \"%s\"; };",
+             ht_path("payload.sh"), ht_dir);
     ht_open_ok(&t, ht_handler_dir(), "exec.so", settings, 0);
 
-    setenv("FROM_DAEMON", "yes", 1);
-    setenv("DELAYQ_JOB_ID", "stale", 1);
     int fd = open("/dev/null", O_RDONLY);     /* not close-on-exec */
     ck_assert_int_eq(dup2(fd, 77), 77);
     close(fd);
@@ -136,16 +176,6 @@ START_TEST(exec_passes_payload_and_environment)
     ck_assert_uint_eq(len, sizeof payload - 1);
     ck_assert_int_eq(memcmp(got, payload, len), 0);
     free(got);
-    got = ht_read(ht_path("env"), NULL);
-    ck_assert_str_eq(got, "DELAYQ_ATTEMPT=2\n"
-                          "DELAYQ_JOB_ID=j-42\n"
-                          "DELAYQ_JOB_TYPE=order.cancel\n"
-                          "DELAYQ_MAX_ATTEMPTS=5\n"
-                          "DELAYQ_QUEUE=q1\n");
-    free(got);
-    got = ht_read(ht_path("vars"), NULL);
-    ck_assert_str_eq(got, "bar baz|yes");
-    free(got);
     /* No standard signal ignored, SIGPIPE least of all.  (Signals 32 and 33
      * belong to the C library, which refuses to touch them: they stay as
      * whoever started the test left them.) */
@@ -156,6 +186,155 @@ START_TEST(exec_passes_payload_and_environment)
     ck_assert_msg((ignored & 0x7fffffffULL) == 0, "%s", got);
     free(got);
     ck_assert_ptr_null(ht_read(ht_path("fd"), NULL));
+    ht_close(&t);
+}
+END_TEST
+
+/* The program gets PATH, LANG, what env and setenv name, and the job's
+ * variables: nothing else of the daemon's environment. */
+START_TEST(exec_program_gets_a_minimal_environment)
+{
+    set_daemon_environment();
+    setenv("PATH", "/opt/delayq/bin:/usr/bin:/bin", 1);
+    char settings[512], want[2048];
+    snprintf(settings, sizeof settings,
+             "env = [\"HOME\"];\n"
+             "setenv = { OUT = \"%s\"; GREETING = \"bonjour, tout le monde\"; "
+             "EMPTY = \"\"; };", ht_dir);
+    char *got = environment_of_program(settings);
+    snprintf(want, sizeof want,
+             "DELAYQ_ATTEMPT=2\n"
+             "DELAYQ_JOB_ID=j-42\n"
+             "DELAYQ_JOB_TYPE=order.cancel\n"
+             "DELAYQ_MAX_ATTEMPTS=5\n"
+             "DELAYQ_QUEUE=q1\n"
+             "EMPTY=\n"
+             "GREETING=bonjour, tout le monde\n"
+             "HOME=/var/lib/delayq\n"
+             "LANG=C.UTF-8\n"
+             "OUT=%s\n"
+             "PATH=/opt/delayq/bin:/usr/bin:/bin\n", ht_dir);
+    ck_assert_msg(!strstr(got, "NOTIFY_SOCKET"), "the program sees NOTIFY_SOCKET:\n%s", got);
+    ck_assert_msg(!strstr(got, "s3cret"), "the program sees the secret:\n%s", got);
+    ck_assert_str_eq(got, want);
+    free(got);
+
+    /* Without settings: only PATH, LANG and the job's variables.  HOME is
+     * not passed unless named. */
+    ht_write("env.sh", "#!/bin/sh\ntr '\\0' '\\n' < /proc/$$/environ | LC_ALL=C sort > "
+             "\"$DELAYQ_QUEUE\"\n", 0755);
+    struct ht t;
+    dq_handler_outcome out;
+    snprintf(settings, sizeof settings, "argv = [\"%s\"];", ht_path("env.sh"));
+    ht_open_ok(&t, ht_handler_dir(), "exec.so", settings, 0);
+    dq_handler_job job;
+    ht_job(&job, "", 0);
+    job.queue = ht_path("bare");
+    ck_assert_int_eq(handler_run(&t.lh, &job, &out), DQ_HANDLER_OK);
+    ht_close(&t);
+    got = ht_read(ht_path("bare"), NULL);
+    ck_assert_ptr_nonnull(got);
+    snprintf(want, sizeof want,
+             "DELAYQ_ATTEMPT=2\n"
+             "DELAYQ_JOB_ID=j-42\n"
+             "DELAYQ_JOB_TYPE=order.cancel\n"
+             "DELAYQ_MAX_ATTEMPTS=5\n"
+             "DELAYQ_QUEUE=%s\n"
+             "LANG=C.UTF-8\n"
+             "PATH=/opt/delayq/bin:/usr/bin:/bin\n", ht_path("bare"));
+    ck_assert_str_eq(got, want);
+    free(got);
+}
+END_TEST
+
+/* A daemon without PATH gives a default one, without LANG none; setenv
+ * overrides both. */
+START_TEST(exec_path_default_and_overrides)
+{
+    set_daemon_environment();
+    unsetenv("PATH");
+    unsetenv("LANG");
+    char settings[512];
+    snprintf(settings, sizeof settings, "setenv = { OUT = \"%s\"; };", ht_dir);
+    char *got = environment_of_program(settings);
+    ck_assert_msg(has_line(got, "PATH=" EXEC_DEFAULT_PATH_TEXT), "%s", got);
+    ck_assert_msg(!strstr(got, "LANG"), "%s", got);
+    free(got);
+
+    setenv("PATH", "", 1); /* empty is none */
+    got = environment_of_program(settings);
+    ck_assert_msg(has_line(got, "PATH=" EXEC_DEFAULT_PATH_TEXT), "%s", got);
+    free(got);
+
+    setenv("PATH", "/usr/bin:/bin", 1);
+    setenv("LANG", "de_DE.UTF-8", 1);
+    snprintf(settings, sizeof settings,
+             "setenv = { OUT = \"%s\"; PATH = \"/srv/bin:/usr/bin:/bin\"; LANG = \"C\"; };",
+             ht_dir);
+    got = environment_of_program(settings);
+    ck_assert_msg(has_line(got, "LANG=C"), "%s", got);
+    ck_assert_msg(has_line(got, "PATH=/srv/bin:/usr/bin:/bin"), "%s", got);
+    ck_assert_msg(!strstr(strstr(got, "PATH=") + 1, "PATH="), "%s", got); /* once */
+    ck_assert_msg(!strstr(strstr(got, "LANG=") + 1, "LANG="), "%s", got);
+    free(got);
+}
+END_TEST
+
+/* env naming a variable the daemon lacks: a warning, and no variable.
+ * env = ["NAME=value"], the form of releases that passed the whole
+ * environment: still sets it, with a warning that hides the value. */
+START_TEST(exec_env_absent_and_old_form)
+{
+    set_daemon_environment();
+    unsetenv("TZ");
+    ht_log_clear();
+    char settings[512];
+    snprintf(settings, sizeof settings,
+             "env = [\"TZ\", \"OUT=%s\", \"API_TOKEN=tok-123=456\"];", ht_dir);
+    char *got = environment_of_program(settings);
+    ck_assert_msg(has_line(got, "API_TOKEN=tok-123=456"), "%s", got);
+    ck_assert_msg(!strstr(got, "TZ="), "%s", got);
+    free(got);
+    ck_assert_msg(strstr(ht_log_text, "exec: env names TZ, which delayqd's environment "
+                                      "does not have: the program will not have it "
+                                      "either\n"), "%s", ht_log_text);
+    ck_assert_msg(strstr(ht_log_text, "exec: env item \"API_TOKEN=...\": env names "
+                                      "variables to pass through; set this one with "
+                                      "setenv = { API_TOKEN = \"...\"; }\n"),
+                  "%s", ht_log_text);
+    ck_assert_msg(!strstr(ht_log_text, "tok-123"), "the log shows the value: %s",
+                  ht_log_text);
+}
+END_TEST
+
+/* The job's variables are the running job's, from job to job, however long
+ * its strings (the buffer they live in is reused and grows). */
+START_TEST(exec_job_variables_follow_the_job)
+{
+    struct ht t;
+    dq_handler_outcome out;
+    ht_write("id.sh", "#!/bin/sh\nprintf '%s %s' \"$DELAYQ_JOB_ID\" \"$DELAYQ_ATTEMPT\" "
+             "> \"$OUT/id\"\n", 0755);
+    char settings[512];
+    snprintf(settings, sizeof settings, "argv = [\"%s\"];\nsetenv = { OUT = \"%s\"; };",
+             ht_path("id.sh"), ht_dir);
+    ht_open_ok(&t, ht_handler_dir(), "exec.so", settings, 0);
+    static char long_id[3000];
+    memset(long_id, 'x', sizeof long_id - 1);
+    const char *ids[] = { "a", long_id, "order:17", long_id + 2000 };
+    for (int i = 0; i < 4; i++) {
+        dq_handler_job job;
+        ht_job(&job, "", 0);
+        job.id = ids[i];
+        job.attempt = i + 1;
+        ck_assert_int_eq(handler_run(&t.lh, &job, &out), DQ_HANDLER_OK);
+        char want[3100];
+        snprintf(want, sizeof want, "%s %d", ids[i], i + 1);
+        char *got = ht_read(ht_path("id"), NULL);
+        ck_assert_ptr_nonnull(got);
+        ck_assert_str_eq(got, want);
+        free(got);
+    }
     ht_close(&t);
 }
 END_TEST
@@ -256,6 +435,9 @@ START_TEST(exec_timeout_kills_the_process_group)
 }
 END_TEST
 
+/* Settings refused at init, as `delayqd -t` refuses them.  A `why` that
+ * starts with ':' follows the configuration file's name: a setting's own
+ * line (the settings start at line 5). */
 START_TEST(exec_refuses_bad_settings)
 {
     static const struct { const char *settings, *why; } cases[] = {
@@ -267,25 +449,54 @@ START_TEST(exec_refuses_bad_settings)
                                "shell, no PATH search)" },
         { "argv = [\"/nonexistent/prog\"];", "exec: /nonexistent/prog: No such file or "
                                             "directory" },
-        { "argv = [\"/bin/true\"]; env = [\"NOEQUALS\"];",
-          "exec: env item \"NOEQUALS\": expected NAME=VALUE" },
-        { "argv = [\"/bin/true\"]; env = [\"=x\"];",
-          "exec: env item \"=x\": expected NAME=VALUE" },
+        { "argv = \"/bin/true\";", ":5: handlers.[0].settings.argv: expected a list of "
+                                   "strings, such as [\"a\", \"b\"]" },
+        { "argv = [\"/bin/true\"];\nenv = [\"HOME\",\n \"NO SPACE\"];",
+          ":7: handlers.[0].settings.env.[1]: \"NO SPACE\" is not a variable name "
+          "(letters, digits and _, not starting with a digit)" },
+        { "argv = [\"/bin/true\"];\nenv = [\"=x\"];",
+          ":6: handlers.[0].settings.env.[0]: a variable name is missing" },
+        { "argv = [\"/bin/true\"];\nenv = [\"9LIVES=1\"];",
+          ":6: handlers.[0].settings.env.[0]: \"9LIVES\" is not a variable name "
+          "(letters, digits and _, not starting with a digit)" },
+        { "argv = [\"/bin/true\"];\nenv = [\"DELAYQ_JOB_ID\"];",
+          ":6: handlers.[0].settings.env.[0]: DELAYQ_JOB_ID is set by the handler for "
+          "each job" },
+        { "argv = [\"/bin/true\"];\nenv = [\"DELAYQ_QUEUE=wrong\"];",
+          ":6: handlers.[0].settings.env.[0]: DELAYQ_QUEUE is set by the handler for "
+          "each job" },
+        { "argv = [\"/bin/true\"];\nenv = [\"HOME\", \"TZ\", \"HOME\"];",
+          ":6: handlers.[0].settings.env.[2]: HOME is named twice" },
+        { "argv = [\"/bin/true\"];\nenv = (\"HOME\", 7);",
+          ":6: handlers.[0].settings.env.[1]: expected a string" },
+        { "argv = [\"/bin/true\"];\nsetenv = {\n  A = \"1\";\n  DELAYQ_ATTEMPT = \"1\";\n};",
+          ":8: handlers.[0].settings.setenv.DELAYQ_ATTEMPT: DELAYQ_ATTEMPT is set by the "
+          "handler for each job" },
+        { "argv = [\"/bin/true\"];\nsetenv = { RETRIES = 3; };",
+          ":6: handlers.[0].settings.setenv.RETRIES: expected a string" },
+        { "argv = [\"/bin/true\"];\nsetenv = { flag = true; };",
+          ":6: handlers.[0].settings.setenv.flag: expected a string" },
+        { "argv = [\"/bin/true\"];\nsetenv = { my-var = \"x\"; };",
+          ":6: handlers.[0].settings.setenv.my-var: \"my-var\" is not a variable name "
+          "(letters, digits and _, not starting with a digit)" },
+        { "argv = [\"/bin/true\"];\nsetenv = [\"A=1\"];",
+          ":6: handlers.[0].settings.setenv: expected a group of strings, such as "
+          "{ KEY = \"value\"; }" },
+        { "argv = [\"/bin/true\"];\nsetenv = { sub = { A = \"1\"; }; };",
+          ":6: handlers.[0].settings.setenv.sub: expected a string" },
+        { "argv = [\"/bin/true\"];\nenv = [\"HOME\"];\nsetenv = { HOME = \"/srv\"; };",
+          ":7: handlers.[0].settings.setenv.HOME: HOME is in env too: pass it through "
+          "or set it, not both" },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct ht t;
         char err[1024], exp[1024];
         ck_assert_int_eq(ht_open(&t, ht_handler_dir(), "exec.so", cases[i].settings, 0,
                                  err, sizeof err), -1);
-        snprintf(exp, sizeof exp, "handler %s/exec.so: %s", ht_handler_dir(), cases[i].why);
+        snprintf(exp, sizeof exp, "handler %s/exec.so: %s%s", ht_handler_dir(),
+                 cases[i].why[0] == ':' ? ht_path("handlers.conf") : "", cases[i].why);
         ck_assert_str_eq(err, exp);
     }
-    struct ht t;
-    char err[1024];
-    ck_assert_int_eq(ht_open(&t, ht_handler_dir(), "exec.so", "argv = \"/bin/true\";", 0,
-                             err, sizeof err), -1);
-    ck_assert_msg(strstr(err, ":5: handlers.[0].settings.argv: expected a list of strings"),
-                  "%s", err);
 }
 END_TEST
 
@@ -295,7 +506,11 @@ TCase *exec_tcase(void)
     tcase_set_timeout(tc, 20);
     tcase_add_checked_fixture(tc, ht_tmp_setup, ht_tmp_teardown);
     tcase_add_test(tc, exec_maps_exit_status);
-    tcase_add_test(tc, exec_passes_payload_and_environment);
+    tcase_add_test(tc, exec_passes_payload_and_job_variables);
+    tcase_add_test(tc, exec_program_gets_a_minimal_environment);
+    tcase_add_test(tc, exec_path_default_and_overrides);
+    tcase_add_test(tc, exec_env_absent_and_old_form);
+    tcase_add_test(tc, exec_job_variables_follow_the_job);
     tcase_add_test(tc, exec_copes_with_big_input_and_output);
     tcase_add_test(tc, exec_timeout_kills_the_process_group);
     tcase_add_test(tc, exec_refuses_bad_settings);

@@ -32,7 +32,8 @@
  * state, so keep per-type data in `state`, not in globals.
  *
  * ABI history:
- *   1  first version.
+ *   1  first version.  Host services added since, at the end of dq_host:
+ *      setting_group_len, setting_group_item, setting_reject.
  * Bump DQ_HANDLER_ABI_VERSION (and the symbol name) on any incompatible
  * change to the structures or the calling convention below.  New host
  * services are added only at the end of dq_host, with host->size telling a
@@ -119,7 +120,31 @@ typedef struct dq_host {
     /* The handler's per-type timeout in ms (0: none).  A handler that waits
      * on the network should give up a little before it. */
     int64_t timeout_ms;
+
+    /* Added after ABI 1's first release: check DQ_HOST_HAS before use. */
+
+    /* A group of strings ("setenv = { KEY = "value"; }"): the count of its
+     * members, and member i's name, with its value in *value.  The name is
+     * NULL past the end, and *value NULL when it is not a string (which
+     * setting_error then reports). */
+    size_t (*setting_group_len)(const dq_settings *s, const char *name);
+    const char *(*setting_group_item)(const dq_settings *s, const char *name,
+                                      size_t i, const char **value);
+    /* Refuse a value the handler read but cannot use: records "FILE:LINE:
+     * PATH: WHY" for setting_error (unless a problem is recorded already),
+     * where PATH is the setting `name`, or its element or member i unless i
+     * is DQ_SETTING_WHOLE.  init should then fail with setting_error. */
+    void (*setting_reject)(const dq_settings *s, const char *name, size_t i,
+                           const char *why);
 } dq_host;
+
+/* setting_reject's index for the setting as a whole. */
+#define DQ_SETTING_WHOLE ((size_t)-1)
+
+/* Whether the daemon's host table has `member` (one added after ABI 1's
+ * first release): DQ_HOST_HAS(host, setting_reject). */
+#define DQ_HOST_HAS(host, member)                                           \
+    ((host)->size >= offsetof(dq_host, member) + sizeof (host)->member)
 
 /* The descriptor a handler exports. */
 typedef struct dq_handler {

@@ -194,39 +194,86 @@ static int64_t get_duration_ms(const dq_settings *s, const char *name, int64_t d
     return ms;
 }
 
-/* The list or array `name`, or NULL (absent, or recorded as the wrong type). */
-static const config_setting_t *get_list(const dq_settings *s, const char *name)
+/* The list or array `name` (with `group`, the group `name`), or NULL
+ * (absent, or recorded as the wrong type). */
+static const config_setting_t *get_list(const dq_settings *s, const char *name, int group)
 {
     const config_setting_t *st = member(s, name);
     if (!st)
         return NULL;
-    if (!config_setting_is_list(st) && !config_setting_is_array(st)) {
-        record(s, st, "expected a list of strings, such as [\"a\", \"b\"]");
+    if (group ? !config_setting_is_group(st)
+              : !config_setting_is_list(st) && !config_setting_is_array(st)) {
+        record(s, st, group ? "expected a group of strings, such as { KEY = \"value\"; }"
+                            : "expected a list of strings, such as [\"a\", \"b\"]");
         return NULL;
     }
     return st;
 }
 
-static size_t get_list_len(const dq_settings *s, const char *name)
+static size_t list_len(const dq_settings *s, const char *name, int group)
 {
-    const config_setting_t *st = get_list(s, name);
+    const config_setting_t *st = get_list(s, name, group);
     int n = st ? config_setting_length(st) : 0;
     return n > 0 ? (size_t)n : 0;
 }
 
-static const char *get_list_item(const dq_settings *s, const char *name, size_t i)
+/* Element i of that list or group, or NULL past its end. */
+static const config_setting_t *list_elem(const dq_settings *s, const char *name, size_t i,
+                                         int group)
 {
-    const config_setting_t *st = get_list(s, name);
+    const config_setting_t *st = get_list(s, name, group);
     if (!st || i >= (size_t)config_setting_length(st))
         return NULL;
-    const config_setting_t *el = config_setting_get_elem(st, (unsigned)i);
-    if (!el)
-        return NULL;
+    return config_setting_get_elem(st, (unsigned)i);
+}
+
+/* The string in `el`, or NULL, recorded as the wrong type. */
+static const char *elem_string(const dq_settings *s, const config_setting_t *el)
+{
     if (config_setting_type(el) != CONFIG_TYPE_STRING) {
         record(s, el, "expected a string");
         return NULL;
     }
     return config_setting_get_string(el);
+}
+
+static size_t get_list_len(const dq_settings *s, const char *name)
+{
+    return list_len(s, name, 0);
+}
+
+static const char *get_list_item(const dq_settings *s, const char *name, size_t i)
+{
+    const config_setting_t *el = list_elem(s, name, i, 0);
+    return el ? elem_string(s, el) : NULL;
+}
+
+static size_t get_group_len(const dq_settings *s, const char *name)
+{
+    return list_len(s, name, 1);
+}
+
+static const char *get_group_item(const dq_settings *s, const char *name, size_t i,
+                                  const char **value)
+{
+    const config_setting_t *el = list_elem(s, name, i, 1);
+    *value = el ? elem_string(s, el) : NULL;
+    return el ? config_setting_name(el) : NULL;
+}
+
+/* A handler's verdict on a value it read: recorded like a wrong type, at
+ * the element when there is one, else at the setting, else (absent) at the
+ * settings group with the name in the message. */
+static void reject(const dq_settings *s, const char *name, size_t i, const char *why)
+{
+    const config_setting_t *st = member(s, name);
+    if (st && i != DQ_SETTING_WHOLE && config_setting_is_aggregate(st)
+        && i < (size_t)config_setting_length(st))
+        st = config_setting_get_elem(st, (unsigned)i);
+    if (st)
+        record(s, st, "%s", why);
+    else if (s && s->group)
+        record(s, s->group, "%s: %s", name, why);
 }
 
 /* For a host without a log: handlers may call host->log unconditionally. */
@@ -253,5 +300,8 @@ dq_host settings_host(settings_log_fn log, int64_t timeout_ms)
     h.setting_error = settings_error;
     h.log = log ? log : no_log;
     h.timeout_ms = timeout_ms > 0 ? timeout_ms : 0;
+    h.setting_group_len = get_group_len;
+    h.setting_group_item = get_group_item;
+    h.setting_reject = reject;
     return h;
 }
