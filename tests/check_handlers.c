@@ -197,6 +197,74 @@ START_TEST(settings_read_each_type)
 }
 END_TEST
 
+/* The host services added after ABI 1's first release: groups of strings,
+ * and a handler's refusal of a value, located at its file and line. */
+START_TEST(settings_groups_and_refusals)
+{
+    config_t cfg;
+    const char *conf;
+    const config_setting_t *g = parse_settings(&cfg,
+        "handlers = ( { settings = {\n"
+        "  env = { A = \"1\";\n"
+        "          B = \"two\"; };\n"
+        "  n = { C = 3; };\n"
+        "  l = [\"x\", \"y\"];\n"
+        "}; } );\n", &conf);
+    dq_settings *s = settings_new(g);
+    dq_host h = settings_host(NULL, 0);
+    ck_assert(DQ_HOST_HAS(&h, setting_group_len));
+    ck_assert(DQ_HOST_HAS(&h, setting_reject));
+    dq_host old = h;
+    old.size = offsetof(dq_host, setting_group_len); /* a daemon of the first release */
+    ck_assert(!DQ_HOST_HAS(&old, setting_group_len));
+
+    const char *value;
+    ck_assert_uint_eq(h.setting_group_len(s, "env"), 2);
+    ck_assert_str_eq(h.setting_group_item(s, "env", 0, &value), "A");
+    ck_assert_str_eq(value, "1");
+    ck_assert_str_eq(h.setting_group_item(s, "env", 1, &value), "B");
+    ck_assert_str_eq(value, "two");
+    ck_assert_ptr_null(h.setting_group_item(s, "env", 2, &value));
+    ck_assert_ptr_null(value);
+    ck_assert_uint_eq(h.setting_group_len(s, "absent"), 0);
+    ck_assert_ptr_null(h.setting_error(s));
+
+    char exp[512];
+    ck_assert_str_eq(h.setting_group_item(s, "n", 0, &value), "C");
+    ck_assert_ptr_null(value);
+    snprintf(exp, sizeof exp, "%s:4: handlers.[0].settings.n.C: expected a string", conf);
+    ck_assert_str_eq(h.setting_error(s), exp);
+
+    settings_clear_error(s);
+    ck_assert_uint_eq(h.setting_group_len(s, "l"), 0);
+    snprintf(exp, sizeof exp, "%s:5: handlers.[0].settings.l: expected a group of "
+             "strings, such as { KEY = \"value\"; }", conf);
+    ck_assert_str_eq(h.setting_error(s), exp);
+
+    /* A refusal points at the member, the element, or the setting. */
+    settings_clear_error(s);
+    h.setting_reject(s, "env", 1, "not today");
+    snprintf(exp, sizeof exp, "%s:3: handlers.[0].settings.env.B: not today", conf);
+    ck_assert_str_eq(h.setting_error(s), exp);
+    h.setting_reject(s, "l", 0, "the first problem stays");
+    ck_assert_str_eq(h.setting_error(s), exp);
+    settings_clear_error(s);
+    h.setting_reject(s, "l", 1, "no y");
+    snprintf(exp, sizeof exp, "%s:5: handlers.[0].settings.l.[1]: no y", conf);
+    ck_assert_str_eq(h.setting_error(s), exp);
+    settings_clear_error(s);
+    h.setting_reject(s, "env", DQ_SETTING_WHOLE, "too many");
+    snprintf(exp, sizeof exp, "%s:2: handlers.[0].settings.env: too many", conf);
+    ck_assert_str_eq(h.setting_error(s), exp);
+    settings_clear_error(s);
+    h.setting_reject(s, "absent", 0, "is required");
+    snprintf(exp, sizeof exp, "%s:1: handlers.[0].settings: absent: is required", conf);
+    ck_assert_str_eq(h.setting_error(s), exp);
+    settings_free(s);
+    config_destroy(&cfg);
+}
+END_TEST
+
 START_TEST(settings_type_errors_name_file_and_line)
 {
     config_t cfg;
@@ -361,6 +429,7 @@ int main(void)
     tcase_add_test(tc, loader_shares_one_object_between_types);
     tcase_add_test(tc, settings_read_each_type);
     tcase_add_test(tc, settings_type_errors_name_file_and_line);
+    tcase_add_test(tc, settings_groups_and_refusals);
     tcase_add_test(tc, loader_guards_against_careless_handlers);
     tcase_add_test(tc, log_handler_logs_one_line);
     tcase_add_test(tc, unread_settings_are_reported);

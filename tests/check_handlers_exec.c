@@ -11,7 +11,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "fixture.h"
 #include "handler_test.h"
+#include "run_prog.h"
 
 /* The PATH a program gets when the daemon has none, as documented. */
 #define EXEC_DEFAULT_PATH_TEXT "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -500,6 +502,68 @@ START_TEST(exec_refuses_bad_settings)
 }
 END_TEST
 
+/* `delayqd -t` on a configuration whose exec entry has `settings`: its
+ * exit status, and its standard error in r. */
+static int check_config(const char *settings, struct run_result *r)
+{
+    char text[2048];
+    snprintf(text, sizeof text,
+             "redis = { unix_socket = \"%s\"; };\n"
+             "handler_dir = \"%s\";\n"
+             "queues = ( { name = \"orders\"; } );\n"
+             "handlers = (\n"
+             "  { type = \"order.cancel\"; file = \"exec.so\";\n"
+             "    settings = {\n"
+             "      argv = [ \"/bin/true\" ];\n"
+             "%s\n"
+             "    };\n"
+             "  }\n"
+             ");\n", ht_path("redis.sock"), ht_handler_dir(), settings);
+    const char *conf = ht_write("delayqd.conf", text, 0600);
+    struct run_opts o = { .env = { "LANG=C", NULL } };
+    char *const argv[] = { (char *)fixture_build_path("delayqd"), "-t", "-c", (char *)conf,
+                           NULL };
+    run_prog(&o, argv, r);
+    return r->status;
+}
+
+/* delayqd -t refuses bad env and setenv settings in one line naming the
+ * file and line, with the configuration error's exit status; it shows the
+ * warnings of settings it accepts. */
+START_TEST(delayqd_checks_exec_environment_settings)
+{
+    static struct run_result r;
+    char want[1024];
+    const char *conf = ht_path("delayqd.conf");
+    ck_assert_int_eq(check_config("      env = [ \"HOME\", \"NOTIFY SOCKET\" ];", &r), 78);
+    snprintf(want, sizeof want, "delayqd: %s:5: handler %s/exec.so: %s:8: "
+             "handlers.[0].settings.env.[1]: \"NOTIFY SOCKET\" is not a variable name "
+             "(letters, digits and _, not starting with a digit)\n", conf,
+             ht_handler_dir(), conf);
+    ck_assert_str_eq(r.err, want);
+
+    ck_assert_int_eq(check_config("      setenv = {\n        DB_HOST = \"db1\";\n"
+                                  "        DB_PORT = 5432;\n      };", &r), 78);
+    snprintf(want, sizeof want, "delayqd: %s:5: handler %s/exec.so: %s:10: "
+             "handlers.[0].settings.setenv.DB_PORT: expected a string\n", conf,
+             ht_handler_dir(), conf);
+    ck_assert_str_eq(r.err, want);
+
+    ck_assert_int_eq(check_config("      setenv = { DELAYQ_JOB_TYPE = \"x\"; };", &r), 78);
+    ck_assert_msg(strstr(r.err, ":8: handlers.[0].settings.setenv.DELAYQ_JOB_TYPE: "
+                         "DELAYQ_JOB_TYPE is set by the handler for each job\n"),
+                  "%s", r.err);
+
+    ck_assert_int_eq(check_config("      env = [ \"HOME\", \"TOKEN=t0ps3cret\" ];\n"
+                                  "      setenv = { DB_HOST = \"db1\"; };", &r), 0);
+    ck_assert_msg(strstr(r.err, "exec: env item \"TOKEN=...\": env names variables to "
+                         "pass through; set this one with setenv = { TOKEN = \"...\"; }"),
+                  "%s", r.err);
+    ck_assert_msg(!strstr(r.err, "t0ps3cret"), "%s", r.err);
+    ck_assert_msg(strstr(r.out, "configuration OK (1 queue, 1 handler)"), "%s", r.out);
+}
+END_TEST
+
 TCase *exec_tcase(void)
 {
     TCase *tc = tcase_create("exec");
@@ -514,5 +578,6 @@ TCase *exec_tcase(void)
     tcase_add_test(tc, exec_copes_with_big_input_and_output);
     tcase_add_test(tc, exec_timeout_kills_the_process_group);
     tcase_add_test(tc, exec_refuses_bad_settings);
+    tcase_add_test(tc, delayqd_checks_exec_environment_settings);
     return tc;
 }
