@@ -163,7 +163,7 @@ static int put_env_item(struct exec_env *ee, const struct reader *r, size_t i)
     }
     const char *value = getenv(item);
     if (!value) {
-        r->host->log(DQ_LOG_WARN, "exec: env names %s, which delayqd's environment "
+        r->host->log(DQ_LOG_INFO, "exec: env names %s, which delayqd's environment "
                      "does not have: the program will not have it either", item);
         return 0;
     }

@@ -282,7 +282,7 @@ START_TEST(exec_path_default_and_overrides)
 }
 END_TEST
 
-/* env naming a variable the daemon lacks: a warning, and no variable.
+/* env naming a variable the daemon lacks: logged, and no variable.
  * env = ["NAME=value"], the form of releases that passed the whole
  * environment: still sets it, with a warning that hides the value. */
 START_TEST(exec_env_absent_and_old_form)

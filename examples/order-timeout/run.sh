@@ -38,7 +38,7 @@ queues = ( { name = "orders"; workers = 2; lease = "1m"; batch = 8; max_attempts
              backoff = { base = "500ms"; cap = "5s"; }; } );
 handlers = ( { type = "order.cancel"; file = "exec.so"; timeout = "10s";
                settings = { argv = [ "$here/cancel-order.sh" ];
-                            env = [ "DEMO_REDIS_SOCK=$sock" ]; }; } );
+                            setenv = { DEMO_REDIS_SOCK = "$sock"; }; }; } );
 CONF
 "$delayqd" -t -c "$dir/delayqd.conf"
 "$delayqd" -f -c "$dir/delayqd.conf" 2>"$dir/delayqd.log" &
