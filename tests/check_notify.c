@@ -126,6 +126,51 @@ START_TEST(no_socket_no_messages)
 }
 END_TEST
 
+/* A program that the exec handler runs under the real daemon gets neither
+ * NOTIFY_SOCKET nor a secret of the service's environment; it gets PATH
+ * and its job's variables. */
+START_TEST(exec_programs_get_no_notify_socket)
+{
+    char envfile[300], script[1200], handlers[2048];
+    snprintf(envfile, sizeof envfile, "%s/program.env", H.fx.dir);
+    snprintf(script, sizeof script, "tr '\\\\0' '\\\\n' < /proc/$$/environ > %s.tmp && "
+             "mv %s.tmp %s", envfile, envfile, envfile);
+    snprintf(handlers, sizeof handlers,
+             "{ type = \"*\"; file = \"%s\"; timeout = \"1s\";\n"
+             "  settings = { argv = [\"/bin/sh\", \"-c\", \"%s\"]; }; }",
+             fixture_build_path("handlers/.libs/exec.so"), script);
+    struct h_conf hc;
+    h_conf_defaults(&hc);
+    hc.workers = 1;
+    hc.handlers = handlers;
+    h_write_conf(&H, &hc);
+    char path[300], seen[2048] = "";
+    int fd = notify_socket(path, sizeof path, "notify.sock");
+    setenv("NOTIFY_SOCKET", path, 1);
+    setenv("DB_PASSWORD", "s3cret-from-a-drop-in", 1);
+    h_start(&H, 1);
+    unsetenv("NOTIFY_SOCKET");
+    unsetenv("DB_PASSWORD");
+    ck_assert_msg(wait_message(fd, "READY=1", 5000, seen, sizeof seen),
+                  "no READY=1 (saw: %s); log:\n%s", seen, h_log_tail(&H));
+    h_enqueue(&H, "env-1", "t", "", 0, 0);
+    ck_assert_msg(h_wait_gone(&H, "env-1", 5000), "the job did not run; log:\n%s",
+                  h_log_tail(&H));
+    FILE *f = fopen(envfile, "r");
+    ck_assert_msg(f != NULL, "the program wrote no %s", envfile);
+    char got[4096];
+    size_t n = fread(got, 1, sizeof got - 1, f);
+    fclose(f);
+    got[n] = '\0';
+    ck_assert_msg(!strstr(got, "NOTIFY_SOCKET"), "the program sees NOTIFY_SOCKET:\n%s", got);
+    ck_assert_msg(!strstr(got, "s3cret"), "the program sees the secret:\n%s", got);
+    ck_assert_msg(strstr(got, "DELAYQ_JOB_ID=env-1\n"), "%s", got);
+    ck_assert_msg(strncmp(got, "PATH=", 5) == 0 || strstr(got, "\nPATH="), "%s", got);
+    ck_assert_int_eq(h_stop(&H, 10000), 0);
+    close(fd);
+}
+END_TEST
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -136,6 +181,7 @@ int main(void)
     tcase_add_test(tc, ready_reloading_and_stopping_reach_systemd);
     tcase_add_test(tc, watchdog_is_fed_when_asked_for);
     tcase_add_test(tc, no_socket_no_messages);
+    tcase_add_test(tc, exec_programs_get_no_notify_socket);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
