@@ -86,7 +86,7 @@ static char **copy_list(const dq_host *host, const dq_settings *s, const char *n
     return v;
 }
 
-/* Check the program copy_list read; 0 or -1 with err. */
+/* Check argv as copy_list read it; 0 or -1 with err. */
 static int check_settings(const struct exec_state *es, char *err, size_t errlen)
 {
     if (!es->argv[0]) {
