@@ -15,8 +15,12 @@
  *   init(host, settings, &state, err, errlen) once, after the worker starts;
  *   handle(state, job, outcome) for each job of the types mapped to it, one
  *   at a time; fini(state) when the worker stops.
- * init runs once more in `delayqd -t` (then fini), so that a configuration
- * check also checks the handler's settings.
+ * init also runs, followed at once by fini and never by handle, to check
+ * the configuration: in `delayqd -t`, in the supervisor when delayqd starts
+ * (before any worker), and in the supervisor at every reload (SIGHUP), where
+ * a failed init keeps the configuration in force.  So init must not take
+ * anything that only one process may hold (a lock, a listening port), or
+ * must give it back in fini.
  *
  * Ownership: everything the host passes (job, settings, host table) is
  * borrowed and valid only during the call, except `host` and `settings`,

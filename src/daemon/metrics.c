@@ -125,7 +125,7 @@ static void fold(struct table *t, uint64_t *reconnects, const char *queue,
         return;
     struct row *q = get_row(t, queue, "");
     if (q)
-        q->c.stale += slot_get(&slot->counters.stale);
+        q->c.stale += slot_get(&slot->stale);
     for (int i = 0; i < SLOT_TYPES; i++) {
         const char *type = slot_type_name(&slot->types[i]);
         struct row *r = type ? get_row(t, queue, type) : NULL;
@@ -259,7 +259,8 @@ static void put_counters(FILE *out, const struct table *t)
             }
     }
     put_head(out, "delayq_jobs_stale_total", "counter",
-             "Acks refused because the lease had expired (the job may run again).");
+             "Acks and fails refused because the lease had expired (the job may run "
+             "again).");
     for (size_t i = 0; i < t->n; i++)
         if (!t->rows[i].type[0]) {
             fputs("delayq_jobs_stale_total{", out);

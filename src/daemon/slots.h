@@ -28,7 +28,7 @@ struct slot_counters {
     uint64_t succeeded;
     uint64_t retried;
     uint64_t dead;
-    uint64_t stale;         /* acks or fails refused: the lease had expired */
+    uint64_t stale;         /* acks and fails refused: the lease had expired */
 };
 
 /* A histogram with fixed buckets (upper bounds in SLOT_HIST_BOUNDS_US, in
@@ -116,7 +116,9 @@ struct worker_slot {
     uint32_t seq;           /* even: job is stable; odd: being written */
     int ready;              /* connected to Redis and claiming */
     struct slot_job job;
-    struct slot_counters counters;
+    uint64_t stale;             /* acks and fails refused: the lease had
+                                   expired (the job's other figures are
+                                   counted by type, in types) */
     uint64_t redis_reconnects;  /* connections re-made after being up */
     uint64_t jobs_done;         /* handler runs that ended: the worker made
                                    progress (its respawn needs no backoff) */

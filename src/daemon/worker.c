@@ -26,9 +26,9 @@
  * again.  (The configuration asks for leases 1 s longer than any timeout,
  * so a freshly claimed job always has this much.) */
 #define START_MARGIN_MS 500
-/* Reports: per batch one ack per renewal and at the end, a fail per job,
- * one release. */
-#define MAX_REPORTS (2 * DQ_CLAIM_MAX + 4)
+/* Reports of a batch of `batch` jobs: one ack per renewal and at the end,
+ * a fail per job, one release. */
+#define MAX_REPORTS(batch) (2 * (size_t)(batch) + 4)
 
 enum worker_state {
     W_IDLE,         /* about to claim */
@@ -82,14 +82,15 @@ struct worker {
     int64_t lease_end_us;       /* monotonic: the leases of batch's jobs not
                                    started yet end no sooner than this */
     dq_job *ok;                 /* finished jobs not reported yet (shallow:
-                                   batch owns the strings); DQ_CLAIM_MAX */
+                                   batch owns the strings); room for q->batch */
     size_t nok;
+    bool *held;                 /* a renewal's reply, per job; q->batch */
     struct cmd renew;           /* the renewal in flight, if renew_sent */
     int renew_sent, renew_done;
     int64_t renew_sent_us;
     dq_claim_result next;       /* the claim ahead's jobs, when AHEAD_READY */
     enum claim_ahead ahead;
-    struct report *reports;     /* room for MAX_REPORTS */
+    struct report *reports;     /* room for MAX_REPORTS(q->batch) */
     size_t nreports, awaiting;
     const char *owner;          /* names this worker's claims (recover) */
     int64_t sleep_until_us;     /* monotonic */
@@ -100,6 +101,7 @@ struct worker {
     int64_t woken_due;          /* server ms announced by a wake message that
                                    came while busy; -1 none */
     int stopping;
+    int exit_code;              /* WORKER_EXIT_OK, or why the loop was broken */
 };
 
 static void drive(struct worker *w);
@@ -228,7 +230,7 @@ static void log_fail_reply(const struct report *r, const redisReply *reply)
     if (st == DQ_OK && r->counts)
         slot_add(res.dead ? &r->counts->counters.dead : &r->counts->counters.retried, 1);
     else if (st == DQ_ERR_STALE)
-        slot_add(&r->w->slot->counters.stale, 1);
+        slot_add(&r->w->slot->stale, 1);
     if (st == DQ_ERR_STALE)
         log_warn("%s -> not recorded: the lease had expired", r->what);
     else if (st == DQ_OK && res.dead)
@@ -245,7 +247,7 @@ static void count_acks(struct worker *w, const redisReply *reply, size_t n)
         return;
     for (size_t i = 0; i < n; i++)
         if (!acked[i]) {
-            w->slot->counters.stale++;
+            slot_add(&w->slot->stale, 1);
             log_warn("queue=%s: ack refused (lease expired): the job may run again",
                      w->q->name);
         }
@@ -320,17 +322,43 @@ static void on_report_reply(struct rconn *rc, redisReply *reply, void *arg)
         finish_batch(w);
 }
 
+/* A report or renewal that could not be built (out of memory) can never
+ * be sent: stop the worker rather than hold its batch for ever.  The
+ * supervisor then settles the slot table (acks what finished, applies the
+ * failures, gives back the rest), so no job waits on this worker. */
+static void give_up(struct worker *w, const char *what)
+{
+    log_err("queue=%s: out of memory building %s: stopping; the supervisor settles "
+            "the batch", w->q->name, what);
+    w->exit_code = WORKER_EXIT_SOFTWARE;
+    event_base_loopbreak(w->base);
+}
+
 static void send_reports(struct worker *w)
 {
     if ((w->state != W_REPORTING && w->state != W_RENEWING) || w->awaiting > 0)
         return;
+    int stuck = 0;
     for (size_t i = 0; i < w->nreports; i++) {
         struct report *r = &w->reports[i];
         if (r->done)
             continue;
-        if (rconn_send(w->cmd, &r->cmd, r->script, on_report_reply, r) < 0)
-            break;      /* not up: on_cmd_up sends the rest */
+        if (r->cmd.oom) {
+            give_up(w, "a report");
+            return;
+        }
+        if (rconn_send(w->cmd, &r->cmd, r->script, on_report_reply, r) < 0) {
+            stuck = 1;  /* not up: on_cmd_up sends the rest */
+            break;
+        }
         w->awaiting++;
+    }
+    /* Up but nothing went (out of memory queueing it): no reply will come
+     * to try again from, so a timer does.  (When some went, the last
+     * reply does: on_report_reply.) */
+    if (stuck && w->awaiting == 0 && rconn_is_up(w->cmd)) {
+        struct timeval tv = { RETRY_AFTER_ERROR_MS / 1000, 0 };
+        event_base_once(w->base, -1, EV_TIMEOUT, on_resend_timer, w, &tv);
     }
 }
 
@@ -380,7 +408,6 @@ static void run_job(struct worker *w, size_t i, struct handler_entry *e)
         char why[200];
         snprintf(why, sizeof why, "no handler for type '%s'", job->type);
         report_failure(w, i, DQ_FAIL_DEAD, -1, why);
-        w->slot->counters.dead++;
         return;
     }
     struct slot_job sj = { .fence = job->fence, .attempt = job->attempt,
@@ -406,17 +433,12 @@ static void run_job(struct worker *w, size_t i, struct handler_entry *e)
     slot_set_job(w->slot, NULL);
     slot_add(&w->slot->jobs_done, 1);
     if (res == DQ_HANDLER_OK) {
-        w->slot->counters.succeeded++;
         slot_add(&st->counters.succeeded, 1);
         log_debug("job done: queue=%s id=%s type=%s attempt=%d in %lldms", w->q->name,
                   job->id, job->type, job->attempt, (long long)(slots_now_ms() - sj.started_ms));
         w->ok[w->nok++] = *job;     /* shallow: the batch owns the strings */
         return;
     }
-    if (res == DQ_HANDLER_RETRY)
-        w->slot->counters.retried++;
-    else
-        w->slot->counters.dead++;
     report_failure(w, i, res == DQ_HANDLER_RETRY ? DQ_FAIL_RETRY : DQ_FAIL_DEAD,
                    res == DQ_HANDLER_RETRY ? out.retry_delay_ms : -1, out.error);
 }
@@ -475,16 +497,16 @@ static void on_renew_reply(struct rconn *rc, redisReply *reply, void *arg)
     struct worker *w = arg;
     w->renew_sent = 0;
     size_t n = w->batch.n - w->run_i;
-    bool *held = calloc(n ? n : 1, sizeof *held);
+    bool *held = w->held;       /* room for q->batch >= n (worker_setup) */
     int64_t now_ms;
     if (!reply)
-        goto out;               /* connection lost: on_cmd_up sends it again */
-    if (!held || proto_renew_reply(reply, n, &now_ms, held) != DQ_OK) {
+        return;                 /* connection lost: on_cmd_up sends it again */
+    if (proto_renew_reply(reply, n, &now_ms, held) != DQ_OK) {
         if (reply->type != REDIS_REPLY_ERROR)
             log_err("queue=%s: unexpected reply to renew", w->q->name);
         struct timeval tv = { RETRY_AFTER_ERROR_MS / 1000, 0 };
         event_base_once(w->base, -1, EV_TIMEOUT, on_renew_timer, w, &tv);
-        goto out;
+        return;
     }
     for (size_t k = 0; k < n; k++)
         if (!held[k]) {
@@ -497,17 +519,24 @@ static void on_renew_reply(struct rconn *rc, redisReply *reply, void *arg)
     w->lease_end_us = w->renew_sent_us + w->q->lease_ms * 1000;
     w->renew_done = 1;
     resume_after_renewal(w);
-out:
-    free(held);
 }
 
 static void send_renewal(struct worker *w)
 {
     if (w->state != W_RENEWING || w->renew_sent || w->renew_done)
         return;
+    if (w->renew.oom) {
+        give_up(w, "a renewal");
+        return;
+    }
     w->renew_sent_us = slots_now_us();
-    if (rconn_send(w->cmd, &w->renew, DQ_SCRIPT_RENEW, on_renew_reply, w) == 0)
+    if (rconn_send(w->cmd, &w->renew, DQ_SCRIPT_RENEW, on_renew_reply, w) == 0) {
         w->renew_sent = 1;
+    } else if (rconn_is_up(w->cmd)) {
+        /* Out of memory queueing it: no reply will come to try again from. */
+        struct timeval tv = { RETRY_AFTER_ERROR_MS / 1000, 0 };
+        event_base_once(w->base, -1, EV_TIMEOUT, on_renew_timer, w, &tv);
+    }
 }
 
 /* Both halves of a renewal are settled: run the rest of the batch. */
@@ -565,12 +594,27 @@ static void on_run(evutil_socket_t fd, short what, void *arg)
 
 /* ---- claiming ----------------------------------------------------------- */
 
+/* Read a claim's reply into *out.  A reply with more jobs than the claim
+ * asked for is refused: the batch's buffers (worker_setup) hold q->batch
+ * jobs.  Its jobs' leases then run out and the reaper gives them back. */
+static dq_status read_claim(const struct worker *w, const redisReply *reply,
+                            dq_claim_result *out)
+{
+    dq_status st = proto_claim_reply(reply, out);
+    if (st == DQ_OK && out->n > (size_t)w->q->batch) {
+        log_err("queue=%s: a claim for %d jobs returned %zu", w->q->name, w->q->batch,
+                out->n);
+        st = DQ_ERR_REDIS;
+    }
+    return st;
+}
+
 /* A claim that was sent ahead came back before the reports of the batch
  * before were all settled (one is being retried after an error, or the
  * connection was lost): keep its jobs for finish_batch. */
 static void keep_claim_ahead(struct worker *w, redisReply *reply)
 {
-    if (reply && proto_claim_reply(reply, &w->next) == DQ_OK) {
+    if (reply && read_claim(w, reply, &w->next) == DQ_OK) {
         learn_server_clock(w, w->next.now_ms);
         slot_table_publish(w->slot, w->table ^ 1, w->next.jobs, w->next.n);
         w->ahead = AHEAD_READY;
@@ -597,7 +641,7 @@ static void on_claim(struct rconn *rc, redisReply *reply, void *arg)
         w->slot->claim_in_flight = 0;
         return;                 /* connection lost: on_cmd_up claims again */
     }
-    dq_status st = proto_claim_reply(reply, &w->batch);
+    dq_status st = read_claim(w, reply, &w->batch);
     if (st == DQ_OK)
         slot_table_publish(w->slot, w->table, w->batch.jobs, w->batch.n);
     w->slot->claim_in_flight = 0;
@@ -625,7 +669,6 @@ static void start_batch(struct worker *w)
             sleep_until_due(w, take_next_due(w));
         return;
     }
-    w->slot->counters.claimed += w->batch.n;
     for (size_t i = 0; i < w->batch.n; i++)
         slot_add(&slot_type_entry(w->slot, w->batch.jobs[i].type)->counters.claimed, 1);
     /* The claim that brought them was the last sent (a claim ahead is sent
@@ -634,8 +677,8 @@ static void start_batch(struct worker *w)
     w->lease_end_us = w->claim_sent_us + w->q->lease_ms * 1000;
     w->run_i = 0;
     w->nok = 0;
-    /* w->reports has room for MAX_REPORTS (worker_setup): a batch never
-     * holds more than the claim asked for. */
+    /* w->reports, w->ok and w->held have room for q->batch jobs
+     * (worker_setup): read_claim refuses a reply with more. */
     w->state = W_RUNNING;
     event_active(w->run_ev, EV_TIMEOUT, 0);
 }
@@ -753,11 +796,14 @@ static int worker_setup(struct worker *w)
     w->wake_timer = evtimer_new(w->base, on_wake_timer, w);
     w->run_ev = event_new(w->base, -1, 0, on_run, w);
     w->stop_poll = event_new(w->base, -1, EV_PERSIST, on_stop_poll, w);
-    w->reports = calloc(MAX_REPORTS, sizeof *w->reports);
-    w->ok = calloc(DQ_CLAIM_MAX, sizeof *w->ok);
+    /* Sized by the queue's batch, the most a claim returns (read_claim),
+     * once: running a batch allocates none of them. */
+    w->reports = calloc(MAX_REPORTS(w->q->batch), sizeof *w->reports);
+    w->ok = calloc((size_t)w->q->batch, sizeof *w->ok);
+    w->held = calloc((size_t)w->q->batch, sizeof *w->held);
     cmd_init(&w->renew);
     if (!w->cmd || !w->sub || !w->wake_timer || !w->run_ev || !w->stop_poll || !w->reports
-        || !w->ok)
+        || !w->ok || !w->held)
         return WORKER_EXIT_SOFTWARE;
     rconn_count_reconnects(w->cmd, &w->slot->redis_reconnects);
     rconn_count_reconnects(w->sub, &w->slot->redis_reconnects);
@@ -782,6 +828,7 @@ static void worker_teardown(struct worker *w)
     free_reports(w);
     free(w->reports);
     free(w->ok);
+    free(w->held);
     cmd_free(&w->renew);
     dq_claim_result_free(&w->batch);
     dq_claim_result_free(&w->next);
@@ -799,6 +846,7 @@ int worker_main(const struct daemon_conf *dc, const struct queue_conf *q,
         rconn_start(w.sub);
         rconn_start(w.cmd);
         event_base_dispatch(w.base);
+        rc = w.exit_code;
     }
     worker_teardown(&w);
     return rc;

@@ -65,7 +65,8 @@ void proto_job_free(dq_job *j)
 }
 
 /* Fill a job from nine consecutive elements: id, type, payload, attempts,
- * max_attempts, due, created, fence, last_error. */
+ * max_attempts, due, created, fence, last_error.  Only show's reply is read
+ * this way (a claim's has its own layout: proto_claim_reply). */
 static dq_status read_job(const redisReply *r, size_t at, dq_job *j)
 {
     j->id = elem_dup(r, at, NULL);
@@ -519,11 +520,12 @@ dq_status proto_show_reply(const redisReply *r, dq_job_info *out)
     out->state = state_from(r);
     out->state_ms = elem_int(r, 9);
     out->now_ms = elem_int(r, 10);
-    /* Same layout as a claimed job, with the state in place of the id. */
+    /* read_job's nine elements, with the state where it reads an id ... */
     dq_status st = read_job(r, 0, &out->job);
     free(out->job.id);
     out->job.id = NULL;
-    /* ... except that show gives created_ms before due_ms (protocol.md). */
+    /* ... and created_ms before due_ms, where it reads due first (show.lua,
+     * protocol.md). */
     int64_t created = out->job.due_ms;
     out->job.due_ms = out->job.created_ms;
     out->job.created_ms = created;

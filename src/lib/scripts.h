@@ -1,31 +1,16 @@
 /*
  * The Lua scripts that make every state change of a job, embedded at build
- * time (build-aux/embed-scripts.sh generates scripts_gen.c from
- * the files in src/scripts/, prepending the shared prelude lib.lua).
+ * time: build-aux/embed-scripts.sh generates scripts_gen.h (the enum) and
+ * scripts_gen.c (the table) from the list SCRIPT_NAMES in Makefile.am and
+ * the files in src/scripts/, prepending the shared prelude lib.lua.
  */
 #ifndef DQ_SCRIPTS_H
 #define DQ_SCRIPTS_H
 
-/* Order must match the SCRIPT_NAMES list in Makefile.am. */
-enum dq_script_id {
-    DQ_SCRIPT_ENQUEUE,
-    DQ_SCRIPT_CLAIM,
-    DQ_SCRIPT_ACK,
-    DQ_SCRIPT_FAIL,
-    DQ_SCRIPT_REAP,
-    DQ_SCRIPT_CANCEL,
-    DQ_SCRIPT_REQUEUE,
-    DQ_SCRIPT_PURGE,
-    DQ_SCRIPT_STATS,
-    DQ_SCRIPT_SHOW,
-    DQ_SCRIPT_DEAD_LIST,
-    DQ_SCRIPT_RELEASE,
-    DQ_SCRIPT_ENQUEUE_MANY,
-    DQ_SCRIPT_RENEW,
-    DQ_SCRIPT_RECOVER,
-    DQ_SCRIPT_FSCK,
-    DQ_SCRIPT_COUNT
-};
+/* enum dq_script_id: DQ_SCRIPT_<NAME> for each name of SCRIPT_NAMES in
+ * Makefile.am, in that order, then DQ_SCRIPT_COUNT.  Generated from that one
+ * list, as dq_scripts is, so adding a script is adding its name there. */
+#include "scripts_gen.h"
 
 struct dq_script {
     const char *name;   /* file name without .lua */
