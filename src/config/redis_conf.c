@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "lib/keys.h"
+#include "lib/redis_conn.h"
 #include "util/timefmt.h"
 
 #define REDIS_CONF_PAYLOAD_MAX (512L * 1024 * 1024) /* Redis's string limit */
@@ -47,12 +48,14 @@ static int conf_fail(const struct conf_ctx *cx, const config_setting_t *s,
 
 void redis_conf_init(struct redis_conf *rc)
 {
+    dq_options def;
+    dq_options_init(&def);
     memset(rc, 0, sizeof *rc);
-    rc->port = 6379;
-    rc->connect_timeout_ms = 5000;
-    rc->command_timeout_ms = 5000;
-    rc->keepalive = 1;
-    rc->max_payload = DQ_DEFAULT_MAX_PAYLOAD;
+    rc->port = def.port;
+    rc->connect_timeout_ms = def.connect_timeout_ms;
+    rc->command_timeout_ms = def.command_timeout_ms;
+    rc->keepalive = def.keepalive;
+    rc->max_payload = def.max_payload;
 }
 
 void redis_conf_free(struct redis_conf *rc)
@@ -60,9 +63,7 @@ void redis_conf_free(struct redis_conf *rc)
     free(rc->host);
     free(rc->unix_socket);
     free(rc->user);
-    if (rc->password)
-        memset(rc->password, 0, strlen(rc->password));
-    free(rc->password);
+    redis_conn_free_secret(rc->password);
     free(rc->prefix);
     redis_conf_init(rc);
 }
@@ -83,6 +84,12 @@ void redis_conf_to_options(const struct redis_conf *rc, dq_options *opt)
     opt->command_timeout_ms = (int)rc->command_timeout_ms;
     opt->keepalive = rc->keepalive;
     opt->max_payload = rc->max_payload;
+}
+
+void redis_conf_queue_keys(const struct redis_conf *rc, const char *queue,
+                           struct queue_keys *k)
+{
+    keys_build(k, rc->prefix ? rc->prefix : DQ_DEFAULT_PREFIX, queue);
 }
 
 /* ---- typed values ------------------------------------------------------- */
@@ -221,7 +228,7 @@ static int read_password_file(const struct conf_ctx *cx, const config_setting_t 
     free(file);
     if (r < 0)
         return -1;
-    free(rc->password);
+    redis_conn_free_secret(rc->password);
     rc->password = pw;
     return 0;
 }

@@ -67,6 +67,12 @@ int redis_conf_read(struct redis_conf *rc, const struct config_t *cfg,
  * outlive every use of `opt`. */
 void redis_conf_to_options(const struct redis_conf *rc, dq_options *opt);
 
+/* The keys of `queue` under the prefix of `rc` (the one place the
+ * daemon's modules take the prefix from). */
+struct queue_keys;
+void redis_conf_queue_keys(const struct redis_conf *rc, const char *queue,
+                           struct queue_keys *k);
+
 /* Free what `rc` owns (the password is wiped first) and reset it to the
  * defaults. */
 void redis_conf_free(struct redis_conf *rc);

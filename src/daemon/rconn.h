@@ -20,6 +20,7 @@
 #include <event2/event.h>
 #include <hiredis/hiredis.h>
 
+#include "config/redis_conf.h"
 #include "lib/cmd.h"
 
 struct rconn;
@@ -41,9 +42,20 @@ struct rconn_events {
 };
 
 /* Make a connection that will connect to `opt` (copied) once started.
- * `name` tags its log lines ("cmd", "sub").  NULL when out of memory. */
+ * `name` tags its log lines ("cmd", "sub").  NULL when out of memory (or
+ * the options are refused: logged). */
 struct rconn *rconn_new(struct event_base *base, const dq_options *opt,
                         const char *name, const struct rconn_events *ev);
+
+/*
+ * The daemon's way to make a connection: rconn_new for the Redis settings
+ * of the configuration, `conf` (&daemon_conf.redis; copied, so it may be
+ * freed or reloaded afterwards).  Start it with rconn_start; free it with
+ * rconn_free.  NULL when out of memory.  The queue keys under the same
+ * settings come from redis_conf_queue_keys.
+ */
+struct rconn *rconn_from_conf(struct event_base *base, const struct redis_conf *conf,
+                              const char *name, const struct rconn_events *ev);
 
 /* Start connecting (and keep reconnecting). */
 void rconn_start(struct rconn *rc);
