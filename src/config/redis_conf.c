@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 
 #include "config/conf_reader.h"
@@ -37,6 +38,7 @@ void redis_conf_free(struct redis_conf *rc)
     free(rc->unix_socket);
     free(rc->user);
     redis_conn_free_secret(rc->password);
+    free(rc->password_in);
     free(rc->prefix);
     redis_conf_init(rc);
 }
@@ -79,18 +81,26 @@ static int get_string(struct conf_reader *r, const config_setting_t *s, const ch
     return 0;
 }
 
-/* A copy of a non-empty string setting into *dst (freeing the old one). */
-static int dup_string(struct conf_reader *r, const config_setting_t *s, char **dst)
+/* A copy of `v` into *dst (freeing the old one); `s` is named when
+ * memory runs out. */
+static int dup_string_of(struct conf_reader *r, const config_setting_t *s, const char *v,
+                         char **dst)
 {
-    const char *v;
-    if (get_string(r, s, &v) < 0)
-        return -1;
     char *copy = strdup(v);
     if (!copy)
         return conf_fail(r, s, "out of memory");
     free(*dst);
     *dst = copy;
     return 0;
+}
+
+/* A copy of a non-empty string setting into *dst (freeing the old one). */
+static int dup_string(struct conf_reader *r, const config_setting_t *s, char **dst)
+{
+    const char *v;
+    if (get_string(r, s, &v) < 0)
+        return -1;
+    return dup_string_of(r, s, v, dst);
 }
 
 /* An integer setting within [min, max] into an int. */
@@ -185,14 +195,15 @@ static int read_password_file(struct conf_reader *r, const config_setting_t *s,
         return conf_fail(r, s, "out of memory");
     const char *why;
     char *pw = NULL;
-    int got = read_first_line(file, &pw, &why);
-    if (got < 0)
+    if (read_first_line(file, &pw, &why) < 0) {
         conf_fail(r, s, "redis.password_file: cannot read %s: %s", file, why);
-    free(file);
-    if (got < 0)
+        free(file);
         return -1;
+    }
     redis_conn_free_secret(rc->password);
     rc->password = pw;
+    free(rc->password_in);
+    rc->password_in = file;
     return 0;
 }
 
@@ -231,7 +242,11 @@ static int read_user(struct conf_reader *r, const config_setting_t *s,
 static int read_password(struct conf_reader *r, const config_setting_t *s,
                          struct redis_conf *rc)
 {
-    return dup_string(r, s, &rc->password);
+    const char *file = config_setting_source_file(s);
+    if (dup_string(r, s, &rc->password) < 0 || dup_string_of(r, s, file ? file : r->path,
+                                                             &rc->password_in) < 0)
+        return -1;
+    return 0;
 }
 
 static int read_db(struct conf_reader *r, const config_setting_t *s,
@@ -373,6 +388,17 @@ int redis_conf_read(struct redis_conf *rc, const struct config_t *cfg,
     redis_conf_free(rc);
     *rc = tmp;
     return 0;
+}
+
+int redis_conf_secret_exposed(const struct redis_conf *rc, char *buf, size_t len)
+{
+    struct stat st;
+    if (!rc->password || !rc->password_in || stat(rc->password_in, &st) < 0
+        || !(st.st_mode & S_IROTH))
+        return 0;
+    snprintf(buf, len, "warning: %s holds the Redis password and every user can read it "
+             "(chmod o-r %s)", rc->password_in, rc->password_in);
+    return 1;
 }
 
 int redis_conf_load(struct redis_conf *rc, const char *path, char *err,

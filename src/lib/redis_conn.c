@@ -72,12 +72,18 @@ int redis_conn_opts_copy(struct redis_conn_opts *o, const dq_options *opt,
     return 0;
 }
 
+void redis_conn_format_addr(const char *unix_path, const char *host, int port, char *buf,
+                            size_t len)
+{
+    if (unix_path)
+        snprintf(buf, len, "%s", unix_path);
+    else
+        snprintf(buf, len, "%s:%d", host ? host : REDIS_CONN_DEFAULT_HOST, port);
+}
+
 void redis_conn_describe(const struct redis_conn_opts *o, char *buf, size_t len)
 {
-    if (o->unix_path)
-        snprintf(buf, len, "%s", o->unix_path);
-    else
-        snprintf(buf, len, "%s:%d", o->host, o->port);
+    redis_conn_format_addr(o->unix_path, o->host, o->port, buf, len);
 }
 
 int redis_conn_auth_argv(const struct redis_conn_opts *o, const char *argv[3])

@@ -59,6 +59,11 @@ char *redis_conn_dup(const char *s);
 /* Where `o` connects, for messages: "127.0.0.1:6379" or the socket path. */
 void redis_conn_describe(const struct redis_conn_opts *o, char *buf, size_t len);
 
+/* The same from the parts: the socket path when not NULL, else
+ * "HOST:PORT" (a NULL host is the default one). */
+void redis_conn_format_addr(const char *unix_path, const char *host, int port, char *buf,
+                            size_t len);
+
 /* The AUTH command for `o` into argv[0..2]: its argc, or 0 when `o` has
  * no password.  The strings are borrowed from `o`. */
 int redis_conn_auth_argv(const struct redis_conn_opts *o, const char *argv[3]);
