@@ -318,6 +318,7 @@ static void on_disconnect(const redisAsyncContext *ac, int status)
 
 static void connect_now(struct rconn *rc)
 {
+    rc->dropping = 0;   /* a drop_soon the server beat to it is moot */
     redisAsyncContext *ac = rc->opt.unix_path ? redisAsyncConnectUnix(rc->opt.unix_path)
                                               : redisAsyncConnect(rc->opt.host, rc->opt.port);
     if (!ac) {

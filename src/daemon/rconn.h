@@ -12,6 +12,13 @@
  * On every (re)connect rconn authenticates, selects the database, loads
  * every script (SCRIPT LOAD), then calls on_up.  A script command that
  * meets NOSCRIPT anyway (SCRIPT FLUSH) is loaded and re-sent once.
+ *
+ * A READONLY, MASTERDOWN or LOADING reply (the server was demoted by a
+ * failover, or is loading) is handed to the caller as NULL, a lost
+ * connection: nothing ran, so the caller sends again after on_up.  The
+ * connection is dropped and re-made with the backoff, so that it follows
+ * a moved address to the new master; the outage lasts, and is logged
+ * once, until a server takes a command again.
  */
 #ifndef DQ_RCONN_H
 #define DQ_RCONN_H
