@@ -155,7 +155,7 @@ static void on_reply(redisAsyncContext *ac, void *r, void *privdata)
     /* The script vanished (SCRIPT FLUSH): load it and send once more; the
      * script did not run, so this is safe. */
     if (redis_conn_is_noscript(reply) && !req->resent && req->script >= 0 && rc->ac == req->ac
-        && rc->up) {
+        && rc->up && !rc->dropping) {
         req->resent = 1;
         send_script_load(rc, req->script);
         if (request_write(req) == 0)
