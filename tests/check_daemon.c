@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include "daemon_harness.h"
@@ -562,6 +563,37 @@ START_TEST(config_lease_not_longer_than_timeout_is_refused)
 }
 END_TEST
 
+/* delayqd -t warns, in one line on stderr and without failing, of a file
+ * holding the Redis password that every user can read. */
+START_TEST(config_check_warns_of_a_readable_password)
+{
+    char pass[300], text[PATH_MAX + 1024], want[1024], err[4096];
+    snprintf(pass, sizeof pass, "%s/redis.pass", H.fx.dir);
+    h_write_file(pass, "pw\n");
+    const char *redis[] = { "password = \"pw\";", "password_file = \"redis.pass\";" };
+    const char *holder[] = { H.conf, pass };
+    for (int i = 0; i < 2; i++) {
+        snprintf(text, sizeof text,
+                 "redis = { unix_socket = \"%s\"; %s };\n"
+                 "handler_dir = \"%s\";\n"
+                 "queues = ( { name = \"orders\"; lease = \"3s\"; } );\n"
+                 "handlers = ( { type = \"*\"; file = \"testhandler.so\"; timeout = \"1s\"; } );\n",
+                 H.fx.sock, redis[i], H.handler_dir);
+        h_write_file(H.conf, text);
+        ck_assert_int_eq(chmod(H.conf, 0644), 0);
+        ck_assert_int_eq(chmod(pass, 0644), 0);
+        const char *args[] = { "-t", "-c", H.conf, NULL };
+        ck_assert_int_eq(h_run_delayqd(args, err, sizeof err), 0);
+        snprintf(want, sizeof want, "delayqd: warning: %s holds the Redis password and every "
+                 "user can read it (chmod o-r %s)\n", holder[i], holder[i]);
+        ck_assert_str_eq(err, want);
+        ck_assert_int_eq(chmod(holder[i], 0640), 0);
+        ck_assert_int_eq(h_run_delayqd(args, err, sizeof err), 0);
+        ck_assert_str_eq(err, "");
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("daemon");
@@ -592,6 +624,7 @@ int main(void)
     tcase_set_timeout(tc, 30);
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, good_config_checks_ok);
+    tcase_add_test(tc, config_check_warns_of_a_readable_password);
     tcase_add_test(tc, config_syntax_error_is_refused);
     tcase_add_test(tc, config_unknown_key_is_refused);
     tcase_add_test(tc, config_missing_handler_file_is_refused);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "config/redis_conf.h"
@@ -262,6 +263,37 @@ START_TEST(password_file_problems)
 }
 END_TEST
 
+/* A password the whole machine can read is worth a warning, whether it is
+ * in the configuration file or in its password_file. */
+START_TEST(password_readable_by_others_is_named)
+{
+    struct redis_conf rc;
+    char warn[600];
+    load_ok(&rc, "redis = { password = \"pw\"; };\n");
+    ck_assert_int_eq(chmod(path, 0644), 0);
+    ck_assert_int_eq(redis_conf_secret_exposed(&rc, warn, sizeof warn), 1);
+    ck_assert_msg(strstr(warn, path) && strstr(warn, "every user can read it"), "%s", warn);
+    ck_assert_ptr_null(strchr(warn, '\n'));
+    ck_assert_int_eq(chmod(path, 0640), 0);
+    ck_assert_int_eq(redis_conf_secret_exposed(&rc, warn, sizeof warn), 0);
+    redis_conf_free(&rc);
+
+    const char *pass = write_file("redis.pass", "pw\n");
+    load_ok(&rc, "redis = { password_file = \"redis.pass\"; };\n");
+    ck_assert_int_eq(chmod(path, 0644), 0);     /* holds no password itself */
+    ck_assert_int_eq(chmod(pass, 0604), 0);
+    ck_assert_int_eq(redis_conf_secret_exposed(&rc, warn, sizeof warn), 1);
+    ck_assert_msg(strstr(warn, pass) != NULL, "%s", warn);
+    ck_assert_int_eq(chmod(pass, 0640), 0);
+    ck_assert_int_eq(redis_conf_secret_exposed(&rc, warn, sizeof warn), 0);
+    redis_conf_free(&rc);
+
+    load_ok(&rc, "redis = { port = 6379; };\n");
+    ck_assert_int_eq(redis_conf_secret_exposed(&rc, warn, sizeof warn), 0);
+    redis_conf_free(&rc);
+}
+END_TEST
+
 START_TEST(other_problems)
 {
     load_bad("redis = {\n  prefix = \"my jobs\";\n};\n", 2, "redis.prefix: key prefix has a space");
@@ -346,6 +378,7 @@ int main(void)
     tcase_add_test(tc, durations_need_a_unit);
     tcase_add_test(tc, password_file_first_line);
     tcase_add_test(tc, password_file_problems);
+    tcase_add_test(tc, password_readable_by_others_is_named);
     tcase_add_test(tc, other_problems);
     tcase_add_test(tc, missing_and_empty_files);
     tcase_add_test(tc, failed_load_keeps_the_old_settings);

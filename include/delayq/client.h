@@ -78,7 +78,13 @@ void dq_options_init(dq_options *opt);
 typedef struct dq_client dq_client;
 
 /*
- * Connect, authenticate and select the database.  Returns the client, or
+ * Connect, authenticate and select the database.  A broken connection is
+ * made again at the next call.  A server that answers READONLY, MASTERDOWN
+ * or LOADING (a failover left the connection on a demoted master, or the
+ * server is loading) ran nothing: the call drops the connection, makes it
+ * again after a jittered backoff from 100 ms and sends once more, for up
+ * to connect_timeout_ms, then fails with DQ_ERR_CONNECT naming the reply.
+ * Returns the client, or
  * NULL with the reason in `err` (at most `errlen` bytes, NUL-terminated) and,
  * when `status` is not NULL, the status (DQ_ERR_CONNECT, DQ_ERR_AUTH,
  * DQ_ERR_TIMEOUT, DQ_ERR_INVALID or DQ_ERR_NOMEM) in *status.

@@ -6,53 +6,30 @@
 #include "config/redis_conf.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <libconfig.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <unistd.h>
 
+#include "config/conf_reader.h"
 #include "lib/keys.h"
-#include "util/timefmt.h"
+#include "lib/redis_conn.h"
 
 #define REDIS_CONF_PAYLOAD_MAX (512L * 1024 * 1024) /* Redis's string limit */
 
-/* Where messages go and what they name. */
-struct conf_ctx {
-    const char *path;
-    char *err;
-    size_t errlen;
-};
-
-/* Report a problem at setting `s` ("FILE:LINE: ...") and return -1. */
-__attribute__((format(printf, 3, 4)))
-static int conf_fail(const struct conf_ctx *cx, const config_setting_t *s,
-                     const char *fmt, ...)
-{
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    const char *file = config_setting_source_file(s);
-    snprintf(cx->err, cx->errlen, "%s:%u: %s", file ? file : cx->path,
-             config_setting_source_line(s), msg);
-    return -1;
-}
-
 void redis_conf_init(struct redis_conf *rc)
 {
+    dq_options def;
+    dq_options_init(&def);
     memset(rc, 0, sizeof *rc);
-    rc->port = 6379;
-    rc->connect_timeout_ms = 5000;
-    rc->command_timeout_ms = 5000;
-    rc->keepalive = 1;
-    rc->max_payload = DQ_DEFAULT_MAX_PAYLOAD;
+    rc->port = def.port;
+    rc->connect_timeout_ms = def.connect_timeout_ms;
+    rc->command_timeout_ms = def.command_timeout_ms;
+    rc->keepalive = def.keepalive;
+    rc->max_payload = def.max_payload;
 }
 
 void redis_conf_free(struct redis_conf *rc)
@@ -60,9 +37,8 @@ void redis_conf_free(struct redis_conf *rc)
     free(rc->host);
     free(rc->unix_socket);
     free(rc->user);
-    if (rc->password)
-        memset(rc->password, 0, strlen(rc->password));
-    free(rc->password);
+    redis_conn_free_secret(rc->password);
+    free(rc->password_in);
     free(rc->prefix);
     redis_conf_init(rc);
 }
@@ -85,72 +61,76 @@ void redis_conf_to_options(const struct redis_conf *rc, dq_options *opt)
     opt->max_payload = rc->max_payload;
 }
 
-/* ---- typed values ------------------------------------------------------- */
-
-static int get_string(const struct conf_ctx *cx, const config_setting_t *s,
-                      const char **out)
+void redis_conf_queue_keys(const struct redis_conf *rc, const char *queue,
+                           struct queue_keys *k)
 {
-    if (config_setting_type(s) != CONFIG_TYPE_STRING)
-        return conf_fail(cx, s, "redis.%s: expected a string", config_setting_name(s));
-    *out = config_setting_get_string(s);
+    keys_build(k, rc->prefix ? rc->prefix : DQ_DEFAULT_PREFIX, queue);
+}
+
+/* ---- typed values: the shared readers, and this group's own rules ------ */
+
+#define PREFIX "redis."
+
+/* A non-empty string. */
+static int get_string(struct conf_reader *r, const config_setting_t *s, const char **out)
+{
+    if (conf_string(r, s, PREFIX, out) < 0)
+        return -1;
     if (!**out)
-        return conf_fail(cx, s, "redis.%s is empty", config_setting_name(s));
+        return conf_fail(r, s, "redis.%s is empty", config_setting_name(s));
     return 0;
 }
 
-/* A copy of a non-empty string setting into *dst (freeing the old one). */
-static int dup_string(const struct conf_ctx *cx, const config_setting_t *s,
-                      char **dst)
+/* A copy of `v` into *dst (freeing the old one); `s` is named when
+ * memory runs out. */
+static int dup_string_of(struct conf_reader *r, const config_setting_t *s, const char *v,
+                         char **dst)
 {
-    const char *v;
-    if (get_string(cx, s, &v) < 0)
-        return -1;
     char *copy = strdup(v);
     if (!copy)
-        return conf_fail(cx, s, "out of memory");
+        return conf_fail(r, s, "out of memory");
     free(*dst);
     *dst = copy;
     return 0;
 }
 
-/* An integer setting within [min, max]. */
-static int get_int(const struct conf_ctx *cx, const config_setting_t *s,
-                   long long min, long long max, long long *out)
+/* A copy of a non-empty string setting into *dst (freeing the old one). */
+static int dup_string(struct conf_reader *r, const config_setting_t *s, char **dst)
 {
-    int t = config_setting_type(s);
-    if (t != CONFIG_TYPE_INT && t != CONFIG_TYPE_INT64)
-        return conf_fail(cx, s, "redis.%s: expected an integer", config_setting_name(s));
-    long long v = config_setting_get_int64(s);
-    if (v < min || v > max)
-        return conf_fail(cx, s, "redis.%s: %lld is out of range (%lld to %lld)",
-                         config_setting_name(s), v, min, max);
-    *out = v;
+    const char *v;
+    if (get_string(r, s, &v) < 0)
+        return -1;
+    return dup_string_of(r, s, v, dst);
+}
+
+/* An integer setting within [min, max] into an int. */
+static int get_int(struct conf_reader *r, const config_setting_t *s, long long min,
+                   long long max, int *out)
+{
+    long long v;
+    if (conf_int(r, s, PREFIX, min, max, &v) < 0)
+        return -1;
+    *out = (int)v;
     return 0;
 }
 
 /* A duration written as a string with a unit ("5s", "500ms"); a bare
  * number is refused here, unlike on the command line, because a config
  * file read months later should not leave the unit to be guessed. */
-static int get_duration(const struct conf_ctx *cx, const config_setting_t *s,
+static int get_duration(struct conf_reader *r, const config_setting_t *s,
                         int64_t min_ms, int64_t *out)
 {
     const char *name = config_setting_name(s);
-    if (config_setting_type(s) != CONFIG_TYPE_STRING)
-        return conf_fail(cx, s, "redis.%s: expected a duration string with a unit, "
-                         "like \"5s\"", name);
-    const char *v = config_setting_get_string(s);
-    if (*v && strspn(v, "0123456789") == strlen(v))
-        return conf_fail(cx, s, "redis.%s: \"%s\" has no unit (write \"%ss\" or \"%sms\")",
+    const char *v = config_setting_type(s) == CONFIG_TYPE_STRING
+                    ? config_setting_get_string(s) : NULL;
+    if (v && *v && strspn(v, "0123456789") == strlen(v))
+        return conf_fail(r, s, "redis.%s: \"%s\" has no unit (write \"%ss\" or \"%sms\")",
                          name, v, v, v);
-    const char *why;
     int64_t ms;
-    if (timefmt_parse_duration(v, &ms, &why) < 0)
-        return conf_fail(cx, s, "redis.%s: bad duration \"%s\": %s", name, v, why);
-    if (ms < min_ms)
-        return conf_fail(cx, s, "redis.%s: must be at least %lldms", name,
-                         (long long)min_ms);
+    if (conf_duration(r, s, PREFIX, min_ms, &ms) < 0)
+        return -1;
     if (ms > INT_MAX)
-        return conf_fail(cx, s, "redis.%s: \"%s\" is too long", name, v);
+        return conf_fail(r, s, "redis.%s: \"%s\" is too long", name, v);
     *out = ms;
     return 0;
 }
@@ -204,123 +184,117 @@ static int read_first_line(const char *file, char **out, const char **why)
     return 0;
 }
 
-static int read_password_file(const struct conf_ctx *cx, const config_setting_t *s,
+static int read_password_file(struct conf_reader *r, const config_setting_t *s,
                               struct redis_conf *rc)
 {
     const char *v;
-    if (get_string(cx, s, &v) < 0)
+    if (get_string(r, s, &v) < 0)
         return -1;
-    char *file = resolve_path(cx->path, v);
+    char *file = resolve_path(r->path, v);
     if (!file)
-        return conf_fail(cx, s, "out of memory");
+        return conf_fail(r, s, "out of memory");
     const char *why;
     char *pw = NULL;
-    int r = read_first_line(file, &pw, &why);
-    if (r < 0)
-        conf_fail(cx, s, "redis.password_file: cannot read %s: %s", file, why);
-    free(file);
-    if (r < 0)
+    if (read_first_line(file, &pw, &why) < 0) {
+        conf_fail(r, s, "redis.password_file: cannot read %s: %s", file, why);
+        free(file);
         return -1;
-    free(rc->password);
+    }
+    redis_conn_free_secret(rc->password);
     rc->password = pw;
+    free(rc->password_in);
+    rc->password_in = file;
     return 0;
 }
 
 /* ---- one reader per key ------------------------------------------------- */
 
-static int read_host(const struct conf_ctx *cx, const config_setting_t *s,
+static int read_host(struct conf_reader *r, const config_setting_t *s,
                      struct redis_conf *rc)
 {
-    return dup_string(cx, s, &rc->host);
+    return dup_string(r, s, &rc->host);
 }
 
-static int read_port(const struct conf_ctx *cx, const config_setting_t *s,
+static int read_port(struct conf_reader *r, const config_setting_t *s,
                      struct redis_conf *rc)
 {
-    long long v = 0;
-    if (get_int(cx, s, 1, 65535, &v) < 0)
-        return -1;
-    rc->port = (int)v;
-    return 0;
+    return get_int(r, s, 1, 65535, &rc->port);
 }
 
-static int read_unix_socket(const struct conf_ctx *cx, const config_setting_t *s,
+static int read_unix_socket(struct conf_reader *r, const config_setting_t *s,
                             struct redis_conf *rc)
 {
     const char *v;
-    if (get_string(cx, s, &v) < 0)
+    if (get_string(r, s, &v) < 0)
         return -1;
     if (strlen(v) >= sizeof(((struct sockaddr_un *)0)->sun_path))
-        return conf_fail(cx, s, "redis.unix_socket: the path is longer than %zu bytes",
+        return conf_fail(r, s, "redis.unix_socket: the path is longer than %zu bytes",
                          sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
-    return dup_string(cx, s, &rc->unix_socket);
+    return dup_string(r, s, &rc->unix_socket);
 }
 
-static int read_user(const struct conf_ctx *cx, const config_setting_t *s,
+static int read_user(struct conf_reader *r, const config_setting_t *s,
                      struct redis_conf *rc)
 {
-    return dup_string(cx, s, &rc->user);
+    return dup_string(r, s, &rc->user);
 }
 
-static int read_password(const struct conf_ctx *cx, const config_setting_t *s,
+static int read_password(struct conf_reader *r, const config_setting_t *s,
                          struct redis_conf *rc)
 {
-    return dup_string(cx, s, &rc->password);
-}
-
-static int read_db(const struct conf_ctx *cx, const config_setting_t *s,
-                   struct redis_conf *rc)
-{
-    long long v = 0;
-    if (get_int(cx, s, 0, INT_MAX, &v) < 0)
+    const char *file = config_setting_source_file(s);
+    if (dup_string(r, s, &rc->password) < 0 || dup_string_of(r, s, file ? file : r->path,
+                                                             &rc->password_in) < 0)
         return -1;
-    rc->db = (int)v;
     return 0;
 }
 
-static int read_prefix(const struct conf_ctx *cx, const config_setting_t *s,
+static int read_db(struct conf_reader *r, const config_setting_t *s,
+                   struct redis_conf *rc)
+{
+    return get_int(r, s, 0, INT_MAX, &rc->db);
+}
+
+static int read_prefix(struct conf_reader *r, const config_setting_t *s,
                        struct redis_conf *rc)
 {
     if (config_setting_type(s) == CONFIG_TYPE_STRING) {
         const char *why = keys_check_prefix(config_setting_get_string(s));
         if (why)
-            return conf_fail(cx, s, "redis.prefix: %s", why);
+            return conf_fail(r, s, "redis.prefix: %s", why);
     }
-    return dup_string(cx, s, &rc->prefix);
+    return dup_string(r, s, &rc->prefix);
 }
 
-static int read_connect_timeout(const struct conf_ctx *cx,
+static int read_connect_timeout(struct conf_reader *r,
                                 const config_setting_t *s, struct redis_conf *rc)
 {
-    return get_duration(cx, s, 1, &rc->connect_timeout_ms);
+    return get_duration(r, s, 1, &rc->connect_timeout_ms);
 }
 
-static int read_command_timeout(const struct conf_ctx *cx,
+static int read_command_timeout(struct conf_reader *r,
                                 const config_setting_t *s, struct redis_conf *rc)
 {
-    return get_duration(cx, s, 0, &rc->command_timeout_ms);
+    return get_duration(r, s, 0, &rc->command_timeout_ms);
 }
 
-static int read_keepalive(const struct conf_ctx *cx, const config_setting_t *s,
+static int read_keepalive(struct conf_reader *r, const config_setting_t *s,
                           struct redis_conf *rc)
 {
-    if (config_setting_type(s) != CONFIG_TYPE_BOOL)
-        return conf_fail(cx, s, "redis.keepalive: expected true or false");
-    rc->keepalive = config_setting_get_bool(s) ? 1 : 0;
-    return 0;
+    return conf_bool(r, s, PREFIX, &rc->keepalive);
 }
 
-static int read_max_payload(const struct conf_ctx *cx, const config_setting_t *s,
+static int read_max_payload(struct conf_reader *r, const config_setting_t *s,
                             struct redis_conf *rc)
 {
     long long v = 0;
-    if (get_int(cx, s, 1, REDIS_CONF_PAYLOAD_MAX, &v) < 0)
+    if (conf_int(r, s, PREFIX, 1, REDIS_CONF_PAYLOAD_MAX, &v) < 0)
         return -1;
     rc->max_payload = (size_t)v;
     return 0;
 }
 
-typedef int (*key_reader)(const struct conf_ctx *, const config_setting_t *,
+typedef int (*key_reader)(struct conf_reader *, const config_setting_t *,
                           struct redis_conf *);
 
 static const struct {
@@ -354,14 +328,14 @@ static int key_index(const char *name)
 /* ---- the group ---------------------------------------------------------- */
 
 /* Settings that exclude each other: report the later of the two. */
-static int check_pair(const struct conf_ctx *cx, const config_setting_t *a,
+static int check_pair(struct conf_reader *r, const config_setting_t *a,
                       const config_setting_t *b)
 {
     if (!a || !b)
         return 0;
     const config_setting_t *later =
         config_setting_source_line(b) >= config_setting_source_line(a) ? b : a;
-    return conf_fail(cx, later, "redis.%s and redis.%s are both set (keep one)",
+    return conf_fail(r, later, "redis.%s and redis.%s are both set (keep one)",
                      config_setting_name(a), config_setting_name(b));
 }
 
@@ -373,7 +347,7 @@ static const config_setting_t *seen_key(const config_setting_t *const *seen,
 
 /* Read every setting of the group into `rc`; the checks that involve two
  * settings come first, so that their message names both. */
-static int read_group(const struct conf_ctx *cx, const config_setting_t *group,
+static int read_group(struct conf_reader *r, const config_setting_t *group,
                       struct redis_conf *rc)
 {
     const config_setting_t *seen[CONF_NKEYS] = { 0 };
@@ -382,31 +356,32 @@ static int read_group(const struct conf_ctx *cx, const config_setting_t *group,
         const config_setting_t *s = config_setting_get_elem(group, (unsigned)i);
         int k = key_index(config_setting_name(s));
         if (k < 0)
-            return conf_fail(cx, s, "unknown setting redis.%s", config_setting_name(s));
+            return conf_fail(r, s, "unknown setting redis.%s", config_setting_name(s));
         seen[k] = s;
     }
-    if (check_pair(cx, seen_key(seen, "password"), seen_key(seen, "password_file")) < 0
-        || check_pair(cx, seen_key(seen, "host"), seen_key(seen, "unix_socket")) < 0)
+    if (check_pair(r, seen_key(seen, "password"), seen_key(seen, "password_file")) < 0
+        || check_pair(r, seen_key(seen, "host"), seen_key(seen, "unix_socket")) < 0)
         return -1;
     for (size_t k = 0; k < CONF_NKEYS; k++)
-        if (seen[k] && conf_keys[k].read(cx, seen[k], rc) < 0)
+        if (seen[k] && conf_keys[k].read(r, seen[k], rc) < 0)
             return -1;
     const config_setting_t *user = seen_key(seen, "user");
     if (user && !rc->password)
-        return conf_fail(cx, user, "redis.user needs redis.password or redis.password_file");
+        return conf_fail(r, user, "redis.user needs redis.password or redis.password_file");
     return 0;
 }
 
 int redis_conf_read(struct redis_conf *rc, const struct config_t *cfg,
                     const char *path, char *err, size_t errlen)
 {
-    struct conf_ctx cx = { path, err, errlen };
+    struct conf_reader r;
+    conf_reader_init(&r, path, err, errlen);
     const config_setting_t *group = config_lookup(cfg, "redis");
     struct redis_conf tmp;
     redis_conf_init(&tmp);
     if (group && !config_setting_is_group(group))
-        return conf_fail(&cx, group, "redis: expected a group (redis = { ... };)");
-    if (group && read_group(&cx, group, &tmp) < 0) {
+        return conf_fail(&r, group, "redis: expected a group (redis = { ... };)");
+    if (group && read_group(&r, group, &tmp) < 0) {
         redis_conf_free(&tmp);
         return -1;
     }
@@ -415,45 +390,25 @@ int redis_conf_read(struct redis_conf *rc, const struct config_t *cfg,
     return 0;
 }
 
-/* Can the file be read at all?  libconfig only says "file I/O error", and
- * an empty file is more likely a mistake than a wish for every default. */
-static int check_readable(const char *path, char *err, size_t errlen)
+int redis_conf_secret_exposed(const struct redis_conf *rc, char *buf, size_t len)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
     struct stat st;
-    if (fd < 0 || fstat(fd, &st) < 0) {
-        snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
-        if (fd >= 0)
-            close(fd);
-        return -1;
-    }
-    close(fd);
-    if (S_ISDIR(st.st_mode)) {
-        snprintf(err, errlen, "cannot read %s: %s", path, strerror(EISDIR));
-        return -1;
-    }
-    if (S_ISREG(st.st_mode) && st.st_size == 0) {
-        snprintf(err, errlen, "%s: the file is empty", path);
-        return -1;
-    }
-    return 0;
+    if (!rc->password || !rc->password_in || stat(rc->password_in, &st) < 0
+        || !(st.st_mode & S_IROTH))
+        return 0;
+    snprintf(buf, len, "warning: %s holds the Redis password and every user can read it "
+             "(chmod o-r %s)", rc->password_in, rc->password_in);
+    return 1;
 }
 
 int redis_conf_load(struct redis_conf *rc, const char *path, char *err,
                     size_t errlen)
 {
-    if (check_readable(path, err, errlen) < 0)
-        return -1;
     config_t cfg;
     config_init(&cfg);
-    int r = -1;
-    if (!config_read_file(&cfg, path)) {
-        const char *file = config_error_file(&cfg);
-        snprintf(err, errlen, "%s:%d: %s", file ? file : path,
-                 config_error_line(&cfg), config_error_text(&cfg));
-    } else {
+    int r = conf_read_file(&cfg, path, err, errlen);
+    if (r == 0)
         r = redis_conf_read(rc, &cfg, path, err, errlen);
-    }
     config_destroy(&cfg);
     return r;
 }

@@ -34,6 +34,8 @@ struct redis_conf {
     char *unix_socket;          /* NULL for TCP */
     char *user;                 /* ACL user or NULL */
     char *password;             /* from password or password_file; or NULL */
+    char *password_in;          /* the file that holds it (the config file,
+                                   one it includes, or password_file) */
     int db;                     /* default 0 */
     char *prefix;               /* NULL: DQ_DEFAULT_PREFIX */
     int64_t connect_timeout_ms; /* default 5000 */
@@ -66,6 +68,19 @@ int redis_conf_read(struct redis_conf *rc, const struct config_t *cfg,
 /* Fill `opt` (all of it) from `rc`.  The strings are borrowed: `rc` must
  * outlive every use of `opt`. */
 void redis_conf_to_options(const struct redis_conf *rc, dq_options *opt);
+
+/* The keys of `queue` under the prefix of `rc` (the one place the
+ * daemon's modules take the prefix from). */
+struct queue_keys;
+void redis_conf_queue_keys(const struct redis_conf *rc, const char *queue,
+                           struct queue_keys *k);
+
+/*
+ * Whether the file that holds the password (see password_in) can be read
+ * by every user of the machine.  Returns 1 with a one-line warning in buf,
+ * else 0 (no password, or the file is kept private).
+ */
+int redis_conf_secret_exposed(const struct redis_conf *rc, char *buf, size_t len);
 
 /* Free what `rc` owns (the password is wiped first) and reset it to the
  * defaults. */

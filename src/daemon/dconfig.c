@@ -2,128 +2,39 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "config/conf_reader.h"
 #include "daemon/log.h"
 #include "lib/keys.h"
-#include "util/timefmt.h"
 
 #ifndef PKGLIBDIR
 #define PKGLIBDIR "/usr/lib/delayq"
 #endif
 
-/* Reading state: where messages go, and the first problem found. */
-struct reader {
-    const char *path;
-    char *err;
-    size_t errlen;
-    int failed;
-};
-
-/* Record a problem at setting `s` (or at the file when NULL); the first
- * one wins, so the message names the earliest mistake. */
-static int fail_at(struct reader *r, const config_setting_t *s, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int fail_at(struct reader *r, const config_setting_t *s, const char *fmt, ...)
-{
-    if (r->failed)
-        return -1;
-    r->failed = 1;
-    char msg[400];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    int line = s ? (int)config_setting_source_line(s) : 0;
-    if (line > 0)
-        snprintf(r->err, r->errlen, "%s:%d: %s", r->path, line, msg);
-    else
-        snprintf(r->err, r->errlen, "%s: %s", r->path, msg);
-    return -1;
-}
-
-/* Refuse a key that is not in `known`: a misspelt setting would otherwise
- * be silently ignored. */
-static int check_keys(struct reader *r, const config_setting_t *group,
-                      const char *where, const char *const *known)
-{
-    int n = config_setting_length(group);
-    for (int i = 0; i < n; i++) {
-        const config_setting_t *s = config_setting_get_elem(group, (unsigned)i);
-        const char *name = config_setting_name(s);
-        int ok = 0;
-        for (const char *const *k = known; *k; k++)
-            ok |= strcmp(*k, name) == 0;
-        if (!ok)
-            return fail_at(r, s, "unknown setting '%s%s'", where, name);
-    }
-    return 0;
-}
-
-static int get_string(struct reader *r, const config_setting_t *g, const char *where,
+/* The settings of this file by name, from the shared readers
+ * (config/conf_reader.h): a member left out keeps its default. */
+static int get_string(struct conf_reader *r, const config_setting_t *g, const char *where,
                       const char *name, const char **out)
 {
-    const config_setting_t *s = config_setting_get_member(g, name);
-    if (!s)
-        return 0;
-    if (config_setting_type(s) != CONFIG_TYPE_STRING)
-        return fail_at(r, s, "%s%s: expected a string", where, name);
-    *out = config_setting_get_string(s);
-    return 0;
+    return conf_string(r, config_setting_get_member(g, name), where, out);
 }
 
-static int get_int(struct reader *r, const config_setting_t *g, const char *where,
+static int get_int(struct conf_reader *r, const config_setting_t *g, const char *where,
                    const char *name, int min, int max, int *out)
 {
-    const config_setting_t *s = config_setting_get_member(g, name);
-    if (!s)
-        return 0;
-    if (config_setting_type(s) != CONFIG_TYPE_INT)
-        return fail_at(r, s, "%s%s: expected an integer", where, name);
-    int v = config_setting_get_int(s);
-    if (v < min || v > max)
-        return fail_at(r, s, "%s%s: %d is not in %d..%d", where, name, v, min, max);
-    *out = v;
-    return 0;
+    long long v = *out;
+    int rc = conf_int(r, config_setting_get_member(g, name), where, min, max, &v);
+    *out = (int)v;
+    return rc;
 }
 
-static int get_duration(struct reader *r, const config_setting_t *g, const char *where,
+static int get_duration(struct conf_reader *r, const config_setting_t *g, const char *where,
                         const char *name, int64_t min_ms, int64_t *out)
 {
-    const config_setting_t *s = config_setting_get_member(g, name);
-    if (!s)
-        return 0;
-    const char *why;
-    if (config_setting_type(s) != CONFIG_TYPE_STRING)
-        return fail_at(r, s, "%s%s: expected a duration with a unit, like \"30s\"",
-                       where, name);
-    if (timefmt_parse_duration(config_setting_get_string(s), out, &why) < 0)
-        return fail_at(r, s, "%s%s: bad duration '%s': %s", where, name,
-                       config_setting_get_string(s), why);
-    if (*out < min_ms)
-        return fail_at(r, s, "%s%s: must be at least %lldms", where, name,
-                       (long long)min_ms);
-    return 0;
-}
-
-static int get_float(struct reader *r, const config_setting_t *g, const char *where,
-                     const char *name, double min, double max, double *out)
-{
-    const config_setting_t *s = config_setting_get_member(g, name);
-    if (!s)
-        return 0;
-    int t = config_setting_type(s);
-    if (t != CONFIG_TYPE_FLOAT && t != CONFIG_TYPE_INT)
-        return fail_at(r, s, "%s%s: expected a number", where, name);
-    double v = t == CONFIG_TYPE_FLOAT ? config_setting_get_float(s)
-                                      : (double)config_setting_get_int(s);
-    if (v < min || v > max)
-        return fail_at(r, s, "%s%s: %g is not in %g..%g", where, name, v, min, max);
-    *out = v;
-    return 0;
+    return conf_duration(r, config_setting_get_member(g, name), where, min_ms, out);
 }
 
 static char *dup_str(const char *s)
@@ -131,28 +42,28 @@ static char *dup_str(const char *s)
     return s ? strdup(s) : NULL;
 }
 
-static void read_backoff(struct reader *r, const config_setting_t *q,
+static void read_backoff(struct conf_reader *r, const config_setting_t *q,
                          const char *where, dq_retry_policy *p)
 {
     const config_setting_t *b = config_setting_get_member(q, "backoff");
     if (!b)
         return;
     if (!config_setting_is_group(b)) {
-        fail_at(r, b, "%sbackoff: expected a group { base = ...; }", where);
+        conf_fail(r, b, "%sbackoff: expected a group { base = ...; }", where);
         return;
     }
     char w[160];
     snprintf(w, sizeof w, "%sbackoff.", where);
     static const char *const known[] = { "base", "cap", "jitter", NULL };
-    check_keys(r, b, w, known);
+    conf_check_keys(r, b, w, known);
     get_duration(r, b, w, "base", 1, &p->base_ms);
     get_duration(r, b, w, "cap", 1, &p->cap_ms);
-    get_float(r, b, w, "jitter", 0.0, 1.0, &p->jitter);
+    conf_float(r, config_setting_get_member(b, "jitter"), w, 0.0, 1.0, &p->jitter);
     if (!r->failed && p->cap_ms < p->base_ms)
-        fail_at(r, b, "%sbackoff: cap is shorter than base", where);
+        conf_fail(r, b, "%sbackoff: cap is shorter than base", where);
 }
 
-static void read_queue(struct reader *r, const config_setting_t *q, size_t i,
+static void read_queue(struct conf_reader *r, const config_setting_t *q, size_t i,
                        struct queue_conf *qc)
 {
     char where[64];
@@ -163,19 +74,19 @@ static void read_queue(struct reader *r, const config_setting_t *q, size_t i,
     qc->batch = 16;
     dq_retry_policy_init(&qc->retry);
     if (!config_setting_is_group(q)) {
-        fail_at(r, q, "queues.[%zu]: expected a group { name = ...; }", i);
+        conf_fail(r, q, "queues.[%zu]: expected a group { name = ...; }", i);
         return;
     }
     static const char *const known[] = { "name", "workers", "lease", "batch",
                                          "max_attempts", "backoff", NULL };
-    check_keys(r, q, where, known);
+    conf_check_keys(r, q, where, known);
     const char *name = NULL;
     get_string(r, q, where, "name", &name);
     if (!r->failed && !name)
-        fail_at(r, q, "%sname: missing", where);
+        conf_fail(r, q, "%sname: missing", where);
     const char *why = r->failed ? NULL : keys_check_queue(name);
     if (why)
-        fail_at(r, config_setting_get_member(q, "name"), "%sname: %s", where, why);
+        conf_fail(r, config_setting_get_member(q, "name"), "%sname: %s", where, why);
     qc->name = dup_str(name);
     get_int(r, q, where, "workers", 0, DCONFIG_MAX_WORKERS, &qc->workers);
     get_duration(r, q, where, "lease", 1000, &qc->lease_ms);
@@ -184,7 +95,7 @@ static void read_queue(struct reader *r, const config_setting_t *q, size_t i,
     read_backoff(r, q, where, &qc->retry);
 }
 
-static void read_handler(struct reader *r, const config_setting_t *h, size_t i,
+static void read_handler(struct conf_reader *r, const config_setting_t *h, size_t i,
                          struct handler_conf *hc)
 {
     char where[64];
@@ -192,21 +103,21 @@ static void read_handler(struct reader *r, const config_setting_t *h, size_t i,
     hc->line = (int)config_setting_source_line(h);
     hc->timeout_ms = 60 * 1000;
     if (!config_setting_is_group(h)) {
-        fail_at(r, h, "handlers.[%zu]: expected a group { type = ...; file = ...; }", i);
+        conf_fail(r, h, "handlers.[%zu]: expected a group { type = ...; file = ...; }", i);
         return;
     }
     static const char *const known[] = { "type", "file", "timeout", "max_attempts",
                                          "settings", NULL };
-    check_keys(r, h, where, known);
+    conf_check_keys(r, h, where, known);
     const char *type = NULL, *file = NULL;
     get_string(r, h, where, "type", &type);
     get_string(r, h, where, "file", &file);
     if (!r->failed && !type)
-        fail_at(r, h, "%stype: missing", where);
+        conf_fail(r, h, "%stype: missing", where);
     if (!r->failed && !file)
-        fail_at(r, h, "%sfile: missing", where);
+        conf_fail(r, h, "%sfile: missing", where);
     if (!r->failed && strcmp(type, DCONFIG_FALLBACK_TYPE) != 0 && keys_check_type(type))
-        fail_at(r, config_setting_get_member(h, "type"), "%stype: %s", where,
+        conf_fail(r, config_setting_get_member(h, "type"), "%stype: %s", where,
                 keys_check_type(type));
     hc->type = dup_str(type);
     hc->file = dup_str(file);
@@ -214,30 +125,30 @@ static void read_handler(struct reader *r, const config_setting_t *h, size_t i,
     get_int(r, h, where, "max_attempts", 1, 1000000, &hc->max_attempts);
     hc->settings = config_setting_get_member(h, "settings");
     if (hc->settings && !config_setting_is_group(hc->settings))
-        fail_at(r, hc->settings, "%ssettings: expected a group { ... }", where);
+        conf_fail(r, hc->settings, "%ssettings: expected a group { ... }", where);
 }
 
 /* Read a list of groups with `read` into a fresh array. */
-static void *read_list(struct reader *r, const config_setting_t *list,
+static void *read_list(struct conf_reader *r, const config_setting_t *list,
                        const char *name, size_t elem, size_t max, size_t *n,
-                       void (*read)(struct reader *, const config_setting_t *,
+                       void (*read)(struct conf_reader *, const config_setting_t *,
                                     size_t, void *))
 {
     *n = 0;
     if (!list)
         return NULL;
     if (!config_setting_is_list(list) && !config_setting_is_array(list)) {
-        fail_at(r, list, "%s: expected a list ( { ... }, { ... } )", name);
+        conf_fail(r, list, "%s: expected a list ( { ... }, { ... } )", name);
         return NULL;
     }
     size_t len = (size_t)config_setting_length(list);
     if (len > max) {
-        fail_at(r, list, "%s: more than %zu entries", name, max);
+        conf_fail(r, list, "%s: more than %zu entries", name, max);
         return NULL;
     }
     char *arr = calloc(len ? len : 1, elem);
     if (!arr) {
-        fail_at(r, list, "out of memory");
+        conf_fail(r, list, "out of memory");
         return NULL;
     }
     *n = len;
@@ -246,41 +157,41 @@ static void *read_list(struct reader *r, const config_setting_t *list,
     return arr;
 }
 
-static void read_queue_cb(struct reader *r, const config_setting_t *s, size_t i, void *out)
+static void read_queue_cb(struct conf_reader *r, const config_setting_t *s, size_t i, void *out)
 {
     read_queue(r, s, i, out);
 }
 
-static void read_handler_cb(struct reader *r, const config_setting_t *s, size_t i, void *out)
+static void read_handler_cb(struct conf_reader *r, const config_setting_t *s, size_t i, void *out)
 {
     read_handler(r, s, i, out);
 }
 
-static void read_log_and_reaper(struct reader *r, struct daemon_conf *dc,
+static void read_log_and_reaper(struct conf_reader *r, struct daemon_conf *dc,
                                 const config_setting_t *root)
 {
     const config_setting_t *log = config_setting_get_member(root, "log");
     if (log) {
         static const char *const known[] = { "level", "target", NULL };
-        check_keys(r, log, "log.", known);
+        conf_check_keys(r, log, "log.", known);
         const char *level = NULL, *target = NULL;
         get_string(r, log, "log.", "level", &level);
         get_string(r, log, "log.", "target", &target);
         if (level && !r->failed && (dc->log_level = log_level_parse(level)) < 0)
-            fail_at(r, config_setting_get_member(log, "level"),
+            conf_fail(r, config_setting_get_member(log, "level"),
                     "log.level: '%s' is not debug, info, warn or err", level);
         if (target && !r->failed) {
             if (strcmp(target, "syslog") == 0)
                 dc->log_syslog = 1;
             else if (strcmp(target, "stderr") != 0)
-                fail_at(r, config_setting_get_member(log, "target"),
+                conf_fail(r, config_setting_get_member(log, "target"),
                         "log.target: '%s' is not stderr or syslog", target);
         }
     }
     const config_setting_t *reaper = config_setting_get_member(root, "reaper");
     if (reaper) {
         static const char *const known[] = { "interval", "batch", "fsck_interval", NULL };
-        check_keys(r, reaper, "reaper.", known);
+        conf_check_keys(r, reaper, "reaper.", known);
         get_duration(r, reaper, "reaper.", "interval", 10, &dc->reaper_interval_ms);
         get_int(r, reaper, "reaper.", "batch", 1, DQ_CLAIM_MAX, &dc->reaper_batch);
         get_duration(r, reaper, "reaper.", "fsck_interval", 0, &dc->fsck_interval_ms);
@@ -334,27 +245,27 @@ static const char *parse_listen(const char *text, struct sockaddr_storage *ss,
 }
 
 /* metrics = { listen = "127.0.0.1:9464"; allow_remote = false; } */
-static void read_metrics(struct reader *r, struct daemon_conf *dc,
+static void read_metrics(struct conf_reader *r, struct daemon_conf *dc,
                          const config_setting_t *root)
 {
     const config_setting_t *m = config_setting_get_member(root, "metrics");
     if (!m)
         return;
     if (!config_setting_is_group(m)) {
-        fail_at(r, m, "metrics: expected a group { listen = \"127.0.0.1:9464\"; }");
+        conf_fail(r, m, "metrics: expected a group { listen = \"127.0.0.1:9464\"; }");
         return;
     }
     static const char *const known[] = { "listen", "allow_remote", NULL };
-    check_keys(r, m, "metrics.", known);
+    conf_check_keys(r, m, "metrics.", known);
     const char *listen = NULL;
     get_string(r, m, "metrics.", "listen", &listen);
     const config_setting_t *remote = config_setting_get_member(m, "allow_remote");
     if (remote && config_setting_type(remote) != CONFIG_TYPE_BOOL)
-        fail_at(r, remote, "metrics.allow_remote: expected true or false");
+        conf_fail(r, remote, "metrics.allow_remote: expected true or false");
     if (r->failed)
         return;
     if (!listen) {
-        fail_at(r, m, "metrics.listen: missing (remove the group to turn metrics off)");
+        conf_fail(r, m, "metrics.listen: missing (remove the group to turn metrics off)");
         return;
     }
     const config_setting_t *at = config_setting_get_member(m, "listen");
@@ -362,9 +273,9 @@ static void read_metrics(struct reader *r, struct daemon_conf *dc,
     const char *why = parse_listen(listen, &dc->metrics_addr, &dc->metrics_addrlen,
                                    &loopback);
     if (why)
-        fail_at(r, at, "metrics.listen: bad address '%s': %s", listen, why);
+        conf_fail(r, at, "metrics.listen: bad address '%s': %s", listen, why);
     else if (!loopback && !(remote && config_setting_get_bool(remote)))
-        fail_at(r, at, "metrics.listen: '%s' is not a loopback address; metrics and "
+        conf_fail(r, at, "metrics.listen: '%s' is not a loopback address; metrics and "
                 "health are not authenticated: set allow_remote = true to serve "
                 "them on it", listen);
     else
@@ -374,7 +285,7 @@ static void read_metrics(struct reader *r, struct daemon_conf *dc,
 /* Cross-checks: unique names and types, and leases longer than every
  * timeout, so that a job is never claimed twice while its handler may
  * still be running. */
-static void check_consistency(struct reader *r, struct daemon_conf *dc)
+static void check_consistency(struct conf_reader *r, struct daemon_conf *dc)
 {
     const config_setting_t *root = config_root_setting(&dc->cfg);
     const config_setting_t *qs = config_setting_get_member(root, "queues");
@@ -382,25 +293,25 @@ static void check_consistency(struct reader *r, struct daemon_conf *dc)
     for (size_t i = 0; i < dc->nqueues && !r->failed; i++)
         for (size_t j = 0; j < i; j++)
             if (strcmp(dc->queues[i].name, dc->queues[j].name) == 0)
-                fail_at(r, config_setting_get_elem(qs, (unsigned)i),
+                conf_fail(r, config_setting_get_elem(qs, (unsigned)i),
                         "queues.[%zu]: queue '%s' is configured twice", i, dc->queues[i].name);
     int64_t longest = 0;
     for (size_t i = 0; i < dc->nhandlers && !r->failed; i++) {
         for (size_t j = 0; j < i; j++)
             if (strcmp(dc->handlers[i].type, dc->handlers[j].type) == 0)
-                fail_at(r, config_setting_get_elem(hs, (unsigned)i),
+                conf_fail(r, config_setting_get_elem(hs, (unsigned)i),
                         "handlers.[%zu]: type '%s' has two handlers", i, dc->handlers[i].type);
         if (dc->handlers[i].timeout_ms > longest)
             longest = dc->handlers[i].timeout_ms;
     }
     for (size_t i = 0; i < dc->nqueues && !r->failed; i++)
         if (dc->queues[i].lease_ms <= longest + 1000)
-            fail_at(r, config_setting_get_elem(qs, (unsigned)i),
+            conf_fail(r, config_setting_get_elem(qs, (unsigned)i),
                     "queues.[%zu].lease: %llds must be longer than the longest handler "
                     "timeout (%llds) plus 1s", i, (long long)dc->queues[i].lease_ms / 1000,
                     (long long)longest / 1000);
     if (!r->failed && dc->nqueues == 0)
-        fail_at(r, NULL, "no queues configured (queues = ( { name = \"...\"; } );)");
+        conf_fail(r, NULL, "no queues configured (queues = ( { name = \"...\"; } );)");
 }
 
 int dconfig_load(struct daemon_conf *dc, const char *path, char *err, size_t errlen)
@@ -413,22 +324,17 @@ int dconfig_load(struct daemon_conf *dc, const char *path, char *err, size_t err
     dc->reaper_batch = 100;
     dc->fsck_interval_ms = 60000;
     dc->log_level = DQ_LOG_INFO;
-    struct reader r = { path, err, errlen, 0 };
-    if (!config_read_file(&dc->cfg, path)) {
-        if (config_error_type(&dc->cfg) == CONFIG_ERR_FILE_IO)
-            snprintf(err, errlen, "cannot read %s", path);
-        else
-            snprintf(err, errlen, "%s:%d: %s", path, config_error_line(&dc->cfg),
-                     config_error_text(&dc->cfg));
+    struct conf_reader r;
+    conf_reader_init(&r, path, err, errlen);
+    if (conf_read_file(&dc->cfg, path, err, errlen) < 0)
         goto fail;
-    }
     dc->path = strdup(path);
     if (redis_conf_read(&dc->redis, &dc->cfg, path, err, errlen) < 0)
         goto fail;
     const config_setting_t *root = config_root_setting(&dc->cfg);
     static const char *const known[] = { "redis", "log", "handler_dir", "shutdown_timeout",
                                          "reaper", "queues", "handlers", "metrics", NULL };
-    check_keys(&r, root, "", known);
+    conf_check_keys(&r, root, "", known);
     const char *dir = PKGLIBDIR "/handlers";
     get_string(&r, root, "", "handler_dir", &dir);
     dc->handler_dir = strdup(dir);
@@ -446,7 +352,7 @@ int dconfig_load(struct daemon_conf *dc, const char *path, char *err, size_t err
     for (size_t i = 0; i < dc->nqueues; i++)
         total += dc->queues[i].workers;
     if (!r.failed && total > DCONFIG_MAX_WORKERS)
-        fail_at(&r, NULL, "%d workers in all: at most %d", total, DCONFIG_MAX_WORKERS);
+        conf_fail(&r, NULL, "%d workers in all: at most %d", total, DCONFIG_MAX_WORKERS);
     if (r.failed)
         goto fail;
     return 0;

@@ -19,6 +19,7 @@
 #include "daemon/log.h"
 #include "daemon/redis_check.h"
 #include "daemon/supervisor.h"
+#include "lib/redis_conn.h"
 
 #define EXIT_USAGE 64
 #define EXIT_OSERR 71
@@ -67,11 +68,9 @@ static int daemonize(void)
 static void log_summary(const struct daemon_conf *conf, const struct handler_table *t)
 {
     const struct redis_conf *r = &conf->redis;
-    if (r->unix_socket)
-        log_info("starting: config %s, redis %s db %d", conf->path, r->unix_socket, r->db);
-    else
-        log_info("starting: config %s, redis %s:%d db %d", conf->path,
-                 r->host ? r->host : "127.0.0.1", r->port, r->db);
+    char addr[300];
+    redis_conn_format_addr(r->unix_socket, r->host, r->port, addr, sizeof addr);
+    log_info("starting: config %s, redis %s db %d", conf->path, addr, r->db);
     for (size_t i = 0; i < conf->nqueues; i++) {
         const struct queue_conf *q = &conf->queues[i];
         log_info("queue %s: %d worker%s, lease %llds, batch %d, max attempts %d", q->name,
@@ -113,7 +112,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "delayqd: %s\n", err);
         return EXIT_CONFIG;
     }
+    char exposed[600];
+    int secret_exposed = redis_conf_secret_exposed(&conf->redis, exposed, sizeof exposed);
     if (check_only) {
+        if (secret_exposed)
+            fprintf(stderr, "delayqd: %s\n", exposed);
         handlers_close(&handlers);
         printf("delayqd: %s: configuration OK (%zu queue%s, %zu handler%s)\n", path,
                conf->nqueues, conf->nqueues == 1 ? "" : "s", conf->nhandlers,
@@ -129,6 +132,8 @@ int main(int argc, char **argv)
         return EXIT_OSERR;
     }
     log_summary(conf, &handlers);
+    if (secret_exposed)
+        log_warn("%s", exposed);
     /* Each worker loads its own copy after fork; this one only checked. */
     handlers_close(&handlers);
     redis_check_server(&conf->redis);

@@ -8,19 +8,17 @@
 
 #include "daemon/log.h"
 #include "daemon/slots.h"
+#include "lib/redis_conn.h"
 #include "lib/scripts.h"
-
-#define BACKOFF_MIN_MS 100
-#define BACKOFF_MAX_MS 5000
 
 struct rconn {
     struct event_base *base;
     redisAsyncContext *ac;      /* NULL while down; hiredis frees it */
     int up;                     /* handshake done */
+    int dropping;               /* to be dropped by the connect timer */
+    int demoted;                /* dropped on a failover reply; no master yet */
     char *name;
-    char *host, *unix_path, *user, *password;
-    int port, db, keepalive;
-    int connect_timeout_ms, command_timeout_ms;
+    struct redis_conn_opts opt;
     struct rconn_events ev;
     struct event *connect_timer; /* deadline of connect + handshake */
     struct event *retry_timer;   /* next reconnect attempt */
@@ -50,39 +48,62 @@ struct request {
 
 static void schedule_reconnect(struct rconn *rc);
 
-static void where(const struct rconn *rc, char *buf, size_t len)
-{
-    if (rc->unix_path)
-        snprintf(buf, len, "%s", rc->unix_path);
-    else
-        snprintf(buf, len, "%s:%d", rc->host, rc->port);
-}
-
 /* Note a failure: logged on the first failure of an outage only. */
 static void note_failure(struct rconn *rc, const char *why)
 {
     if (rc->failures++ == 0) {
         char addr[300];
-        where(rc, addr, sizeof addr);
+        redis_conn_describe(&rc->opt, addr, sizeof addr);
         log_warn("redis %s (%s connection): %s; reconnecting", addr, rc->name, why);
     }
 }
 
 /* Tear the context down now (from a timer, never from a hiredis callback).
- * Pending requests get a NULL reply through hiredis. */
+ * Pending requests get a NULL reply through hiredis.  `why` is NULL when
+ * drop_soon noted the failure already. */
 static void drop(struct rconn *rc, const char *why)
 {
     redisAsyncContext *ac = rc->ac;
     int was_up = rc->up;
     rc->ac = NULL;
     rc->up = 0;
+    rc->dropping = 0;
     evtimer_del(rc->connect_timer);
-    note_failure(rc, why);
+    if (why)
+        note_failure(rc, why);
     if (ac)
         redisAsyncFree(ac);
     if (was_up && rc->ev.on_down)
         rc->ev.on_down(rc, rc->ev.arg);
     schedule_reconnect(rc);
+}
+
+/* Note the failure now and drop the connection from the connect timer at
+ * once: inside a hiredis callback the context must not be freed.  Until
+ * then no request is taken. */
+static void drop_soon(struct rconn *rc, const char *why)
+{
+    if (rc->dropping)
+        return;
+    rc->dropping = 1;
+    note_failure(rc, why);
+    struct timeval now = { 0, 0 };
+    evtimer_add(rc->connect_timer, &now);
+}
+
+/* The outage is over: say so once, and start the next one's backoff from
+ * the minimum. */
+static void note_recovery(struct rconn *rc)
+{
+    if (rc->failures > 0) {
+        char addr[300];
+        redis_conn_describe(&rc->opt, addr, sizeof addr);
+        log_info("redis %s (%s connection): connected again after %d attempt%s",
+                 addr, rc->name, rc->failures, rc->failures == 1 ? "" : "s");
+    }
+    rc->failures = 0;
+    rc->demoted = 0;
+    rc->backoff_ms = REDIS_CONN_BACKOFF_MIN_MS;
 }
 
 /* ---- requests ------------------------------------------------------------ */
@@ -114,17 +135,12 @@ static int request_write(struct request *req)
     if (redisAsyncFormattedCommand(rc->ac, on_reply, req, req->formatted,
                                    (size_t)req->len) != REDIS_OK)
         return -1;
-    if (rc->command_timeout_ms > 0) {
-        struct timeval tv = { rc->command_timeout_ms / 1000,
-                              (rc->command_timeout_ms % 1000) * 1000 };
+    if (rc->opt.command_timeout_ms > 0) {
+        struct timeval tv = { rc->opt.command_timeout_ms / 1000,
+                              (rc->opt.command_timeout_ms % 1000) * 1000 };
         evtimer_add(req->deadline, &tv);
     }
     return 0;
-}
-
-static int is_noscript(const redisReply *r)
-{
-    return r && r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0;
 }
 
 static void send_script_load(struct rconn *rc, int script);
@@ -138,13 +154,23 @@ static void on_reply(redisAsyncContext *ac, void *r, void *privdata)
     evtimer_del(req->deadline);
     /* The script vanished (SCRIPT FLUSH): load it and send once more; the
      * script did not run, so this is safe. */
-    if (is_noscript(reply) && !req->resent && req->script >= 0 && rc->ac == req->ac
-        && rc->up) {
+    if (redis_conn_is_noscript(reply) && !req->resent && req->script >= 0 && rc->ac == req->ac
+        && rc->up && !rc->dropping) {
         req->resent = 1;
         send_script_load(rc, req->script);
         if (request_write(req) == 0)
             return;
         reply = NULL;
+    }
+    /* The server is a replica now, or loading (a failover moved the master
+     * elsewhere): nothing ran, so the caller sees a lost connection and
+     * sends again once a new one is up; the outage is logged once. */
+    if (redis_conn_is_failover(reply) && rc->ac) {
+        rc->demoted = 1;
+        drop_soon(rc, reply->str);
+        reply = NULL;
+    } else if (reply && rc->demoted) {
+        note_recovery(rc);
     }
     if (reply && reply->type == REDIS_REPLY_ERROR)
         log_warn("redis error (%s connection): %s", rc->name, reply->str);
@@ -155,7 +181,7 @@ static void on_reply(redisAsyncContext *ac, void *r, void *privdata)
 int rconn_send(struct rconn *rc, const struct cmd *cmd, int script,
                rconn_reply_fn fn, void *arg)
 {
-    if (!rc->up || !rc->ac || cmd->oom)
+    if (!rc->up || rc->dropping || !rc->ac || cmd->oom)
         return -1;
     struct request *req = calloc(1, sizeof *req);
     if (!req)
@@ -178,14 +204,10 @@ int rconn_send(struct rconn *rc, const struct cmd *cmd, int script,
 static void handshake_done(struct rconn *rc)
 {
     evtimer_del(rc->connect_timer);
-    if (rc->failures > 0) {
-        char addr[300];
-        where(rc, addr, sizeof addr);
-        log_info("redis %s (%s connection): connected again after %d attempt%s",
-                 addr, rc->name, rc->failures, rc->failures == 1 ? "" : "s");
-    }
-    rc->failures = 0;
-    rc->backoff_ms = BACKOFF_MIN_MS;
+    /* After a failover reply the outage lasts until a server takes a
+     * command: a replica accepts the handshake too. */
+    if (!rc->demoted)
+        note_recovery(rc);
     rc->up = 1;
     if (rc->was_ever_up && rc->reconnects)
         slot_add(rc->reconnects, 1);
@@ -205,13 +227,10 @@ static void on_handshake_reply(redisAsyncContext *ac, void *r, void *privdata)
     if (reply->type == REDIS_REPLY_ERROR) {
         char why[300];
         snprintf(why, sizeof why, "handshake refused: %s", reply->str);
-        /* Not from inside the callback: let the connect timer drop it. */
-        note_failure(rc, why);
-        struct timeval now = { 0, 0 };
-        evtimer_add(rc->connect_timer, &now);
+        drop_soon(rc, why);
         return;
     }
-    if (--rc->pending == 0)
+    if (--rc->pending == 0 && !rc->dropping)
         handshake_done(rc);
 }
 
@@ -242,16 +261,15 @@ static void start_handshake(struct rconn *rc)
 {
     redisAsyncContext *ac = rc->ac;
     rc->pending = 0;
-    if (rc->password) {
+    const char *auth[3];
+    int argc = redis_conn_auth_argv(&rc->opt, auth);
+    if (argc) {
         rc->pending++;
-        if (rc->user)
-            redisAsyncCommand(ac, on_handshake_reply, rc, "AUTH %s %s", rc->user, rc->password);
-        else
-            redisAsyncCommand(ac, on_handshake_reply, rc, "AUTH %s", rc->password);
+        redisAsyncCommandArgv(ac, on_handshake_reply, rc, argc, auth, NULL);
     }
-    if (rc->db) {
+    if (rc->opt.db) {
         rc->pending++;
-        redisAsyncCommand(ac, on_handshake_reply, rc, "SELECT %d", rc->db);
+        redisAsyncCommand(ac, on_handshake_reply, rc, "SELECT %d", rc->opt.db);
     }
     if (rc->channel) {
         rc->pending++;
@@ -277,7 +295,7 @@ static void on_connect(const redisAsyncContext *ac, int status)
         schedule_reconnect(rc);
         return;
     }
-    if (!rc->unix_path && rc->keepalive)
+    if (!rc->opt.unix_path && rc->opt.keepalive)
         redisEnableKeepAlive((redisContext *)&ac->c);
     start_handshake(rc);
 }
@@ -300,8 +318,9 @@ static void on_disconnect(const redisAsyncContext *ac, int status)
 
 static void connect_now(struct rconn *rc)
 {
-    redisAsyncContext *ac = rc->unix_path ? redisAsyncConnectUnix(rc->unix_path)
-                                          : redisAsyncConnect(rc->host, rc->port);
+    rc->dropping = 0;   /* a drop_soon the server beat to it is moot */
+    redisAsyncContext *ac = rc->opt.unix_path ? redisAsyncConnectUnix(rc->opt.unix_path)
+                                              : redisAsyncConnect(rc->opt.host, rc->opt.port);
     if (!ac) {
         note_failure(rc, "out of memory");
         schedule_reconnect(rc);
@@ -319,8 +338,8 @@ static void connect_now(struct rconn *rc)
     redisLibeventAttach(ac, rc->base);
     redisAsyncSetConnectCallback(ac, on_connect);
     redisAsyncSetDisconnectCallback(ac, on_disconnect);
-    struct timeval tv = { rc->connect_timeout_ms / 1000,
-                          (rc->connect_timeout_ms % 1000) * 1000 };
+    struct timeval tv = { rc->opt.connect_timeout_ms / 1000,
+                          (rc->opt.connect_timeout_ms % 1000) * 1000 };
     evtimer_add(rc->connect_timer, &tv);
 }
 
@@ -336,26 +355,19 @@ static void on_connect_timer(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     struct rconn *rc = arg;
-    if (rc->ac && !rc->up)
+    if (rc->ac && rc->dropping)
+        drop(rc, NULL);
+    else if (rc->ac)
         drop(rc, "connect or handshake timed out");
-    else if (rc->ac && rc->up)
-        drop(rc, "handshake failed");
 }
 
 /* Next attempt after the backoff, with +-25% jitter so that many workers
  * do not reconnect in step after a Redis restart. */
 static void schedule_reconnect(struct rconn *rc)
 {
-    int ms = rc->backoff_ms;
-    ms += (int)((random() % (ms / 2 + 1)) - ms / 4);
-    rc->backoff_ms = rc->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : rc->backoff_ms * 2;
+    int ms = redis_conn_backoff_next(&rc->backoff_ms, (unsigned long)random());
     struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
     evtimer_add(rc->retry_timer, &tv);
-}
-
-static char *dup_or_null(const char *s)
-{
-    return s ? strdup(s) : NULL;
 }
 
 struct rconn *rconn_new(struct event_base *base, const dq_options *opt,
@@ -364,27 +376,32 @@ struct rconn *rconn_new(struct event_base *base, const dq_options *opt,
     struct rconn *rc = calloc(1, sizeof *rc);
     if (!rc)
         return NULL;
+    char err[128];
+    if (redis_conn_opts_copy(&rc->opt, opt, err, sizeof err) < 0) {
+        log_err("redis connection %s: %s", name, err);
+        free(rc);
+        return NULL;
+    }
     rc->base = base;
     rc->name = strdup(name);
-    rc->host = strdup(opt->host ? opt->host : "127.0.0.1");
-    rc->unix_path = dup_or_null(opt->unix_path);
-    rc->user = dup_or_null(opt->user);
-    rc->password = dup_or_null(opt->password);
-    rc->port = opt->port > 0 ? opt->port : 6379;
-    rc->db = opt->db;
-    rc->keepalive = opt->keepalive;
-    rc->connect_timeout_ms = opt->connect_timeout_ms > 0 ? opt->connect_timeout_ms : 5000;
-    rc->command_timeout_ms = opt->command_timeout_ms;
-    rc->backoff_ms = BACKOFF_MIN_MS;
+    rc->backoff_ms = REDIS_CONN_BACKOFF_MIN_MS;
     if (ev)
         rc->ev = *ev;
     rc->connect_timer = evtimer_new(base, on_connect_timer, rc);
     rc->retry_timer = evtimer_new(base, on_retry_timer, rc);
-    if (!rc->name || !rc->host || !rc->connect_timer || !rc->retry_timer) {
+    if (!rc->name || !rc->connect_timer || !rc->retry_timer) {
         rconn_free(rc);
         return NULL;
     }
     return rc;
+}
+
+struct rconn *rconn_from_conf(struct event_base *base, const struct redis_conf *conf,
+                              const char *name, const struct rconn_events *ev)
+{
+    dq_options opt;
+    redis_conf_to_options(conf, &opt);
+    return rconn_new(base, &opt, name, ev);
 }
 
 void rconn_start(struct rconn *rc)
@@ -395,7 +412,7 @@ void rconn_start(struct rconn *rc)
 
 int rconn_is_up(const struct rconn *rc)
 {
-    return rc->up;
+    return rc->up && !rc->dropping;
 }
 
 void rconn_subscribe(struct rconn *rc, const char *channel, rconn_message_fn fn,
@@ -427,12 +444,7 @@ void rconn_free(struct rconn *rc)
     if (rc->retry_timer)
         event_free(rc->retry_timer);
     free(rc->name);
-    free(rc->host);
-    free(rc->unix_path);
-    free(rc->user);
-    if (rc->password)
-        memset(rc->password, 0, strlen(rc->password));
-    free(rc->password);
+    redis_conn_opts_free(&rc->opt);
     free(rc->channel);
     free(rc);
 }

@@ -12,6 +12,13 @@
  * On every (re)connect rconn authenticates, selects the database, loads
  * every script (SCRIPT LOAD), then calls on_up.  A script command that
  * meets NOSCRIPT anyway (SCRIPT FLUSH) is loaded and re-sent once.
+ *
+ * A READONLY, MASTERDOWN or LOADING reply (the server was demoted by a
+ * failover, or is loading) is handed to the caller as NULL, a lost
+ * connection: nothing ran, so the caller sends again after on_up.  The
+ * connection is dropped and re-made with the backoff, so that it follows
+ * a moved address to the new master; the outage lasts, and is logged
+ * once, until a server takes a command again.
  */
 #ifndef DQ_RCONN_H
 #define DQ_RCONN_H
@@ -20,6 +27,7 @@
 #include <event2/event.h>
 #include <hiredis/hiredis.h>
 
+#include "config/redis_conf.h"
 #include "lib/cmd.h"
 
 struct rconn;
@@ -41,9 +49,20 @@ struct rconn_events {
 };
 
 /* Make a connection that will connect to `opt` (copied) once started.
- * `name` tags its log lines ("cmd", "sub").  NULL when out of memory. */
+ * `name` tags its log lines ("cmd", "sub").  NULL when out of memory (or
+ * the options are refused: logged). */
 struct rconn *rconn_new(struct event_base *base, const dq_options *opt,
                         const char *name, const struct rconn_events *ev);
+
+/*
+ * The daemon's way to make a connection: rconn_new for the Redis settings
+ * of the configuration, `conf` (&daemon_conf.redis; copied, so it may be
+ * freed or reloaded afterwards).  Start it with rconn_start; free it with
+ * rconn_free.  NULL when out of memory.  The queue keys under the same
+ * settings come from redis_conf_queue_keys.
+ */
+struct rconn *rconn_from_conf(struct event_base *base, const struct redis_conf *conf,
+                              const char *name, const struct rconn_events *ev);
 
 /* Start connecting (and keep reconnecting). */
 void rconn_start(struct rconn *rc);

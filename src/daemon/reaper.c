@@ -123,21 +123,19 @@ int reaper_main(const struct daemon_conf *dc, struct worker_slot *slot)
     r.queues = calloc(dc->nqueues ? dc->nqueues : 1, sizeof *r.queues);
     if (!r.base || !r.queues)
         goto done;
-    dq_options opt;
-    redis_conf_to_options(&dc->redis, &opt);
     struct rconn_events ev = { on_up, NULL, &r };
-    r.conn = rconn_new(r.base, &opt, "reap", &ev);
+    r.conn = rconn_from_conf(r.base, &dc->redis, "reap", &ev);
     r.stop_poll = event_new(r.base, -1, EV_PERSIST, on_stop_poll, &r);
     if (!r.conn || !r.stop_poll)
         goto done;
-    if (!(r.fsck = reaper_fsck_new(r.base, r.conn, dc, opt.prefix, &slot->fsck)))
+    if (!(r.fsck = reaper_fsck_new(r.base, r.conn, dc, &slot->fsck)))
         goto done;
     rconn_count_reconnects(r.conn, &slot->redis_reconnects);
     for (size_t i = 0; i < dc->nqueues; i++) {
         struct reaped_queue *rq = &r.queues[i];
         rq->r = &r;
         rq->q = &dc->queues[i];
-        keys_build(&rq->keys, opt.prefix, rq->q->name);
+        redis_conf_queue_keys(&dc->redis, rq->q->name, &rq->keys);
         if (!(rq->timer = evtimer_new(r.base, on_timer, rq)))
             goto done;
     }

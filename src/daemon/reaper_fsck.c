@@ -223,7 +223,7 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 }
 
 struct reaper_fsck *reaper_fsck_new(struct event_base *base, struct rconn *conn,
-                                    const struct daemon_conf *dc, const char *prefix,
+                                    const struct daemon_conf *dc,
                                     struct slot_fsck *slot)
 {
     struct reaper_fsck *f = calloc(1, sizeof *f);
@@ -242,7 +242,7 @@ struct reaper_fsck *reaper_fsck_new(struct event_base *base, struct rconn *conn,
         struct fsck_queue *fq = &f->queues[i];
         fq->f = f;
         fq->q = &dc->queues[i];
-        keys_build(&fq->keys, prefix, fq->q->name);
+        redis_conf_queue_keys(&dc->redis, fq->q->name, &fq->keys);
         fq->entry = slot_fsck_entry(slot, fq->q->name);
         if (!(fq->timer = evtimer_new(base, on_timer, fq)))
             goto fail;

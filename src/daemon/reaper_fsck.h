@@ -23,9 +23,9 @@
 struct reaper_fsck;
 
 /* The passes of `dc`'s queues (none when fsck_interval is 0) over `conn`
- * (borrowed), keys under `prefix`; NULL when out of memory. */
+ * (borrowed), keys under its redis prefix; NULL when out of memory. */
 struct reaper_fsck *reaper_fsck_new(struct event_base *base, struct rconn *conn,
-                                    const struct daemon_conf *dc, const char *prefix,
+                                    const struct daemon_conf *dc,
                                     struct slot_fsck *slot);
 
 /* The connection is (again) up: start a pass of every queue now. */

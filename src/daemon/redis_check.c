@@ -5,6 +5,9 @@
 #include <string.h>
 
 #include "daemon/log.h"
+#include "lib/redis_conn.h"
+
+#define CHECK_TIMEOUT_MS 2000
 
 /* The value of `field` in an INFO section, or NULL. */
 static const char *info_field(const char *info, const char *field, char *buf, size_t len)
@@ -46,31 +49,27 @@ static void check_eviction(redisContext *c)
 
 void redis_check_server(const struct redis_conf *rc)
 {
-    struct timeval tv = { 2, 0 };
-    redisContext *c = rc->unix_socket
-        ? redisConnectUnixWithTimeout(rc->unix_socket, tv)
-        : redisConnectWithTimeout(rc->host ? rc->host : "127.0.0.1", rc->port, tv);
-    if (!c || c->err) {
-        log_warn("redis not reachable at start (%s); workers will keep trying",
-                 c ? c->errstr : "out of memory");
-        if (c)
-            redisFree(c);
+    dq_options opt;
+    redis_conf_to_options(rc, &opt);
+    opt.connect_timeout_ms = CHECK_TIMEOUT_MS;
+    opt.command_timeout_ms = CHECK_TIMEOUT_MS;
+    struct redis_conn_opts o;
+    char err[512];
+    if (redis_conn_opts_copy(&o, &opt, err, sizeof err) < 0) {
+        log_err("redis: %s", err);
         return;
     }
-    redisSetTimeout(c, tv);
-    int ok = 1;
-    if (rc->password) {
-        redisReply *r = rc->user ? redisCommand(c, "AUTH %s %s", rc->user, rc->password)
-                                 : redisCommand(c, "AUTH %s", rc->password);
-        ok = r && r->type != REDIS_REPLY_ERROR;
-        if (r && r->type == REDIS_REPLY_ERROR)
-            log_err("redis refused AUTH: %s", r->str);
-        if (r)
-            freeReplyObject(r);
+    dq_status st;
+    redisContext *c = redis_conn_open(&o, &st, err, sizeof err);
+    redis_conn_opts_free(&o);
+    if (!c) {
+        if (st == DQ_ERR_AUTH)
+            log_err("%s", err);
+        else
+            log_warn("redis not reachable at start (%s); workers will keep trying", err);
+        return;
     }
-    if (ok) {
-        check_version(c);
-        check_eviction(c);
-    }
+    check_version(c);
+    check_eviction(c);
     redisFree(c);
 }

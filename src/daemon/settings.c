@@ -1,18 +1,24 @@
 #include "daemon/settings.h"
 
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "config/conf_reader.h"
 #include "util/timefmt.h"
 
 struct dq_settings {
     const config_setting_t *group; /* borrowed; NULL: no settings */
+    struct conf_reader reader;     /* keeps the first problem in error */
     char error[512];               /* the first problem, "" if none */
+    char prefix[256];              /* "handlers.[0].settings.": names members */
     unsigned char *asked;          /* per member of group: 1 once looked up */
     size_t nmembers;
 };
+
+static void setting_path(const config_setting_t *st, char *buf, size_t len);
 
 dq_settings *settings_new(const config_setting_t *group)
 {
@@ -28,6 +34,11 @@ dq_settings *settings_new(const config_setting_t *group)
         }
     }
     s->group = group;
+    conf_reader_init(&s->reader, NULL, s->error, sizeof s->error);
+    if (group) {
+        setting_path(group, s->prefix, sizeof s->prefix - 1);
+        strcat(s->prefix, ".");
+    }
     return s;
 }
 
@@ -45,7 +56,7 @@ const char *settings_error(const dq_settings *s)
 
 void settings_clear_error(dq_settings *s)
 {
-    s->error[0] = '\0';
+    conf_reader_init(&s->reader, NULL, s->error, sizeof s->error);
 }
 
 /* Where `st` is in the file, as a libconfig path: "handlers.[0].settings.argv".
@@ -72,29 +83,30 @@ static void setting_path(const config_setting_t *st, char *buf, size_t len)
 }
 
 /*
- * Record "FILE:LINE: PATH: expected WHAT" for `st`, unless a problem is
- * recorded already: the first one is the one worth reporting.  The
- * accessors take a const dq_settings (a handler cannot change its settings);
- * this record is the host's bookkeeping, in an object settings_new
- * allocated, so writing through the cast is sound.
+ * The reader that keeps the first problem.  The accessors take a const
+ * dq_settings (a handler cannot change its settings); the reader is the
+ * host's bookkeeping, in an object settings_new allocated, so writing
+ * through the cast is sound.
  */
-static void record(const dq_settings *s, const config_setting_t *st,
-                   const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void record(const dq_settings *s, const config_setting_t *st,
-                   const char *fmt, ...)
+static struct conf_reader *reader(const dq_settings *s)
 {
-    dq_settings *m = (dq_settings *)s;
-    if (m->error[0])
-        return;
-    char path[256], what[200];
+    return &((dq_settings *)s)->reader;
+}
+
+/* Record "FILE:LINE: PATH: WHAT" for `st` (PATH its place in the file, so
+ * that elements of lists and groups are named too), unless a problem is
+ * recorded already. */
+static void record(const dq_settings *s, const config_setting_t *st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void record(const dq_settings *s, const config_setting_t *st, const char *fmt, ...)
+{
+    char path[256], what[300];
     setting_path(st, path, sizeof path);
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
-    const char *file = config_setting_source_file(st);
-    snprintf(m->error, sizeof m->error, "%s:%u: %s: %s", file ? file : "(config)",
-             config_setting_source_line(st), path, what);
+    conf_fail(reader(s), st, "%s: %s", path, what);
 }
 
 /* The member `name` of the settings group, or NULL when absent.  Notes
@@ -118,11 +130,11 @@ int settings_unread(const dq_settings *s, char *buf, size_t len)
         const config_setting_t *st = config_setting_get_elem(s->group, (unsigned)i);
         if (!st)
             continue;
-        char path[256];
-        setting_path(st, path, sizeof path);
-        const char *file = config_setting_source_file(st);
-        snprintf(buf, len, "%s:%u: %s", file ? file : "(config)",
-                 config_setting_source_line(st), path);
+        char name[300];
+        conf_name(st, s->prefix, name, sizeof name);
+        struct conf_reader where;
+        conf_reader_init(&where, NULL, buf, len);
+        conf_fail(&where, st, "%s", name);
         return 1;
     }
     return 0;
@@ -131,39 +143,31 @@ int settings_unread(const dq_settings *s, char *buf, size_t len)
 static const char *get_string(const dq_settings *s, const char *name, const char *def)
 {
     const config_setting_t *st = member(s, name);
-    if (!st)
-        return def;
-    if (config_setting_type(st) != CONFIG_TYPE_STRING) {
-        record(s, st, "expected a string");
-        return def;
-    }
-    return config_setting_get_string(st);
+    const char *v = def;
+    if (st)
+        conf_string(reader(s), st, s->prefix, &v);
+    return v;
 }
 
 static int64_t get_int(const dq_settings *s, const char *name, int64_t def)
 {
     const config_setting_t *st = member(s, name);
-    if (!st)
-        return def;
-    int t = config_setting_type(st);
-    if (t != CONFIG_TYPE_INT && t != CONFIG_TYPE_INT64) {
-        record(s, st, "expected an integer");
-        return def;
-    }
-    return config_setting_get_int64(st);
+    long long v = def;
+    if (st)
+        conf_int(reader(s), st, s->prefix, LLONG_MIN, LLONG_MAX, &v);
+    return v;
 }
 
 static int get_bool(const dq_settings *s, const char *name, int def)
 {
     const config_setting_t *st = member(s, name);
-    if (!st)
-        return def;
-    if (config_setting_type(st) != CONFIG_TYPE_BOOL) {
-        record(s, st, "expected true or false");
-        return def;
-    }
-    return config_setting_get_bool(st) ? 1 : 0;
+    int v = def;
+    if (st)
+        conf_bool(reader(s), st, s->prefix, &v);
+    return v;
 }
+
+#define DURATION_EXPECTED "expected a duration such as \"30s\""
 
 /* A duration string ("500ms", "30s", "1h30m"); a bare integer counts as
  * seconds, as a bare number does in a duration string. */
@@ -176,19 +180,19 @@ static int64_t get_duration_ms(const dq_settings *s, const char *name, int64_t d
     if (t == CONFIG_TYPE_INT || t == CONFIG_TYPE_INT64) {
         long long sec = config_setting_get_int64(st);
         if (sec < 0 || sec > INT64_MAX / 1000) {
-            record(s, st, "expected a duration such as \"30s\"");
+            record(s, st, DURATION_EXPECTED);
             return def;
         }
         return (int64_t)sec * 1000;
     }
     if (t != CONFIG_TYPE_STRING) {
-        record(s, st, "expected a duration such as \"30s\"");
+        record(s, st, DURATION_EXPECTED);
         return def;
     }
     int64_t ms;
     const char *why = NULL;
     if (timefmt_parse_duration(config_setting_get_string(st), &ms, &why) < 0) {
-        record(s, st, "expected a duration such as \"30s\": %s", why);
+        record(s, st, "%s%s%s", DURATION_EXPECTED, why ? ": " : "", why ? why : "");
         return def;
     }
     return ms;

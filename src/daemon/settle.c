@@ -71,10 +71,8 @@ struct settler *settler_new(struct event_base *base, const struct daemon_conf *d
     if (!st)
         return NULL;
     st->metrics = metrics;
-    dq_options opt;
-    redis_conf_to_options(&dc->redis, &opt);
     struct rconn_events ev = { on_up, NULL, st };
-    st->conn = rconn_new(base, &opt, "settle", &ev);
+    st->conn = rconn_from_conf(base, &dc->redis, "settle", &ev);
     st->retry_timer = event_new(base, -1, EV_PERSIST, on_retry_timer, st);
     if (!st->conn || !st->retry_timer) {
         settler_free(st);
@@ -352,9 +350,7 @@ void settler_settle(struct settler *st, const struct settle_req *req)
     snprintf(t->who, sizeof t->who, "%s", req->who);
     snprintf(t->cause, sizeof t->cause, "%s", req->cause);
     snprintf(t->owner, sizeof t->owner, "%s", req->owner);
-    dq_options opt;
-    redis_conf_to_options(&req->dc->redis, &opt);
-    keys_build(&t->keys, opt.prefix, req->q->name);
+    redis_conf_queue_keys(&req->dc->redis, req->q->name, &t->keys);
     t->give_up_ms = slots_now_ms() + req->q->lease_ms;
     if (copy_entries(t, req->slot) < 0 || build_cmds(t, req) < 0)
         goto oom;

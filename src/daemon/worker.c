@@ -786,13 +786,11 @@ static int worker_setup(struct worker *w)
         event_config_free(cfg);
     if (!w->base)
         return WORKER_EXIT_SOFTWARE;
-    dq_options opt;
-    redis_conf_to_options(&w->dc->redis, &opt);
-    keys_build(&w->keys, opt.prefix, w->q->name);
+    redis_conf_queue_keys(&w->dc->redis, w->q->name, &w->keys);
     struct rconn_events cmd_ev = { on_cmd_up, NULL, w };
-    w->cmd = rconn_new(w->base, &opt, "cmd", &cmd_ev);
+    w->cmd = rconn_from_conf(w->base, &w->dc->redis, "cmd", &cmd_ev);
     struct rconn_events sub_ev = { on_sub_up, NULL, w };
-    w->sub = rconn_new(w->base, &opt, "sub", &sub_ev);
+    w->sub = rconn_from_conf(w->base, &w->dc->redis, "sub", &sub_ev);
     w->wake_timer = evtimer_new(w->base, on_wake_timer, w);
     w->run_ev = event_new(w->base, -1, 0, on_run, w);
     w->stop_poll = event_new(w->base, -1, EV_PERSIST, on_stop_poll, w);

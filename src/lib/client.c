@@ -12,6 +12,7 @@
 #include <time.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -51,64 +52,6 @@ const char *dq_status_str(dq_status st)
     return "unknown status";
 }
 
-void dq_options_init(dq_options *opt)
-{
-    memset(opt, 0, sizeof *opt);
-    opt->host = "127.0.0.1";
-    opt->port = 6379;
-    opt->connect_timeout_ms = 5000;
-    opt->command_timeout_ms = 5000;
-    opt->keepalive = 1;
-    opt->prefix = DQ_DEFAULT_PREFIX;
-    opt->max_payload = DQ_DEFAULT_MAX_PAYLOAD;
-}
-
-static struct timeval ms_to_tv(int ms)
-{
-    struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
-    return tv;
-}
-
-/* Where the client connects, for messages: "127.0.0.1:6379" or the path. */
-static void describe_addr(const dq_client *c, char *buf, size_t len)
-{
-    if (c->unix_path)
-        snprintf(buf, len, "%s", c->unix_path);
-    else
-        snprintf(buf, len, "%s:%d", c->host, c->port);
-}
-
-/* Map a broken context to a status and message; the context is kept so the
- * caller can free it. */
-static dq_status context_error(dq_client *c, redisContext *rc, const char *what)
-{
-    char addr[300];
-    describe_addr(c, addr, sizeof addr);
-    int timed_out = rc->err == REDIS_ERR_IO
-                    && (errno == EAGAIN || errno == EWOULDBLOCK || errno == ETIMEDOUT);
-    if (timed_out || strstr(rc->errstr, "timed out")
-        || strstr(rc->errstr, "temporarily unavailable"))
-        return client_fail(c, DQ_ERR_TIMEOUT, "redis %s: %s timed out", addr, what);
-    if (rc->err == REDIS_ERR_EOF)
-        return client_fail(c, DQ_ERR_CONNECT, "redis %s: connection closed by server", addr);
-    return client_fail(c, DQ_ERR_CONNECT, "redis %s: %s", addr,
-                       rc->errstr[0] ? rc->errstr : what);
-}
-
-/* Run a handshake command (AUTH, SELECT) on a fresh context. */
-static dq_status handshake(dq_client *c, redisContext *rc, int argc,
-                           const char **argv, const char *what)
-{
-    redisReply *r = redisCommandArgv(rc, argc, argv, NULL);
-    if (!r)
-        return context_error(c, rc, what);
-    dq_status st = DQ_OK;
-    if (r->type == REDIS_REPLY_ERROR)
-        st = client_fail(c, DQ_ERR_AUTH, "redis refused %s: %s", what, r->str);
-    freeReplyObject(r);
-    return st;
-}
-
 /*
  * Writing to a connection the server closed raises SIGPIPE, whose default
  * action kills the process; a library must not, so every call that writes
@@ -146,45 +89,10 @@ static void pipe_guard_leave(struct pipe_guard *g)
 /* (Re)open the connection with the client's settings. */
 static dq_status client_open_unguarded(dq_client *c)
 {
-    char addr[300];
-    describe_addr(c, addr, sizeof addr);
-    struct timeval ctv = ms_to_tv(c->connect_timeout_ms);
-    redisContext *rc = c->unix_path ? redisConnectUnixWithTimeout(c->unix_path, ctv)
-                                    : redisConnectWithTimeout(c->host, c->port, ctv);
+    dq_status st;
+    redisContext *rc = redis_conn_open(&c->conn, &st, c->err, sizeof c->err);
     if (!rc)
-        return client_fail(c, DQ_ERR_NOMEM, "out of memory connecting to redis");
-    if (rc->err) {
-        dq_status st = context_error(c, rc, "connect");
-        if (st == DQ_ERR_CONNECT)
-            client_fail(c, st, "cannot connect to redis at %s: %s", addr, rc->errstr);
-        redisFree(rc);
         return st;
-    }
-    if (c->command_timeout_ms > 0)
-        redisSetTimeout(rc, ms_to_tv(c->command_timeout_ms));
-    if (c->keepalive && !c->unix_path)
-        redisEnableKeepAlive(rc);
-
-    dq_status st = DQ_OK;
-    if (c->password) {
-        const char *argv[3] = { "AUTH", c->user ? c->user : c->password, c->password };
-        st = handshake(c, rc, c->user ? 3 : 2, argv, "AUTH");
-    }
-    if (st == DQ_OK && c->db != 0) {
-        char db[16];
-        snprintf(db, sizeof db, "%d", c->db);
-        const char *argv[2] = { "SELECT", db };
-        st = handshake(c, rc, 2, argv, "SELECT");
-    } else if (st == DQ_OK && !c->password) {
-        /* Nothing was sent yet: a server that wants a password must fail
-         * dq_connect with DQ_ERR_AUTH, not every later call. */
-        const char *argv[1] = { "PING" };
-        st = handshake(c, rc, 1, argv, "PING");
-    }
-    if (st != DQ_OK) {
-        redisFree(rc);
-        return st;
-    }
     c->rc = rc;
     c->registered[0] = '\0';
     return DQ_OK;
@@ -197,11 +105,6 @@ static dq_status client_open(dq_client *c)
     dq_status st = client_open_unguarded(c);
     pipe_guard_leave(&g);
     return st;
-}
-
-static char *dup_or_null(const char *s)
-{
-    return s ? strdup(s) : NULL;
 }
 
 dq_client *dq_connect(const dq_options *opt, char *err, size_t errlen,
@@ -224,26 +127,17 @@ dq_client *dq_connect(const dq_options *opt, char *err, size_t errlen,
         st = client_fail(c, DQ_ERR_INVALID, "%s", why);
         goto fail;
     }
-    c->host = strdup(opt->host ? opt->host : "127.0.0.1");
-    c->unix_path = dup_or_null(opt->unix_path);
-    c->user = dup_or_null(opt->user);
-    c->password = dup_or_null(opt->password);
+    if (redis_conn_opts_copy(&c->conn, opt, c->err, sizeof c->err) < 0) {
+        st = opt->user && !opt->password ? DQ_ERR_INVALID : DQ_ERR_NOMEM;
+        goto fail;
+    }
     c->prefix = strdup(prefix);
-    c->port = opt->port > 0 ? opt->port : 6379;
-    c->db = opt->db;
-    c->connect_timeout_ms = opt->connect_timeout_ms > 0 ? opt->connect_timeout_ms : 5000;
-    c->command_timeout_ms = opt->command_timeout_ms > 0 ? opt->command_timeout_ms : 0;
-    c->keepalive = opt->keepalive;
     c->max_payload = opt->max_payload ? opt->max_payload : DQ_DEFAULT_MAX_PAYLOAD;
-    if (!c->host || !c->prefix || (opt->unix_path && !c->unix_path)
-        || (opt->user && !c->user) || (opt->password && !c->password)) {
+    if (!c->prefix) {
         st = client_fail(c, DQ_ERR_NOMEM, "out of memory");
         goto fail;
     }
-    if (opt->user && !opt->password) {
-        st = client_fail(c, DQ_ERR_INVALID, "an ACL user needs a password");
-        goto fail;
-    }
+    c->jitter_seed = (unsigned)time(NULL) ^ (unsigned)(uintptr_t)c;
     st = client_open(c);
     if (st != DQ_OK)
         goto fail;
@@ -266,12 +160,7 @@ void dq_close(dq_client *c)
         return;
     if (c->rc)
         redisFree(c->rc);
-    free(c->host);
-    free(c->unix_path);
-    free(c->user);
-    if (c->password)
-        memset(c->password, 0, strlen(c->password));
-    free(c->password);
+    redis_conn_opts_free(&c->conn);
     free(c->prefix);
     free(c);
 }
@@ -301,15 +190,10 @@ static dq_status ensure_open(dq_client *c)
 /* The context broke during a command: report it and drop the context. */
 static dq_status broken(dq_client *c, const char *what)
 {
-    dq_status st = context_error(c, c->rc, what);
+    dq_status st = redis_conn_context_error(&c->conn, c->rc, what, c->err, sizeof c->err);
     redisFree(c->rc);
     c->rc = NULL;
     return st;
-}
-
-static int is_noscript(const redisReply *r)
-{
-    return r && r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0;
 }
 
 static dq_status load_script(dq_client *c, enum dq_script_id s)
@@ -336,6 +220,41 @@ static dq_status check_reply(dq_client *c, redisReply *r, const char *what)
     return client_fail(c, DQ_ERR_REDIS, "redis error in %s: %s", what, r->str);
 }
 
+/* How long a call has waited for a master, across its reconnects. */
+struct failover_wait {
+    int backoff_ms;
+    int waited_ms;
+};
+
+#define FAILOVER_WAIT_INIT { REDIS_CONN_BACKOFF_MIN_MS, 0 }
+
+/*
+ * The server answered `r` (freed here) as a replica or while loading its
+ * data: a failover by DNS or VIP left the connection on the old master,
+ * or the server restarted.  Nothing ran, so the command may be sent again:
+ * drop the connection and make it again after the jittered backoff, as
+ * long as the connect timeout allows.  DQ_OK when a new connection is up;
+ * else one error that names the reply (the caller's one report of it).
+ */
+static dq_status await_master(dq_client *c, redisReply *r, struct failover_wait *fw)
+{
+    char addr[300], text[256];
+    redis_conn_describe(&c->conn, addr, sizeof addr);
+    snprintf(text, sizeof text, "%s", r->str);
+    freeReplyObject(r);
+    redisFree(c->rc);
+    c->rc = NULL;
+    if (fw->waited_ms >= c->conn.connect_timeout_ms)
+        return client_fail(c, DQ_ERR_CONNECT, "redis %s: %s (no master within %d ms)",
+                           addr, text, fw->waited_ms);
+    int ms = redis_conn_backoff_next(&fw->backoff_ms, (unsigned long)rand_r(&c->jitter_seed));
+    struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
+    fw->waited_ms += ms;
+    return client_open_unguarded(c);
+}
+
 static dq_status run_unguarded(dq_client *c, struct cmd *cmd, int s,
                               redisReply **reply)
 {
@@ -346,14 +265,22 @@ static dq_status run_unguarded(dq_client *c, struct cmd *cmd, int s,
     if (st != DQ_OK)
         return st;
     const char *what = s >= 0 ? dq_scripts[s].name : cmd->argv[0];
-    for (int tries = 0; tries < 2; tries++) {
+    struct failover_wait fw = FAILOVER_WAIT_INIT;
+    int loaded = 0;
+    for (;;) {
         redisReply *r = redisCommandArgv(c->rc, cmd->argc, cmd->argv, cmd->lens);
         if (!r)
             return broken(c, what);
-        if (tries == 0 && s >= 0 && is_noscript(r)) {
+        if (redis_conn_is_failover(r)) {
+            if ((st = await_master(c, r, &fw)) != DQ_OK)
+                return st;
+            loaded = 0;         /* a new server: the scripts may be missing */
+            continue;
+        }
+        if (!loaded && s >= 0 && redis_conn_is_noscript(r)) {
             freeReplyObject(r);
-            st = load_script(c, s);
-            if (st != DQ_OK)
+            loaded = 1;
+            if ((st = load_script(c, s)) != DQ_OK)
                 return st;
             continue;
         }
@@ -366,7 +293,6 @@ static dq_status run_unguarded(dq_client *c, struct cmd *cmd, int s,
         *reply = r;
         return DQ_OK;
     }
-    return client_fail(c, DQ_ERR_REDIS, "redis keeps losing the %s script", what);
 }
 
 /* Builds cmds[i] in place just before it is sent (see client_pipeline). */
@@ -415,6 +341,28 @@ static dq_status pipeline_round(dq_client *c, struct cmd *cmds, size_t n,
     return st;
 }
 
+/* Free the replies of commands that did not run (NOSCRIPT, or a failover
+ * reply), leaving their slots NULL so that the next round sends them
+ * again.  Returns how many were NOSCRIPT; *failover keeps the first
+ * failover reply (the caller frees it). */
+static size_t take_unrun(redisReply **replies, size_t n, redisReply **failover)
+{
+    size_t noscript = 0;
+    *failover = NULL;
+    for (size_t i = 0; i < n; i++) {
+        int again = redis_conn_is_failover(replies[i]);
+        noscript += !again && redis_conn_is_noscript(replies[i]);
+        if (!again && !redis_conn_is_noscript(replies[i]))
+            continue;
+        if (again && !*failover)
+            *failover = replies[i];
+        else
+            freeReplyObject(replies[i]);
+        replies[i] = NULL;
+    }
+    return noscript;
+}
+
 static dq_status pipeline_unguarded(dq_client *c, struct cmd *cmds, size_t n,
                                    enum dq_script_id s, redisReply **replies,
                                    const struct pipe_builder *b)
@@ -422,18 +370,23 @@ static dq_status pipeline_unguarded(dq_client *c, struct cmd *cmds, size_t n,
     for (size_t i = 0; i < n; i++)
         replies[i] = NULL;
     dq_status st = ensure_open(c);
-    for (int tries = 0; st == DQ_OK && tries < 2; tries++) {
+    struct failover_wait fw = FAILOVER_WAIT_INIT;
+    int loaded = 0;
+    while (st == DQ_OK) {
         st = pipeline_round(c, cmds, n, replies, b);
-        size_t missing = 0;
-        for (size_t i = 0; st == DQ_OK && i < n; i++)
-            if (is_noscript(replies[i])) {
-                freeReplyObject(replies[i]);
-                replies[i] = NULL;
-                missing++;
-            }
-        if (st != DQ_OK || missing == 0)
+        if (st != DQ_OK)
             break;
-        st = load_script(c, s);
+        redisReply *failover;
+        size_t missing = take_unrun(replies, n, &failover);
+        if (failover) {
+            st = await_master(c, failover, &fw);
+            loaded = 0;
+        } else if (missing > 0 && !loaded) {
+            st = load_script(c, s);
+            loaded = 1;
+        } else {
+            break;
+        }
     }
     for (size_t i = 0; st == DQ_OK && i < n; i++)
         if (!replies[i])
@@ -463,6 +416,12 @@ static dq_status register_unguarded(dq_client *c, const char *queue)
     keys_registry(key, sizeof key, c->prefix);
     const char *argv[3] = { "SADD", key, queue };
     redisReply *r = redisCommandArgv(c->rc, 3, argv, NULL);
+    struct failover_wait fw = FAILOVER_WAIT_INIT;
+    while (r && redis_conn_is_failover(r)) {
+        if ((st = await_master(c, r, &fw)) != DQ_OK)
+            return st;
+        r = redisCommandArgv(c->rc, 3, argv, NULL);
+    }
     if (!r)
         return broken(c, "SADD");
     if (r->type == REDIS_REPLY_ERROR) {

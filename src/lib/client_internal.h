@@ -11,18 +11,12 @@
 
 #include "lib/cmd.h"
 #include "lib/keys.h"
+#include "lib/redis_conn.h"
 
 struct dq_client {
     redisContext *rc;       /* NULL or broken: reconnect on the next call */
-    char *host;
-    int port;
-    char *unix_path;
-    char *user;
-    char *password;
-    int db;
-    int connect_timeout_ms;
-    int command_timeout_ms;
-    int keepalive;
+    struct redis_conn_opts conn;
+    unsigned jitter_seed;   /* for the reconnect backoff's jitter */
     char *prefix;
     size_t max_payload;
     char registered[DQ_QUEUE_MAX + 1]; /* last queue added to the registry */
