@@ -277,7 +277,9 @@ static void finish_batch(struct worker *w)
         start_batch(w);
         return;
     }
-    if (signals_stop_requested())
+    /* A claim sent ahead that failed is tried again now, not after a
+     * sleep: /healthz would report claims failing all that while. */
+    if (signals_stop_requested() || w->slot->claims.failing_since_ms)
         drive(w);
     else
         sleep_until_due(w, take_next_due(w));
