@@ -103,9 +103,11 @@ static void redis_ok(const char *sock, const char *fmt, ...)
 #define RELOAD_EVERY_MS 200
 #define SPREAD_MS 3000
 
+/* The workers after `reload` reloads: three generations overflow the
+ * child table (2 * 256 + 2 rows), and the last count is new. */
 static int workers_of(int reload)
 {
-    return reload % 2 ? 190 : 200;  /* three generations overflow the table */
+    return reload == RELOADS ? 180 : reload % 2 ? 190 : 200;
 }
 
 static const char *ok_payload(int i)
@@ -134,7 +136,7 @@ START_TEST(reloads_in_a_row_keep_every_worker)
     char body[4096];
     struct h_conf hc;
     h_conf_defaults(&hc);
-    hc.workers = workers_of(RELOADS);
+    hc.workers = workers_of(0);
     hc.batch = 16;
     hc.lease = "30s";
     h_write_conf(&H, &hc);
@@ -148,7 +150,9 @@ START_TEST(reloads_in_a_row_keep_every_worker)
     h_enqueue_spread(&H, "r", RELOAD_JOBS, base + 300, SPREAD_MS, ok_payload);
     int64_t t0 = h_mono_ms();
     for (int i = 0; i < RELOADS; i++) {
-        h_sleep_ms(RELOAD_EVERY_MS);
+        int64_t next = t0 + (int64_t)i * RELOAD_EVERY_MS;  /* the last at 1.8 s */
+        if (next > h_mono_ms())
+            h_sleep_ms((int)(next - h_mono_ms()));
         hc.workers = workers_of(i + 1);
         write_conf(&hc, port, NULL);
         ck_assert_int_eq(kill(H.pid, SIGHUP), 0);
@@ -199,7 +203,10 @@ START_TEST(reloads_in_a_row_keep_every_worker)
     ck_assert_int_eq(once, RELOAD_JOBS);
     ck_assert_int_eq(st.dead, 0);
     ck_assert_int_eq(h_log_count(&H, "no room"), 0);
-    ck_assert_int_eq(reloaded, RELOADS);
+    /* SIGHUPs that came while every generation place was taken are
+     * applied together once one is free, so there may be fewer lines. */
+    ck_assert_int_ge(reloaded, 1);
+    ck_assert_int_eq(h_log_count(&H, "reload refused"), 0);
     ck_assert_msg(settled, "%zu children, want %zu; log:\n%s", cw.seen, cw.want,
                   h_log_tail(&H));
     ck_assert_msg(wait_health(port, 200, "ok", 10000, body, sizeof body), "not healthy: %s",
