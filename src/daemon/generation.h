@@ -12,6 +12,11 @@
  * cached queue statistics that /metrics and /healthz serve (qstats.h).
  * Its children point to it; the supervisor frees it once none is left and
  * its settler is idle.
+ *
+ * The handler table is part of building one (handlers_load_config opens
+ * and initialises every handler, so a reload refuses what a worker would
+ * refuse) but is not kept: each worker opens its own after fork, and a
+ * table held here would be inherited, half-initialised, by every child.
  */
 #ifndef DQ_GENERATION_H
 #define DQ_GENERATION_H
