@@ -57,24 +57,6 @@ static int64_t due_of(int64_t base, int i, int n)
     return base + (int64_t)i * SPREAD_MS / n;
 }
 
-static void enqueue_all(int n, int64_t base)
-{
-    enum { CHUNK = 1000 };
-    static dq_enqueue_req reqs[CHUNK];
-    static char ids[CHUNK][16];
-    for (int i = 0; i < n; i += CHUNK) {
-        int k = n - i < CHUNK ? n - i : CHUNK;
-        for (int j = 0; j < k; j++) {
-            snprintf(ids[j], sizeof ids[j], "c%d", i + j);
-            reqs[j] = (dq_enqueue_req){ .queue = H_QUEUE, .type = "t", .id = ids[j],
-                                        .payload = payload_of(i + j),
-                                        .payload_len = strlen(payload_of(i + j)),
-                                        .at_ms = due_of(base, i + j, n) };
-        }
-        ck_assert_int_eq(dq_enqueue_many(H.c, reqs, (size_t)k, NULL, NULL), DQ_OK);
-    }
-}
-
 /* A worker that ran a job lately (a pid in the record file's last lines
  * that is still a child of the daemon), or 0. */
 static pid_t busy_worker(void)
@@ -131,7 +113,7 @@ START_TEST(chaos_every_job_once_per_death)
     int64_t base;
     ck_assert_int_eq(dq_server_time(H.c, &base), DQ_OK);
     base += 1000;
-    enqueue_all(n, base);
+    h_enqueue_spread(&H, "c", n, base, SPREAD_MS, payload_of);
 
     /* Kill a busy worker every 300 ms until the queue is drained. */
     int64_t t0 = h_mono_ms(), deadline = t0 + LEASE_MS - 10000;

@@ -392,9 +392,19 @@ START_TEST(counters_and_histograms_while_running_and_after)
     ck_assert_double_eq(histogram("delayq_handler_duration_seconds", "nope"), 0);
     ck_assert_double_eq(metric("delayq_jobs_stale_total{queue=\"" QUEUE "\"}"), 0);
 
-    /* The queue gauges are Redis's figures. */
+    /* The queue gauges are Redis's figures, at most a refresh old (the
+     * supervisor never asks Redis while answering a scrape). */
     dq_stats st;
     ck_assert_int_eq(dq_stats_get(c, QUEUE, &st), DQ_OK);
+    for (int64_t end = mono_ms() + 3000; mono_ms() < end; sleep_ms(50)) {
+        scrape(port);
+        if (metric("delayq_queue_jobs{queue=\"" QUEUE "\",state=\"delayed\"}") == st.delayed
+            && metric("delayq_queue_jobs{queue=\"" QUEUE "\",state=\"dead\"}") == st.dead
+            && metric("delayq_queue_jobs{queue=\"" QUEUE "\",state=\"processing\"}")
+                   == st.processing)
+            break;
+    }
+    ck_assert(metric("delayq_stats_age_seconds") >= 0 && metric("delayq_stats_age_seconds") < 2);
     ck_assert_double_eq(metric("delayq_queue_jobs{queue=\"" QUEUE "\",state=\"delayed\"}"),
                         st.delayed);
     ck_assert_double_eq(metric("delayq_queue_jobs{queue=\"" QUEUE "\",state=\"due\"}"), st.due);
@@ -428,8 +438,12 @@ START_TEST(health_follows_redis)
     int port = free_port();
     start_daemon(2, port);
     kill(F.pid, SIGSTOP);
-    int st = http_get(port, "/healthz");
-    ck_assert_msg(st == 503, "/healthz answered %d with Redis stopped", st);
+    /* The figures it serves are cached: Redis counts as unreachable once
+     * they are 2 s old without an answer. */
+    int64_t stopped = mono_ms();
+    ck_assert_msg(wait_health(port, 503, NULL, 5000), "/healthz answered %d with Redis "
+                  "stopped for 5 s", http_get(port, "/healthz"));
+    ck_assert_int_le(mono_ms() - stopped, 3500);
     ck_assert_msg(strncmp(PAGE, "redis unreachable: ", 19) == 0 && strchr(PAGE, '\n')
                       == PAGE + strlen(PAGE) - 1, "reason: '%s'", PAGE);
     scrape(port);

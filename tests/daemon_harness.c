@@ -518,6 +518,25 @@ int64_t h_enqueue(struct harness *h, const char *id, const char *type, const cha
     return out.due_ms;
 }
 
+void h_enqueue_spread(struct harness *h, const char *prefix, int n, int64_t base,
+                      int64_t spread_ms, const char *(*payload_of)(int i))
+{
+    enum { CHUNK = 1000 };
+    static dq_enqueue_req reqs[CHUNK];
+    static char ids[CHUNK][32];
+    for (int i = 0; i < n; i += CHUNK) {
+        int k = n - i < CHUNK ? n - i : CHUNK;
+        for (int j = 0; j < k; j++) {
+            snprintf(ids[j], sizeof ids[j], "%.16s%d", prefix, i + j);
+            const char *payload = payload_of(i + j);
+            reqs[j] = (dq_enqueue_req){ .queue = H_QUEUE, .type = "t", .id = ids[j],
+                                        .payload = payload, .payload_len = strlen(payload),
+                                        .at_ms = base + (int64_t)(i + j) * spread_ms / n };
+        }
+        ck_assert_int_eq(dq_enqueue_many(h->c, reqs, (size_t)k, NULL, NULL), DQ_OK);
+    }
+}
+
 int h_state(struct harness *h, const char *id, dq_job_info *info)
 {
     dq_job_info local;

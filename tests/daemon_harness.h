@@ -129,6 +129,11 @@ const char *h_log_tail(const struct harness *h);
  * error.  `id` may be NULL.  Returns the due time (server ms). */
 int64_t h_enqueue(struct harness *h, const char *id, const char *type,
                   const char *payload, int64_t delay_ms, int max_attempts);
+/* Enqueue jobs PREFIX0..PREFIX(n-1) of type "t" on H_QUEUE, due evenly
+ * over `spread_ms` from `base` (server ms), job i with payload_of(i), in
+ * batches; fails the test on error. */
+void h_enqueue_spread(struct harness *h, const char *prefix, int n, int64_t base,
+                      int64_t spread_ms, const char *(*payload_of)(int i));
 /* dq_show's state, or -1 when the job is gone; `info` (may be NULL) gets
  * the rest (free it with dq_job_info_free when the state is not -1). */
 int h_state(struct harness *h, const char *id, dq_job_info *info);

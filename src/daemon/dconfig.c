@@ -255,8 +255,10 @@ static void read_metrics(struct conf_reader *r, struct daemon_conf *dc,
         conf_fail(r, m, "metrics: expected a group { listen = \"127.0.0.1:9464\"; }");
         return;
     }
-    static const char *const known[] = { "listen", "allow_remote", NULL };
+    static const char *const known[] = { "listen", "allow_remote", "claim_failure_grace",
+                                         NULL };
     conf_check_keys(r, m, "metrics.", known);
+    get_duration(r, m, "metrics.", "claim_failure_grace", 0, &dc->claim_failure_grace_ms);
     const char *listen = NULL;
     get_string(r, m, "metrics.", "listen", &listen);
     const config_setting_t *remote = config_setting_get_member(m, "allow_remote");
@@ -324,6 +326,7 @@ int dconfig_load(struct daemon_conf *dc, const char *path, char *err, size_t err
     dc->reaper_batch = 100;
     dc->fsck_interval_ms = 60000;
     dc->log_level = DQ_LOG_INFO;
+    dc->claim_failure_grace_ms = 10000;
     struct conf_reader r;
     conf_reader_init(&r, path, err, errlen);
     if (conf_read_file(&dc->cfg, path, err, errlen) < 0)

@@ -58,6 +58,9 @@ struct daemon_conf {
     char *metrics_listen;
     struct sockaddr_storage metrics_addr;   /* metrics_listen, parsed */
     socklen_t metrics_addrlen;
+    /* metrics.claim_failure_grace: /healthz turns 503 once a worker's
+     * claims have failed for longer than this (a demoted Redis). */
+    int64_t claim_failure_grace_ms;
 };
 
 /* Load and check `path` into `dc` (which it initialises).  Returns 0, or -1

@@ -61,12 +61,15 @@ static void on_route(struct evhttp_request *req, void *arg)
         evhttp_send_error(req, HTTP_INTERNAL, NULL);
         return;
     }
-    int code = call->route->fn(out, call->h->arg);
+    struct http_admin_header extra = { "", "" };
+    int code = call->route->fn(out, &extra, call->h->arg);
     if (fclose(out) != 0) {
         free(body);
         evhttp_send_error(req, HTTP_INTERNAL, NULL);
         return;
     }
+    if (extra.name[0])
+        evhttp_add_header(evhttp_request_get_output_headers(req), extra.name, extra.value);
     reply_text(req, code, NULL, call->route->content_type, body ? body : "", len);
     free(body);
 }

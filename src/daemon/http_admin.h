@@ -2,8 +2,8 @@
  * http_admin: a small HTTP server (libevent's evhttp) on the supervisor's
  * own event loop, for /metrics and /healthz.  No thread: a request is
  * answered inside the loop, so a route's function may read the
- * supervisor's state directly (and must be quick; a blocking Redis call is
- * bounded by the client's command timeout).
+ * supervisor's state directly (and must be quick: it never waits on
+ * Redis, whose figures the supervisor keeps cached).
  *
  * Only GET and HEAD; any other path is 404.  Nothing is authenticated:
  * dconfig refuses a non-loopback address unless allow_remote is set.
@@ -15,11 +15,18 @@
 #include <stdio.h>
 #include <sys/socket.h>
 
-/* One route: writes the body to `out` and returns the HTTP status. */
+/* One header a route may add to its answer (name "" for none). */
+struct http_admin_header {
+    char name[48];
+    char value[80];
+};
+
+/* One route: writes the body to `out`, may fill `extra`, and returns the
+ * HTTP status. */
 struct http_admin_route {
     const char *path;           /* exact: "/metrics" */
     const char *content_type;
-    int (*fn)(FILE *out, void *arg);
+    int (*fn)(FILE *out, struct http_admin_header *extra, void *arg);
 };
 
 struct http_admin;

@@ -15,15 +15,12 @@
 #include <unistd.h>
 
 #include "daemon/dconfig.h"
+#include "daemon/exitcodes.h"
 #include "daemon/handlers.h"
 #include "daemon/log.h"
 #include "daemon/redis_check.h"
 #include "daemon/supervisor.h"
 #include "lib/redis_conn.h"
-
-#define EXIT_USAGE 64
-#define EXIT_OSERR 71
-#define EXIT_CONFIG 78
 
 #ifndef SYSCONFDIR
 #define SYSCONFDIR "/etc"
@@ -97,20 +94,20 @@ int main(int argc, char **argv)
         case 'f': foreground = 1; break;
         case 'h': usage(stdout); return 0;
         case 'V': printf("delayqd %s\n", PACKAGE_VERSION); return 0;
-        default: usage(stderr); return EXIT_USAGE;
+        default: usage(stderr); return DAEMON_EXIT_USAGE;
         }
     }
     if (optind < argc) {
         fprintf(stderr, "delayqd: unexpected argument '%s'\n", argv[optind]);
         usage(stderr);
-        return EXIT_USAGE;
+        return DAEMON_EXIT_USAGE;
     }
     struct handler_table handlers;
     char err[800];
     struct daemon_conf *conf = handlers_load_config(path, &handlers, err, sizeof err);
     if (!conf) {
         fprintf(stderr, "delayqd: %s\n", err);
-        return EXIT_CONFIG;
+        return DAEMON_EXIT_CONFIG;
     }
     char exposed[600];
     int secret_exposed = redis_conf_secret_exposed(&conf->redis, exposed, sizeof exposed);
@@ -129,7 +126,7 @@ int main(int argc, char **argv)
     log_setup(to_syslog ? LOG_TO_SYSLOG : LOG_TO_STDERR, conf->log_level);
     if (!foreground && daemonize() < 0) {
         perror("delayqd: daemonize");
-        return EXIT_OSERR;
+        return DAEMON_EXIT_OSERR;
     }
     log_summary(conf, &handlers);
     if (secret_exposed)

@@ -311,21 +311,19 @@ static void put_histogram(FILE *out, const struct table *t, const char *name,
     }
 }
 
-/* The queue gauges from Redis; returns 1 when Redis answered for every
- * queue (else nothing is written: a partial set would mislead). */
+/* The cached queue gauges, when fresh (a stale set would mislead: Redis
+ * may have moved on), and the age of the figures; returns 1 when fresh. */
 static int put_queue_gauges(FILE *out, const struct metrics_view *v)
 {
     const struct daemon_conf *dc = v->conf;
-    dq_stats *st = calloc(dc->nqueues ? dc->nqueues : 1, sizeof *st);
-    int ok = st && v->redis;
-    for (size_t i = 0; ok && i < dc->nqueues; i++)
-        ok = dq_stats_get(v->redis, dc->queues[i].name, &st[i]) == DQ_OK;
-    if (ok) {
+    const struct qstats_view *q = v->stats;
+    if (q->fresh) {
         static const char *const states[] = { "delayed", "due", "processing", "dead" };
         put_head(out, "delayq_queue_jobs", "gauge",
-                 "Jobs in the queue by state, read from Redis at each scrape.");
+                 "Jobs in the queue by state, read from Redis about every second.");
         for (size_t i = 0; i < dc->nqueues; i++) {
-            const int64_t n[] = { st[i].delayed, st[i].due, st[i].processing, st[i].dead };
+            const dq_stats *st = &q->stats[i];
+            const int64_t n[] = { st->delayed, st->due, st->processing, st->dead };
             for (int k = 0; k < 4; k++) {
                 fputs("delayq_queue_jobs{", out);
                 put_label(out, "queue", dc->queues[i].name);
@@ -335,8 +333,12 @@ static int put_queue_gauges(FILE *out, const struct metrics_view *v)
             }
         }
     }
-    free(st);
-    return ok;
+    put_head(out, "delayq_stats_age_seconds", "gauge",
+             "Age of the queue statistics (delayq_queue_jobs): how long ago Redis was "
+             "asked for them.");
+    if (q->age_ms >= 0)
+        fprintf(out, "delayq_stats_age_seconds %.3f\n", (double)q->age_ms / 1000.0);
+    return q->fresh;
 }
 
 static void put_workers(FILE *out, const struct metrics_view *v)
@@ -376,7 +378,8 @@ int metrics_write(const struct metrics *m, const struct metrics_view *v, FILE *o
     table_free(&t);
     int up = put_queue_gauges(out, v);
     put_head(out, "delayq_redis_up", "gauge",
-             "1 when Redis answered this scrape's queue statistics.");
+             "1 when Redis answered the last refresh of the queue statistics, in the "
+             "last 2 seconds.");
     fprintf(out, "delayq_redis_up %d\n", up);
     put_workers(out, v);
     put_head(out, "delayq_worker_restarts_total", "counter",
@@ -392,19 +395,32 @@ int metrics_write(const struct metrics *m, const struct metrics_view *v, FILE *o
     return 200;
 }
 
+/* A worker of the configuration in force whose claims have failed for
+ * longer than the grace (a demoted Redis answers READONLY): its line. */
+static int claims_failing(const struct metrics_view *v, FILE *out)
+{
+    int64_t now = slots_now_ms();
+    for (size_t i = 0; i < v->nchildren; i++) {
+        const struct metrics_child *c = &v->children[i];
+        struct slot_claims cl;
+        if (!c->in_force || !c->running || !slot_claims_read(c->slot, &cl)
+            || now - cl.failing_since_ms <= v->conf->claim_failure_grace_ms)
+            continue;
+        fprintf(out, "queue %s: claims failing for %.1f s: %s\n", c->queue,
+                (double)(now - cl.failing_since_ms) / 1000.0, cl.error);
+        return 1;
+    }
+    return 0;
+}
+
 int metrics_health(const struct metrics_view *v, FILE *out)
 {
     if (v->stopping) {
         fputs("stopping\n", out);
         return 503;
     }
-    dq_stats st;
-    if (!v->redis) {
-        fprintf(out, "redis unreachable: %s\n", v->redis_err ? v->redis_err : "no connection");
-        return 503;
-    }
-    if (dq_stats_get(v->redis, v->conf->queues[0].name, &st) != DQ_OK) {
-        fprintf(out, "redis unreachable: %s\n", dq_errmsg(v->redis));
+    if (!v->stats->fresh) {
+        fprintf(out, "redis unreachable: %s\n", v->stats->why);
         return 503;
     }
     int want = 0, up = 0;
@@ -418,6 +434,8 @@ int metrics_health(const struct metrics_view *v, FILE *out)
         fprintf(out, "%d of %d workers down\n", want - up, want);
         return 503;
     }
+    if (claims_failing(v, out))
+        return 503;
     /* A key of the wrong type, as the reaper's fsck found it. */
     for (size_t i = 0; i < v->nchildren; i++) {
         char reason[SLOT_FSCK_REASON];

@@ -7,8 +7,9 @@
  * supervisor keeps `struct metrics`: the totals of children that have
  * exited (their slot is folded in before its row is reused, so counters
  * never go back) and what only it sees (timeouts, jobs of dead workers,
- * restarts).  A scrape adds the live slots to those totals, asks Redis for
- * the queue gauges and writes the Prometheus text format 0.0.4.
+ * restarts).  A scrape adds the live slots to those totals, takes the
+ * queue gauges from the supervisor's cache (qstats.h: no request waits on
+ * Redis) and writes the Prometheus text format 0.0.4.
  */
 #ifndef DQ_METRICS_H
 #define DQ_METRICS_H
@@ -17,6 +18,7 @@
 #include <stdio.h>
 
 #include "daemon/dconfig.h"
+#include "daemon/qstats.h"
 #include "daemon/slots.h"
 
 struct metrics;
@@ -51,21 +53,22 @@ struct metrics_view {
     const struct metrics_child *children;
     size_t nchildren;
     const struct daemon_conf *conf; /* in force */
-    dq_client *redis;               /* NULL: no connection could be made */
-    const char *redis_err;          /* why, when redis is NULL */
+    const struct qstats_view *stats; /* the queue gauges of conf, cached */
     int stopping;
 };
 
-/* Write the /metrics page to `out` (Redis is asked for the queue gauges
- * with the client's command timeout).  Returns the HTTP status: 200. */
+/* Write the /metrics page to `out`: the counters, and the cached queue
+ * gauges with their age.  Returns the HTTP status: 200. */
 int metrics_write(const struct metrics *m, const struct metrics_view *v, FILE *out);
 
-/* Write the /healthz answer: "ok" when Redis answers, every worker of
- * the configuration in force is connected and claiming and the reaper's
+/* Write the /healthz answer: "ok" when Redis answered the last refresh
+ * of the statistics, every worker of the configuration in force is
+ * connected and claiming, none of them has seen its claims fail for
+ * longer than the configuration's claim_failure_grace, and the reaper's
  * fsck knows of no key of the wrong type, else the reason ("redis
- * unreachable: ...", "2 of 4 workers down", "queue orders: key
- * dq:{orders}:jobs:12 has type string, expected hash").  Returns 200 or
- * 503. */
+ * unreachable: ...", "2 of 4 workers down", "queue orders: claims failing
+ * for 12.0 s: READONLY ...", "queue orders: key dq:{orders}:jobs:12 has
+ * type string, expected hash").  Returns 200 or 503. */
 int metrics_health(const struct metrics_view *v, FILE *out);
 
 #endif

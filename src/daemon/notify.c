@@ -1,5 +1,6 @@
 #include "daemon/notify.h"
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,8 +30,11 @@ void notify_send(const char *state)
     if (fd < 0)
         return;
     socklen_t salen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len);
-    if (sendto(fd, state, strlen(state), MSG_NOSIGNAL, (struct sockaddr *)&sa, salen) < 0)
-        log_warn("cannot notify systemd (%s)", state);
+    /* Never wait: the supervisor sends from its loop, and a full queue on
+     * the other side must not stop its timeouts and respawns. */
+    if (sendto(fd, state, strlen(state), MSG_NOSIGNAL | MSG_DONTWAIT,
+               (struct sockaddr *)&sa, salen) < 0)
+        log_warn("cannot notify systemd (%s): %s", state, strerror(errno));
     close(fd);
 }
 

@@ -8,7 +8,9 @@
 
 #include <stdint.h>
 
-/* Send `state` ("READY=1", "STOPPING=1", "WATCHDOG=1", "STATUS=..."). */
+/* Send `state` ("READY=1", "STOPPING=1", "WATCHDOG=1", "STATUS=...");
+ * never blocks (a message the socket has no room for is dropped and
+ * logged). */
 void notify_send(const char *state);
 
 /* Half the watchdog interval systemd asked for ($WATCHDOG_USEC), in ms,

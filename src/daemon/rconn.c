@@ -30,6 +30,7 @@ struct rconn {
     void *message_arg;
     uint64_t *reconnects;       /* counted on each re-connect; may be NULL */
     int was_ever_up;
+    char last_failure[320];     /* why the connection last failed */
 };
 
 /* One request in flight: the formatted command is kept so that it can be
@@ -51,6 +52,7 @@ static void schedule_reconnect(struct rconn *rc);
 /* Note a failure: logged on the first failure of an outage only. */
 static void note_failure(struct rconn *rc, const char *why)
 {
+    snprintf(rc->last_failure, sizeof rc->last_failure, "%s", why);
     if (rc->failures++ == 0) {
         char addr[300];
         redis_conn_describe(&rc->opt, addr, sizeof addr);
@@ -176,6 +178,11 @@ static void on_reply(redisAsyncContext *ac, void *r, void *privdata)
         log_warn("redis error (%s connection): %s", rc->name, reply->str);
     req->fn(rc, reply, req->arg);
     request_free(req);
+}
+
+const char *rconn_last_failure(const struct rconn *rc)
+{
+    return rc->last_failure[0] ? rc->last_failure : "connection to Redis lost";
 }
 
 int rconn_send(struct rconn *rc, const struct cmd *cmd, int script,

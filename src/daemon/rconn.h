@@ -64,6 +64,10 @@ struct rconn *rconn_new(struct event_base *base, const dq_options *opt,
 struct rconn *rconn_from_conf(struct event_base *base, const struct redis_conf *conf,
                               const char *name, const struct rconn_events *ev);
 
+/* Why the connection last failed ("READONLY You can't write...", "connect
+ * timed out"): what a caller that got a NULL reply can report. */
+const char *rconn_last_failure(const struct rconn *rc);
+
 /* Start connecting (and keep reconnecting). */
 void rconn_start(struct rconn *rc);
 

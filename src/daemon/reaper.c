@@ -3,11 +3,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/exitcodes.h"
 #include "daemon/log.h"
 #include "daemon/rconn.h"
 #include "daemon/reaper_fsck.h"
 #include "daemon/signals.h"
-#include "daemon/worker.h"
 #include "lib/proto.h"
 
 #define STOP_POLL_MS 100
@@ -118,7 +118,7 @@ static void on_stop_poll(evutil_socket_t fd, short what, void *arg)
 int reaper_main(const struct daemon_conf *dc, struct worker_slot *slot)
 {
     struct reaper r = { .dc = dc };
-    int rc = WORKER_EXIT_SOFTWARE;
+    int rc = DAEMON_EXIT_SOFTWARE;
     r.base = event_base_new();
     r.queues = calloc(dc->nqueues ? dc->nqueues : 1, sizeof *r.queues);
     if (!r.base || !r.queues)
@@ -143,7 +143,7 @@ int reaper_main(const struct daemon_conf *dc, struct worker_slot *slot)
     evtimer_add(r.stop_poll, &poll);
     rconn_start(r.conn);
     event_base_dispatch(r.base);
-    rc = WORKER_EXIT_OK;
+    rc = DAEMON_EXIT_OK;
 done:
     rconn_free(r.conn);         /* first: pending fsck steps get their NULL */
     reaper_fsck_free(r.fsck);

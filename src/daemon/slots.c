@@ -190,3 +190,47 @@ int slot_fsck_reason(const struct slot_fsck *f, char *out, size_t len)
         out[0] = '\0';
     return 0;
 }
+
+void slot_claims_ok(struct worker_slot *s)
+{
+    struct slot_claims *c = &s->claims;
+    if (c->failing_since_ms == 0) {     /* one writer: its own copy is stable */
+        __atomic_store_n(&c->ok_ms, slots_now_ms(), __ATOMIC_RELAXED);
+        return;
+    }
+    __atomic_add_fetch(&c->seq, 1, __ATOMIC_ACQ_REL);
+    c->ok_ms = slots_now_ms();
+    c->failing_since_ms = 0;
+    c->error[0] = '\0';
+    __atomic_add_fetch(&c->seq, 1, __ATOMIC_ACQ_REL);
+}
+
+void slot_claims_failed(struct worker_slot *s, const char *why)
+{
+    struct slot_claims *c = &s->claims;
+    if (c->failing_since_ms != 0)
+        return;
+    __atomic_add_fetch(&c->seq, 1, __ATOMIC_ACQ_REL);
+    c->failing_since_ms = slots_now_ms();
+    snprintf(c->error, sizeof c->error, "%s", why);
+    __atomic_add_fetch(&c->seq, 1, __ATOMIC_ACQ_REL);
+}
+
+int slot_claims_read(const struct worker_slot *s, struct slot_claims *out)
+{
+    const struct slot_claims *c = &s->claims;
+    for (int tries = 0; tries < 1000; tries++) {
+        uint32_t before = __atomic_load_n(&c->seq, __ATOMIC_ACQUIRE);
+        if (before & 1)
+            continue;
+        memcpy(out, c, sizeof *out);
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        if (__atomic_load_n(&c->seq, __ATOMIC_ACQUIRE) == before) {
+            out->error[sizeof out->error - 1] = '\0';
+            return out->failing_since_ms != 0;
+        }
+    }
+    /* Stuck mid-write (killed there): say nothing rather than half a line. */
+    memset(out, 0, sizeof *out);
+    return 0;
+}

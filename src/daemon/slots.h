@@ -112,6 +112,17 @@ struct slot_fsck {
     struct slot_fsck_queue queues[SLOT_FSCK_QUEUES];
 };
 
+/* Whether a worker's claims succeed, for /healthz: a demoted Redis
+ * answers every claim with READONLY while it still answers reads.  The
+ * worker writes on each claim's outcome; `seq` is odd while it does. */
+#define SLOT_CLAIM_ERROR 200
+struct slot_claims {
+    uint32_t seq;
+    int64_t ok_ms;              /* monotonic: the last claim that succeeded; 0 none */
+    int64_t failing_since_ms;   /* monotonic: the first failure since; 0 not failing */
+    char error[SLOT_CLAIM_ERROR]; /* that first failure */
+};
+
 struct worker_slot {
     uint32_t seq;           /* even: job is stable; odd: being written */
     int ready;              /* connected to Redis and claiming */
@@ -128,6 +139,7 @@ struct worker_slot {
      * (the recover script). */
     int claim_in_flight;
     struct slot_type types[SLOT_TYPES];
+    struct slot_claims claims;
     struct slot_fsck fsck;      /* the reaper's; zero in workers */
     /* Last: the tables are large and only their used entries are touched. */
     struct slot_table tables[SLOT_TABLES];
@@ -160,6 +172,14 @@ void slot_set_job(struct worker_slot *s, const struct slot_job *job);
 /* Supervisor side: a consistent copy of the job in flight; returns 1 when a
  * job is running, 0 when idle. */
 int slot_read_job(const struct worker_slot *s, struct slot_job *out);
+
+/* Worker side: a claim succeeded; or failed (`why`: the error reply, or
+ * what kept it from Redis).  Only the first failure of a run is kept. */
+void slot_claims_ok(struct worker_slot *s);
+void slot_claims_failed(struct worker_slot *s, const char *why);
+
+/* Supervisor side: a consistent copy; returns 1 when claims are failing. */
+int slot_claims_read(const struct worker_slot *s, struct slot_claims *out);
 
 /* Monotonic clock in ms. */
 int64_t slots_now_ms(void);

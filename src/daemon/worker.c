@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/exitcodes.h"
 #include "daemon/handlers.h"
 #include "daemon/log.h"
 #include "daemon/rconn.h"
@@ -101,7 +102,7 @@ struct worker {
     int64_t woken_due;          /* server ms announced by a wake message that
                                    came while busy; -1 none */
     int stopping;
-    int exit_code;              /* WORKER_EXIT_OK, or why the loop was broken */
+    int exit_code;              /* DAEMON_EXIT_OK, or why the loop was broken */
 };
 
 static void drive(struct worker *w);
@@ -278,7 +279,9 @@ static void finish_batch(struct worker *w)
         start_batch(w);
         return;
     }
-    if (signals_stop_requested())
+    /* A claim sent ahead that failed is tried again now, not after a
+     * sleep: /healthz would report claims failing all that while. */
+    if (signals_stop_requested() || w->slot->claims.failing_since_ms)
         drive(w);
     else
         sleep_until_due(w, take_next_due(w));
@@ -330,7 +333,7 @@ static void give_up(struct worker *w, const char *what)
 {
     log_err("queue=%s: out of memory building %s: stopping; the supervisor settles "
             "the batch", w->q->name, what);
-    w->exit_code = WORKER_EXIT_SOFTWARE;
+    w->exit_code = DAEMON_EXIT_SOFTWARE;
     event_base_loopbreak(w->base);
 }
 
@@ -609,11 +612,25 @@ static dq_status read_claim(const struct worker *w, const redisReply *reply,
     return st;
 }
 
+/* Tell the supervisor (/healthz) whether claims go through: a demoted
+ * Redis refuses each one (READONLY, which rconn turns into a lost
+ * connection) while it still answers reads. */
+static void note_claim_outcome(struct worker *w, const redisReply *reply)
+{
+    if (!reply)
+        slot_claims_failed(w->slot, rconn_last_failure(w->cmd));
+    else if (reply->type == REDIS_REPLY_ERROR)
+        slot_claims_failed(w->slot, reply->str);
+    else
+        slot_claims_ok(w->slot);
+}
+
 /* A claim that was sent ahead came back before the reports of the batch
  * before were all settled (one is being retried after an error, or the
  * connection was lost): keep its jobs for finish_batch. */
 static void keep_claim_ahead(struct worker *w, redisReply *reply)
 {
+    note_claim_outcome(w, reply);
     if (reply && read_claim(w, reply, &w->next) == DQ_OK) {
         learn_server_clock(w, w->next.now_ms);
         slot_table_publish(w->slot, w->table ^ 1, w->next.jobs, w->next.n);
@@ -637,6 +654,7 @@ static void on_claim(struct rconn *rc, redisReply *reply, void *arg)
         return;
     }
     w->state = W_IDLE;
+    note_claim_outcome(w, reply);
     if (!reply) {
         w->slot->claim_in_flight = 0;
         return;                 /* connection lost: on_cmd_up claims again */
@@ -711,6 +729,8 @@ static void drive(struct worker *w)
     }
     if (send_claim(w) == 0)
         w->state = W_CLAIMING;
+    else
+        slot_claims_failed(w->slot, "not connected to Redis");
 }
 
 static void claim_ahead(struct worker *w)
@@ -774,7 +794,7 @@ static int worker_setup(struct worker *w)
     char err[800];
     if (handlers_open(&w->handlers, w->dc, err, sizeof err) < 0) {
         log_err("%s", err);
-        return WORKER_EXIT_CONFIG;
+        return DAEMON_EXIT_CONFIG;
     }
     /* Precise timers (timerfd) rather than epoll's whole milliseconds: a
      * worker's wake-up is what sets a job's lateness. */
@@ -785,7 +805,7 @@ static int worker_setup(struct worker *w)
     if (cfg)
         event_config_free(cfg);
     if (!w->base)
-        return WORKER_EXIT_SOFTWARE;
+        return DAEMON_EXIT_SOFTWARE;
     redis_conf_queue_keys(&w->dc->redis, w->q->name, &w->keys);
     struct rconn_events cmd_ev = { on_cmd_up, NULL, w };
     w->cmd = rconn_from_conf(w->base, &w->dc->redis, "cmd", &cmd_ev);
@@ -802,13 +822,13 @@ static int worker_setup(struct worker *w)
     cmd_init(&w->renew);
     if (!w->cmd || !w->sub || !w->wake_timer || !w->run_ev || !w->stop_poll || !w->reports
         || !w->ok || !w->held)
-        return WORKER_EXIT_SOFTWARE;
+        return DAEMON_EXIT_SOFTWARE;
     rconn_count_reconnects(w->cmd, &w->slot->redis_reconnects);
     rconn_count_reconnects(w->sub, &w->slot->redis_reconnects);
     rconn_subscribe(w->sub, w->keys.wake, on_wake_message, w);
     struct timeval poll = { 0, STOP_POLL_MS * 1000 };
     evtimer_add(w->stop_poll, &poll);
-    return WORKER_EXIT_OK;
+    return DAEMON_EXIT_OK;
 }
 
 static void worker_teardown(struct worker *w)
@@ -839,7 +859,7 @@ int worker_main(const struct daemon_conf *dc, const struct queue_conf *q,
     struct worker w = { .dc = dc, .q = q, .slot = slot, .owner = owner,
                         .next_due_server = -1, .woken_due = -1 };
     int rc = worker_setup(&w);
-    if (rc == WORKER_EXIT_OK) {
+    if (rc == DAEMON_EXIT_OK) {
         log_debug("claiming from queue %s", q->name);
         rconn_start(w.sub);
         rconn_start(w.cmd);

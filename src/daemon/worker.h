@@ -10,11 +10,6 @@
 #include "daemon/dconfig.h"
 #include "daemon/slots.h"
 
-/* Exit codes a worker reports to the supervisor. */
-#define WORKER_EXIT_OK 0
-#define WORKER_EXIT_CONFIG 78   /* handlers could not start: do not respawn */
-#define WORKER_EXIT_SOFTWARE 70
-
 /*
  * Run in a freshly forked child until SIGTERM/SIGINT (finish the job in
  * hand, give back the rest of the batch, report, exit) or until the
@@ -22,7 +17,8 @@
  * moves on, and every claim names `owner` (unique to this process among
  * all delayqd processes on the queue), so that the supervisor can settle
  * the batch of a worker that dies (settle.h).  Returns the process's exit
- * code.
+ * code (exitcodes.h:
+ * DAEMON_EXIT_CONFIG when its handlers cannot start).
  */
 int worker_main(const struct daemon_conf *dc, const struct queue_conf *q,
                 struct worker_slot *slot, const char *owner);

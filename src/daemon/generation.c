@@ -1,0 +1,52 @@
+#include "daemon/generation.h"
+
+#include <stdlib.h>
+
+struct generation *generation_new(struct event_base *base, struct daemon_conf *conf,
+                                  struct metrics *metrics)
+{
+    struct generation *g = calloc(1, sizeof *g);
+    if (!g)
+        return NULL;
+    g->settler = settler_new(base, conf, metrics);
+    if (conf->metrics_listen)
+        g->stats = qstats_new(base, conf);
+    if (!g->settler || (conf->metrics_listen && !g->stats)) {
+        generation_free(g);     /* conf is not ours yet */
+        return NULL;
+    }
+    g->conf = conf;
+    return g;
+}
+
+void generation_retire(struct generation *g)
+{
+    qstats_free(g->stats);
+    g->stats = NULL;
+}
+
+int generation_idle(const struct generation *g)
+{
+    return settler_idle(g->settler);
+}
+
+void generation_close_in_child(struct generation *g)
+{
+    if (!g)
+        return;
+    settler_close_in_child(g->settler);
+    qstats_close_in_child(g->stats);
+}
+
+void generation_free(struct generation *g)
+{
+    if (!g)
+        return;
+    qstats_free(g->stats);
+    settler_free(g->settler);
+    if (g->conf) {
+        dconfig_free(g->conf);
+        free(g->conf);
+    }
+    free(g);
+}

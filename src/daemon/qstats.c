@@ -1,0 +1,204 @@
+#include "daemon/qstats.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/rconn.h"
+#include "daemon/slots.h"
+#include "lib/proto.h"
+
+#define CONNECT_TIMEOUT_MS 1000
+
+/* The argument of one queue's request: which entry its reply fills. */
+struct qstats_req {
+    struct qstats *q;
+    size_t i;
+};
+
+struct qstats {
+    const struct daemon_conf *dc;
+    struct rconn *conn;
+    struct event *timer;
+    struct queue_keys *keys;    /* one per queue */
+    struct qstats_req *reqs;    /* one per queue */
+    dq_stats *cur;              /* the last complete set */
+    dq_stats *next;             /* the round in flight fills it */
+    int have_cur;
+    int64_t cur_asked_ms;       /* when cur's round was sent */
+    size_t awaiting;            /* replies of the round in flight */
+    int round_failed;
+    int64_t asked_ms;           /* when the round in flight was sent */
+    int last_failed;            /* the last round ended without a full set */
+    char err[160];              /* why it failed */
+    int freeing;
+};
+
+static void round_done(struct qstats *q)
+{
+    if (q->round_failed) {
+        q->last_failed = 1;
+        return;
+    }
+    dq_stats *t = q->cur;
+    q->cur = q->next;
+    q->next = t;
+    q->have_cur = 1;
+    q->cur_asked_ms = q->asked_ms;
+    q->last_failed = 0;
+}
+
+static void on_stats_reply(struct rconn *rc, redisReply *reply, void *arg)
+{
+    (void)rc;
+    struct qstats_req *req = arg;
+    struct qstats *q = req->q;
+    if (q->freeing)
+        return;
+    if (!reply) {
+        q->round_failed = 1;
+        snprintf(q->err, sizeof q->err, "no reply (connection lost, or no answer within "
+                 "%d ms)", QSTATS_STALE_MS);
+    } else if (reply->type == REDIS_REPLY_ERROR) {
+        q->round_failed = 1;
+        snprintf(q->err, sizeof q->err, "%s", reply->str);
+    } else if (proto_stats_reply(reply, &q->next[req->i]) != DQ_OK) {
+        q->round_failed = 1;
+        snprintf(q->err, sizeof q->err, "unexpected reply from the stats script");
+    }
+    if (--q->awaiting == 0)
+        round_done(q);
+}
+
+/* Ask for every queue's figures, unless the last round is still out (a
+ * stalled Redis then gets one request per queue, not one per tick). */
+static void refresh(struct qstats *q)
+{
+    if (q->awaiting > 0)
+        return;
+    if (!rconn_is_up(q->conn)) {
+        q->last_failed = 1;
+        snprintf(q->err, sizeof q->err, "not connected");
+        return;
+    }
+    q->round_failed = 0;
+    q->asked_ms = slots_now_ms();
+    for (size_t i = 0; i < q->dc->nqueues; i++) {
+        struct cmd cmd;
+        cmd_init(&cmd);
+        cmd_eval(&cmd, DQ_SCRIPT_STATS, &q->keys[i]);
+        if (rconn_send(q->conn, &cmd, DQ_SCRIPT_STATS, on_stats_reply, &q->reqs[i]) == 0) {
+            q->awaiting++;
+        } else {
+            q->round_failed = 1;
+            snprintf(q->err, sizeof q->err, "cannot send the stats script");
+        }
+        cmd_free(&cmd);
+    }
+    if (q->awaiting == 0)
+        round_done(q);
+}
+
+static void on_timer(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    refresh(arg);
+}
+
+static void on_up(struct rconn *rc, void *arg)
+{
+    (void)rc;
+    refresh(arg);
+}
+
+/*
+ * The supervisor's Redis connection for `dc` (and the queues' key names):
+ * the one place the supervisor makes a connection from the configuration.
+ * Unlike rconn_from_conf's, its requests time out after QSTATS_STALE_MS,
+ * whatever the configured command timeout: figures that old are reported
+ * as stale anyway.  The connection is then made again with rconn's backoff.
+ */
+static struct rconn *supervisor_conn_new(struct event_base *base,
+                                         const struct daemon_conf *dc,
+                                         struct queue_keys *keys,
+                                         const struct rconn_events *ev)
+{
+    dq_options opt;
+    redis_conf_to_options(&dc->redis, &opt);
+    opt.connect_timeout_ms = CONNECT_TIMEOUT_MS;
+    opt.command_timeout_ms = QSTATS_STALE_MS;
+    for (size_t i = 0; i < dc->nqueues; i++)
+        redis_conf_queue_keys(&dc->redis, dc->queues[i].name, &keys[i]);
+    return rconn_new(base, &opt, "stats", ev);
+}
+
+struct qstats *qstats_new(struct event_base *base, const struct daemon_conf *dc)
+{
+    struct qstats *q = calloc(1, sizeof *q);
+    if (!q)
+        return NULL;
+    size_t n = dc->nqueues ? dc->nqueues : 1;
+    q->dc = dc;
+    q->keys = calloc(n, sizeof *q->keys);
+    q->reqs = calloc(n, sizeof *q->reqs);
+    q->cur = calloc(n, sizeof *q->cur);
+    q->next = calloc(n, sizeof *q->next);
+    q->timer = event_new(base, -1, EV_PERSIST, on_timer, q);
+    if (!q->keys || !q->reqs || !q->cur || !q->next || !q->timer)
+        goto fail;
+    for (size_t i = 0; i < dc->nqueues; i++)
+        q->reqs[i] = (struct qstats_req){ q, i };
+    struct rconn_events ev = { on_up, NULL, q };
+    if (!(q->conn = supervisor_conn_new(base, dc, q->keys, &ev)))
+        goto fail;
+    struct timeval tv = { QSTATS_REFRESH_MS / 1000, (QSTATS_REFRESH_MS % 1000) * 1000 };
+    if (event_add(q->timer, &tv) < 0)
+        goto fail;
+    snprintf(q->err, sizeof q->err, "not connected yet");
+    q->last_failed = 1;
+    rconn_start(q->conn);
+    return q;
+fail:
+    qstats_free(q);
+    return NULL;
+}
+
+void qstats_free(struct qstats *q)
+{
+    if (!q)
+        return;
+    q->freeing = 1;
+    rconn_free(q->conn);        /* pending requests get NULL: ignored */
+    if (q->timer)
+        event_free(q->timer);
+    free(q->keys);
+    free(q->reqs);
+    free(q->cur);
+    free(q->next);
+    free(q);
+}
+
+void qstats_close_in_child(struct qstats *q)
+{
+    if (q)
+        rconn_close_in_child(q->conn);
+}
+
+void qstats_read(const struct qstats *q, struct qstats_view *v)
+{
+    int64_t now = slots_now_ms();
+    memset(v, 0, sizeof *v);
+    v->stats = q->have_cur ? q->cur : NULL;
+    v->age_ms = q->have_cur ? now - q->cur_asked_ms : -1;
+    v->fresh = q->have_cur && !q->last_failed && v->age_ms <= QSTATS_STALE_MS;
+    if (v->fresh)
+        return;
+    if (q->awaiting > 0)
+        snprintf(v->why, sizeof v->why, "no answer for %.1f s",
+                 (double)(now - q->asked_ms) / 1000.0);
+    else if (q->last_failed || !q->have_cur)
+        snprintf(v->why, sizeof v->why, "%s", q->err);
+    else
+        snprintf(v->why, sizeof v->why, "no figures for %.1f s", (double)v->age_ms / 1000.0);
+}

@@ -1,0 +1,46 @@
+/*
+ * qstats: the supervisor's cached queue statistics, for /metrics and
+ * /healthz.
+ *
+ * The supervisor must never wait on Redis (a stall there would stop its
+ * timeouts, respawns and watchdog pings), so no HTTP request asks Redis
+ * anything: a timer on the supervisor's loop runs the stats script for
+ * every queue of one configuration, over an asynchronous connection
+ * (rconn.h), every QSTATS_REFRESH_MS, and a request reads the last
+ * complete set of figures and how old they are.
+ */
+#ifndef DQ_QSTATS_H
+#define DQ_QSTATS_H
+
+#include <delayq/client.h>
+#include <event2/event.h>
+#include <stdint.h>
+
+#include "daemon/dconfig.h"
+
+#define QSTATS_REFRESH_MS 800   /* figures are this old, plus a round trip */
+#define QSTATS_STALE_MS 2000    /* older than this: Redis counts as unreachable */
+
+struct qstats;
+
+/* Start refreshing the statistics of dc's queues on `base` (dc must
+ * outlive the qstats).  NULL when out of memory. */
+struct qstats *qstats_new(struct event_base *base, const struct daemon_conf *dc);
+
+/* Stop, drop the connection, free; NULL is ignored. */
+void qstats_free(struct qstats *q);
+
+/* In a forked child: close the child's copy of the connection. */
+void qstats_close_in_child(struct qstats *q);
+
+/* What a request sees (borrowed until the next turn of the loop). */
+struct qstats_view {
+    const dq_stats *stats;      /* one per queue, in dc's order; NULL: none yet */
+    int64_t age_ms;             /* since the figures were asked for; -1: none */
+    int fresh;                  /* the last refresh answered and age <= QSTATS_STALE_MS */
+    char why[200];              /* when not fresh: "no answer for 2.4 s", the error */
+};
+
+void qstats_read(const struct qstats *q, struct qstats_view *v);
+
+#endif
