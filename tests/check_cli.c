@@ -159,6 +159,20 @@ static dq_stats queue_stats(const char *queue)
     return st;
 }
 
+/* Claim the `n` due jobs of `queue` and make them dead ("boom"). */
+static void kill_due(dq_client *c, const char *queue, int n)
+{
+    dq_claim_result cr;
+    ck_assert_int_eq(dq_claim(c, queue, n, 60000, &cr), DQ_OK);
+    ck_assert_uint_eq(cr.n, (size_t)n);
+    dq_retry_policy pol;
+    dq_retry_policy_init(&pol);
+    for (size_t i = 0; i < cr.n; i++)
+        ck_assert_int_eq(dq_fail(c, queue, cr.jobs[i].id, cr.jobs[i].fence, "boom",
+                                 DQ_FAIL_DEAD, -1, &pol, NULL), DQ_OK);
+    dq_claim_result_free(&cr);
+}
+
 /* Enqueue `n` due jobs "dead-1".. in `queue` and make them dead ("boom"). */
 static void make_dead(const char *queue, int n)
 {
@@ -169,15 +183,7 @@ static void make_dead(const char *queue, int n)
         dq_enqueue_req req = { .queue = queue, .type = "t", .id = id, .replace = true };
         ck_assert_msg(dq_enqueue(c, &req, NULL) == DQ_OK, "%s", dq_errmsg(c));
     }
-    dq_claim_result cr;
-    ck_assert_int_eq(dq_claim(c, queue, n, 60000, &cr), DQ_OK);
-    ck_assert_uint_eq(cr.n, (size_t)n);
-    dq_retry_policy pol;
-    dq_retry_policy_init(&pol);
-    for (size_t i = 0; i < cr.n; i++)
-        ck_assert_int_eq(dq_fail(c, queue, cr.jobs[i].id, cr.jobs[i].fence, "boom",
-                                 DQ_FAIL_DEAD, -1, &pol, NULL), DQ_OK);
-    dq_claim_result_free(&cr);
+    kill_due(c, queue, n);
     dq_close(c);
 }
 
@@ -512,6 +518,37 @@ START_TEST(dlq_requeue_and_purge)
 }
 END_TEST
 
+/* "@wake" is a valid job id like any other: it must never be taken for the
+ * queue's wake channel on its way to a script. */
+START_TEST(job_named_at_wake_is_itself)
+{
+    char id[64];
+    add_id(CLI("add", "-q", "w", "-t", "t", "--id", "@wake", "hello"), id, sizeof id);
+    ck_assert_str_eq(id, "@wake");
+    struct run_result *r = CLI("show", "-q", "w", "@wake", "--json");
+    assert_ok(r);
+    ck_assert_msg(strstr(r->out, "{\"id\":\"@wake\"") && strstr(r->out, "\"payload\":\"hello\""),
+                  "%s", r->out);
+
+    dq_client *c = fixture_client(&fx);
+    kill_due(c, "w", 1);
+    r = CLI("dlq", "-q", "w", "requeue", "@wake");
+    assert_ok(r);
+    ck_assert_str_eq(r->out, "requeued job @wake\n");
+    dq_stats st = queue_stats("w");
+    ck_assert_int_eq(st.dead, 0);
+    ck_assert_int_eq(st.due, 1);
+
+    kill_due(c, "w", 1);
+    dq_close(c);
+    r = CLI("dlq", "-q", "w", "purge", "@wake");
+    assert_ok(r);
+    ck_assert_str_eq(r->out, "purged job @wake\n");
+    ck_assert_int_eq(fixture_record_count(&fx, "w"), 0);
+    assert_fails(CLI("show", "-q", "w", "@wake"), 1, "no job @wake");
+}
+END_TEST
+
 /* ---- usage errors: exit 2, one line, nothing sent ----------------------- */
 
 START_TEST(usage_errors)
@@ -718,6 +755,7 @@ int main(void)
     tcase_add_test(tc, stats_without_queues);
     tcase_add_test(tc, dlq_list);
     tcase_add_test(tc, dlq_requeue_and_purge);
+    tcase_add_test(tc, job_named_at_wake_is_itself);
     tc = tcase(s, "usage", 30);
     tcase_add_test(tc, usage_errors);
     tcase_add_test(tc, payload_over_the_limit);
