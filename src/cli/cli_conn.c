@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cli.h"
+#include "cli/cli_util.h"
 #include "lib/keys.h"
 #include "util/timefmt.h"
 
@@ -19,12 +19,10 @@ const struct option cli_conn_longopts[] = {
     { "port", required_argument, NULL, 'p' },
     { "socket", required_argument, NULL, 's' },
     { "password", required_argument, NULL, 'a' },
-    { "user", required_argument, NULL, OPT_USER },
+    { "user", required_argument, NULL, CLI_CONN_OPT_USER },
     { "db", required_argument, NULL, 'n' },
-    { "prefix", required_argument, NULL, OPT_PREFIX },
-    { "timeout", required_argument, NULL, OPT_TIMEOUT },
-    { "help", no_argument, NULL, 'h' },
-    { "version", no_argument, NULL, OPT_VERSION },
+    { "prefix", required_argument, NULL, CLI_CONN_OPT_PREFIX },
+    { "timeout", required_argument, NULL, CLI_CONN_OPT_TIMEOUT },
     { NULL, 0, NULL, 0 }
 };
 
@@ -82,9 +80,9 @@ int cli_conn_option(struct cli_conn *cc, int opt, const char *arg, char *err,
     case 'H': cc->host = arg; return 1;
     case 's': cc->unix_path = arg; return 1;
     case 'a': cc->password = arg; return 1;
-    case OPT_USER: cc->user = arg; return 1;
-    case OPT_PREFIX: return take_prefix(cc, arg, err, errlen);
-    case OPT_TIMEOUT: return take_timeout(cc, arg, err, errlen);
+    case CLI_CONN_OPT_USER: cc->user = arg; return 1;
+    case CLI_CONN_OPT_PREFIX: return take_prefix(cc, arg, err, errlen);
+    case CLI_CONN_OPT_TIMEOUT: return take_timeout(cc, arg, err, errlen);
     case 'p':
         if ((r = take_number("port", arg, 1, 65535, &v, err, errlen)) > 0)
             cc->port = (int)v;
@@ -154,28 +152,4 @@ void cli_session_close(struct cli_session *s)
     dq_close(s->client);
     s->client = NULL;
     redis_conf_free(&s->conf);
-}
-
-int cli_open(const struct cli *cli, struct cli_session *s)
-{
-    char err[512];
-    int code = cli_session_options(s, &cli->conn, err, sizeof err);
-    if (code != CLI_EXIT_OK)
-        return cli_fail(code == CLI_EXIT_CONFIG ? NULL : cli, code, "%s", err);
-    return CLI_EXIT_OK;
-}
-
-int cli_connect(const struct cli *cli, struct cli_session *s)
-{
-    char err[512];
-    int code = s->client ? CLI_EXIT_OK : cli_session_connect(s, err, sizeof err);
-    if (code != CLI_EXIT_OK)
-        return cli_fail(code == CLI_EXIT_USAGE ? cli : NULL, code, "%s", err);
-    return CLI_EXIT_OK;
-}
-
-int cli_open_connected(const struct cli *cli, struct cli_session *s)
-{
-    int code = cli_open(cli, s);
-    return code != CLI_EXIT_OK ? code : cli_connect(cli, s);
 }

@@ -14,8 +14,18 @@
 
 #include "config/redis_conf.h"
 
-/* Short connection options (with -h for help) for getopt. */
-#define CLI_CONN_SHORTOPTS "c:H:p:s:a:n:h"
+/* Short connection options for getopt. */
+#define CLI_CONN_SHORTOPTS "c:H:p:s:a:n:"
+
+/* Long connection options without a short form (values above any
+ * character); the command line's other options number on from
+ * CLI_CONN_OPT_END. */
+enum cli_conn_opt {
+    CLI_CONN_OPT_USER = 256,
+    CLI_CONN_OPT_PREFIX,
+    CLI_CONN_OPT_TIMEOUT,
+    CLI_CONN_OPT_END
+};
 
 /* Connection options as given; strings point into argv. */
 struct cli_conn {
@@ -39,8 +49,7 @@ struct cli_session {
 
 void cli_conn_init(struct cli_conn *cc);
 
-/* The long forms of the connection options (and --help, --version),
- * terminated by a zero entry. */
+/* The long forms of the connection options, terminated by a zero entry. */
 extern const struct option cli_conn_longopts[];
 
 /*
