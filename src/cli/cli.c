@@ -54,6 +54,12 @@ int cli_open(const struct cli *cli, struct cli_session *s)
     int code = cli_session_options(s, &cli->conn, err, sizeof err);
     if (code != CLI_EXIT_OK)
         return cli_fail(code == CLI_EXIT_CONFIG ? NULL : cli, code, "%s", err);
+    /* Once per run (a command opens one session): the password is in our
+     * argv, which any user of the host can read. */
+    if (cli->conn.password)
+        fputs("delayq: warning: a password given with -a or --password can be read "
+              "by other users of this host; use --password-file or "
+              "DELAYQ_PASSWORD_FILE\n", stderr);
     return CLI_EXIT_OK;
 }
 

@@ -1,6 +1,7 @@
 /*
- * The command line's connection: options, the -c file, DELAYQ_PASSWORD,
- * and dq_connect with a one-line message when it fails.
+ * The command line's connection: options, the -c file, the password from
+ * the flags, the environment or a file, and dq_connect with a one-line
+ * message when it fails.
  */
 #include "cli/cli_conn.h"
 
@@ -19,6 +20,7 @@ const struct option cli_conn_longopts[] = {
     { "port", required_argument, NULL, 'p' },
     { "socket", required_argument, NULL, 's' },
     { "password", required_argument, NULL, 'a' },
+    { "password-file", required_argument, NULL, CLI_CONN_OPT_PASSWORD_FILE },
     { "user", required_argument, NULL, CLI_CONN_OPT_USER },
     { "db", required_argument, NULL, 'n' },
     { "prefix", required_argument, NULL, CLI_CONN_OPT_PREFIX },
@@ -80,6 +82,7 @@ int cli_conn_option(struct cli_conn *cc, int opt, const char *arg, char *err,
     case 'H': cc->host = arg; return 1;
     case 's': cc->unix_path = arg; return 1;
     case 'a': cc->password = arg; return 1;
+    case CLI_CONN_OPT_PASSWORD_FILE: cc->password_file = arg; return 1;
     case CLI_CONN_OPT_USER: cc->user = arg; return 1;
     case CLI_CONN_OPT_PREFIX: return take_prefix(cc, arg, err, errlen);
     case CLI_CONN_OPT_TIMEOUT: return take_timeout(cc, arg, err, errlen);
@@ -96,7 +99,8 @@ int cli_conn_option(struct cli_conn *cc, int opt, const char *arg, char *err,
     }
 }
 
-/* Lay the flags over the file's settings in s->opt. */
+/* Lay the flags over the file's settings in s->opt (all but the
+ * password: choose_password). */
 static void apply_flags(struct cli_session *s, const struct cli_conn *cc)
 {
     dq_options *o = &s->opt;
@@ -109,11 +113,6 @@ static void apply_flags(struct cli_session *s, const struct cli_conn *cc)
     }
     if (cc->unix_path)
         o->unix_path = cc->unix_path;
-    const char *env = getenv("DELAYQ_PASSWORD");
-    if (cc->password)
-        o->password = cc->password;
-    else if (env && *env)
-        o->password = env;
     if (cc->user)
         o->user = cc->user;
     if (cc->db >= 0)
@@ -122,6 +121,50 @@ static void apply_flags(struct cli_session *s, const struct cli_conn *cc)
         o->prefix = cc->prefix;
     if (cc->timeout_ms > 0)
         o->connect_timeout_ms = o->command_timeout_ms = (int)cc->timeout_ms;
+}
+
+/* An environment variable's value; NULL when unset or empty. */
+static const char *env_value(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v ? v : NULL;
+}
+
+/*
+ * Lay the password over the -c file's in s->opt, by the precedence in
+ * cli_conn.h.  A password read from a file is kept in s->file_password.
+ * Returns 0, or an exit code with the message in `err`.
+ */
+static int choose_password(struct cli_session *s, const struct cli_conn *cc,
+                           char *err, size_t errlen)
+{
+    const char *pw = cc->password, *file = cc->password_file;
+    const char *from = "--password-file";
+    if (pw && file) {
+        snprintf(err, errlen, "give -a or --password-file, not both");
+        return CLI_EXIT_USAGE;
+    }
+    if (!pw && !file) {
+        pw = env_value("DELAYQ_PASSWORD");
+        file = env_value("DELAYQ_PASSWORD_FILE");
+        from = "DELAYQ_PASSWORD_FILE";
+        if (pw && file) {
+            snprintf(err, errlen, "DELAYQ_PASSWORD and DELAYQ_PASSWORD_FILE are both "
+                     "set: unset one");
+            return CLI_EXIT_USAGE;
+        }
+    }
+    if (file) {
+        const char *why;
+        if (redis_conf_read_password_file(file, &s->file_password, &why) < 0) {
+            snprintf(err, errlen, "password file %s (%s): %s", file, from, why);
+            return CLI_EXIT_CONFIG;
+        }
+        pw = s->file_password;
+    }
+    if (pw)
+        s->opt.password = pw;
+    return CLI_EXIT_OK;
 }
 
 int cli_session_options(struct cli_session *s, const struct cli_conn *cc,
@@ -137,7 +180,7 @@ int cli_session_options(struct cli_session *s, const struct cli_conn *cc,
         return CLI_EXIT_CONFIG;
     redis_conf_to_options(&s->conf, &s->opt);
     apply_flags(s, cc);
-    return CLI_EXIT_OK;
+    return choose_password(s, cc, err, errlen);
 }
 
 int cli_session_connect(struct cli_session *s, char *err, size_t errlen)
@@ -151,5 +194,10 @@ void cli_session_close(struct cli_session *s)
 {
     dq_close(s->client);
     s->client = NULL;
+    if (s->file_password) {
+        memset(s->file_password, 0, strlen(s->file_password));
+        free(s->file_password);
+        s->file_password = NULL;
+    }
     redis_conf_free(&s->conf);
 }

@@ -152,8 +152,7 @@ static char *resolve_path(const char *conf_path, const char *file)
     return p;
 }
 
-/* Read the first line of `file` (trailing newline stripped) into *out. */
-static int read_first_line(const char *file, char **out, const char **why)
+int redis_conf_read_password_file(const char *file, char **out, const char **why)
 {
     FILE *f = fopen(file, "r");
     if (!f) {
@@ -195,7 +194,7 @@ static int read_password_file(struct conf_reader *r, const config_setting_t *s,
         return conf_fail(r, s, "out of memory");
     const char *why;
     char *pw = NULL;
-    if (read_first_line(file, &pw, &why) < 0) {
+    if (redis_conf_read_password_file(file, &pw, &why) < 0) {
         conf_fail(r, s, "redis.password_file: cannot read %s: %s", file, why);
         free(file);
         return -1;

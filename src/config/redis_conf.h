@@ -65,6 +65,16 @@ int redis_conf_read(struct redis_conf *rc, const struct config_t *cfg,
                     const char *path, char *err, size_t errlen)
     __attribute__((warn_unused_result));
 
+/*
+ * Read a password file: its first line, trailing newline (and CR)
+ * stripped, into *out (malloc'd; the caller wipes and frees it).  Returns
+ * -1 with the reason in *why (a static string) when the file cannot be
+ * read or its first line is empty.  The one reader for password_file and
+ * the command line's --password-file and DELAYQ_PASSWORD_FILE.
+ */
+int redis_conf_read_password_file(const char *file, char **out, const char **why)
+    __attribute__((warn_unused_result));
+
 /* Fill `opt` (all of it) from `rc`.  The strings are borrowed: `rc` must
  * outlive every use of `opt`. */
 void redis_conf_to_options(const struct redis_conf *rc, dq_options *opt);
