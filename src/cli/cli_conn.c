@@ -132,7 +132,8 @@ static const char *env_value(const char *name)
 
 /*
  * Lay the password over the -c file's in s->opt, by the precedence in
- * cli_conn.h.  A password read from a file is kept in s->file_password.
+ * cli_conn.h.  A password read from a file replaces the -c file's in
+ * s->conf, which wipes it on close.
  * Returns 0, or an exit code with the message in `err`.
  */
 static int choose_password(struct cli_session *s, const struct cli_conn *cc,
@@ -156,11 +157,11 @@ static int choose_password(struct cli_session *s, const struct cli_conn *cc,
     }
     if (file) {
         const char *why;
-        if (redis_conf_read_password_file(file, &s->file_password, &why) < 0) {
+        if (redis_conf_password_from_file(&s->conf, file, &why) < 0) {
             snprintf(err, errlen, "password file %s (%s): %s", file, from, why);
             return CLI_EXIT_CONFIG;
         }
-        pw = s->file_password;
+        pw = s->conf.password;
     }
     if (pw)
         s->opt.password = pw;
@@ -194,10 +195,5 @@ void cli_session_close(struct cli_session *s)
 {
     dq_close(s->client);
     s->client = NULL;
-    if (s->file_password) {
-        memset(s->file_password, 0, strlen(s->file_password));
-        free(s->file_password);
-        s->file_password = NULL;
-    }
     redis_conf_free(&s->conf);
 }

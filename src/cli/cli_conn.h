@@ -53,11 +53,11 @@ struct cli_conn {
 
 /* A connection in use: the settings it was made from and the client. */
 struct cli_session {
-    struct redis_conf conf;     /* the -c file's settings (or defaults) */
-    char *file_password;        /* read from --password-file or
-                                   DELAYQ_PASSWORD_FILE; wiped on close */
-    dq_options opt;             /* borrows from conf, file_password, argv
-                                   and the environment */
+    struct redis_conf conf;     /* the -c file's settings (or defaults);
+                                   the password of a password file given
+                                   to the command line replaces its own */
+    dq_options opt;             /* borrows from conf, argv and the
+                                   environment */
     dq_client *client;          /* NULL until cli_session_connect */
 };
 

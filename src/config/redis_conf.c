@@ -152,7 +152,8 @@ static char *resolve_path(const char *conf_path, const char *file)
     return p;
 }
 
-int redis_conf_read_password_file(const char *file, char **out, const char **why)
+/* Read the first line of `file` (trailing newline stripped) into *out. */
+static int read_first_line(const char *file, char **out, const char **why)
 {
     FILE *f = fopen(file, "r");
     if (!f) {
@@ -193,16 +194,29 @@ static int read_password_file(struct conf_reader *r, const config_setting_t *s,
     if (!file)
         return conf_fail(r, s, "out of memory");
     const char *why;
-    char *pw = NULL;
-    if (redis_conf_read_password_file(file, &pw, &why) < 0) {
+    int rv = redis_conf_password_from_file(rc, file, &why);
+    if (rv < 0)
         conf_fail(r, s, "redis.password_file: cannot read %s: %s", file, why);
-        free(file);
+    free(file);
+    return rv;
+}
+
+int redis_conf_password_from_file(struct redis_conf *rc, const char *file,
+                                  const char **why)
+{
+    char *pw = NULL;
+    if (read_first_line(file, &pw, why) < 0)
+        return -1;
+    char *in = strdup(file);
+    if (!in) {
+        redis_conn_free_secret(pw);
+        *why = "out of memory";
         return -1;
     }
     redis_conn_free_secret(rc->password);
     rc->password = pw;
     free(rc->password_in);
-    rc->password_in = file;
+    rc->password_in = in;
     return 0;
 }
 
