@@ -1,98 +1,25 @@
 /*
  * The delayq command line, run as users run it: the built binary against a
  * real redis-server, checking its output, its one-line errors, its exit
- * codes and, through libdelayq, what it left in Redis.
+ * codes and, through libdelayq, what it left in Redis.  How it connects
+ * (options, the -c file, passwords) is in check_cli_conn.c.
  */
 #include "config.h"
 
 #include <check.h>
-#include <hiredis/hiredis.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "cli_run.h"
 #include "fixture.h"
-#include "run_prog.h"
 
 #define FAKETIME_LIB "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
-#define MAX_ARGS 32
 
 static struct redis_fixture fx;
-
-/* ---- running the binary ------------------------------------------------- */
-
-struct cli_run {
-    const void *in;     /* standard input (NULL: /dev/null) */
-    size_t in_len;
-    const char *env[4]; /* "NAME=VALUE" for the child only */
-    bool no_socket;     /* do not add -s FIXTURE_SOCKET */
-};
-
-/* Run delayq with the arguments in `ap` (NULL-terminated), after
- * "-s FIXTURE_SOCKET" unless how->no_socket.  DELAYQ_PASSWORD is unset
- * unless how->env sets it.  The result is static. */
-static struct run_result *run_cli_how(const struct cli_run *how, ...)
-{
-    static struct run_result r;
-    char *argv[MAX_ARGS];
-    int argc = 0;
-    argv[argc++] = (char *)fixture_build_path("delayq");
-    if (!how->no_socket) {
-        argv[argc++] = "-s";
-        argv[argc++] = fx.sock;
-    }
-    va_list ap;
-    va_start(ap, how);
-    for (const char *a; (a = va_arg(ap, const char *)) && argc < MAX_ARGS - 1;)
-        argv[argc++] = (char *)a;
-    va_end(ap);
-    argv[argc] = NULL;
-    struct run_opts o = { .in = how->in, .in_len = how->in_len,
-                          .env = { "DELAYQ_PASSWORD" } };
-    for (int i = 0; i < 4 && how->env[i]; i++)
-        o.env[i + 1] = how->env[i];
-    run_prog(&o, argv, &r);
-    return &r;
-}
-
-/* delayq -s FIXTURE ARGS..., no input. */
-#define CLI(...) run_cli_how(&(struct cli_run){ 0 }, __VA_ARGS__, (const char *)NULL)
-/* The same with options for the run. */
-#define CLI_HOW(how, ...) run_cli_how(how, __VA_ARGS__, (const char *)NULL)
-
-/* The run succeeded; its stderr is empty. */
-static void assert_ok(const struct run_result *r)
-{
-    ck_assert_msg(r->status == 0, "exit %d, stderr: %s", r->status, r->err);
-    ck_assert_str_eq(r->err, "");
-}
-
-/* The run failed with `status` and one line "delayq: ..." that contains
- * `phrase`. */
-static void assert_fails(const struct run_result *r, int status, const char *phrase)
-{
-    ck_assert_msg(r->status == status, "exit %d, want %d; stderr: %s", r->status,
-                  status, r->err);
-    ck_assert_msg(strncmp(r->err, "delayq: ", 8) == 0, "stderr: %s", r->err);
-    const char *nl = strchr(r->err, '\n');
-    ck_assert_msg(nl && nl[1] == '\0', "not one line: '%s'", r->err);
-    ck_assert_msg(strstr(r->err, phrase), "'%s' does not say '%s'", r->err, phrase);
-}
-
-/* The id printed by `delayq add`, checked to be one line. */
-static void add_id(const struct run_result *r, char *id, size_t len)
-{
-    assert_ok(r);
-    size_t n = strcspn(r->out, "\n");
-    ck_assert_msg(n > 0 && r->out[n] == '\n' && r->out[n + 1] == '\0', "out: '%s'", r->out);
-    ck_assert_uint_lt(n, len);
-    memcpy(id, r->out, n);
-    id[n] = '\0';
-}
 
 /* A number field of a JSON object in `text` ("due_ms":123); fails when
  * absent. */
@@ -110,6 +37,7 @@ static long long json_num(const char *text, const char *key)
 static void start_redis(void)
 {
     fixture_redis_start(&fx);
+    cli_run_socket(fx.sock);
 }
 
 static void stop_redis(void)
@@ -117,24 +45,8 @@ static void stop_redis(void)
     fixture_redis_stop(&fx);
 }
 
-/* Remove a password a test set, even one that failed half-way. */
-static void reset_password(void)
-{
-    struct timeval tv = { 5, 0 };
-    redisContext *rc = redisConnectUnixWithTimeout(fx.sock, tv);
-    ck_assert_msg(rc && !rc->err, "cannot reach the test redis");
-    redisReply *r = redisCommand(rc, "AUTH secret");
-    if (r)
-        freeReplyObject(r);
-    r = redisCommand(rc, "CONFIG SET requirepass %s", "");
-    ck_assert_msg(r && r->type == REDIS_REPLY_STATUS, "cannot reset requirepass");
-    freeReplyObject(r);
-    redisFree(rc);
-}
-
 static void clean_redis(void)
 {
-    reset_password();
     fixture_redis_flush(&fx);
 }
 
@@ -159,6 +71,20 @@ static dq_stats queue_stats(const char *queue)
     return st;
 }
 
+/* Claim the `n` due jobs of `queue` and make them dead ("boom"). */
+static void kill_due(dq_client *c, const char *queue, int n)
+{
+    dq_claim_result cr;
+    ck_assert_int_eq(dq_claim(c, queue, n, 60000, &cr), DQ_OK);
+    ck_assert_uint_eq(cr.n, (size_t)n);
+    dq_retry_policy pol;
+    dq_retry_policy_init(&pol);
+    for (size_t i = 0; i < cr.n; i++)
+        ck_assert_int_eq(dq_fail(c, queue, cr.jobs[i].id, cr.jobs[i].fence, "boom",
+                                 DQ_FAIL_DEAD, -1, &pol, NULL), DQ_OK);
+    dq_claim_result_free(&cr);
+}
+
 /* Enqueue `n` due jobs "dead-1".. in `queue` and make them dead ("boom"). */
 static void make_dead(const char *queue, int n)
 {
@@ -169,15 +95,7 @@ static void make_dead(const char *queue, int n)
         dq_enqueue_req req = { .queue = queue, .type = "t", .id = id, .replace = true };
         ck_assert_msg(dq_enqueue(c, &req, NULL) == DQ_OK, "%s", dq_errmsg(c));
     }
-    dq_claim_result cr;
-    ck_assert_int_eq(dq_claim(c, queue, n, 60000, &cr), DQ_OK);
-    ck_assert_uint_eq(cr.n, (size_t)n);
-    dq_retry_policy pol;
-    dq_retry_policy_init(&pol);
-    for (size_t i = 0; i < cr.n; i++)
-        ck_assert_int_eq(dq_fail(c, queue, cr.jobs[i].id, cr.jobs[i].fence, "boom",
-                                 DQ_FAIL_DEAD, -1, &pol, NULL), DQ_OK);
-    dq_claim_result_free(&cr);
+    kill_due(c, queue, n);
     dq_close(c);
 }
 
@@ -512,6 +430,37 @@ START_TEST(dlq_requeue_and_purge)
 }
 END_TEST
 
+/* "@wake" is a valid job id like any other: it must never be taken for the
+ * queue's wake channel on its way to a script. */
+START_TEST(job_named_at_wake_is_itself)
+{
+    char id[64];
+    add_id(CLI("add", "-q", "w", "-t", "t", "--id", "@wake", "hello"), id, sizeof id);
+    ck_assert_str_eq(id, "@wake");
+    struct run_result *r = CLI("show", "-q", "w", "@wake", "--json");
+    assert_ok(r);
+    ck_assert_msg(strstr(r->out, "{\"id\":\"@wake\"") && strstr(r->out, "\"payload\":\"hello\""),
+                  "%s", r->out);
+
+    dq_client *c = fixture_client(&fx);
+    kill_due(c, "w", 1);
+    r = CLI("dlq", "-q", "w", "requeue", "@wake");
+    assert_ok(r);
+    ck_assert_str_eq(r->out, "requeued job @wake\n");
+    dq_stats st = queue_stats("w");
+    ck_assert_int_eq(st.dead, 0);
+    ck_assert_int_eq(st.due, 1);
+
+    kill_due(c, "w", 1);
+    dq_close(c);
+    r = CLI("dlq", "-q", "w", "purge", "@wake");
+    assert_ok(r);
+    ck_assert_str_eq(r->out, "purged job @wake\n");
+    ck_assert_int_eq(fixture_record_count(&fx, "w"), 0);
+    assert_fails(CLI("show", "-q", "w", "@wake"), 1, "no job @wake");
+}
+END_TEST
+
 /* ---- usage errors: exit 2, one line, nothing sent ----------------------- */
 
 START_TEST(usage_errors)
@@ -574,82 +523,6 @@ START_TEST(help_and_version)
     r = CLI("--version");
     assert_ok(r);
     ck_assert_str_eq(r->out, "delayq " PACKAGE_VERSION "\n");
-}
-END_TEST
-
-/* ---- connection --------------------------------------------------------- */
-
-START_TEST(redis_down_exits_69)
-{
-    struct cli_run how = { .no_socket = true };
-    assert_fails(CLI_HOW(&how, "-s", "/nonexistent.sock", "stats"), 69,
-                 "cannot connect to redis at /nonexistent.sock");
-    assert_fails(CLI_HOW(&how, "add", "-q", "x", "-t", "t", "-H", "127.0.0.1", "-p", "1"), 69,
-                 "cannot connect to redis at 127.0.0.1:1: Connection refused");
-}
-END_TEST
-
-START_TEST(password_is_checked)
-{
-    ck_assert_int_eq(fixture_redis_int(&fx, "CONFIG SET requirepass %s", "secret"), 0);
-    assert_fails(CLI("stats"), 69, "NOAUTH");
-    assert_fails(CLI("-a", "wrong", "stats"), 69, "AUTH");
-    struct cli_run env = { .env = { "DELAYQ_PASSWORD=secret" } };
-    assert_ok(CLI_HOW(&env, "stats"));
-    char id[64];
-    add_id(CLI_HOW(&env, "add", "-q", "pw", "-t", "t"), id, sizeof id);
-    assert_fails(CLI_HOW(&env, "stats", "-a", "wrong"), 69, "AUTH"); /* -a wins */
-    assert_ok(CLI("stats", "-a", "secret"));
-    reset_password();
-}
-END_TEST
-
-START_TEST(config_file_is_used_and_overridden)
-{
-    FILE *f = fopen(fx.conf_path, "w");
-    ck_assert_ptr_nonnull(f);
-    fprintf(f, "queues = ();\nredis = {\n  unix_socket = \"%s\";\n  prefix = \"other\";\n"
-               "  max_payload = 10;\n};\n", fx.sock);
-    ck_assert_int_eq(fclose(f), 0);
-    struct cli_run how = { .no_socket = true };
-    char id[64];
-    add_id(CLI_HOW(&how, "-c", fx.conf_path, "add", "-q", "cf", "-t", "t", "0123456789"),
-           id, sizeof id);
-    ck_assert_int_eq(fixture_redis_int(&fx, "EXISTS other:queues"), 1);
-    ck_assert_int_eq(fixture_redis_int(&fx, "EXISTS dq:queues"), 0);
-    assert_fails(CLI_HOW(&how, "-c", fx.conf_path, "add", "-q", "cf", "-t", "t", "01234567890"),
-                 2, "payload is 11 bytes, over the limit of 10");
-    /* Options after the command override the file. */
-    add_id(CLI_HOW(&how, "add", "-c", fx.conf_path, "--prefix", "dq", "-q", "cf", "-t", "t"),
-           id, sizeof id);
-    ck_assert_int_eq(fixture_redis_int(&fx, "EXISTS dq:queues"), 1);
-    assert_fails(CLI_HOW(&how, "-c", fx.conf_path, "-H", "127.0.0.1", "-p", "1", "stats"), 69,
-                 "127.0.0.1:1");
-}
-END_TEST
-
-START_TEST(broken_config_file_exits_78)
-{
-    FILE *f = fopen(fx.conf_path, "w");
-    ck_assert_ptr_nonnull(f);
-    fputs("redis = {\n  port = 6379;\n  host = ;\n};\n", f);
-    ck_assert_int_eq(fclose(f), 0);
-    char want[300];
-    snprintf(want, sizeof want, "delayq: %s:3: syntax error", fx.conf_path);
-    struct run_result *r = CLI("-c", fx.conf_path, "stats");
-    assert_fails(r, 78, want);
-
-    f = fopen(fx.conf_path, "w");
-    ck_assert_ptr_nonnull(f);
-    fputs("redis = {\n  port = \"6379\";\n};\n", f);
-    ck_assert_int_eq(fclose(f), 0);
-    snprintf(want, sizeof want, "delayq: %s:2: redis.port: expected an integer\n", fx.conf_path);
-    r = CLI("stats", "-c", fx.conf_path);
-    assert_fails(r, 78, "");
-    ck_assert_str_eq(r->err, want);
-
-    assert_fails(CLI("-c", "/nonexistent/delayqd.conf", "stats"), 78,
-                 "cannot read /nonexistent/delayqd.conf: No such file or directory");
 }
 END_TEST
 
@@ -718,15 +591,11 @@ int main(void)
     tcase_add_test(tc, stats_without_queues);
     tcase_add_test(tc, dlq_list);
     tcase_add_test(tc, dlq_requeue_and_purge);
+    tcase_add_test(tc, job_named_at_wake_is_itself);
     tc = tcase(s, "usage", 30);
     tcase_add_test(tc, usage_errors);
     tcase_add_test(tc, payload_over_the_limit);
     tcase_add_test(tc, help_and_version);
-    tc = tcase(s, "connection", 30);
-    tcase_add_test(tc, redis_down_exits_69);
-    tcase_add_test(tc, password_is_checked);
-    tcase_add_test(tc, config_file_is_used_and_overridden);
-    tcase_add_test(tc, broken_config_file_exits_78);
     tc = tcase(s, "clock", 30);
     tcase_add_test(tc, delay_uses_the_server_clock);
     SRunner *sr = srunner_create(s);

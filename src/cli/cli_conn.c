@@ -1,6 +1,7 @@
 /*
- * The command line's connection: options, the -c file, DELAYQ_PASSWORD,
- * and dq_connect with a one-line message when it fails.
+ * The command line's connection: options, the -c file, the password from
+ * the flags, the environment or a file, and dq_connect with a one-line
+ * message when it fails.
  */
 #include "cli/cli_conn.h"
 
@@ -9,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cli.h"
+#include "cli/cli_util.h"
 #include "lib/keys.h"
 #include "util/timefmt.h"
 
@@ -19,12 +20,11 @@ const struct option cli_conn_longopts[] = {
     { "port", required_argument, NULL, 'p' },
     { "socket", required_argument, NULL, 's' },
     { "password", required_argument, NULL, 'a' },
-    { "user", required_argument, NULL, OPT_USER },
+    { "password-file", required_argument, NULL, CLI_CONN_OPT_PASSWORD_FILE },
+    { "user", required_argument, NULL, CLI_CONN_OPT_USER },
     { "db", required_argument, NULL, 'n' },
-    { "prefix", required_argument, NULL, OPT_PREFIX },
-    { "timeout", required_argument, NULL, OPT_TIMEOUT },
-    { "help", no_argument, NULL, 'h' },
-    { "version", no_argument, NULL, OPT_VERSION },
+    { "prefix", required_argument, NULL, CLI_CONN_OPT_PREFIX },
+    { "timeout", required_argument, NULL, CLI_CONN_OPT_TIMEOUT },
     { NULL, 0, NULL, 0 }
 };
 
@@ -82,9 +82,10 @@ int cli_conn_option(struct cli_conn *cc, int opt, const char *arg, char *err,
     case 'H': cc->host = arg; return 1;
     case 's': cc->unix_path = arg; return 1;
     case 'a': cc->password = arg; return 1;
-    case OPT_USER: cc->user = arg; return 1;
-    case OPT_PREFIX: return take_prefix(cc, arg, err, errlen);
-    case OPT_TIMEOUT: return take_timeout(cc, arg, err, errlen);
+    case CLI_CONN_OPT_PASSWORD_FILE: cc->password_file = arg; return 1;
+    case CLI_CONN_OPT_USER: cc->user = arg; return 1;
+    case CLI_CONN_OPT_PREFIX: return take_prefix(cc, arg, err, errlen);
+    case CLI_CONN_OPT_TIMEOUT: return take_timeout(cc, arg, err, errlen);
     case 'p':
         if ((r = take_number("port", arg, 1, 65535, &v, err, errlen)) > 0)
             cc->port = (int)v;
@@ -98,7 +99,8 @@ int cli_conn_option(struct cli_conn *cc, int opt, const char *arg, char *err,
     }
 }
 
-/* Lay the flags over the file's settings in s->opt. */
+/* Lay the flags over the file's settings in s->opt (all but the
+ * password: choose_password). */
 static void apply_flags(struct cli_session *s, const struct cli_conn *cc)
 {
     dq_options *o = &s->opt;
@@ -111,11 +113,6 @@ static void apply_flags(struct cli_session *s, const struct cli_conn *cc)
     }
     if (cc->unix_path)
         o->unix_path = cc->unix_path;
-    const char *env = getenv("DELAYQ_PASSWORD");
-    if (cc->password)
-        o->password = cc->password;
-    else if (env && *env)
-        o->password = env;
     if (cc->user)
         o->user = cc->user;
     if (cc->db >= 0)
@@ -124,6 +121,51 @@ static void apply_flags(struct cli_session *s, const struct cli_conn *cc)
         o->prefix = cc->prefix;
     if (cc->timeout_ms > 0)
         o->connect_timeout_ms = o->command_timeout_ms = (int)cc->timeout_ms;
+}
+
+/* An environment variable's value; NULL when unset or empty. */
+static const char *env_value(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v ? v : NULL;
+}
+
+/*
+ * Lay the password over the -c file's in s->opt, by the precedence in
+ * cli_conn.h.  A password read from a file replaces the -c file's in
+ * s->conf, which wipes it on close.
+ * Returns 0, or an exit code with the message in `err`.
+ */
+static int choose_password(struct cli_session *s, const struct cli_conn *cc,
+                           char *err, size_t errlen)
+{
+    const char *pw = cc->password, *file = cc->password_file;
+    const char *from = "--password-file";
+    if (pw && file) {
+        snprintf(err, errlen, "give -a or --password-file, not both");
+        return CLI_EXIT_USAGE;
+    }
+    if (!pw && !file) {
+        pw = env_value("DELAYQ_PASSWORD");
+        file = env_value("DELAYQ_PASSWORD_FILE");
+        from = "DELAYQ_PASSWORD_FILE";
+        if (pw && file) {
+            snprintf(err, errlen, "DELAYQ_PASSWORD and DELAYQ_PASSWORD_FILE are both "
+                     "set: unset one");
+            return CLI_EXIT_USAGE;
+        }
+    }
+    if (file) {
+        const char *why;
+        if (redis_conf_password_from_file(&s->conf, file, &why) < 0) {
+            snprintf(err, errlen, "password file %s (%s): %s", file, from, why);
+            return CLI_EXIT_CONFIG;
+        }
+        pw = s->conf.password;
+    }
+    if (pw)
+        s->opt.password = pw;
+    return CLI_EXIT_OK;
 }
 
 int cli_session_options(struct cli_session *s, const struct cli_conn *cc,
@@ -139,7 +181,7 @@ int cli_session_options(struct cli_session *s, const struct cli_conn *cc,
         return CLI_EXIT_CONFIG;
     redis_conf_to_options(&s->conf, &s->opt);
     apply_flags(s, cc);
-    return CLI_EXIT_OK;
+    return choose_password(s, cc, err, errlen);
 }
 
 int cli_session_connect(struct cli_session *s, char *err, size_t errlen)
@@ -154,28 +196,4 @@ void cli_session_close(struct cli_session *s)
     dq_close(s->client);
     s->client = NULL;
     redis_conf_free(&s->conf);
-}
-
-int cli_open(const struct cli *cli, struct cli_session *s)
-{
-    char err[512];
-    int code = cli_session_options(s, &cli->conn, err, sizeof err);
-    if (code != CLI_EXIT_OK)
-        return cli_fail(code == CLI_EXIT_CONFIG ? NULL : cli, code, "%s", err);
-    return CLI_EXIT_OK;
-}
-
-int cli_connect(const struct cli *cli, struct cli_session *s)
-{
-    char err[512];
-    int code = s->client ? CLI_EXIT_OK : cli_session_connect(s, err, sizeof err);
-    if (code != CLI_EXIT_OK)
-        return cli_fail(code == CLI_EXIT_USAGE ? cli : NULL, code, "%s", err);
-    return CLI_EXIT_OK;
-}
-
-int cli_open_connected(const struct cli *cli, struct cli_session *s)
-{
-    int code = cli_open(cli, s);
-    return code != CLI_EXIT_OK ? code : cli_connect(cli, s);
 }

@@ -1,15 +1,35 @@
 /*
- * Small helpers of the command line: numbers in arguments, and bytes shown
- * to people (escaped text) and to programs (JSON strings, base64).
+ * Small helpers of the command line: exit codes, numbers in arguments, and
+ * bytes shown to people (escaped text) and to programs (JSON strings,
+ * base64).
  */
+#include "cli/cli_util.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "cli/cli.h"
 #include "util/timefmt.h"
+
+int cli_exit_code(dq_status st)
+{
+    switch (st) {
+    case DQ_OK:
+        return CLI_EXIT_OK;
+    case DQ_ERR_NOTFOUND: case DQ_ERR_EXISTS: case DQ_ERR_RUNNING:
+    case DQ_ERR_DEAD: case DQ_ERR_STALE:
+        return CLI_EXIT_NOT_DONE;
+    case DQ_ERR_INVALID: case DQ_ERR_TOO_LARGE:
+        return CLI_EXIT_USAGE;
+    case DQ_ERR_CONNECT: case DQ_ERR_AUTH: case DQ_ERR_TIMEOUT: case DQ_ERR_REDIS:
+        return CLI_EXIT_UNAVAILABLE;
+    case DQ_ERR_NOMEM:
+        return CLI_EXIT_SOFTWARE;
+    }
+    return CLI_EXIT_SOFTWARE;
+}
 
 int cli_parse_int(const char *s, long long min, long long max, long long *out)
 {

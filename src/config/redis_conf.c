@@ -194,16 +194,29 @@ static int read_password_file(struct conf_reader *r, const config_setting_t *s,
     if (!file)
         return conf_fail(r, s, "out of memory");
     const char *why;
-    char *pw = NULL;
-    if (read_first_line(file, &pw, &why) < 0) {
+    int rv = redis_conf_password_from_file(rc, file, &why);
+    if (rv < 0)
         conf_fail(r, s, "redis.password_file: cannot read %s: %s", file, why);
-        free(file);
+    free(file);
+    return rv;
+}
+
+int redis_conf_password_from_file(struct redis_conf *rc, const char *file,
+                                  const char **why)
+{
+    char *pw = NULL;
+    if (read_first_line(file, &pw, why) < 0)
+        return -1;
+    char *in = strdup(file);
+    if (!in) {
+        redis_conn_free_secret(pw);
+        *why = "out of memory";
         return -1;
     }
     redis_conn_free_secret(rc->password);
     rc->password = pw;
     free(rc->password_in);
-    rc->password_in = file;
+    rc->password_in = in;
     return 0;
 }
 

@@ -65,6 +65,17 @@ int redis_conf_read(struct redis_conf *rc, const struct config_t *cfg,
                     const char *path, char *err, size_t errlen)
     __attribute__((warn_unused_result));
 
+/*
+ * Take the password from `file`: its first line, trailing newline (and CR)
+ * stripped, replaces rc->password (the old one wiped), and rc->password_in
+ * names `file`.  Returns -1 with the reason in *why (a static string), `rc`
+ * unchanged, when the file cannot be read or its first line is empty.
+ * The one reader for password_file and the command line's --password-file
+ * and DELAYQ_PASSWORD_FILE.
+ */
+int redis_conf_password_from_file(struct redis_conf *rc, const char *file,
+                                  const char **why) __attribute__((warn_unused_result));
+
 /* Fill `opt` (all of it) from `rc`.  The strings are borrowed: `rc` must
  * outlive every use of `opt`. */
 void redis_conf_to_options(const struct redis_conf *rc, dq_options *opt);

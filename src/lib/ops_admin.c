@@ -1,4 +1,5 @@
 /* libdelayq calls for operators: stats, show, the dead-letter set. */
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,9 +9,16 @@
 #define ADMIN_BATCH 500  /* dead jobs moved per script call: keeps each short */
 #define DEAD_PAGE_MAX 10000  /* dead jobs in one page, as dead_list.lua allows */
 
-/* Run an operator script on `queue` with optional string arguments. */
+/*
+ * Run an operator script on `queue` with optional string arguments.  When
+ * `wake_first`, the queue's wake channel goes before them as the first
+ * argument (requeue.lua takes it there).  The channel is asked for by this
+ * flag, never by a marker among `args`: any string, "@wake" included, can be
+ * a job id and must reach the script as it is.
+ */
 static dq_status run_admin(dq_client *c, enum dq_script_id s, const char *queue,
-                           const char *const *args, int nargs, redisReply **r)
+                           bool wake_first, const char *const *args, int nargs,
+                           redisReply **r)
 {
     struct queue_keys k;
     dq_status st = client_queue_keys(c, queue, &k);
@@ -19,8 +27,10 @@ static dq_status run_admin(dq_client *c, enum dq_script_id s, const char *queue,
     struct cmd cmd;
     cmd_init(&cmd);
     cmd_eval(&cmd, s, &k);
+    if (wake_first)
+        cmd_push_str(&cmd, k.wake);
     for (int i = 0; i < nargs; i++)
-        cmd_push_str(&cmd, strcmp(args[i], "@wake") == 0 ? k.wake : args[i]);
+        cmd_push_str(&cmd, args[i]);
     st = client_run(c, &cmd, s, r);
     cmd_free(&cmd);
     return st;
@@ -36,7 +46,7 @@ static dq_status bad_reply(dq_client *c, dq_status st, enum dq_script_id s)
 dq_status dq_stats_get(dq_client *c, const char *queue, dq_stats *out)
 {
     redisReply *r;
-    dq_status st = run_admin(c, DQ_SCRIPT_STATS, queue, NULL, 0, &r);
+    dq_status st = run_admin(c, DQ_SCRIPT_STATS, queue, false, NULL, 0, &r);
     if (st != DQ_OK)
         return st;
     st = proto_stats_reply(r, out);
@@ -52,7 +62,7 @@ dq_status dq_show(dq_client *c, const char *queue, const char *id,
         return client_fail(c, DQ_ERR_INVALID, "job id is empty");
     redisReply *r;
     const char *args[] = { id };
-    dq_status st = run_admin(c, DQ_SCRIPT_SHOW, queue, args, 1, &r);
+    dq_status st = run_admin(c, DQ_SCRIPT_SHOW, queue, false, args, 1, &r);
     if (st != DQ_OK)
         return st;
     st = proto_show_reply(r, out);
@@ -79,7 +89,7 @@ dq_status dq_dead_list(dq_client *c, const char *queue, int64_t offset,
     snprintf(cnt, sizeof cnt, "%d", count);
     const char *args[] = { off, cnt };
     redisReply *r;
-    dq_status st = run_admin(c, DQ_SCRIPT_DEAD_LIST, queue, args, 2, &r);
+    dq_status st = run_admin(c, DQ_SCRIPT_DEAD_LIST, queue, false, args, 2, &r);
     if (st != DQ_OK)
         return st;
     st = proto_dead_list_reply(r, out);
@@ -98,16 +108,12 @@ static dq_status run_dead_batches(dq_client *c, enum dq_script_id s,
 {
     char batch[16];
     snprintf(batch, sizeof batch, "%d", ADMIN_BATCH);
-    const char *args[3];
-    int nargs = 0;
-    if (s == DQ_SCRIPT_REQUEUE)
-        args[nargs++] = "@wake";
-    args[nargs++] = id ? id : "";
-    args[nargs++] = batch;
+    const char *args[] = { id ? id : "", batch };
+    bool wake_first = s == DQ_SCRIPT_REQUEUE;
     int64_t total = 0;
     for (;;) {
         redisReply *r;
-        dq_status st = run_admin(c, s, queue, args, nargs, &r);
+        dq_status st = run_admin(c, s, queue, wake_first, args, 2, &r);
         if (st != DQ_OK)
             return st;
         int64_t moved, remaining;

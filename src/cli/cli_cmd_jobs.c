@@ -1,10 +1,14 @@
 /* delayq add, cancel and show: one job at a time. */
+#include "cli/cli_cmd_jobs.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/cli_opts.h"
+#include "cli/cli_util.h"
 #include "lib/keys.h"
 #include "util/timefmt.h"
 
@@ -24,10 +28,10 @@ static const struct option add_longopts[] = {
     { "queue", required_argument, NULL, 'q' },
     { "type", required_argument, NULL, 't' },
     { "delay", required_argument, NULL, 'd' },
-    { "at", required_argument, NULL, OPT_AT },
-    { "id", required_argument, NULL, OPT_ID },
-    { "replace", no_argument, NULL, OPT_REPLACE },
-    { "max-attempts", required_argument, NULL, OPT_MAX_ATTEMPTS },
+    { "at", required_argument, NULL, CLI_OPT_AT },
+    { "id", required_argument, NULL, CLI_OPT_ID },
+    { "replace", no_argument, NULL, CLI_OPT_REPLACE },
+    { "max-attempts", required_argument, NULL, CLI_OPT_MAX_ATTEMPTS },
     { NULL, 0, NULL, 0 }
 };
 
@@ -39,10 +43,10 @@ static int add_opt(struct cli *cli, int opt, const char *arg, void *ctx)
     case 'q': a->queue = arg; return 0;
     case 't': a->type = arg; return 0;
     case 'd': a->delay = arg; return 0;
-    case OPT_AT: a->at = arg; return 0;
-    case OPT_ID: a->id = arg; return 0;
-    case OPT_REPLACE: a->replace = true; return 0;
-    case OPT_MAX_ATTEMPTS:
+    case CLI_OPT_AT: a->at = arg; return 0;
+    case CLI_OPT_ID: a->id = arg; return 0;
+    case CLI_OPT_REPLACE: a->replace = true; return 0;
+    case CLI_OPT_MAX_ATTEMPTS:
         if (cli_parse_int(arg, 1, INT_MAX, &n) < 0) {
             cli_fail(cli, CLI_EXIT_USAGE, "bad --max-attempts '%s': expected a whole "
                      "number of 1 or more", arg);
@@ -145,7 +149,24 @@ static int add_payload(const struct cli *cli, size_t limit, dq_enqueue_req *req,
     return CLI_EXIT_OK;
 }
 
-int cmd_add(struct cli *cli)
+static const char add_help[] =
+    "Usage: delayq add -q QUEUE -t TYPE [-d DELAY | --at TIME] [--id ID]\n"
+    "                  [--replace] [--max-attempts N] [PAYLOAD | -]\n"
+    "Schedule a job and print its id.\n"
+    "  -q, --queue QUEUE     the queue\n"
+    "  -t, --type TYPE       the job type (selects the handler)\n"
+    "  -d, --delay DELAY     run after DELAY, on the Redis server's clock\n"
+    "                        (default 0: due now)\n"
+    "      --at TIME         run at TIME (Unix seconds or ISO-8601)\n"
+    "      --id ID           your own id (not all digits); taken ids are\n"
+    "                        refused (exit 1) unless --replace\n"
+    "      --replace         reschedule the job with this id\n"
+    "      --max-attempts N  attempts before the job is dead (default: the\n"
+    "                        consumer's setting)\n"
+    "  PAYLOAD               the payload; '-' reads it from standard input;\n"
+    "                        none: empty\n";
+
+static int add_run(struct cli *cli)
 {
     struct add_args a = { 0 };
     dq_enqueue_req req = { 0 };
@@ -174,6 +195,8 @@ int cmd_add(struct cli *cli)
     return code;
 }
 
+const struct cli_command cli_cmd_add = { "add", add_help, add_run };
+
 /* ---- cancel and show ---------------------------------------------------- */
 
 struct job_args {
@@ -183,7 +206,7 @@ struct job_args {
 
 static const struct option job_longopts[] = {
     { "queue", required_argument, NULL, 'q' },
-    { "json", no_argument, NULL, OPT_JSON },
+    { "json", no_argument, NULL, CLI_OPT_JSON },
     { NULL, 0, NULL, 0 }
 };
 
@@ -193,7 +216,7 @@ static int job_opt(struct cli *cli, int opt, const char *arg, void *ctx)
     struct job_args *a = ctx;
     if (opt == 'q')
         a->queue = arg;
-    else if (opt == OPT_JSON)
+    else if (opt == CLI_OPT_JSON)
         a->json = true;
     else
         return -1;
@@ -219,7 +242,12 @@ static int job_parse(struct cli *cli, const struct option *longopts,
     return CLI_EXIT_OK;
 }
 
-int cmd_cancel(struct cli *cli)
+static const char cancel_help[] =
+    "Usage: delayq cancel -q QUEUE ID\n"
+    "Delete a job that is still waiting.  Exit 1 when it is running, dead\n"
+    "(see dlq purge) or unknown.\n";
+
+static int cancel_run(struct cli *cli)
 {
     static const struct option cancel_longopts[] = {
         { "queue", required_argument, NULL, 'q' },
@@ -239,6 +267,8 @@ int cmd_cancel(struct cli *cli)
     cli_session_close(&s);
     return code;
 }
+
+const struct cli_command cli_cmd_cancel = { "cancel", cancel_help, cancel_run };
 
 /* "2026-01-01T00:00:00.000Z (in 29m 58s)" */
 static void show_time(const char *label, int64_t ms, int64_t now)
@@ -336,7 +366,13 @@ static void show_json(const char *queue, const char *id, const dq_job_info *info
     fputs("}\n", stdout);
 }
 
-int cmd_show(struct cli *cli)
+static const char show_help[] =
+    "Usage: delayq show -q QUEUE ID [--json]\n"
+    "Print a job: state, type, attempts, times (server clock), last error,\n"
+    "payload.  --json prints one object; the payload is \"payload\" when it\n"
+    "is UTF-8, else \"payload_base64\".  Exit 1 when there is no such job.\n";
+
+static int show_run(struct cli *cli)
 {
     struct job_args a = { 0 };
     const char *id = NULL;
@@ -359,3 +395,5 @@ int cmd_show(struct cli *cli)
     cli_session_close(&s);
     return code;
 }
+
+const struct cli_command cli_cmd_show = { "show", show_help, show_run };

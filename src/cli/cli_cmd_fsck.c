@@ -1,7 +1,11 @@
 /* delayq fsck: find, and with --repair mend, orphans in a queue's keys. */
+#include "cli/cli_cmd_fsck.h"
+
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/cli_opts.h"
+#include "cli/cli_util.h"
 
 #define FSCK_SHOWN 20   /* findings listed in the text report */
 
@@ -18,8 +22,8 @@ static int fsck_opt(struct cli *cli, int opt, const char *arg, void *ctx)
     struct fsck_args *a = ctx;
     switch (opt) {
     case 'q': a->queue = arg; return 0;
-    case OPT_REPAIR: a->repair = true; return 0;
-    case OPT_JSON: a->json = true; return 0;
+    case CLI_OPT_REPAIR: a->repair = true; return 0;
+    case CLI_OPT_JSON: a->json = true; return 0;
     default: return -1;
     }
 }
@@ -103,12 +107,25 @@ static void fsck_json(const char *queue, const dq_fsck_result *r, bool repair)
     puts("]}");
 }
 
-int cmd_fsck(struct cli *cli)
+static const char fsck_help[] =
+    "Usage: delayq fsck -q QUEUE [--repair] [--json]\n"
+    "Check the queue's keys in short steps: records in no set (delayed,\n"
+    "processing, dead), set members and lease fields without a record,\n"
+    "keys of the wrong type.  Prints the counts and the first findings;\n"
+    "--json prints one object with up to 1000 findings.\n"
+    "  --repair   move records in no set to dead (last error \"orphan\n"
+    "             record\"; see dlq list, dlq requeue) and remove members and\n"
+    "             fields without a record; keys of the wrong type are only\n"
+    "             reported, for you to look at\n"
+    "Exit 0 when the queue is clean or everything found was repaired, 1 when\n"
+    "problems are left.\n";
+
+static int fsck_run(struct cli *cli)
 {
     static const struct option longopts[] = {
         { "queue", required_argument, NULL, 'q' },
-        { "repair", no_argument, NULL, OPT_REPAIR },
-        { "json", no_argument, NULL, OPT_JSON },
+        { "repair", no_argument, NULL, CLI_OPT_REPAIR },
+        { "json", no_argument, NULL, CLI_OPT_JSON },
         { NULL, 0, NULL, 0 }
     };
     struct fsck_args a = { 0 };
@@ -137,3 +154,5 @@ int cmd_fsck(struct cli *cli)
     cli_session_close(&s);
     return code;
 }
+
+const struct cli_command cli_cmd_fsck = { "fsck", fsck_help, fsck_run };

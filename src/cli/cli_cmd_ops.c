@@ -1,4 +1,6 @@
 /* delayq stats and dlq: the figures of queues and their dead-letter sets. */
+#include "cli/cli_cmd_ops.h"
+
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -6,6 +8,8 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/cli_opts.h"
+#include "cli/cli_util.h"
 #include "util/timefmt.h"
 
 #define DLQ_DEFAULT_LIMIT 50
@@ -27,9 +31,9 @@ static int ops_opt(struct cli *cli, int opt, const char *arg, void *ctx)
     struct ops_args *a = ctx;
     switch (opt) {
     case 'q': a->queue = arg; return 0;
-    case OPT_JSON: a->json = true; return 0;
-    case OPT_ALL: a->all = true; return 0;
-    case OPT_WATCH: {
+    case CLI_OPT_JSON: a->json = true; return 0;
+    case CLI_OPT_ALL: a->all = true; return 0;
+    case CLI_OPT_WATCH: {
         const char *why = "must be from 100ms to 1d";
         if (timefmt_parse_duration(arg, &a->watch_ms, &why) == 0
             && a->watch_ms >= WATCH_MIN_MS && a->watch_ms <= WATCH_MAX_MS)
@@ -37,13 +41,13 @@ static int ops_opt(struct cli *cli, int opt, const char *arg, void *ctx)
         cli_fail(cli, CLI_EXIT_USAGE, "bad --watch '%s': %s", arg, why);
         return -1;
     }
-    case OPT_LIMIT:
+    case CLI_OPT_LIMIT:
         if (cli_parse_int(arg, 1, DLQ_MAX_LIMIT, &a->limit) == 0)
             return 0;
         cli_fail(cli, CLI_EXIT_USAGE, "bad --limit '%s': expected a whole number "
                  "from 1 to %d", arg, DLQ_MAX_LIMIT);
         return -1;
-    case OPT_OFFSET:
+    case CLI_OPT_OFFSET:
         if (cli_parse_int(arg, 0, INT64_MAX, &a->offset) == 0)
             return 0;
         cli_fail(cli, CLI_EXIT_USAGE, "bad --offset '%s': expected a whole number "
@@ -202,12 +206,23 @@ static int stats_watch(const struct cli *cli, dq_client *c, const struct ops_arg
     return CLI_EXIT_OK;
 }
 
-int cmd_stats(struct cli *cli)
+static const char stats_help[] =
+    "Usage: delayq stats [-q QUEUE] [--json] [--watch N]\n"
+    "Per queue (every queue without -q): jobs delayed (not yet due), due,\n"
+    "processing, dead, and the time until the next is due.  --json prints\n"
+    "an array of objects (next_due_in_ms is null when nothing is delayed).\n"
+    "  --watch N   print the figures again every N (a duration, or seconds:\n"
+    "              2, 500ms) until interrupted (exit 0): on a terminal the\n"
+    "              screen is redrawn; otherwise each table follows a blank\n"
+    "              line and a timestamp (with --json: one array per line).\n"
+    "              A round that fails is reported and the next one tried.\n";
+
+static int stats_run(struct cli *cli)
 {
     static const struct option longopts[] = {
         { "queue", required_argument, NULL, 'q' },
-        { "json", no_argument, NULL, OPT_JSON },
-        { "watch", required_argument, NULL, OPT_WATCH },
+        { "json", no_argument, NULL, CLI_OPT_JSON },
+        { "watch", required_argument, NULL, CLI_OPT_WATCH },
         { NULL, 0, NULL, 0 }
     };
     struct ops_args a = { 0 };
@@ -241,6 +256,8 @@ int cmd_stats(struct cli *cli)
     cli_session_close(&s);
     return code;
 }
+
+const struct cli_command cli_cmd_stats = { "stats", stats_help, stats_run };
 
 /* ---- dlq ---------------------------------------------------------------- */
 
@@ -357,14 +374,22 @@ static int dlq_check(const struct cli *cli, const struct ops_args *a,
     return CLI_EXIT_OK;
 }
 
-int cmd_dlq(struct cli *cli)
+static const char dlq_help[] =
+    "Usage: delayq dlq -q QUEUE list [--limit N] [--offset N] [--json]\n"
+    "       delayq dlq -q QUEUE requeue ID | requeue --all\n"
+    "       delayq dlq -q QUEUE purge [ID]\n"
+    "The dead-letter set: list dead jobs (oldest death first, 50 by\n"
+    "default), requeue one or all (due now, attempts reset), purge one or\n"
+    "all.  Exit 1 when ID is not dead.\n";
+
+static int dlq_run(struct cli *cli)
 {
     static const struct option longopts[] = {
         { "queue", required_argument, NULL, 'q' },
-        { "json", no_argument, NULL, OPT_JSON },
-        { "all", no_argument, NULL, OPT_ALL },
-        { "limit", required_argument, NULL, OPT_LIMIT },
-        { "offset", required_argument, NULL, OPT_OFFSET },
+        { "json", no_argument, NULL, CLI_OPT_JSON },
+        { "all", no_argument, NULL, CLI_OPT_ALL },
+        { "limit", required_argument, NULL, CLI_OPT_LIMIT },
+        { "offset", required_argument, NULL, CLI_OPT_OFFSET },
         { NULL, 0, NULL, 0 }
     };
     struct ops_args a = { 0 };
@@ -384,3 +409,5 @@ int cmd_dlq(struct cli *cli)
     cli_session_close(&s);
     return code;
 }
+
+const struct cli_command cli_cmd_dlq = { "dlq", dlq_help, dlq_run };
