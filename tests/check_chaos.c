@@ -80,7 +80,7 @@ static void enqueue_all(int n, int64_t base)
 static pid_t busy_worker(void)
 {
     pid_t kids[32], seen[64];
-    size_t nk = h_children(H.pid, kids, 32), ns = 0;
+    size_t nk = tu_children(H.pid, kids, NULL, 32), ns = 0;
     FILE *fp = fopen(H.record, "r");
     if (!fp)
         return 0;
@@ -134,23 +134,23 @@ START_TEST(chaos_every_job_once_per_death)
     enqueue_all(n, base);
 
     /* Kill a busy worker every 300 ms until the queue is drained. */
-    int64_t t0 = h_mono_ms(), deadline = t0 + LEASE_MS - 10000;
+    int64_t t0 = tu_mono_ms(), deadline = t0 + LEASE_MS - 10000;
     int kills = 0;
     srandom((unsigned)t0);
     dq_stats st;
     for (;;) {
-        h_sleep_ms(KILL_EVERY_MS);
+        tu_sleep_ms(KILL_EVERY_MS);
         ck_assert_int_eq(dq_stats_get(H.c, H_QUEUE, &st), DQ_OK);
         if (st.delayed + st.due + st.processing == 0)
             break;
-        ck_assert_msg(h_mono_ms() < deadline, "not drained before a lease could expire "
+        ck_assert_msg(tu_mono_ms() < deadline, "not drained before a lease could expire "
                       "(delayed %lld, processing %lld); log:\n%s", (long long)st.delayed,
                       (long long)st.processing, h_log_tail(&H));
         pid_t victim = busy_worker();
         if (victim > 0 && kill(victim, SIGKILL) == 0)
             kills++;
     }
-    int64_t took = h_mono_ms() - t0;
+    int64_t took = tu_mono_ms() - t0;
     ck_assert_int_eq(h_stop(&H, 15000), 0);
 
     struct job_tally *t = calloc((size_t)n, sizeof *t);

@@ -31,20 +31,6 @@ static dq_client *cl;   /* the test's client, made by setup */
 
 /* ---- helpers ------------------------------------------------------------ */
 
-static void sleep_ms(int ms)
-{
-    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-        ;
-}
-
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static int64_t server_now(void)
 {
     int64_t now = 0;
@@ -111,14 +97,14 @@ static void claim_n(int max, int64_t lease_ms, size_t n, dq_claim_result *res)
 /* Poll until one job is claimable (within `within_ms`) and claim it. */
 static void claim_wait(int64_t lease_ms, int within_ms, dq_claim_result *res)
 {
-    int64_t until = mono_ms() + within_ms;
+    int64_t until = tu_mono_ms() + within_ms;
     for (;;) {
         ck_assert_int_eq(dq_claim(cl, Q, 1, lease_ms, res), DQ_OK);
         if (res->n == 1)
             return;
         dq_claim_result_free(res);
-        ck_assert_msg(mono_ms() < until, "no job became due within %d ms", within_ms);
-        sleep_ms(5);
+        ck_assert_msg(tu_mono_ms() < until, "no job became due within %d ms", within_ms);
+        tu_sleep_ms(5);
     }
 }
 
@@ -425,7 +411,7 @@ END_TEST
 
 START_TEST(delayed_job_waits_for_its_due_time)
 {
-    int64_t t0 = mono_ms();
+    int64_t t0 = tu_mono_ms();
     dq_enqueued e = enq("later", "x", 200, 0);
     dq_claim_result res;
     claim_n(1, 30000, 0, &res);
@@ -434,7 +420,7 @@ START_TEST(delayed_job_waits_for_its_due_time)
     dq_claim_result_free(&res);
 
     claim_wait(30000, 3000, &res);
-    ck_assert_int_ge(mono_ms() - t0, 190);
+    ck_assert_int_ge(tu_mono_ms() - t0, 190);
     ck_assert_int_ge(res.now_ms, e.due_ms);
     ck_assert_str_eq(res.jobs[0].id, "later");
     ck_assert_int_eq(res.jobs[0].due_ms, e.due_ms);
@@ -532,7 +518,7 @@ START_TEST(late_ack_after_reclaim_is_stale)
     dq_claim_result first;
     claim_n(1, 50, 1, &first);
     int64_t old = first.jobs[0].fence;
-    sleep_ms(80);
+    tu_sleep_ms(80);
 
     dq_reap_result rr;
     ck_assert_int_eq(dq_reap(cl, Q, 100, &p, &rr), DQ_OK);
@@ -586,7 +572,7 @@ START_TEST(ack_after_leaving_processing_is_stale)
     dq_claim_result reaped, retried, buried;
     enq("reaped", "x", 0, 0);
     claim_n(1, 30, 1, &reaped);
-    sleep_ms(60);
+    tu_sleep_ms(60);
     dq_reap_result rr;
     ck_assert_int_eq(dq_reap(cl, Q, 100, &p, &rr), DQ_OK);
     ck_assert_uint_eq(rr.retried, 1);
@@ -707,7 +693,7 @@ START_TEST(fence_survives_replace_after_reap)
     dq_claim_result first;
     claim_n(1, 30, 1, &first);
     int64_t old = first.jobs[0].fence;
-    sleep_ms(60);
+    tu_sleep_ms(60);
     dq_reap_result rr;
     ck_assert_int_eq(dq_reap(cl, Q, 100, &p, &rr), DQ_OK);
     ck_assert_uint_eq(rr.retried, 1);
@@ -964,7 +950,7 @@ START_TEST(default_max_attempts_applies_without_a_limit)
         claim_wait(1, 2000, &res);
         ck_assert_str_eq(res.jobs[0].id, "reaped");
         dq_claim_result_free(&res);
-        sleep_ms(10);
+        tu_sleep_ms(10);
         ck_assert_int_eq(dq_reap(cl, Q, 100, &p, &rr), DQ_OK);
         ck_assert_uint_eq(rr.dead, attempt == 2 ? 1 : 0);
         ck_assert_uint_eq(rr.retried, attempt == 2 ? 0 : 1);
@@ -985,7 +971,7 @@ START_TEST(reap_returns_expired_and_buries_exhausted)
     claim_n(1, 50, 1, &b);
     enq("live", "x", 0, 1);
     claim_n(1, 10000, 1, &c);
-    sleep_ms(100);
+    tu_sleep_ms(100);
     ck_assert_int_eq(stats().expired, 2);
 
     int64_t before = server_now();
@@ -1052,7 +1038,7 @@ START_TEST(reap_leaves_live_leases_alone)
         enq(NULL, "x", 0, 5);
     claim_n(3, 1, 3, &res);
     dq_claim_result_free(&res);
-    sleep_ms(20);
+    tu_sleep_ms(20);
     ck_assert_int_eq(dq_reap(cl, Q, 2, NULL, &rr), DQ_OK);
     ck_assert_uint_eq(rr.retried, 2);
     ck_assert_int_eq(rr.next_in_ms, 0);
@@ -1152,7 +1138,7 @@ static void make_many_dead(int n)
         dq_claim_result_free(&res);
         left -= want;
     }
-    sleep_ms(10);
+    tu_sleep_ms(10);
     dq_reap_result rr;
     size_t dead = 0;
     do {
@@ -1216,7 +1202,7 @@ START_TEST(stats_count_each_state)
     enq("due1", "x", 0, 0);
     enq("due2", "x", 0, 0);
     enq("later", "x", 60000, 0);
-    sleep_ms(50);
+    tu_sleep_ms(50);
 
     s = stats();
     ck_assert_int_eq(s.delayed, 1);
@@ -1468,9 +1454,9 @@ START_TEST(hung_server_times_out_and_client_recovers)
     ck_assert_int_eq(dq_stats_get(c, Q, &s), DQ_OK);
 
     ck_assert_int_eq(kill(fx->pid, SIGSTOP), 0);
-    int64_t t0 = mono_ms();
+    int64_t t0 = tu_mono_ms();
     dq_status st = dq_stats_get(c, Q, &s);
-    int64_t took = mono_ms() - t0;
+    int64_t took = tu_mono_ms() - t0;
     dq_status again = dq_stats_get(c, Q, &s);   /* reconnects, times out too */
     ck_assert_int_eq(kill(fx->pid, SIGCONT), 0);
     ck_assert_msg(st == DQ_ERR_TIMEOUT, "got %s: %s", dq_status_str(st), dq_errmsg(c));

@@ -109,10 +109,10 @@ START_TEST(crashing_job_dies_after_its_attempts)
     h_enqueue(&H, "after", "t", "ok", 0, 0);
     ck_assert_int_eq(h_wait_record(&H, "after", 1, 1, 5000), 1);
     pid_t kids[8];
-    int64_t deadline = h_mono_ms() + 5000;
-    while (h_children(H.pid, kids, 8) < 3 && h_mono_ms() < deadline)
-        h_sleep_ms(20);
-    ck_assert_int_eq(h_children(H.pid, kids, 8), 3);
+    int64_t deadline = tu_mono_ms() + 5000;
+    while (tu_children(H.pid, kids, NULL, 8) < 3 && tu_mono_ms() < deadline)
+        tu_sleep_ms(20);
+    ck_assert_int_eq(tu_children(H.pid, kids, NULL, 8), 3);
     stop_clean();
 }
 END_TEST
@@ -177,7 +177,7 @@ static void enqueue_retrying(const char *id, int64_t delay_ms)
     dq_status st = DQ_ERR_CONNECT;
     for (int i = 0; i < 100 && st == DQ_ERR_CONNECT; i++)
         if ((st = dq_enqueue(H.c, &req, NULL)) == DQ_ERR_CONNECT)
-            h_sleep_ms(20);
+            tu_sleep_ms(20);
     ck_assert_msg(st == DQ_OK, "enqueue %s: %s", id, dq_errmsg(H.c));
 }
 
@@ -210,7 +210,7 @@ START_TEST(redis_restart_is_survived)
     kill(H.fx.pid, SIGTERM);
     waitpid(H.fx.pid, NULL, 0);
     H.fx.pid = 0;
-    h_sleep_ms(1500);
+    tu_sleep_ms(1500);
     fixture_redis_restart(&H.fx);
 
     enqueue_retrying("after-1", 0);
@@ -234,7 +234,7 @@ END_TEST
 START_TEST(wake_is_not_lost_while_resubscribing)
 {
     start_with(1, "3s", "1s");
-    h_sleep_ms(200);
+    tu_sleep_ms(200);
     ck_assert_int_eq(fixture_redis_int(&H.fx, "CLIENT KILL TYPE pubsub"), 1);
     int64_t due = h_enqueue(&H, "soon", "t", "ok", 300, 0);
     ck_assert_msg(h_wait_record(&H, "soon", 1, 1, 3000) == 1, "log:\n%s", h_log_tail(&H));
@@ -283,7 +283,7 @@ struct soak_job {
 static size_t busy_workers(pid_t *out, size_t max)
 {
     pid_t kids[16];
-    size_t nk = h_children(H.pid, kids, 16), n = 0;
+    size_t nk = tu_children(H.pid, kids, NULL, 16), n = 0;
     FILE *fp = fopen(H.record, "r");
     if (!fp)
         return 0;
@@ -319,7 +319,7 @@ START_TEST(soak_with_workers_killed_at_random)
     hc.workers = 4;
     hc.batch = 16;
     h_write_conf(&H, &hc);
-    int64_t t0 = h_mono_ms();
+    int64_t t0 = tu_mono_ms();
     h_start(&H, 4);
 
     int64_t base;
@@ -351,18 +351,18 @@ START_TEST(soak_with_workers_killed_at_random)
     srandom((unsigned)t0);
     for (int b = 0; b < SOAK_BURSTS; b++) {
         int64_t at = base + b * KILL_EVERY_MS + 2 + random() % 6;
-        if (at > h_now_ms())
-            h_sleep_ms((int)(at - h_now_ms()));
+        if (at > tu_now_ms())
+            tu_sleep_ms((int)(at - tu_now_ms()));
         pid_t kids[16], busy[16];
         size_t nb = busy_workers(busy, 16);
-        if (nb > 0 && h_children(H.pid, kids, 16) >= 3) {
+        if (nb > 0 && tu_children(H.pid, kids, NULL, 16) >= 3) {
             pid_t victim = busy[random() % (long)nb];
             if (kill(victim, SIGKILL) == 0)
                 killed[nkilled++] = victim;
         }
     }
     int idle = h_wait_idle(&H, 60000);
-    int64_t took = h_mono_ms() - t0;
+    int64_t took = tu_mono_ms() - t0;
     ck_assert_msg(idle, "not done after %lld ms; log:\n%s", (long long)took, h_log_tail(&H));
     stop_clean();
 

@@ -292,8 +292,8 @@ START_TEST(moving_jobs_are_never_repaired)
         _exit(0);
     }
     dq_client *c = fixture_client(&fx);
-    int64_t end = h_mono_ms() + 3000, passes = 0, scanned = 0;
-    while (h_mono_ms() < end) {
+    int64_t end = tu_mono_ms() + 3000, passes = 0, scanned = 0;
+    while (tu_mono_ms() < end) {
         dq_fsck_result r = fsck(c, Q, true, 3);
         ck_assert_msg(r.records + r.members + r.leases + r.wrong_types == 0,
                       "pass %lld found %lld records, %lld members, %lld leases (first: %s %s)",
@@ -483,7 +483,7 @@ struct page_wait {
 static int page_is(void *arg)
 {
     struct page_wait *w = arg;
-    return h_http_get(w->port, w->path, w->body, sizeof w->body) == w->status
+    return fixture_http_get(w->port, w->path, w->body, sizeof w->body) == w->status
            && strstr(w->body, w->needle) != NULL;
 }
 
@@ -512,7 +512,7 @@ static int repaired_is_5(void *arg)
 START_TEST(reaper_repairs_and_reports)
 {
     static struct page_wait w;
-    w.port = h_free_port();
+    w.port = fixture_free_port();
     char lost[DQ_ID_MAX + 1];
     ck_assert_int_eq(fixture_redis_int(&H.fx, "HSET dq:{orders}:meta orphans_removed 5"), 1);
     start_daemon(w.port);
@@ -544,9 +544,9 @@ START_TEST(reaper_repairs_and_reports)
     for (int i = 0; i < 10; i++)
         h_enqueue(&H, NULL, NULL, "ok", 0, 0);
     ck_assert_msg(h_wait_idle(&H, 10000), "healthy jobs did not run: %s", h_log_tail(&H));
-    h_sleep_ms(1500);       /* several passes */
+    tu_sleep_ms(1500);       /* several passes */
     ck_assert_int_eq(h_log_count(&H, "key dq:{orders}:jobs:4242 has type string"), 1);
-    ck_assert_int_eq(h_http_get(w.port, "/healthz", w.body, sizeof w.body), 503);
+    ck_assert_int_eq(fixture_http_get(w.port, "/healthz", w.body, sizeof w.body), 503);
 
     ck_assert_int_eq(fixture_redis_int(&H.fx, "DEL dq:{orders}:jobs:4242"), 1);
     w.status = 200;
@@ -571,7 +571,7 @@ START_TEST(fsck_interval_zero_is_off)
     h_write_file(H.conf, text);
     ck_assert_int_eq(fixture_redis_int(&H.fx, "ZADD dq:{orders}:dead 0 ghost"), 1);
     h_start(&H, 1);
-    h_sleep_ms(1000);
+    tu_sleep_ms(1000);
     ck_assert_int_eq(fixture_redis_int(&H.fx, "ZCARD dq:{orders}:dead"), 1);
     ck_assert_int_eq(h_stop(&H, 10000), 0);
 }

@@ -42,19 +42,6 @@ static char PAGE[PAGE_MAX];     /* the last answer's body */
 
 /* ---- helpers ---------------------------------------------------------------- */
 
-static void sleep_ms(int ms)
-{
-    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-    nanosleep(&ts, NULL);
-}
-
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* A formatted string in one of a few rotating buffers. */
 static const char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
 static const char *fmt(const char *f, ...)
@@ -69,53 +56,11 @@ static const char *fmt(const char *f, ...)
     return b;
 }
 
-/* A TCP port on 127.0.0.1 that was free a moment ago. */
-static int free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-    socklen_t len = sizeof a;
-    ck_assert_int_ge(fd, 0);
-    ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
-    ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-    close(fd);
-    return ntohs(a.sin_port);
-}
-
-/* GET `path` from 127.0.0.1:port (HTTP/1.0, 10 s at most); the body goes to
- * PAGE.  Returns the status, -1 when no connection could be made, or 0
- * when the connection ended without an answer (a listener closed with the
- * connection still in its queue resets it). */
+/* GET `path` from 127.0.0.1:port (fixture_http_get); the body goes to
+ * PAGE. */
 static int http_get(int port, const char *path)
 {
-    PAGE[0] = '\0';
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
-                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-    struct timeval tv = { 10, 0 };
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0) {
-        close(fd);
-        return -1;
-    }
-    const char *req = fmt("GET %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n", path);
-    if (write(fd, req, strlen(req)) != (ssize_t)strlen(req)) {
-        close(fd);      /* reset: the listener closed under the connection */
-        return 0;
-    }
-    static char raw[PAGE_MAX];
-    size_t n = 0;
-    ssize_t r;
-    while (n < sizeof raw - 1 && (r = read(fd, raw + n, sizeof raw - 1 - n)) > 0)
-        n += (size_t)r;
-    close(fd);
-    raw[n] = '\0';
-    int status = 0;
-    if (sscanf(raw, "HTTP/1.%*d %d", &status) != 1)
-        return 0;
-    const char *body = strstr(raw, "\r\n\r\n");
-    snprintf(PAGE, sizeof PAGE, "%s", body ? body + 4 : "");
-    return status;
+    return fixture_http_get(port, path, PAGE, sizeof PAGE);
 }
 
 /* GET /metrics, which must answer 200. */
@@ -224,12 +169,12 @@ static const char *log_tail(void)
  * with that body), for `timeout_ms` at most; returns 1 when it did. */
 static int wait_health(int port, int want, const char *body, int timeout_ms)
 {
-    int64_t end = mono_ms() + timeout_ms;
+    int64_t end = tu_mono_ms() + timeout_ms;
     do {
         if (http_get(port, "/healthz") == want && (!body || strcmp(PAGE, body) == 0))
             return 1;
-        sleep_ms(20);
-    } while (mono_ms() < end);
+        tu_sleep_ms(20);
+    } while (tu_mono_ms() < end);
     return 0;
 }
 
@@ -248,7 +193,7 @@ static void stop_daemon(void)
         return;
     kill(D, SIGTERM);
     for (int i = 0; i < 1000 && waitpid(D, NULL, WNOHANG) == 0; i++)
-        sleep_ms(10);
+        tu_sleep_ms(10);
     kill(D, SIGKILL);
     waitpid(D, NULL, 0);
     D = 0;
@@ -279,7 +224,7 @@ static int run(char *const argv[], char *out, size_t len)
     }
     int status = -1;
     for (int i = 0; i < 1000 && waitpid(pid, &status, WNOHANG) == 0; i++, status = -1)
-        sleep_ms(10);
+        tu_sleep_ms(10);
     if (status == -1) {
         kill(pid, SIGKILL);
         waitpid(pid, NULL, 0);
@@ -344,7 +289,7 @@ static void teardown(void)
 START_TEST(counters_and_histograms_while_running_and_after)
 {
     enum { OK_JOBS = 20, UNKNOWN_JOBS = 4, LATER_JOBS = 2 };
-    int port = free_port();
+    int port = fixture_free_port();
     start_daemon(2, port);
     dq_client *c = fixture_client(&F);
     for (int i = 0; i < OK_JOBS; i++)
@@ -357,7 +302,7 @@ START_TEST(counters_and_histograms_while_running_and_after)
     /* Scrape while they run: counters only grow; histograms stay whole. */
     double last_claimed = 0, last_succeeded = 0;
     int partial = 0, done = 0;
-    for (int64_t end = mono_ms() + 15000; !done && mono_ms() < end; sleep_ms(40)) {
+    for (int64_t end = tu_mono_ms() + 15000; !done && tu_mono_ms() < end; tu_sleep_ms(40)) {
         scrape(port);
         double claimed = counter("claimed", "ok"), succeeded = counter("succeeded", "ok");
         if (claimed < 0)
@@ -425,7 +370,7 @@ END_TEST
 
 START_TEST(health_follows_redis)
 {
-    int port = free_port();
+    int port = fixture_free_port();
     start_daemon(2, port);
     kill(F.pid, SIGSTOP);
     int st = http_get(port, "/healthz");
@@ -445,17 +390,17 @@ END_TEST
 
 START_TEST(reconnects_are_counted)
 {
-    int port = free_port();
+    int port = fixture_free_port();
     start_daemon(1, port);
     scrape(port);
     ck_assert_double_eq(metric("delayq_redis_reconnects_total"), 0);
     /* The worker's two connections and the reaper's are made again. */
     fixture_redis_restart(&F);
-    int64_t end = mono_ms() + 15000;
+    int64_t end = tu_mono_ms() + 15000;
     do {
-        sleep_ms(50);
+        tu_sleep_ms(50);
         scrape(port);
-    } while (metric("delayq_redis_reconnects_total") < 3 && mono_ms() < end);
+    } while (metric("delayq_redis_reconnects_total") < 3 && tu_mono_ms() < end);
     ck_assert_msg(metric("delayq_redis_reconnects_total") >= 3, "reconnects: %g; log:\n%s",
                   metric("delayq_redis_reconnects_total"), log_tail());
     ck_assert_double_eq(metric("delayq_redis_up"), 1);
@@ -465,16 +410,16 @@ END_TEST
 
 START_TEST(killed_children_are_counted_and_their_counts_kept)
 {
-    int port = free_port();
+    int port = fixture_free_port();
     start_daemon(2, port);
     dq_client *c = fixture_client(&F);
     for (int i = 0; i < 3; i++)
         enqueue(c, "ok", 0);
-    int64_t end = mono_ms() + 10000;
+    int64_t end = tu_mono_ms() + 10000;
     do {
-        sleep_ms(20);
+        tu_sleep_ms(20);
         scrape(port);
-    } while (counter("succeeded", "ok") < 3 && mono_ms() < end);
+    } while (counter("succeeded", "ok") < 3 && tu_mono_ms() < end);
     ck_assert_double_eq(counter("succeeded", "ok"), 3);
 
     /* Both workers and the reaper: whichever ran the jobs has its slot
@@ -495,11 +440,11 @@ START_TEST(killed_children_are_counted_and_their_counts_kept)
 
     /* And the new workers count on top. */
     enqueue(c, "ok", 0);
-    end = mono_ms() + 10000;
+    end = tu_mono_ms() + 10000;
     do {
-        sleep_ms(20);
+        tu_sleep_ms(20);
         scrape(port);
-    } while (counter("succeeded", "ok") < 4 && mono_ms() < end);
+    } while (counter("succeeded", "ok") < 4 && tu_mono_ms() < end);
     ck_assert_double_eq(counter("succeeded", "ok"), 4);
     ck_assert_double_eq(histogram("delayq_handler_duration_seconds", "ok"), 4);
     dq_close(c);
@@ -510,7 +455,7 @@ END_TEST
 
 START_TEST(reload_moves_the_address)
 {
-    int port = free_port(), port2 = free_port();
+    int port = fixture_free_port(), port2 = fixture_free_port();
     ck_assert_int_ne(port, port2);
     start_daemon(1, port);
     write_conf(1, fmt("127.0.0.1:%d", port2), NULL);
@@ -521,9 +466,9 @@ START_TEST(reload_moves_the_address)
     /* Without the group: no longer served. */
     write_conf(1, NULL, NULL);
     kill(D, SIGHUP);
-    int64_t end = mono_ms() + 5000;
-    while (http_get(port2, "/healthz") != -1 && mono_ms() < end)
-        sleep_ms(20);
+    int64_t end = tu_mono_ms() + 5000;
+    while (http_get(port2, "/healthz") != -1 && tu_mono_ms() < end)
+        tu_sleep_ms(20);
     ck_assert_int_eq(http_get(port2, "/healthz"), -1);
 }
 END_TEST
@@ -541,7 +486,7 @@ START_TEST(a_taken_port_stops_the_start)
     D = spawn_daemon();
     int status = 0;
     for (int i = 0; i < 1000 && waitpid(D, &status, WNOHANG) == 0; i++, status = -1)
-        sleep_ms(10);
+        tu_sleep_ms(10);
     ck_assert_msg(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 71,
                   "delayqd did not exit 71; log:\n%s", log_tail());
     D = 0;
@@ -599,10 +544,10 @@ START_TEST(stats_watch_on_a_pipe)
     close(p[1]);
     static char out[65536];
     size_t n = 0;
-    int64_t stop_at = mono_ms() + 2500, end = mono_ms() + 10000;
+    int64_t stop_at = tu_mono_ms() + 2500, end = tu_mono_ms() + 10000;
     int signalled = 0;
     for (;;) {
-        if (!signalled && mono_ms() >= stop_at) {
+        if (!signalled && tu_mono_ms() >= stop_at) {
             kill(pid, SIGINT);
             signalled = 1;
         }
@@ -613,7 +558,7 @@ START_TEST(stats_watch_on_a_pipe)
                 break;              /* EOF: it exited */
             n += (size_t)r;
         }
-        ck_assert_msg(mono_ms() < end, "delayq stats --watch did not end on SIGINT");
+        ck_assert_msg(tu_mono_ms() < end, "delayq stats --watch did not end on SIGINT");
     }
     out[n] = '\0';
     close(p[0]);

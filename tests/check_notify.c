@@ -45,8 +45,8 @@ static int notify_socket(char *path, size_t len, const char *name)
  * others read on the way are appended to `seen` (for messages). */
 static int wait_message(int fd, const char *want, int timeout_ms, char *seen, size_t len)
 {
-    int64_t end = h_mono_ms() + timeout_ms;
-    while (h_mono_ms() < end) {
+    int64_t end = tu_mono_ms() + timeout_ms;
+    while (tu_mono_ms() < end) {
         char buf[256];
         ssize_t n = recv(fd, buf, sizeof buf - 1, 0);
         if (n <= 0)
@@ -104,9 +104,9 @@ START_TEST(watchdog_is_fed_when_asked_for)
     unsetenv("NOTIFY_SOCKET");
     unsetenv("WATCHDOG_USEC");
     int fed = 0;
-    int64_t end = h_mono_ms() + 1500;
-    while (h_mono_ms() < end)
-        fed += wait_message(fd, "WATCHDOG=1", (int)(end - h_mono_ms()), seen, sizeof seen);
+    int64_t end = tu_mono_ms() + 1500;
+    while (tu_mono_ms() < end)
+        fed += wait_message(fd, "WATCHDOG=1", (int)(end - tu_mono_ms()), seen, sizeof seen);
     ck_assert_msg(fed >= 4, "WATCHDOG=1 %d times in 1.5 s (saw: %s)", fed, seen);
     close(fd);
 }

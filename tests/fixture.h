@@ -11,7 +11,10 @@
 
 #include <check.h>
 #include <delayq/client.h>
+#include <stddef.h>
 #include <sys/types.h>
+
+#include "testutil.h"
 
 struct redis_fixture {
     char dir[128];       /* the temporary directory */
@@ -58,18 +61,21 @@ long long fixture_record_count(const struct redis_fixture *f, const char *queue)
 TCase *fixture_tcase(Suite *s, const char *name, int timeout, SFun up, SFun down,
                      SFun setup, SFun teardown);
 
-/* What /proc says of process `pid`: its state letter ('Z' a zombie) and
- * its parent; 0, or -1 when there is no such process. */
-int fixture_proc_stat(pid_t pid, char *state, pid_t *ppid);
-
-/* Whether `pid` runs (a zombie does not). */
-int fixture_process_running(pid_t pid);
-
 /* Run every case of `s` and return the program's exit status. */
 int fixture_run_suite(Suite *s);
 
 /* Path of a built program: $(top_builddir)/NAME, from the environment
  * variable TOP_BUILDDIR the test harness sets (default "."). */
 const char *fixture_build_path(const char *name);
+
+/* A TCP port on 127.0.0.1 that was free a moment ago. */
+int fixture_free_port(void);
+
+/* GET `path` from 127.0.0.1:port (HTTP/1.0, 10 s at most); the body into
+ * `body` (NUL-terminated, cut at len).  Returns the status, -1 when no
+ * connection could be made, or 0 when the connection ended without an
+ * answer (a listener closed with the connection still in its queue resets
+ * it). */
+int fixture_http_get(int port, const char *path, char *body, size_t len);
 
 #endif
