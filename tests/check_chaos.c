@@ -57,49 +57,25 @@ static int64_t due_of(int64_t base, int i, int n)
     return base + (int64_t)i * SPREAD_MS / n;
 }
 
-static void enqueue_all(int n, int64_t base)
+struct spread {
+    int64_t base;
+    int n;
+};
+
+/* Job i: its payload, due over SPREAD_MS (h_enqueue_numbered). */
+static void chaos_job(int i, void *arg, const char **payload, int64_t *at_ms)
 {
-    enum { CHUNK = 1000 };
-    static dq_enqueue_req reqs[CHUNK];
-    static char ids[CHUNK][16];
-    for (int i = 0; i < n; i += CHUNK) {
-        int k = n - i < CHUNK ? n - i : CHUNK;
-        for (int j = 0; j < k; j++) {
-            snprintf(ids[j], sizeof ids[j], "c%d", i + j);
-            reqs[j] = (dq_enqueue_req){ .queue = H_QUEUE, .type = "t", .id = ids[j],
-                                        .payload = payload_of(i + j),
-                                        .payload_len = strlen(payload_of(i + j)),
-                                        .at_ms = due_of(base, i + j, n) };
-        }
-        ck_assert_int_eq(dq_enqueue_many(H.c, reqs, (size_t)k, NULL, NULL), DQ_OK);
-    }
+    const struct spread *sp = arg;
+    *payload = payload_of(i);
+    *at_ms = due_of(sp->base, i, sp->n);
 }
 
-/* A worker that ran a job lately (a pid in the record file's last lines
- * that is still a child of the daemon), or 0. */
+/* A worker that ran a job lately, or 0. */
 static pid_t busy_worker(void)
 {
-    pid_t kids[32], seen[64];
-    size_t nk = tu_children(H.pid, kids, NULL, 32), ns = 0;
-    FILE *fp = fopen(H.record, "r");
-    if (!fp)
-        return 0;
-    char line[512];
-    if (fseek(fp, -8192, SEEK_END) == 0 && !fgets(line, sizeof line, fp)) {
-        fclose(fp);
-        return 0;
-    }
-    while (fgets(line, sizeof line, fp) && ns < 64) {
-        char id[64];
-        int attempt, pid;
-        if (sscanf(line, "%63s %d %d", id, &attempt, &pid) != 3)
-            continue;
-        for (size_t i = 0; i < nk; i++)
-            if (kids[i] == pid)
-                seen[ns++] = pid;
-    }
-    fclose(fp);
-    return ns ? seen[random() % (long)ns] : 0;
+    pid_t busy[32];
+    size_t n = h_busy_workers(&H, busy, 32);
+    return n ? busy[random() % (long)n] : 0;
 }
 
 struct job_tally {
@@ -131,7 +107,8 @@ START_TEST(chaos_every_job_once_per_death)
     int64_t base;
     ck_assert_int_eq(dq_server_time(H.c, &base), DQ_OK);
     base += 1000;
-    enqueue_all(n, base);
+    struct spread sp = { base, n };
+    h_enqueue_numbered(&H, n, "c", chaos_job, &sp);
 
     /* Kill a busy worker every 300 ms until the queue is drained. */
     int64_t t0 = tu_mono_ms(), deadline = t0 + LEASE_MS - 10000;

@@ -278,36 +278,12 @@ struct soak_job {
     int dead;
 };
 
-/* Live children of the daemon that ran a job lately (their pid is in the
- * tail of the record file): workers, busy ones, never the reaper. */
-static size_t busy_workers(pid_t *out, size_t max)
+/* Soak job i: its payload, due in burst i % SOAK_BURSTS after *base
+ * (h_enqueue_numbered). */
+static void soak_job(int i, void *arg, const char **payload, int64_t *at_ms)
 {
-    pid_t kids[16];
-    size_t nk = tu_children(H.pid, kids, NULL, 16), n = 0;
-    FILE *fp = fopen(H.record, "r");
-    if (!fp)
-        return 0;
-    char line[512];
-    /* The last 8 KB, without the partial line it starts in. */
-    if (fseek(fp, -8192, SEEK_END) == 0 && !fgets(line, sizeof line, fp)) {
-        fclose(fp);
-        return 0;
-    }
-    while (fgets(line, sizeof line, fp)) {
-        char id[64];
-        int attempt, pid;
-        if (sscanf(line, "%63s %d %d", id, &attempt, &pid) != 3)
-            continue;
-        int known = 0, child = 0;
-        for (size_t i = 0; i < n; i++)
-            known |= out[i] == pid;
-        for (size_t i = 0; i < nk; i++)
-            child |= kids[i] == pid;
-        if (!known && child && n < max)
-            out[n++] = pid;
-    }
-    fclose(fp);
-    return n;
+    *payload = SOAK_PAYLOAD(i);
+    *at_ms = *(const int64_t *)arg + i % SOAK_BURSTS * KILL_EVERY_MS;
 }
 
 START_TEST(soak_with_workers_killed_at_random)
@@ -325,20 +301,7 @@ START_TEST(soak_with_workers_killed_at_random)
     int64_t base;
     ck_assert_int_eq(dq_server_time(H.c, &base), DQ_OK);
     base += FIRST_BURST_MS;
-    enum { CHUNK = 1000 };
-    static dq_enqueue_req reqs[CHUNK];
-    static char ids[CHUNK][16];
-    for (int i = 0; i < njobs; i += CHUNK) {
-        int k = njobs - i < CHUNK ? njobs - i : CHUNK;
-        for (int j = 0; j < k; j++) {
-            snprintf(ids[j], sizeof ids[j], "s%d", i + j);
-            reqs[j] = (dq_enqueue_req){ .queue = H_QUEUE, .type = "t", .id = ids[j],
-                                        .payload = SOAK_PAYLOAD(i + j),
-                                        .payload_len = strlen(SOAK_PAYLOAD(i + j)),
-                                        .at_ms = base + (i + j) % SOAK_BURSTS * KILL_EVERY_MS };
-        }
-        ck_assert_int_eq(dq_enqueue_many(H.c, reqs, (size_t)k, NULL, NULL), DQ_OK);
-    }
+    h_enqueue_numbered(&H, njobs, "s", soak_job, &base);
     /* (Where enqueueing took longer than FIRST_BURST_MS, as in a sanitizer
      * build, the first bursts are simply due at once.) */
 
@@ -354,7 +317,7 @@ START_TEST(soak_with_workers_killed_at_random)
         if (at > tu_now_ms())
             tu_sleep_ms((int)(at - tu_now_ms()));
         pid_t kids[16], busy[16];
-        size_t nb = busy_workers(busy, 16);
+        size_t nb = h_busy_workers(&H, busy, 16);
         if (nb > 0 && tu_children(H.pid, kids, NULL, 16) >= 3) {
             pid_t victim = busy[random() % (long)nb];
             if (kill(victim, SIGKILL) == 0)
