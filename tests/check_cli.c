@@ -120,9 +120,7 @@ static void stop_redis(void)
 /* Remove a password a test set, even one that failed half-way. */
 static void reset_password(void)
 {
-    struct timeval tv = { 5, 0 };
-    redisContext *rc = redisConnectUnixWithTimeout(fx.sock, tv);
-    ck_assert_msg(rc && !rc->err, "cannot reach the test redis");
+    redisContext *rc = fixture_redis_connect(&fx);
     redisReply *r = redisCommand(rc, "AUTH secret");
     if (r)
         freeReplyObject(r);

@@ -41,10 +41,7 @@ static int64_t server_now(void)
 /* A raw connection to the fixture, for what the API does not offer. */
 static redisContext *raw_connect(void)
 {
-    struct timeval tv = { 5, 0 };
-    redisContext *rc = redisConnectUnixWithTimeout(fx->sock, tv);
-    ck_assert_msg(rc && !rc->err, "raw connect: %s", rc ? rc->errstr : "oom");
-    return rc;
+    return fixture_redis_connect(fx);
 }
 
 /* Run a raw command (printf-style, as redisCommand: "%s" for an empty

@@ -72,9 +72,7 @@ static int has_finding(const dq_fsck_result *r, dq_fsck_kind kind, const char *k
  * snapshots mean nothing in the keyspace changed. */
 static char *snapshot(void)
 {
-    struct timeval tv = { 5, 0 };
-    redisContext *rc = redisConnectUnixWithTimeout(fx.sock, tv);
-    ck_assert(rc && !rc->err);
+    redisContext *rc = fixture_redis_connect(&fx);
     redisReply *keys = redisCommand(rc, "EVAL %s 0",
                                     "local k = redis.call('KEYS', '*') table.sort(k) return k");
     ck_assert(keys && keys->type == REDIS_REPLY_ARRAY);
@@ -352,8 +350,7 @@ START_TEST(bad_arguments_are_refused)
     dq_fsck_result_free(&r);
     /* The script checks its arguments before it writes anything. */
     ck_assert_int_eq(fixture_redis_int(&fx, "ZADD dq:{%s}:delayed 0 ghost", Q), 1);
-    redisContext *rc = redisConnectUnix(fx.sock);
-    ck_assert(rc && !rc->err);
+    redisContext *rc = fixture_redis_connect(&fx);
     static const char *const bad[][3] = { { "z9", "10", "repair" }, { "0", "0", "repair" },
                                           { "0", "10", "fix" }, { "d", "10", "repair" } };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {

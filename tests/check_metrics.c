@@ -191,11 +191,7 @@ static void stop_daemon(void)
 {
     if (D <= 0)
         return;
-    kill(D, SIGTERM);
-    for (int i = 0; i < 1000 && waitpid(D, NULL, WNOHANG) == 0; i++)
-        tu_sleep_ms(10);
-    kill(D, SIGKILL);
-    waitpid(D, NULL, 0);
+    tu_stop_process(D, 10000);
     D = 0;
 }
 
@@ -235,34 +231,6 @@ static int run(char *const argv[], char *out, size_t len)
     if (f)
         fclose(f);
     return status == -1 ? -1 : WIFEXITED(status) ? WEXITSTATUS(status) : 128;
-}
-
-/* The pids of the daemon's children, from /proc. */
-static size_t children_of(pid_t parent, pid_t *pids, size_t max)
-{
-    size_t n = 0;
-    DIR *d = opendir("/proc");
-    struct dirent *e;
-    while (d && (e = readdir(d)) && n < max) {
-        char path[300], buf[512];
-        if (e->d_name[0] < '0' || e->d_name[0] > '9')
-            continue;
-        snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
-        FILE *f = fopen(path, "r");
-        if (!f)
-            continue;
-        size_t len = fread(buf, 1, sizeof buf - 1, f);
-        fclose(f);
-        buf[len] = '\0';
-        const char *p = strrchr(buf, ')');
-        int ppid;
-        char state;
-        if (p && sscanf(p + 1, " %c %d", &state, &ppid) == 2 && ppid == parent && state != 'Z')
-            pids[n++] = (pid_t)atoi(e->d_name);
-    }
-    if (d)
-        closedir(d);
-    return n;
 }
 
 static void setup(void)
@@ -425,7 +393,7 @@ START_TEST(killed_children_are_counted_and_their_counts_kept)
     /* Both workers and the reaper: whichever ran the jobs has its slot
      * folded into the supervisor's totals before the row is reused. */
     pid_t kids[8];
-    size_t n = children_of(D, kids, 8);
+    size_t n = tu_children(D, kids, NULL, 8);
     ck_assert_int_eq(n, 3);
     for (size_t i = 0; i < n; i++)
         kill(kids[i], SIGKILL);

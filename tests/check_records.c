@@ -684,9 +684,7 @@ static void test_setup(void)
 {
     fixture_redis_flush(&fx);
     cl = fixture_client(&fx);
-    struct timeval tv = { 5, 0 };
-    rc = redisConnectUnixWithTimeout(fx.sock, tv);
-    ck_assert_msg(rc && !rc->err, "raw connect");
+    rc = fixture_redis_connect(&fx);
 }
 
 static void test_teardown(void)

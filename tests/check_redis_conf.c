@@ -3,6 +3,7 @@
  * "FILE:LINE: message" per mistake.
  */
 #include <check.h>
+#include <errno.h>
 #include <libconfig.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,16 +11,16 @@
 #include <unistd.h>
 
 #include "config/redis_conf.h"
+#include "testutil.h"
 
 static char dir[128];
 static char path[256];
 
 static void make_dir(void)
 {
-    const char *tmp = getenv("TMPDIR");
-    snprintf(dir, sizeof dir, "%s/dqconf.XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
+    char err[300];
+    if (tu_make_temp_dir("dqconf", dir, sizeof dir, err, sizeof err) < 0) {
+        fprintf(stderr, "%s\n", err);
         exit(1);
     }
     snprintf(path, sizeof path, "%s/delayqd.conf", dir);
@@ -27,10 +28,8 @@ static void make_dir(void)
 
 static void remove_dir(void)
 {
-    char cmd[200];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "could not remove %s\n", dir);
+    if (tu_remove_tree(dir) < 0)
+        fprintf(stderr, "could not remove %s: %s\n", dir, strerror(errno));
 }
 
 /* Write `text` to DIR/NAME and return the file's path (static storage). */

@@ -83,6 +83,14 @@ dq_client *fixture_client(const struct redis_fixture *f)
     return c;
 }
 
+redisContext *fixture_redis_connect(const struct redis_fixture *f)
+{
+    char err[300];
+    redisContext *rc = tu_redis_connect(f->sock, 5000, err, sizeof err);
+    ck_assert_msg(rc != NULL, "%s", err);
+    return rc;
+}
+
 long long fixture_redis_int(const struct redis_fixture *f, const char *fmt, ...)
 {
     char err[300];

@@ -43,6 +43,10 @@ void fixture_redis_flush(const struct redis_fixture *f);
 /* A client on the fixture's socket; the test fails if it cannot connect. */
 dq_client *fixture_client(const struct redis_fixture *f);
 
+/* A raw hiredis connection to the fixture (5 s timeouts), for what the API
+ * does not offer; the test fails if it cannot connect.  redisFree it. */
+redisContext *fixture_redis_connect(const struct redis_fixture *f);
+
 /* Options that reach the fixture (its socket), for tests that set more. */
 void fixture_options(const struct redis_fixture *f, dq_options *opt);
 

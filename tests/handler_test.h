@@ -14,6 +14,7 @@
 
 #include "daemon/handler_loader.h"
 #include "daemon/settings.h"
+#include "testutil.h"
 
 /* The per-test directory (checked fixture: ht_tmp_setup/ht_tmp_teardown). */
 extern char ht_dir[256];
@@ -69,9 +70,6 @@ dq_handler_result ht_run(struct ht *t, const void *payload, size_t len,
 
 /* A job as the worker would pass it. */
 void ht_job(dq_handler_job *job, const void *payload, size_t len);
-
-/* Milliseconds on the monotonic clock. */
-int64_t ht_now_ms(void);
 
 /* The test cases of the other files. */
 #include <check.h>

@@ -74,8 +74,10 @@ int tu_stop_process_tree(pid_t pid, int timeout_ms);
  * 0, or -1 with the reason. */
 int tu_make_temp_dir(const char *prefix, char *dir, size_t dirlen, char *err, size_t errlen);
 
-/* Remove `dir` and everything below it; 0, or -1 (errno set). */
-int tu_remove_tree(const char *dir);
+/* Remove `path` and, for a directory, everything below it (directories
+ * are made u+rwx first); 0 (also when it did not exist), or -1 with errno
+ * set. */
+int tu_remove_tree(const char *path);
 
 /* ---- redis-server ---- */
 
