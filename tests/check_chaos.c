@@ -186,10 +186,7 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("chaos");
-    TCase *tc = tcase_create("chaos");
-    tcase_set_timeout(tc, 120);
-    tcase_add_checked_fixture(tc, setup, teardown);
+    TCase *tc = fixture_tcase(s, "chaos", 120, NULL, NULL, setup, teardown);
     tcase_add_test(tc, chaos_every_job_once_per_death);
-    suite_add_tcase(s, tc);
     return fixture_run_suite(s);
 }

@@ -685,11 +685,7 @@ END_TEST
 
 static TCase *tcase(Suite *s, const char *name, int timeout)
 {
-    TCase *tc = tcase_create(name);
-    tcase_set_timeout(tc, timeout);
-    tcase_add_checked_fixture(tc, clean_redis, NULL);
-    suite_add_tcase(s, tc);
-    return tc;
+    return fixture_tcase(s, name, timeout, NULL, NULL, clean_redis, NULL);
 }
 
 int main(void)
@@ -727,10 +723,7 @@ int main(void)
     tcase_add_test(tc, broken_config_file_exits_78);
     tc = tcase(s, "clock", 30);
     tcase_add_test(tc, delay_uses_the_server_clock);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    int status = fixture_run_suite(s);
     stop_redis();
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return status;
 }

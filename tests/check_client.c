@@ -1818,10 +1818,7 @@ int main(void)
         perror("mmap");
         return EXIT_FAILURE;
     }
-    SRunner *sr = srunner_create(client_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    int status = fixture_run_suite(client_suite());
     munmap(live_pid, sizeof *live_pid);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return status;
 }

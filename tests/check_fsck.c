@@ -593,28 +593,19 @@ END_TEST
 static Suite *fsck_suite(void)
 {
     Suite *s = suite_create("fsck");
-    TCase *tc = tcase_create("library");
-    tcase_set_timeout(tc, 60);
-    tcase_add_checked_fixture(tc, clean_redis, NULL);
+    TCase *tc = fixture_tcase(s, "library", 60, NULL, NULL, clean_redis, NULL);
     tcase_add_test(tc, finds_each_kind_and_repairs);
     tcase_add_test(tc, wrong_type_queue_key_is_only_reported);
     tcase_add_test(tc, jobs_in_their_sets_are_not_orphans);
     tcase_add_test(tc, moving_jobs_are_never_repaired);
     tcase_add_test(tc, large_queue_is_checked_in_steps);
     tcase_add_test(tc, bad_arguments_are_refused);
-    suite_add_tcase(s, tc);
-    tc = tcase_create("cli");
-    tcase_set_timeout(tc, 60);
-    tcase_add_checked_fixture(tc, clean_redis, NULL);
+    tc = fixture_tcase(s, "cli", 60, NULL, NULL, clean_redis, NULL);
     tcase_add_test(tc, cli_exit_codes_and_repair);
-    suite_add_tcase(s, tc);
-    tc = tcase_create("daemon");
-    tcase_set_timeout(tc, 60);
-    tcase_add_checked_fixture(tc, h_up, h_down);
+    tc = fixture_tcase(s, "daemon", 60, NULL, NULL, h_up, h_down);
     tcase_add_test(tc, reaper_repairs_and_reports);
     tcase_add_test(tc, fsck_interval_zero_is_off);
     tcase_add_test(tc, bad_fsck_interval_is_refused);
-    suite_add_tcase(s, tc);
     return s;
 }
 
@@ -622,10 +613,7 @@ int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
     fixture_redis_start(&fx);
-    SRunner *sr = srunner_create(fsck_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    int status = fixture_run_suite(fsck_suite());
     fixture_redis_stop(&fx);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return status;
 }

@@ -289,14 +289,11 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("guarantee");
-    TCase *tc = tcase_create("batch");
-    tcase_set_timeout(tc, 40);
-    tcase_add_checked_fixture(tc, setup, teardown);
+    TCase *tc = fixture_tcase(s, "batch", 40, NULL, NULL, setup, teardown);
     tcase_add_test(tc, long_batch_outlasts_its_lease);
     tcase_add_test(tc, crash_in_batch_costs_only_its_job);
     tcase_add_test(tc, timeout_in_batch_costs_only_its_job);
     tcase_add_test(tc, exec_programs_die_with_their_worker);
     tcase_add_test(tc, worker_and_reaper_agree_on_attempts);
-    suite_add_tcase(s, tc);
     return fixture_run_suite(s);
 }

@@ -275,15 +275,12 @@ START_TEST(exec_refuses_bad_settings)
 }
 END_TEST
 
-TCase *exec_tcase(void)
+void add_exec_tcase(Suite *s)
 {
-    TCase *tc = tcase_create("exec");
-    tcase_set_timeout(tc, 20);
-    tcase_add_checked_fixture(tc, ht_tmp_setup, ht_tmp_teardown);
+    TCase *tc = fixture_tcase(s, "exec", 20, NULL, NULL, ht_tmp_setup, ht_tmp_teardown);
     tcase_add_test(tc, exec_maps_exit_status);
     tcase_add_test(tc, exec_passes_payload_and_environment);
     tcase_add_test(tc, exec_copes_with_big_input_and_output);
     tcase_add_test(tc, exec_timeout_kills_the_process_group);
     tcase_add_test(tc, exec_refuses_bad_settings);
-    return tc;
 }

@@ -275,16 +275,13 @@ START_TEST(http_refuses_bad_settings)
 }
 END_TEST
 
-TCase *http_tcase(void)
+void add_http_tcase(Suite *s)
 {
-    TCase *tc = tcase_create("http");
-    tcase_set_timeout(tc, 20);
-    tcase_add_checked_fixture(tc, ht_tmp_setup, ht_tmp_teardown);
+    TCase *tc = fixture_tcase(s, "http", 20, NULL, NULL, ht_tmp_setup, ht_tmp_teardown);
     tcase_add_test(tc, http_posts_the_job);
     tcase_add_test(tc, http_maps_status_codes);
     tcase_add_test(tc, http_gives_up_in_time);
     tcase_add_test(tc, http_refuses_bad_settings);
-    return tc;
 }
 
 /* ---- redis --------------------------------------------------------------- */
@@ -474,15 +471,12 @@ START_TEST(redis_refuses_bad_settings)
 }
 END_TEST
 
-TCase *redis_tcase(void)
+void add_redis_tcase(Suite *s)
 {
-    TCase *tc = tcase_create("redis");
-    tcase_set_timeout(tc, 20);
-    tcase_add_unchecked_fixture(tc, redis_setup, redis_teardown);
-    tcase_add_checked_fixture(tc, redis_test_setup, redis_test_teardown);
+    TCase *tc = fixture_tcase(s, "redis", 20, redis_setup, redis_teardown, redis_test_setup,
+                              redis_test_teardown);
     tcase_add_test(tc, redis_pushes_to_a_list);
     tcase_add_test(tc, redis_adds_to_a_stream);
     tcase_add_test(tc, redis_maps_errors_and_reconnects);
     tcase_add_test(tc, redis_refuses_bad_settings);
-    return tc;
 }

@@ -130,16 +130,9 @@ int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
     Suite *s = suite_create("notify");
-    TCase *tc = tcase_create("sd_notify");
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 60);
+    TCase *tc = fixture_tcase(s, "sd_notify", 60, NULL, NULL, setup, teardown);
     tcase_add_test(tc, ready_reloading_and_stopping_reach_systemd);
     tcase_add_test(tc, watchdog_is_fed_when_asked_for);
     tcase_add_test(tc, no_socket_no_messages);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return fixture_run_suite(s);
 }

@@ -720,9 +720,5 @@ static Suite *records_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(records_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return fixture_run_suite(records_suite());
 }

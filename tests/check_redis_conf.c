@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "config/redis_conf.h"
-#include "testutil.h"
+#include "fixture.h"
 
 static char dir[128];
 static char path[256];
@@ -350,10 +350,7 @@ int main(void)
     tcase_add_test(tc, failed_load_keeps_the_old_settings);
     tcase_add_test(tc, read_from_a_parsed_file);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    int status = fixture_run_suite(s);
     remove_dir();
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return status;
 }

@@ -366,16 +366,9 @@ int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
     Suite *s = suite_create("stress");
-    TCase *tc = tcase_create("workers");
-    tcase_set_timeout(tc, 60);
-    tcase_add_unchecked_fixture(tc, server_up, server_down);
-    tcase_add_checked_fixture(tc, test_setup, test_teardown);
+    TCase *tc = fixture_tcase(s, "workers", 60, server_up, server_down, test_setup,
+                              test_teardown);
     tcase_add_test(tc, no_job_is_claimed_twice);
     tcase_add_test(tc, expired_leases_cannot_be_acked_twice);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return fixture_run_suite(s);
 }
