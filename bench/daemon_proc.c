@@ -3,12 +3,9 @@
 #include "bench/daemon_proc.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -106,25 +103,11 @@ int daemon_proc_start(struct daemon_proc *d, const struct bench_env *env,
     snprintf(d->log, sizeof d->log, "%s/delayqd.log", r->dir);
     if (write_conf(d, env, r, spec, err, errlen) < 0)
         return -1;
-    fflush(NULL);
-    d->pid = fork();
+    char *const argv[] = { (char *)env->delayqd, "-f", "-c", d->conf, NULL };
+    d->pid = tu_spawn(argv, d->log, TU_DIE_WITH_PARENT, err, errlen);
     if (d->pid < 0) {
-        snprintf(err, errlen, "fork: %s", strerror(errno));
         d->pid = 0;
         return -1;
-    }
-    if (d->pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGTERM);
-        int fd = open(d->log, O_WRONLY | O_CREAT | O_APPEND, 0644);
-        int null = open("/dev/null", O_RDWR);
-        if (fd < 0 || null < 0)
-            _exit(127);
-        dup2(null, 0);
-        dup2(null, 1);
-        dup2(fd, 2);
-        execl(env->delayqd, env->delayqd, "-f", "-c", d->conf, (char *)NULL);
-        dprintf(2, "delayqd: cannot run %s: %s\n", env->delayqd, strerror(errno));
-        _exit(127);
     }
     if (wait_ready(d, r, spec->workers, err, errlen) < 0) {
         daemon_proc_stop(d, 5000);

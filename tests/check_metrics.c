@@ -134,18 +134,10 @@ static void write_conf(int workers, const char *listen, const char *extra)
 /* Start delayqd -f -c CONF, its stderr appended to LOG. */
 static pid_t spawn_daemon(void)
 {
-    const char *prog = fixture_build_path("delayqd");
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        int fd = open(LOG, O_WRONLY | O_CREAT | O_APPEND, 0600);
-        int null = open("/dev/null", O_RDWR);
-        dup2(null, 0);
-        dup2(null, 1);
-        dup2(fd, 2);
-        execl(prog, prog, "-f", "-c", CONF, (char *)NULL);
-        _exit(127);
-    }
+    char *const argv[] = { (char *)fixture_build_path("delayqd"), "-f", "-c", CONF, NULL };
+    char err[300];
+    pid_t pid = tu_spawn(argv, LOG, 0, err, sizeof err);
+    ck_assert_msg(pid > 0, "%s", err);
     return pid;
 }
 

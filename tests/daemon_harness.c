@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -157,37 +156,13 @@ static int daemon_ready(void *arg)
     return ready;
 }
 
-/* In a child about to run delayqd: no cores from workers a test kills or
- * crashes on purpose, and none of the test's descriptors (its Redis
- * connection) beyond 0, 1 and 2. */
-static void prepare_exec(void)
-{
-    struct rlimit rl = { 0, 0 };
-    setrlimit(RLIMIT_CORE, &rl);
-    long max = sysconf(_SC_OPEN_MAX);
-    for (int fd = 3; fd < (max > 0 && max < 65536 ? max : 1024); fd++)
-        close(fd);
-}
-
 void h_start(struct harness *h, int workers)
 {
     ck_assert_msg(h->pid == 0, "the daemon runs already");
-    fflush(NULL);
-    pid_t pid = fork();
-    ck_assert(pid >= 0);
-    if (pid == 0) {
-        int fd = open(h->log, O_WRONLY | O_CREAT | O_APPEND, 0644);
-        int null = open("/dev/null", O_RDWR);
-        if (fd < 0 || null < 0)
-            _exit(127);
-        dup2(null, 0);
-        dup2(null, 1);
-        dup2(fd, 2);
-        prepare_exec();
-        const char *prog = fixture_build_path("delayqd");
-        execl(prog, prog, "-f", "-c", h->conf, (char *)NULL);
-        _exit(127);
-    }
+    char *const argv[] = { (char *)fixture_build_path("delayqd"), "-f", "-c", h->conf, NULL };
+    char err[300];
+    pid_t pid = tu_spawn(argv, h->log, 0, err, sizeof err);
+    ck_assert_msg(pid > 0, "%s", err);
     h->pid = pid;
     struct ready_arg a = { h, workers };
     int ok = h_wait(10000, daemon_ready, &a);
@@ -223,7 +198,7 @@ int h_run_delayqd(const char *const *args, char *err, size_t errlen)
         dup2(null, 1);
         dup2(fds[1], 2);
         close(fds[0]);
-        prepare_exec();
+        tu_child_prepare(0);
         execv(argv[0], (char *const *)argv);
         _exit(127);
     }

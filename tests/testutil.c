@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -19,21 +20,21 @@
 
 /* ---- time ---------------------------------------------------------------- */
 
-static int64_t clock_ms(clockid_t id)
+int64_t tu_clock_us(clockid_t id)
 {
     struct timespec ts;
     clock_gettime(id, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
 int64_t tu_now_ms(void)
 {
-    return clock_ms(CLOCK_REALTIME);
+    return tu_clock_us(CLOCK_REALTIME) / 1000;
 }
 
 int64_t tu_mono_ms(void)
 {
-    return clock_ms(CLOCK_MONOTONIC);
+    return tu_clock_us(CLOCK_MONOTONIC) / 1000;
 }
 
 void tu_sleep_ms(int64_t ms)
@@ -170,6 +171,37 @@ int tu_stop_process_tree(pid_t pid, int timeout_ms)
     return status;
 }
 
+void tu_child_prepare(int flags)
+{
+    if (flags & TU_DIE_WITH_PARENT)
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+    struct rlimit rl = { 0, 0 };
+    setrlimit(RLIMIT_CORE, &rl);
+    long max = sysconf(_SC_OPEN_MAX);
+    for (int fd = 3; fd < (max > 0 && max < 65536 ? max : 1024); fd++)
+        close(fd);
+}
+
+pid_t tu_spawn(char *const argv[], const char *log, int flags, char *err, size_t errlen)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        snprintf(err, errlen, "fork: %s", strerror(errno));
+        return -1;
+    }
+    if (pid > 0)
+        return pid;
+    int null = open("/dev/null", O_RDWR);
+    int fd = log ? open(log, O_WRONLY | O_CREAT | O_APPEND, 0600) : 2;
+    if (null < 0 || fd < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(fd, 2) < 0)
+        _exit(127);
+    tu_child_prepare(flags);
+    execv(argv[0], argv);
+    dprintf(2, "%s: cannot run it: %s\n", argv[0], strerror(errno));
+    _exit(127);
+}
+
 /* ---- files ------------------------------------------------------------------ */
 
 int tu_make_temp_dir(const char *prefix, char *dir, size_t dirlen, char *err, size_t errlen)
@@ -277,25 +309,14 @@ int tu_redis_spawn(const char *server, const char *dir, const char *sock, int fl
     }
     char log[4200];
     snprintf(log, sizeof log, "%s/redis.log", dir);
-    fflush(NULL);
-    pid_t child = fork();
-    if (child < 0) {
-        snprintf(err, errlen, "fork: %s", strerror(errno));
+    char *const argv[] = {
+        (char *)server, "--port", "0", "--unixsocket", (char *)sock,
+        "--unixsocketperm", "700", "--save", "", "--appendonly", "no",
+        "--dir", (char *)dir, "--logfile", log, "--daemonize", "no", NULL
+    };
+    pid_t child = tu_spawn(argv, NULL, flags, err, errlen);
+    if (child < 0)
         return -1;
-    }
-    if (child == 0) {
-        if (flags & TU_DIE_WITH_PARENT)
-            prctl(PR_SET_PDEATHSIG, SIGTERM);
-        int null = open("/dev/null", O_RDWR);
-        if (null >= 0) {
-            dup2(null, 0);
-            dup2(null, 1);
-        }
-        execl(server, server, "--port", "0", "--unixsocket", sock,
-              "--unixsocketperm", "700", "--save", "", "--appendonly", "no",
-              "--dir", dir, "--logfile", log, "--daemonize", "no", (char *)NULL);
-        _exit(127);
-    }
     int up = wait_for_ping(sock, child);
     if (up != 0) {
         if (up < 0)

@@ -16,9 +16,11 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <time.h>
 
 /* ---- time ---- */
 
+int64_t tu_clock_us(clockid_t id);  /* clock_gettime in µs */
 int64_t tu_now_ms(void);        /* CLOCK_REALTIME: comparable to Redis TIME */
 int64_t tu_mono_ms(void);       /* CLOCK_MONOTONIC */
 /* Sleep `ms` (nothing when ms <= 0), the whole time even across signals. */
@@ -68,6 +70,25 @@ int tu_stop_process(pid_t pid, int timeout_ms);
  * checked), so that none outlives it. */
 int tu_stop_process_tree(pid_t pid, int timeout_ms);
 
+/* Flags of tu_spawn, tu_child_prepare and tu_redis_spawn. */
+#define TU_DIE_WITH_PARENT 1    /* SIGTERM to the child when its parent dies
+                                   (PR_SET_PDEATHSIG): for a process that must
+                                   never outlive the program, not for one a
+                                   forked test starts for its parent */
+
+/* In a child about to exec: no core files (from processes a test kills
+ * or crashes on purpose), none of the parent's descriptors beyond 0, 1
+ * and 2 (its Redis connections), and TU_DIE_WITH_PARENT. */
+void tu_child_prepare(int flags);
+
+/*
+ * Start argv[0] with `argv` (NULL-terminated): stdin and stdout on
+ * /dev/null, stderr appended to the file `log` (NULL: shared with ours),
+ * after tu_child_prepare(flags).  Returns the pid, or -1 with the reason.
+ * A child that cannot run the program says so on its stderr and exits 127.
+ */
+pid_t tu_spawn(char *const argv[], const char *log, int flags, char *err, size_t errlen);
+
 /* ---- files ---- */
 
 /* A new directory $TMPDIR/PREFIX.XXXXXX (TMPDIR default /tmp) in `dir`;
@@ -86,16 +107,10 @@ int tu_remove_tree(const char *path);
  * `out`; returns 0, or -1 when there is none. */
 int tu_redis_find(const char *given, char *out, size_t outlen);
 
-/* Flags of tu_redis_spawn. */
-#define TU_DIE_WITH_PARENT 1    /* SIGTERM to the server when its parent dies
-                                   (PR_SET_PDEATHSIG): for a server that must
-                                   never outlive the program, not for one a
-                                   forked test restarts for its parent */
-
 /*
  * Start `server` with only persistence off, on the unix socket `sock` (no
- * TCP), its files and its log (DIR/redis.log) in `dir`, stdin and stdout
- * on /dev/null; wait (10 s at most) until it answers PING.  Sets *pid and
+ * TCP), its files and its log (DIR/redis.log) in `dir`, by tu_spawn with
+ * `flags`; wait (10 s at most) until it answers PING.  Sets *pid and
  * returns 0, or returns -1 with the reason (a server that started is
  * stopped then, *pid 0).
  */
