@@ -1,6 +1,9 @@
 /*
- * A real redis-server for the tests: started on a private unix socket in a
- * temporary directory, with persistence off, and stopped by pid.
+ * The tests' Check layer over testutil.h: a real redis-server for the
+ * tests, started on a private unix socket in a temporary directory, with
+ * persistence off, and stopped by pid; connections to it; loopback HTTP;
+ * test cases with their timeouts and the suite runner every main() ends in.
+ * What fails here fails the test (ck_assert) or, at start-up, exits.
  *
  * When no redis-server can be found the test program exits 77, which the
  * automake test driver reports as SKIP; CI installs redis-server, so there
