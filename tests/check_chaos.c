@@ -70,12 +70,23 @@ static void chaos_job(int i, void *arg, const char **payload, int64_t *at_ms)
     *at_ms = due_of(sp->base, i, sp->n);
 }
 
-/* A worker that ran a job lately, or 0. */
+/* A worker that ran a job lately, or 0; the more of the record file's
+ * last lines are its runs, the likelier it is the one. */
 static pid_t busy_worker(void)
 {
     pid_t busy[32];
-    size_t n = h_busy_workers(&H, busy, 32);
-    return n ? busy[random() % (long)n] : 0;
+    int lines[32];
+    size_t n = h_busy_workers(&H, busy, lines, 32);
+    long total = 0;
+    for (size_t i = 0; i < n; i++)
+        total += lines[i];
+    long pick = total ? random() % total : 0;
+    for (size_t i = 0; i < n; i++) {
+        if (pick < lines[i])
+            return busy[i];
+        pick -= lines[i];
+    }
+    return 0;
 }
 
 struct job_tally {

@@ -317,7 +317,7 @@ START_TEST(soak_with_workers_killed_at_random)
         if (at > tu_now_ms())
             tu_sleep_ms((int)(at - tu_now_ms()));
         pid_t kids[16], busy[16];
-        size_t nb = h_busy_workers(&H, busy, 16);
+        size_t nb = h_busy_workers(&H, busy, NULL, 16);
         if (nb > 0 && tu_children(H.pid, kids, NULL, 16) >= 3) {
             pid_t victim = busy[random() % (long)nb];
             if (kill(victim, SIGKILL) == 0)

@@ -301,7 +301,7 @@ int h_wait_record(const struct harness *h, const char *id, int end, int n, int t
     return a.found;
 }
 
-size_t h_busy_workers(const struct harness *h, pid_t *out, size_t max)
+size_t h_busy_workers(const struct harness *h, pid_t *out, int *lines, size_t max)
 {
     pid_t kids[64];
     size_t nk = tu_children(h->pid, kids, NULL, 64), n = 0;
@@ -319,13 +319,21 @@ size_t h_busy_workers(const struct harness *h, pid_t *out, size_t max)
         int attempt, pid;
         if (sscanf(line, "%63s %d %d", id, &attempt, &pid) != 3)
             continue;
-        int known = 0, child = 0;
-        for (size_t i = 0; i < n; i++)
-            known |= out[i] == pid;
+        int child = 0;
         for (size_t i = 0; i < nk; i++)
             child |= kids[i] == pid;
-        if (!known && child && n < max)
+        size_t at = 0;
+        while (at < n && out[at] != pid)
+            at++;
+        if (!child || (at == n && n == max))
+            continue;
+        if (at == n) {
             out[n++] = pid;
+            if (lines)
+                lines[at] = 0;
+        }
+        if (lines)
+            lines[at]++;
     }
     fclose(fp);
     return n;

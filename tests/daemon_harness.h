@@ -110,9 +110,10 @@ int h_count(const struct h_run *r, size_t n, const char *id, int end,
 int h_wait_record(const struct harness *h, const char *id, int end, int n,
                   int timeout_ms);
 /* Workers busy lately: live children of the daemon whose pid is in the
- * tail of the record file (never the reaper), each once, in `out`;
+ * tail of the record file (never the reaper), each once, in `out`, and
+ * in `lines` (may be NULL) how many of the tail's lines are theirs;
  * returns how many (at most `max`). */
-size_t h_busy_workers(const struct harness *h, pid_t *out, size_t max);
+size_t h_busy_workers(const struct harness *h, pid_t *out, int *lines, size_t max);
 
 /* ---- the log ---- */
 
