@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include "bench/bench.h"
+#include "tests/testutil.h"
 
 #include <errno.h>
 #include <math.h>
@@ -17,31 +18,24 @@ const char bench_payload[BENCH_PAYLOAD_LEN + 1] = "0123456789abcdef0123456789abc
 
 /* ---- time ---------------------------------------------------------------- */
 
-static int64_t clock_us(clockid_t id)
-{
-    struct timespec ts;
-    clock_gettime(id, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 int64_t bench_real_ms(void)
 {
-    return clock_us(CLOCK_REALTIME) / 1000;
+    return tu_now_ms();
 }
 
 int64_t bench_real_us(void)
 {
-    return clock_us(CLOCK_REALTIME);
+    return tu_clock_us(CLOCK_REALTIME);
 }
 
 int64_t bench_mono_us(void)
 {
-    return clock_us(CLOCK_MONOTONIC);
+    return tu_clock_us(CLOCK_MONOTONIC);
 }
 
 int64_t bench_self_cpu_us(void)
 {
-    return clock_us(CLOCK_PROCESS_CPUTIME_ID);
+    return tu_clock_us(CLOCK_PROCESS_CPUTIME_ID);
 }
 
 void bench_sleep_ms(int64_t ms)

@@ -2,17 +2,14 @@
 
 #include "bench/daemon_proc.h"
 
-#include <ctype.h>
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include "tests/testutil.h"
 
 #define READY_TIMEOUT_US (15 * 1000000LL)
 
@@ -45,21 +42,6 @@ static int write_conf(const struct daemon_proc *d, const struct bench_env *env,
         return -1;
     }
     return 0;
-}
-
-/* CLIENT LIST lines that contain `needle`; -1 when Redis cannot be asked. */
-static int clients_with(redisContext *rc, const char *needle)
-{
-    redisReply *r = redisCommand(rc, "CLIENT LIST");
-    int n = -1;
-    if (r && r->type == REDIS_REPLY_STRING) {
-        n = 0;
-        for (const char *p = r->str; (p = strstr(p, needle)) != NULL; p++)
-            n++;
-    }
-    if (r)
-        freeReplyObject(r);
-    return n;
 }
 
 void daemon_proc_last_problem(const struct daemon_proc *d, char *out, size_t outlen)
@@ -101,8 +83,7 @@ static int wait_ready(struct daemon_proc *d, const struct redis_proc *r, int wor
             redisFree(rc);
             return -1;
         }
-        ready = clients_with(rc, "cmd=subscribe") >= workers
-                && clients_with(rc, "cmd=evalsha") >= workers + 1;
+        ready = tu_delayqd_ready(rc, workers);
         if (!ready)
             bench_sleep_ms(20);
     }
@@ -122,25 +103,11 @@ int daemon_proc_start(struct daemon_proc *d, const struct bench_env *env,
     snprintf(d->log, sizeof d->log, "%s/delayqd.log", r->dir);
     if (write_conf(d, env, r, spec, err, errlen) < 0)
         return -1;
-    fflush(NULL);
-    d->pid = fork();
+    char *const argv[] = { (char *)env->delayqd, "-f", "-c", d->conf, NULL };
+    d->pid = tu_spawn(argv, d->log, TU_DIE_WITH_PARENT, err, errlen);
     if (d->pid < 0) {
-        snprintf(err, errlen, "fork: %s", strerror(errno));
         d->pid = 0;
         return -1;
-    }
-    if (d->pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGTERM);
-        int fd = open(d->log, O_WRONLY | O_CREAT | O_APPEND, 0644);
-        int null = open("/dev/null", O_RDWR);
-        if (fd < 0 || null < 0)
-            _exit(127);
-        dup2(null, 0);
-        dup2(null, 1);
-        dup2(fd, 2);
-        execl(env->delayqd, env->delayqd, "-f", "-c", d->conf, (char *)NULL);
-        dprintf(2, "delayqd: cannot run %s: %s\n", env->delayqd, strerror(errno));
-        _exit(127);
     }
     if (wait_ready(d, r, spec->workers, err, errlen) < 0) {
         daemon_proc_stop(d, 5000);
@@ -149,61 +116,13 @@ int daemon_proc_start(struct daemon_proc *d, const struct bench_env *env,
     return 0;
 }
 
-/* Direct children of `parent` (workers and reaper). */
-static size_t children_of(pid_t parent, pid_t *pids, size_t max)
-{
-    size_t n = 0;
-    DIR *dir = opendir("/proc");
-    if (!dir)
-        return 0;
-    struct dirent *e;
-    while ((e = readdir(dir)) != NULL && n < max) {
-        if (!isdigit((unsigned char)e->d_name[0]))
-            continue;
-        char path[300], buf[512];
-        snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
-        int fd = open(path, O_RDONLY);
-        if (fd < 0)
-            continue;
-        ssize_t len = read(fd, buf, sizeof buf - 1);
-        close(fd);
-        if (len <= 0)
-            continue;
-        buf[len] = '\0';
-        const char *p = strrchr(buf, ')');
-        int ppid;
-        char state;
-        if (p && sscanf(p + 1, " %c %d", &state, &ppid) == 2 && ppid == parent)
-            pids[n++] = (pid_t)atoi(e->d_name);
-    }
-    closedir(dir);
-    return n;
-}
-
 int daemon_proc_stop(struct daemon_proc *d, int timeout_ms)
 {
     if (d->pid <= 0)
         return -1;
-    pid_t kids[256];
-    size_t nkids = children_of(d->pid, kids, 256);
-    kill(d->pid, SIGTERM);
-    int status = -1, clean = 0;
-    int64_t deadline = bench_mono_us() + (int64_t)timeout_ms * 1000;
-    for (;;) {
-        if (waitpid(d->pid, &status, WNOHANG) == d->pid) {
-            clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-            break;
-        }
-        if (bench_mono_us() >= deadline) {
-            kill(d->pid, SIGKILL);
-            waitpid(d->pid, NULL, 0);
-            break;
-        }
-        bench_sleep_ms(5);
-    }
-    /* They die with the supervisor (PDEATHSIG), but make sure. */
-    for (size_t i = 0; i < nkids; i++)
-        kill(kids[i], SIGKILL);
+    /* The workers and the reaper die with the supervisor (PDEATHSIG), but
+     * make sure. */
+    int status = tu_stop_process_tree(d->pid, timeout_ms);
     d->pid = 0;
-    return clean ? 0 : -1;
+    return status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
 }

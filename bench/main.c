@@ -25,6 +25,7 @@
 #include "bench/bench.h"
 #include "bench/redis_proc.h"
 #include "bench/report.h"
+#include "tests/testutil.h"
 
 #define EXIT_FAILED 1
 #define EXIT_USAGE 64
@@ -217,8 +218,8 @@ static void tighten(const char *path)
 
 static int resolve_env(struct bench_env *env)
 {
-    if (redis_find_server(env->opt.redis_server, env->redis_server,
-                          sizeof env->redis_server) < 0) {
+    if (tu_redis_find(env->opt.redis_server, env->redis_server,
+                      sizeof env->redis_server) < 0) {
         fprintf(stderr, "delayq-bench: redis-server not found (install redis-server, or "
                         "give --redis-server)\n");
         return -1;

@@ -2,54 +2,26 @@
 
 #include "bench/measure.h"
 
-#include <ctype.h>
-#include <dirent.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "bench/bench.h"
+#include "tests/testutil.h"
 
 /* ---- CPU from /proc ------------------------------------------------------- */
 
-struct proc_stat {
-    pid_t pid, ppid;
-    int64_t cpu_ticks;      /* utime + stime + cutime + cstime */
-    int64_t sys_ticks;      /* stime + cstime */
-};
-
-/* Read /proc/PID/stat.  "pid (comm) S ppid ...": comm may hold spaces and
- * parentheses, so fields are counted from the last ')'.  After it come
- * state (3), ppid (4), ... utime (14), stime (15), cutime (16), cstime (17). */
-static int read_stat(pid_t pid, struct proc_stat *ps)
+/* CPU ticks of a process: its own and that of its children it waited for
+ * (a child that exited and was reaped is in its parent's cutime/cstime). */
+static int64_t cpu_ticks(const struct tu_proc_stat *ps)
 {
-    char path[64], buf[1024];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    int fd = open(path, O_RDONLY);
-    if (fd < 0)
-        return -1;
-    ssize_t len = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (len <= 0)
-        return -1;
-    buf[len] = '\0';
-    const char *p = strrchr(buf, ')');
-    if (!p)
-        return -1;
-    char state;
-    int ppid;
-    unsigned long long ut, st;
-    long long cut, cst;
-    if (sscanf(p + 1, " %c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %lld %lld",
-               &state, &ppid, &ut, &st, &cut, &cst) != 6)
-        return -1;
-    ps->pid = pid;
-    ps->ppid = ppid;
-    ps->cpu_ticks = (int64_t)(ut + st) + cut + cst;
-    ps->sys_ticks = (int64_t)st + cst;
-    return 0;
+    return ps->utime + ps->stime + ps->cutime + ps->cstime;
+}
+
+static int64_t sys_ticks(const struct tu_proc_stat *ps)
+{
+    return ps->stime + ps->cstime;
 }
 
 static int64_t ticks_to_us(int64_t ticks)
@@ -64,68 +36,64 @@ static int64_t ticks_to_us(int64_t ticks)
 
 int64_t measure_proc_cpu_us(pid_t pid, int64_t *sys_us)
 {
-    struct proc_stat ps;
-    if (read_stat(pid, &ps) < 0)
+    struct tu_proc_stat ps;
+    if (tu_proc_stat(pid, &ps) < 0)
         return -1;
     if (sys_us)
-        *sys_us = ticks_to_us(ps.sys_ticks);
-    return ticks_to_us(ps.cpu_ticks);
+        *sys_us = ticks_to_us(sys_ticks(&ps));
+    return ticks_to_us(cpu_ticks(&ps));
+}
+
+/* Every process at one instant (tu_proc_each); `v` NULL when out of
+ * memory at the start, shorter than the list when later. */
+struct proc_list {
+    struct tu_proc_stat *v;
+    size_t n, cap;
+};
+
+static int add_proc(const struct tu_proc_stat *ps, void *arg)
+{
+    struct proc_list *l = arg;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 256;
+        struct tu_proc_stat *more = realloc(l->v, cap * sizeof *more);
+        if (!more)
+            return 1;
+        l->v = more;
+        l->cap = cap;
+    }
+    l->v[l->n++] = *ps;
+    return 0;
 }
 
 int64_t measure_tree_cpu_us(pid_t root, int64_t *sys_us)
 {
-    struct proc_stat rs;
-    if (read_stat(root, &rs) < 0)
+    struct tu_proc_stat rs;
+    if (tu_proc_stat(root, &rs) < 0)
         return -1;
-    int64_t sys = rs.sys_ticks;
+    int64_t ticks = cpu_ticks(&rs), sys = sys_ticks(&rs);
     /* Every process, then the descendants of root by repeated passes over
      * the parent links (a few hundred processes at most). */
-    size_t n = 0, cap = 256;
-    struct proc_stat *all = malloc(cap * sizeof *all);
-    DIR *d = opendir("/proc");
-    if (!all || !d) {
-        free(all);
-        if (d)
-            closedir(d);
-        if (sys_us)
-            *sys_us = ticks_to_us(sys);
-        return ticks_to_us(rs.cpu_ticks);
-    }
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        if (!isdigit((unsigned char)e->d_name[0]))
-            continue;
-        if (n == cap) {
-            struct proc_stat *more = realloc(all, 2 * cap * sizeof *all);
-            if (!more)
-                break;
-            all = more;
-            cap *= 2;
-        }
-        if (read_stat((pid_t)atoi(e->d_name), &all[n]) == 0)
-            n++;
-    }
-    closedir(d);
+    struct proc_list all = { NULL, 0, 0 };
+    tu_proc_each(add_proc, &all);
+    size_t n = all.n;
     char *in = calloc(n ? n : 1, 1);
-    int64_t ticks = rs.cpu_ticks;
-    if (in) {
-        pid_t *members = malloc((n + 1) * sizeof *members);
+    pid_t *members = malloc((n + 1) * sizeof *members);
+    if (in && members) {
         size_t nm = 0;
-        if (members) {
-            members[nm++] = root;
-            for (size_t m = 0; m < nm; m++)
-                for (size_t i = 0; i < n; i++)
-                    if (!in[i] && all[i].ppid == members[m] && all[i].pid != root) {
-                        in[i] = 1;
-                        members[nm++] = all[i].pid;
-                        ticks += all[i].cpu_ticks;
-                        sys += all[i].sys_ticks;
-                    }
-            free(members);
-        }
-        free(in);
+        members[nm++] = root;
+        for (size_t m = 0; m < nm; m++)
+            for (size_t i = 0; i < n; i++)
+                if (!in[i] && all.v[i].ppid == members[m] && all.v[i].pid != root) {
+                    in[i] = 1;
+                    members[nm++] = all.v[i].pid;
+                    ticks += cpu_ticks(&all.v[i]);
+                    sys += sys_ticks(&all.v[i]);
+                }
     }
-    free(all);
+    free(members);
+    free(in);
+    free(all.v);
     if (sys_us)
         *sys_us = ticks_to_us(sys);
     return ticks_to_us(ticks);

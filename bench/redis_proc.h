@@ -1,7 +1,8 @@
 /*
  * A private redis-server for one benchmark run: started on a unix socket
  * in a fresh temporary directory with the default settings (only
- * persistence is off, as in the tests' fixture), and stopped by pid.  The
+ * persistence is off), and stopped by pid, by the code the tests' fixture
+ * uses (tests/testutil.c).  The
  * directory also holds the run's other files (delayqd's configuration and
  * log, the lateness file) and is removed with the server.
  */
@@ -20,13 +21,9 @@ struct redis_proc {
     pid_t pid;              /* 0 when not running */
 };
 
-/* The redis-server to run: `given`, else $REDIS_SERVER, else the first on
- * PATH or in /usr/bin, /usr/sbin, /usr/local/bin.  Fills `out`; returns 0,
- * or -1 when there is none. */
-int redis_find_server(const char *given, char *out, size_t outlen);
-
-/* Start `server`; wait until it answers PING (10 s).  Returns 0, or -1
- * with the reason (everything started is cleaned up then). */
+/* Start `server` (tu_redis_spawn; it dies with the bench); wait until it
+ * answers PING (10 s).  Returns 0, or -1 with the reason (everything
+ * started is cleaned up then). */
 int redis_proc_start(struct redis_proc *r, const char *server, char *err, size_t errlen);
 
 /* Stop the server (SIGTERM, SIGKILL after 5 s) and remove its directory
@@ -34,11 +31,9 @@ int redis_proc_start(struct redis_proc *r, const char *server, char *err, size_t
  * Safe on a struct that never started or was stopped already. */
 void redis_proc_stop(struct redis_proc *r);
 
-/* A blocking connection to the server; NULL with the reason. */
+/* A blocking connection to the server (60 s for a command: INFO and big
+ * pipelines on a loaded two-core box); NULL with the reason.  For integer
+ * replies, tu_redis_int (tests/testutil.h). */
 redisContext *redis_proc_connect(const struct redis_proc *r, char *err, size_t errlen);
-
-/* Run a command (printf-style, as redisCommand) and return its integer
- * reply (or the length of an array reply); -1 on any error. */
-long long redis_int(redisContext *rc, const char *fmt, ...);
 
 #endif

@@ -23,6 +23,7 @@
 #include "bench/measure.h"
 #include "bench/redis_proc.h"
 #include "bench/report.h"
+#include "tests/testutil.h"
 
 #define DELAYED_KEY "dq:{" BENCH_QUEUE "}:delayed"
 #define PROCESSING_KEY "dq:{" BENCH_QUEUE "}:processing"
@@ -98,9 +99,9 @@ static int fill_ahead(struct row_ctx *x, long jobs, int64_t at0, double spacing_
  * two reads, since nothing in a drain goes back from processing. */
 static long long jobs_left(struct row_ctx *x)
 {
-    long long delayed = redis_int(x->rc, "ZCARD %s", DELAYED_KEY);
-    long long processing = redis_int(x->rc, "ZCOUNT %s -inf (9007199254740991",
-                                     PROCESSING_KEY);
+    long long delayed = tu_redis_int(x->rc, "ZCARD %s", DELAYED_KEY);
+    long long processing = tu_redis_int(x->rc, "ZCOUNT %s -inf (9007199254740991",
+                                        PROCESSING_KEY);
     return delayed < 0 || processing < 0 ? -1 : delayed + processing;
 }
 
@@ -123,7 +124,7 @@ static int wait_drained(struct row_ctx *x, int64_t deadline_mono_us, int poll_ms
             daemon_proc_last_problem(&x->daemon, why, sizeof why);
             snprintf(err, errlen, "%s: %lld jobs not done (%lld dead)%s%s",
                      bench_interrupted ? "interrupted" : "deadline passed", left,
-                     redis_int(x->rc, "ZCARD %s", DEAD_KEY), why[0] ? "; daemon: " : "",
+                     tu_redis_int(x->rc, "ZCARD %s", DEAD_KEY), why[0] ? "; daemon: " : "",
                      why);
             return -1;
         }

@@ -57,31 +57,36 @@ static int64_t due_of(int64_t base, int i, int n)
     return base + (int64_t)i * SPREAD_MS / n;
 }
 
-/* A worker that ran a job lately (a pid in the record file's last lines
- * that is still a child of the daemon), or 0. */
+struct spread {
+    int64_t base;
+    int n;
+};
+
+/* Job i: its payload, due over SPREAD_MS (h_enqueue_numbered). */
+static void chaos_job(int i, void *arg, const char **payload, int64_t *at_ms)
+{
+    const struct spread *sp = arg;
+    *payload = payload_of(i);
+    *at_ms = due_of(sp->base, i, sp->n);
+}
+
+/* A worker that ran a job lately, or 0; the more of the record file's
+ * last lines are its runs, the likelier it is the one. */
 static pid_t busy_worker(void)
 {
-    pid_t kids[32], seen[64];
-    size_t nk = h_children(H.pid, kids, 32), ns = 0;
-    FILE *fp = fopen(H.record, "r");
-    if (!fp)
-        return 0;
-    char line[512];
-    if (fseek(fp, -8192, SEEK_END) == 0 && !fgets(line, sizeof line, fp)) {
-        fclose(fp);
-        return 0;
+    pid_t busy[32];
+    int lines[32];
+    size_t n = h_busy_workers(&H, busy, lines, 32);
+    long total = 0;
+    for (size_t i = 0; i < n; i++)
+        total += lines[i];
+    long pick = total ? random() % total : 0;
+    for (size_t i = 0; i < n; i++) {
+        if (pick < lines[i])
+            return busy[i];
+        pick -= lines[i];
     }
-    while (fgets(line, sizeof line, fp) && ns < 64) {
-        char id[64];
-        int attempt, pid;
-        if (sscanf(line, "%63s %d %d", id, &attempt, &pid) != 3)
-            continue;
-        for (size_t i = 0; i < nk; i++)
-            if (kids[i] == pid)
-                seen[ns++] = pid;
-    }
-    fclose(fp);
-    return ns ? seen[random() % (long)ns] : 0;
+    return 0;
 }
 
 struct job_tally {
@@ -113,26 +118,27 @@ START_TEST(chaos_every_job_once_per_death)
     int64_t base;
     ck_assert_int_eq(dq_server_time(H.c, &base), DQ_OK);
     base += 1000;
-    h_enqueue_spread(&H, "c", n, base, SPREAD_MS, payload_of);
+    struct spread sp = { base, n };
+    h_enqueue_numbered(&H, n, "c", chaos_job, &sp);
 
     /* Kill a busy worker every 300 ms until the queue is drained. */
-    int64_t t0 = h_mono_ms(), deadline = t0 + LEASE_MS - 10000;
+    int64_t t0 = tu_mono_ms(), deadline = t0 + LEASE_MS - 10000;
     int kills = 0;
     srandom((unsigned)t0);
     dq_stats st;
     for (;;) {
-        h_sleep_ms(KILL_EVERY_MS);
+        tu_sleep_ms(KILL_EVERY_MS);
         ck_assert_int_eq(dq_stats_get(H.c, H_QUEUE, &st), DQ_OK);
         if (st.delayed + st.due + st.processing == 0)
             break;
-        ck_assert_msg(h_mono_ms() < deadline, "not drained before a lease could expire "
+        ck_assert_msg(tu_mono_ms() < deadline, "not drained before a lease could expire "
                       "(delayed %lld, processing %lld); log:\n%s", (long long)st.delayed,
                       (long long)st.processing, h_log_tail(&H));
         pid_t victim = busy_worker();
         if (victim > 0 && kill(victim, SIGKILL) == 0)
             kills++;
     }
-    int64_t took = h_mono_ms() - t0;
+    int64_t took = tu_mono_ms() - t0;
     ck_assert_int_eq(h_stop(&H, 15000), 0);
 
     struct job_tally *t = calloc((size_t)n, sizeof *t);
@@ -191,10 +197,7 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("chaos");
-    TCase *tc = tcase_create("chaos");
-    tcase_set_timeout(tc, 120);
-    tcase_add_checked_fixture(tc, setup, teardown);
+    TCase *tc = fixture_tcase(s, "chaos", 120, NULL, NULL, setup, teardown);
     tcase_add_test(tc, chaos_every_job_once_per_death);
-    suite_add_tcase(s, tc);
     return fixture_run_suite(s);
 }

@@ -560,11 +560,7 @@ END_TEST
 
 static TCase *tcase(Suite *s, const char *name, int timeout)
 {
-    TCase *tc = tcase_create(name);
-    tcase_set_timeout(tc, timeout);
-    tcase_add_checked_fixture(tc, clean_redis, NULL);
-    suite_add_tcase(s, tc);
-    return tc;
+    return fixture_tcase(s, name, timeout, NULL, NULL, clean_redis, NULL);
 }
 
 int main(void)
@@ -598,10 +594,7 @@ int main(void)
     tcase_add_test(tc, help_and_version);
     tc = tcase(s, "clock", 30);
     tcase_add_test(tc, delay_uses_the_server_clock);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    int status = fixture_run_suite(s);
     stop_redis();
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return status;
 }

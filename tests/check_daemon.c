@@ -63,7 +63,7 @@ START_TEST(jobs_run_once_at_their_due_time)
                       ids[i], h_log_tail(&H));
     for (int i = 0; i < N; i++)
         ck_assert_msg(h_wait_gone(&H, ids[i], 2000), "%s is still in Redis", ids[i]);
-    h_sleep_ms(300);    /* a second run would show by now */
+    tu_sleep_ms(300);    /* a second run would show by now */
     struct h_run *r;
     size_t n = h_records(&H, &r);
     for (int i = 0; i < N; i++) {
@@ -86,7 +86,7 @@ START_TEST(sleeping_workers_wake_for_a_sooner_job)
     start_default(2);
     /* Both workers sleep towards the far job (capped at 30 s). */
     h_enqueue(&H, "far", "t", "ok", 3600 * 1000, 0);
-    h_sleep_ms(500);
+    tu_sleep_ms(500);
     int64_t due = h_enqueue(&H, "soon", "t", "ok", 200, 0);
     ck_assert_int_eq(h_wait_record(&H, "soon", 1, 1, 3000), 1);
     struct h_run *r, first;
@@ -172,7 +172,7 @@ START_TEST(fail_is_dead_at_once)
     ck_assert_str_eq(page.entries[0].id, "f1");
     ck_assert_str_eq(page.entries[0].last_error, "asked to fail");
     dq_dead_page_free(&page);
-    h_sleep_ms(300);
+    tu_sleep_ms(300);
     struct h_run *r;
     size_t n = h_records(&H, &r);
     ck_assert_int_eq(h_count(r, n, "f1", 0, NULL), 1);
@@ -218,9 +218,9 @@ START_TEST(corrupt_record_is_buried_at_once)
     h_enqueue(&H, "good", "t", "ok", 0, 0);
     h_start(&H, 2);
     ck_assert_int_eq(h_wait_record(&H, "good", 1, 1, 3000), 1);
-    int64_t end = h_mono_ms() + 3000;
-    while (fixture_redis_int(&H.fx, "ZCARD dq:{%s}:dead", H_QUEUE) != 1 && h_mono_ms() < end)
-        h_sleep_ms(20);
+    int64_t end = tu_mono_ms() + 3000;
+    while (fixture_redis_int(&H.fx, "ZCARD dq:{%s}:dead", H_QUEUE) != 1 && tu_mono_ms() < end)
+        tu_sleep_ms(20);
     ck_assert_int_eq(fixture_redis_int(&H.fx, "ZCARD dq:{%s}:dead", H_QUEUE), 1);
     ck_assert_int_eq(fixture_redis_int(&H.fx, "ZCOUNT dq:{%s}:processing -inf (9007199254740991", H_QUEUE), 0);
     ck_assert_int_eq(fixture_redis_int(&H.fx, "HEXISTS dq:{%s}:jobs bad", H_QUEUE), 1);
@@ -239,7 +239,7 @@ START_TEST(attempts_run_out)
     h_start(&H, 2);
     h_enqueue(&H, "x1", "t", "retry", 0, 0);
     ck_assert(h_wait_state(&H, "x1", DQ_STATE_DEAD, 5000));
-    h_sleep_ms(400);
+    tu_sleep_ms(400);
     dq_job_info info;
     ck_assert_int_eq(h_state(&H, "x1", &info), DQ_STATE_DEAD);
     ck_assert_str_eq(info.job.last_error, "asked to retry");
@@ -304,9 +304,9 @@ START_TEST(sigterm_finishes_the_running_job_and_gives_back_the_rest)
     dq_stats st;
     ck_assert_int_eq(dq_stats_get(H.c, H_QUEUE, &st), DQ_OK);
     ck_assert_msg(st.processing == 6, "claimed %lld of 6 in the batch", (long long)st.processing);
-    int64_t t0 = h_mono_ms();
+    int64_t t0 = tu_mono_ms();
     int status = h_stop(&H, 10000);
-    int64_t took = h_mono_ms() - t0;
+    int64_t took = tu_mono_ms() - t0;
     ck_assert_msg(status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0,
                   "status %d; log:\n%s", status, h_log_tail(&H));
     ck_assert_msg(took < 2000, "took %lld ms to stop", (long long)took);
@@ -340,9 +340,9 @@ START_TEST(shutdown_timeout_stops_an_overrunning_job)
     h_start(&H, 1);
     h_enqueue(&H, "long", "t", "sleep:3000", 0, 0);
     ck_assert_int_eq(h_wait_record(&H, "long", 0, 1, 3000), 1);
-    int64_t t0 = h_mono_ms();
+    int64_t t0 = tu_mono_ms();
     int status = h_stop(&H, 10000);
-    int64_t took = h_mono_ms() - t0;
+    int64_t took = tu_mono_ms() - t0;
     ck_assert_msg(status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0,
                   "status %d; log:\n%s", status, h_log_tail(&H));
     ck_assert_msg(took >= 500 && took < 1500, "took %lld ms to stop", (long long)took);
@@ -426,11 +426,11 @@ START_TEST(sighup_under_load_runs_each_job_once)
     ck_assert_int_eq(dq_enqueue_many(H.c, reqs, N, NULL, NULL), DQ_OK);
     /* Reload while the jobs run: twice, to catch a second generation too. */
     struct h_run *r;
-    int64_t deadline = h_mono_ms() + 5000;
+    int64_t deadline = tu_mono_ms() + 5000;
     size_t n;
-    while ((n = h_records(&H, &r)) < 40 && h_mono_ms() < deadline) {
+    while ((n = h_records(&H, &r)) < 40 && tu_mono_ms() < deadline) {
         free(r);
-        h_sleep_ms(5);
+        tu_sleep_ms(5);
     }
     pid_t old_pids[8];
     size_t nold = 0;
@@ -442,11 +442,11 @@ START_TEST(sighup_under_load_runs_each_job_once)
     write_typed_conf(a_and_b);
     kill(H.pid, SIGHUP);
     ck_assert_int_eq(h_wait_log(&H, "reloaded", 1, 3000), 1);
-    h_sleep_ms(100);
+    tu_sleep_ms(100);
     kill(H.pid, SIGHUP);
     ck_assert_int_eq(h_wait_log(&H, "reloaded", 2, 3000), 2);
     ck_assert_msg(h_wait_idle(&H, 15000), "jobs left; log:\n%s", h_log_tail(&H));
-    h_sleep_ms(200);
+    tu_sleep_ms(200);
     n = h_records(&H, &r);
     for (int i = 0; i < N; i++) {
         ck_assert_msg(h_count(r, n, ids[i], 0, NULL) == 1, "%s started %d times", ids[i],
@@ -633,9 +633,5 @@ int main(void)
     tcase_add_test(tc, config_lease_not_longer_than_timeout_is_refused);
     suite_add_tcase(s, tc);
 
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return fixture_run_suite(s);
 }

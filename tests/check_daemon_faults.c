@@ -109,10 +109,10 @@ START_TEST(crashing_job_dies_after_its_attempts)
     h_enqueue(&H, "after", "t", "ok", 0, 0);
     ck_assert_int_eq(h_wait_record(&H, "after", 1, 1, 5000), 1);
     pid_t kids[8];
-    int64_t deadline = h_mono_ms() + 5000;
-    while (h_children(H.pid, kids, 8) < 3 && h_mono_ms() < deadline)
-        h_sleep_ms(20);
-    ck_assert_int_eq(h_children(H.pid, kids, 8), 3);
+    int64_t deadline = tu_mono_ms() + 5000;
+    while (tu_children(H.pid, kids, NULL, 8) < 3 && tu_mono_ms() < deadline)
+        tu_sleep_ms(20);
+    ck_assert_int_eq(tu_children(H.pid, kids, NULL, 8), 3);
     stop_clean();
 }
 END_TEST
@@ -177,7 +177,7 @@ static void enqueue_retrying(const char *id, int64_t delay_ms)
     dq_status st = DQ_ERR_CONNECT;
     for (int i = 0; i < 100 && st == DQ_ERR_CONNECT; i++)
         if ((st = dq_enqueue(H.c, &req, NULL)) == DQ_ERR_CONNECT)
-            h_sleep_ms(20);
+            tu_sleep_ms(20);
     ck_assert_msg(st == DQ_OK, "enqueue %s: %s", id, dq_errmsg(H.c));
 }
 
@@ -210,7 +210,7 @@ START_TEST(redis_restart_is_survived)
     kill(H.fx.pid, SIGTERM);
     waitpid(H.fx.pid, NULL, 0);
     H.fx.pid = 0;
-    h_sleep_ms(1500);
+    tu_sleep_ms(1500);
     fixture_redis_restart(&H.fx);
 
     enqueue_retrying("after-1", 0);
@@ -234,7 +234,7 @@ END_TEST
 START_TEST(wake_is_not_lost_while_resubscribing)
 {
     start_with(1, "3s", "1s");
-    h_sleep_ms(200);
+    tu_sleep_ms(200);
     ck_assert_int_eq(fixture_redis_int(&H.fx, "CLIENT KILL TYPE pubsub"), 1);
     int64_t due = h_enqueue(&H, "soon", "t", "ok", 300, 0);
     ck_assert_msg(h_wait_record(&H, "soon", 1, 1, 3000) == 1, "log:\n%s", h_log_tail(&H));
@@ -278,36 +278,12 @@ struct soak_job {
     int dead;
 };
 
-/* Live children of the daemon that ran a job lately (their pid is in the
- * tail of the record file): workers, busy ones, never the reaper. */
-static size_t busy_workers(pid_t *out, size_t max)
+/* Soak job i: its payload, due in burst i % SOAK_BURSTS after *base
+ * (h_enqueue_numbered). */
+static void soak_job(int i, void *arg, const char **payload, int64_t *at_ms)
 {
-    pid_t kids[16];
-    size_t nk = h_children(H.pid, kids, 16), n = 0;
-    FILE *fp = fopen(H.record, "r");
-    if (!fp)
-        return 0;
-    char line[512];
-    /* The last 8 KB, without the partial line it starts in. */
-    if (fseek(fp, -8192, SEEK_END) == 0 && !fgets(line, sizeof line, fp)) {
-        fclose(fp);
-        return 0;
-    }
-    while (fgets(line, sizeof line, fp)) {
-        char id[64];
-        int attempt, pid;
-        if (sscanf(line, "%63s %d %d", id, &attempt, &pid) != 3)
-            continue;
-        int known = 0, child = 0;
-        for (size_t i = 0; i < n; i++)
-            known |= out[i] == pid;
-        for (size_t i = 0; i < nk; i++)
-            child |= kids[i] == pid;
-        if (!known && child && n < max)
-            out[n++] = pid;
-    }
-    fclose(fp);
-    return n;
+    *payload = SOAK_PAYLOAD(i);
+    *at_ms = *(const int64_t *)arg + i % SOAK_BURSTS * KILL_EVERY_MS;
 }
 
 START_TEST(soak_with_workers_killed_at_random)
@@ -319,26 +295,13 @@ START_TEST(soak_with_workers_killed_at_random)
     hc.workers = 4;
     hc.batch = 16;
     h_write_conf(&H, &hc);
-    int64_t t0 = h_mono_ms();
+    int64_t t0 = tu_mono_ms();
     h_start(&H, 4);
 
     int64_t base;
     ck_assert_int_eq(dq_server_time(H.c, &base), DQ_OK);
     base += FIRST_BURST_MS;
-    enum { CHUNK = 1000 };
-    static dq_enqueue_req reqs[CHUNK];
-    static char ids[CHUNK][16];
-    for (int i = 0; i < njobs; i += CHUNK) {
-        int k = njobs - i < CHUNK ? njobs - i : CHUNK;
-        for (int j = 0; j < k; j++) {
-            snprintf(ids[j], sizeof ids[j], "s%d", i + j);
-            reqs[j] = (dq_enqueue_req){ .queue = H_QUEUE, .type = "t", .id = ids[j],
-                                        .payload = SOAK_PAYLOAD(i + j),
-                                        .payload_len = strlen(SOAK_PAYLOAD(i + j)),
-                                        .at_ms = base + (i + j) % SOAK_BURSTS * KILL_EVERY_MS };
-        }
-        ck_assert_int_eq(dq_enqueue_many(H.c, reqs, (size_t)k, NULL, NULL), DQ_OK);
-    }
+    h_enqueue_numbered(&H, njobs, "s", soak_job, &base);
     /* (Where enqueueing took longer than FIRST_BURST_MS, as in a sanitizer
      * build, the first bursts are simply due at once.) */
 
@@ -351,18 +314,18 @@ START_TEST(soak_with_workers_killed_at_random)
     srandom((unsigned)t0);
     for (int b = 0; b < SOAK_BURSTS; b++) {
         int64_t at = base + b * KILL_EVERY_MS + 2 + random() % 6;
-        if (at > h_now_ms())
-            h_sleep_ms((int)(at - h_now_ms()));
+        if (at > tu_now_ms())
+            tu_sleep_ms((int)(at - tu_now_ms()));
         pid_t kids[16], busy[16];
-        size_t nb = busy_workers(busy, 16);
-        if (nb > 0 && h_children(H.pid, kids, 16) >= 3) {
+        size_t nb = h_busy_workers(&H, busy, NULL, 16);
+        if (nb > 0 && tu_children(H.pid, kids, NULL, 16) >= 3) {
             pid_t victim = busy[random() % (long)nb];
             if (kill(victim, SIGKILL) == 0)
                 killed[nkilled++] = victim;
         }
     }
     int idle = h_wait_idle(&H, 60000);
-    int64_t took = h_mono_ms() - t0;
+    int64_t took = tu_mono_ms() - t0;
     ck_assert_msg(idle, "not done after %lld ms; log:\n%s", (long long)took, h_log_tail(&H));
     stop_clean();
 
@@ -454,9 +417,5 @@ int main(void)
     tcase_add_test(tc, soak_with_workers_killed_at_random);
     suite_add_tcase(s, tc);
 
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return fixture_run_suite(s);
 }

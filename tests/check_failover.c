@@ -68,7 +68,7 @@ static int b_caught_up(void *arg)
  * before a full sync. */
 static int listen_tcp(const struct redis_fixture *f)
 {
-    int port = h_free_port();
+    int port = fixture_free_port();
     ck_assert_int_eq(fixture_redis_int(f, "CONFIG SET port %d", port), 0);
     ck_assert_int_eq(fixture_redis_int(f, "CONFIG SET repl-diskless-sync-delay 0"), 0);
     return port;
@@ -181,7 +181,7 @@ START_TEST(daemon_follows_the_address_to_the_new_master)
     ck_assert(a_offset > 0);
     ck_assert_msg(h_wait(5000, b_caught_up, NULL) == 1, "B did not catch up with A");
 
-    int64_t t0 = h_mono_ms();
+    int64_t t0 = tu_mono_ms();
     fail_over(port_b);
 
     dq_client *cb = fixture_client(&B);
@@ -192,19 +192,19 @@ START_TEST(daemon_follows_the_address_to_the_new_master)
     }
     /* The address moves 3 s later: meanwhile every attempt reaches A. */
     ck_assert_msg(h_wait_log(&H, "READONLY", 1, 3000) >= 1, "log:\n%s", h_log_tail(&H));
-    int64_t t_seen = h_mono_ms();
-    int64_t left = t0 + 3000 - h_mono_ms();
+    int64_t t_seen = tu_mono_ms();
+    int64_t left = t0 + 3000 - tu_mono_ms();
     if (left > 0)
-        h_sleep_ms((int)left);
+        tu_sleep_ms((int)left);
     int readonly_lines = h_log_count(&H, "READONLY");
-    int64_t t1 = h_mono_ms();
+    int64_t t1 = tu_mono_ms();
     point_link_at(B.sock);
 
     missing = all_recorded("due", DUE, 10000);
     if (!missing)
         missing = all_recorded("during", DURING, 10000);
     ck_assert_msg(!missing, "%s did not run; log:\n%s", missing, h_log_tail(&H));
-    int64_t t2 = h_mono_ms();
+    int64_t t2 = tu_mono_ms();
     assert_ran_once("before", BEFORE);
     assert_ran_once("due", DUE);
     assert_ran_once("during", DURING);
@@ -222,7 +222,7 @@ START_TEST(daemon_follows_the_address_to_the_new_master)
     ck_assert_int_eq(h_log_count(&H, "READONLY"), readonly_lines);
     ck_assert_msg(h_wait_log(&H, "connected again", readonly_lines, 8000) >= readonly_lines,
                   "log:\n%s", h_log_tail(&H));
-    int64_t t3 = h_mono_ms();
+    int64_t t3 = tu_mono_ms();
     printf("failover: READONLY seen %lld ms after the demotion; after the address moved, "
            "every job done in %lld ms (connections back within %lld ms)\n",
            (long long)(t_seen - t0), (long long)(t2 - t1), (long long)(t3 - t1));
@@ -273,9 +273,9 @@ START_TEST(client_gives_up_on_a_replica_after_the_connect_timeout)
     ck_assert_int_eq(fixture_redis_int(&H.fx, "REPLICAOF 127.0.0.1 %d", port_b), 0);
     dq_enqueue_req req = { .queue = H_QUEUE, .type = "t", .id = "x", .payload = "ok",
                            .payload_len = 2 };
-    int64_t t0 = h_mono_ms();
+    int64_t t0 = tu_mono_ms();
     ck_assert_int_eq(dq_enqueue(c, &req, NULL), DQ_ERR_CONNECT);
-    int64_t took = h_mono_ms() - t0;
+    int64_t took = tu_mono_ms() - t0;
     ck_assert_msg(strstr(dq_errmsg(c), "READONLY") != NULL, "%s", dq_errmsg(c));
     ck_assert_msg(took >= 400 && took < 5000, "gave up after %lld ms", (long long)took);
     /* A promoted again: the same client works without being remade. */

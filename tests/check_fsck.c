@@ -72,9 +72,7 @@ static int has_finding(const dq_fsck_result *r, dq_fsck_kind kind, const char *k
  * snapshots mean nothing in the keyspace changed. */
 static char *snapshot(void)
 {
-    struct timeval tv = { 5, 0 };
-    redisContext *rc = redisConnectUnixWithTimeout(fx.sock, tv);
-    ck_assert(rc && !rc->err);
+    redisContext *rc = fixture_redis_connect(&fx);
     redisReply *keys = redisCommand(rc, "EVAL %s 0",
                                     "local k = redis.call('KEYS', '*') table.sort(k) return k");
     ck_assert(keys && keys->type == REDIS_REPLY_ARRAY);
@@ -292,8 +290,8 @@ START_TEST(moving_jobs_are_never_repaired)
         _exit(0);
     }
     dq_client *c = fixture_client(&fx);
-    int64_t end = h_mono_ms() + 3000, passes = 0, scanned = 0;
-    while (h_mono_ms() < end) {
+    int64_t end = tu_mono_ms() + 3000, passes = 0, scanned = 0;
+    while (tu_mono_ms() < end) {
         dq_fsck_result r = fsck(c, Q, true, 3);
         ck_assert_msg(r.records + r.members + r.leases + r.wrong_types == 0,
                       "pass %lld found %lld records, %lld members, %lld leases (first: %s %s)",
@@ -352,8 +350,7 @@ START_TEST(bad_arguments_are_refused)
     dq_fsck_result_free(&r);
     /* The script checks its arguments before it writes anything. */
     ck_assert_int_eq(fixture_redis_int(&fx, "ZADD dq:{%s}:delayed 0 ghost", Q), 1);
-    redisContext *rc = redisConnectUnix(fx.sock);
-    ck_assert(rc && !rc->err);
+    redisContext *rc = fixture_redis_connect(&fx);
     static const char *const bad[][3] = { { "z9", "10", "repair" }, { "0", "0", "repair" },
                                           { "0", "10", "fix" }, { "d", "10", "repair" } };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -483,7 +480,7 @@ struct page_wait {
 static int page_is(void *arg)
 {
     struct page_wait *w = arg;
-    return h_http_get(w->port, w->path, w->body, sizeof w->body) == w->status
+    return fixture_http_get(w->port, w->path, w->body, sizeof w->body) == w->status
            && strstr(w->body, w->needle) != NULL;
 }
 
@@ -512,7 +509,7 @@ static int repaired_is_5(void *arg)
 START_TEST(reaper_repairs_and_reports)
 {
     static struct page_wait w;
-    w.port = h_free_port();
+    w.port = fixture_free_port();
     char lost[DQ_ID_MAX + 1];
     ck_assert_int_eq(fixture_redis_int(&H.fx, "HSET dq:{orders}:meta orphans_removed 5"), 1);
     start_daemon(w.port);
@@ -544,9 +541,9 @@ START_TEST(reaper_repairs_and_reports)
     for (int i = 0; i < 10; i++)
         h_enqueue(&H, NULL, NULL, "ok", 0, 0);
     ck_assert_msg(h_wait_idle(&H, 10000), "healthy jobs did not run: %s", h_log_tail(&H));
-    h_sleep_ms(1500);       /* several passes */
+    tu_sleep_ms(1500);       /* several passes */
     ck_assert_int_eq(h_log_count(&H, "key dq:{orders}:jobs:4242 has type string"), 1);
-    ck_assert_int_eq(h_http_get(w.port, "/healthz", w.body, sizeof w.body), 503);
+    ck_assert_int_eq(fixture_http_get(w.port, "/healthz", w.body, sizeof w.body), 503);
 
     ck_assert_int_eq(fixture_redis_int(&H.fx, "DEL dq:{orders}:jobs:4242"), 1);
     w.status = 200;
@@ -571,7 +568,7 @@ START_TEST(fsck_interval_zero_is_off)
     h_write_file(H.conf, text);
     ck_assert_int_eq(fixture_redis_int(&H.fx, "ZADD dq:{orders}:dead 0 ghost"), 1);
     h_start(&H, 1);
-    h_sleep_ms(1000);
+    tu_sleep_ms(1000);
     ck_assert_int_eq(fixture_redis_int(&H.fx, "ZCARD dq:{orders}:dead"), 1);
     ck_assert_int_eq(h_stop(&H, 10000), 0);
 }
@@ -596,28 +593,19 @@ END_TEST
 static Suite *fsck_suite(void)
 {
     Suite *s = suite_create("fsck");
-    TCase *tc = tcase_create("library");
-    tcase_set_timeout(tc, 60);
-    tcase_add_checked_fixture(tc, clean_redis, NULL);
+    TCase *tc = fixture_tcase(s, "library", 60, NULL, NULL, clean_redis, NULL);
     tcase_add_test(tc, finds_each_kind_and_repairs);
     tcase_add_test(tc, wrong_type_queue_key_is_only_reported);
     tcase_add_test(tc, jobs_in_their_sets_are_not_orphans);
     tcase_add_test(tc, moving_jobs_are_never_repaired);
     tcase_add_test(tc, large_queue_is_checked_in_steps);
     tcase_add_test(tc, bad_arguments_are_refused);
-    suite_add_tcase(s, tc);
-    tc = tcase_create("cli");
-    tcase_set_timeout(tc, 60);
-    tcase_add_checked_fixture(tc, clean_redis, NULL);
+    tc = fixture_tcase(s, "cli", 60, NULL, NULL, clean_redis, NULL);
     tcase_add_test(tc, cli_exit_codes_and_repair);
-    suite_add_tcase(s, tc);
-    tc = tcase_create("daemon");
-    tcase_set_timeout(tc, 60);
-    tcase_add_checked_fixture(tc, h_up, h_down);
+    tc = fixture_tcase(s, "daemon", 60, NULL, NULL, h_up, h_down);
     tcase_add_test(tc, reaper_repairs_and_reports);
     tcase_add_test(tc, fsck_interval_zero_is_off);
     tcase_add_test(tc, bad_fsck_interval_is_refused);
-    suite_add_tcase(s, tc);
     return s;
 }
 
@@ -625,10 +613,7 @@ int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
     fixture_redis_start(&fx);
-    SRunner *sr = srunner_create(fsck_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    int status = fixture_run_suite(fsck_suite());
     fixture_redis_stop(&fx);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return status;
 }

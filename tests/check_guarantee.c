@@ -166,7 +166,7 @@ END_TEST
 
 static int gone(pid_t pid)
 {
-    return !fixture_process_running(pid);
+    return !tu_process_running(pid);
 }
 
 static pid_t read_pid(const char *path, int timeout_ms)
@@ -180,15 +180,15 @@ static pid_t read_pid(const char *path, int timeout_ms)
             if (ok && v > 0)
                 return (pid_t)v;
         }
-        h_sleep_ms(20);
+        tu_sleep_ms(20);
     }
     return 0;
 }
 
 static pid_t parent_of(pid_t pid)
 {
-    pid_t ppid = 0;
-    return fixture_proc_stat(pid, NULL, &ppid) == 0 ? ppid : 0;
+    struct tu_proc_stat ps;
+    return tu_proc_stat(pid, &ps) == 0 ? ps.ppid : 0;
 }
 
 /* The exec handler runs a shell that starts a background sleep; kill -9
@@ -221,9 +221,9 @@ START_TEST(exec_programs_die_with_their_worker)
     pid_t worker = parent_of(sh);
     ck_assert_msg(worker > 0 && worker != H.pid, "the program's parent is %d", (int)worker);
     ck_assert_int_eq(kill(worker, SIGKILL), 0);
-    int64_t end = h_mono_ms() + 1000;
-    while ((!gone(sh) || !gone(bg)) && h_mono_ms() < end)
-        h_sleep_ms(10);
+    int64_t end = tu_mono_ms() + 1000;
+    while ((!gone(sh) || !gone(bg)) && tu_mono_ms() < end)
+        tu_sleep_ms(10);
     ck_assert_msg(gone(sh), "the exec handler's program outlived its worker");
     ck_assert_msg(gone(bg), "the program's own child outlived its worker");
     dead_with("x1", "worker died: signal 9");
@@ -238,7 +238,7 @@ END_TEST
 static int claims_until_dead(const char *id)
 {
     int claims = 0;
-    for (int64_t end = h_mono_ms() + 20000; h_mono_ms() < end;) {
+    for (int64_t end = tu_mono_ms() + 20000; tu_mono_ms() < end;) {
         int st = h_state(&H, id, NULL);
         if (st == DQ_STATE_DEAD)
             return claims;
@@ -247,7 +247,7 @@ static int claims_until_dead(const char *id)
             claims += (int)res.n;
             dq_claim_result_free(&res);
         }
-        h_sleep_ms(50);
+        tu_sleep_ms(50);
     }
     return -1;
 }
@@ -289,14 +289,11 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("guarantee");
-    TCase *tc = tcase_create("batch");
-    tcase_set_timeout(tc, 40);
-    tcase_add_checked_fixture(tc, setup, teardown);
+    TCase *tc = fixture_tcase(s, "batch", 40, NULL, NULL, setup, teardown);
     tcase_add_test(tc, long_batch_outlasts_its_lease);
     tcase_add_test(tc, crash_in_batch_costs_only_its_job);
     tcase_add_test(tc, timeout_in_batch_costs_only_its_job);
     tcase_add_test(tc, exec_programs_die_with_their_worker);
     tcase_add_test(tc, worker_and_reaper_agree_on_attempts);
-    suite_add_tcase(s, tc);
     return fixture_run_suite(s);
 }

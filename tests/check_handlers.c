@@ -420,9 +420,7 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("handlers");
-    TCase *tc = tcase_create("loader");
-    tcase_set_timeout(tc, 10);
-    tcase_add_checked_fixture(tc, ht_tmp_setup, ht_tmp_teardown);
+    TCase *tc = fixture_tcase(s, "loader", 10, NULL, NULL, ht_tmp_setup, ht_tmp_teardown);
     tcase_add_test(tc, loader_refuses_a_missing_file);
     tcase_add_test(tc, loader_refuses_files_others_can_write);
     tcase_add_test(tc, loader_refuses_what_is_not_a_handler);
@@ -433,13 +431,8 @@ int main(void)
     tcase_add_test(tc, loader_guards_against_careless_handlers);
     tcase_add_test(tc, log_handler_logs_one_line);
     tcase_add_test(tc, unread_settings_are_reported);
-    suite_add_tcase(s, tc);
-    suite_add_tcase(s, exec_tcase());
-    suite_add_tcase(s, http_tcase());
-    suite_add_tcase(s, redis_tcase());
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    add_exec_tcase(s);
+    add_http_tcase(s);
+    add_redis_tcase(s);
+    return fixture_run_suite(s);
 }

@@ -377,20 +377,6 @@ START_TEST(exec_copes_with_big_input_and_output)
 }
 END_TEST
 
-/* Whether pid is gone (or a zombie waiting for init). */
-static int process_gone(pid_t pid)
-{
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    char *stat = ht_read(path, NULL);
-    if (!stat)
-        return 1;
-    const char *close = strrchr(stat, ')');
-    int gone = close && close[1] == ' ' && close[2] == 'Z';
-    free(stat);
-    return gone;
-}
-
 START_TEST(exec_timeout_kills_the_process_group)
 {
     struct ht t;
@@ -401,9 +387,9 @@ START_TEST(exec_timeout_kills_the_process_group)
                 "echo $! > \"$OUT/bg\"\n"
                 "echo $$ > \"$OUT/sh\"\n"
                 "wait\n", "timeout = \"200ms\";", 0);
-    int64_t t0 = ht_now_ms();
+    int64_t t0 = tu_mono_ms();
     ck_assert_int_eq(run_str(&t, "", &out), DQ_HANDLER_RETRY);
-    int64_t took = ht_now_ms() - t0;
+    int64_t took = tu_mono_ms() - t0;
     ck_assert_str_eq(out.error, "timeout after 200 ms");
     ck_assert_msg(took >= 190 && took < 1000, "took %lld ms", (long long)took);
     int status;
@@ -417,7 +403,7 @@ START_TEST(exec_timeout_kills_the_process_group)
     for (int i = 0; i < 2; i++) {
         ck_assert_int_gt(pids[i], 1);
         int gone = 0;
-        for (int k = 0; k < 100 && !(gone = process_gone(pids[i])); k++)
+        for (int k = 0; k < 100 && !(gone = !tu_process_running(pids[i])); k++)
             usleep(10000);
         ck_assert_msg(gone, "process %d still runs", (int)pids[i]);
     }
@@ -564,11 +550,9 @@ START_TEST(delayqd_checks_exec_environment_settings)
 }
 END_TEST
 
-TCase *exec_tcase(void)
+void add_exec_tcase(Suite *s)
 {
-    TCase *tc = tcase_create("exec");
-    tcase_set_timeout(tc, 20);
-    tcase_add_checked_fixture(tc, ht_tmp_setup, ht_tmp_teardown);
+    TCase *tc = fixture_tcase(s, "exec", 20, NULL, NULL, ht_tmp_setup, ht_tmp_teardown);
     tcase_add_test(tc, exec_maps_exit_status);
     tcase_add_test(tc, exec_passes_payload_and_job_variables);
     tcase_add_test(tc, exec_program_gets_a_minimal_environment);
@@ -579,5 +563,4 @@ TCase *exec_tcase(void)
     tcase_add_test(tc, exec_timeout_kills_the_process_group);
     tcase_add_test(tc, exec_refuses_bad_settings);
     tcase_add_test(tc, delayqd_checks_exec_environment_settings);
-    return tc;
 }

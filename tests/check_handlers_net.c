@@ -229,9 +229,9 @@ START_TEST(http_gives_up_in_time)
     struct stub st;
     stub_start(&st);
     dq_handler_outcome out;
-    int64_t t0 = ht_now_ms();
+    int64_t t0 = tu_mono_ms();
     ck_assert_int_eq(post(st.port, "/slow", "timeout = \"300ms\";", &out), DQ_HANDLER_RETRY);
-    int64_t took = ht_now_ms() - t0;
+    int64_t took = tu_mono_ms() - t0;
     char exp[256];
     snprintf(exp, sizeof exp, "timeout after 300 ms waiting for the answer "
              "(http://127.0.0.1:%d/slow)", st.port);
@@ -275,16 +275,13 @@ START_TEST(http_refuses_bad_settings)
 }
 END_TEST
 
-TCase *http_tcase(void)
+void add_http_tcase(Suite *s)
 {
-    TCase *tc = tcase_create("http");
-    tcase_set_timeout(tc, 20);
-    tcase_add_checked_fixture(tc, ht_tmp_setup, ht_tmp_teardown);
+    TCase *tc = fixture_tcase(s, "http", 20, NULL, NULL, ht_tmp_setup, ht_tmp_teardown);
     tcase_add_test(tc, http_posts_the_job);
     tcase_add_test(tc, http_maps_status_codes);
     tcase_add_test(tc, http_gives_up_in_time);
     tcase_add_test(tc, http_refuses_bad_settings);
-    return tc;
 }
 
 /* ---- redis --------------------------------------------------------------- */
@@ -317,9 +314,7 @@ static void redis_test_teardown(void)
 /* A command on the fixture; the reply is the caller's. */
 static redisReply *rcmd(const char *fmt, ...)
 {
-    struct timeval tv = { 5, 0 };
-    redisContext *rc = redisConnectUnixWithTimeout(rf.sock, tv);
-    ck_assert_msg(rc && !rc->err, "cannot reach the test redis");
+    redisContext *rc = fixture_redis_connect(&rf);
     va_list ap;
     va_start(ap, fmt);
     redisReply *r = redisvCommand(rc, fmt, ap);
@@ -372,9 +367,7 @@ START_TEST(redis_pushes_to_a_list)
     ck_assert_int_eq(ht_run(&t, "p2", 2, &out), DQ_HANDLER_OK);
     ht_close(&t);
     ck_assert_int_eq(fixture_redis_int(&rf, "EXISTS stack"), 0); /* not in db 0 */
-    struct timeval tv = { 5, 0 };
-    redisContext *rc = redisConnectUnixWithTimeout(rf.sock, tv);
-    ck_assert(rc && !rc->err);
+    redisContext *rc = fixture_redis_connect(&rf);
     freeReplyObject(redisCommand(rc, "SELECT 2"));
     r = redisCommand(rc, "LRANGE stack 0 -1");
     redisFree(rc);
@@ -447,8 +440,7 @@ START_TEST(redis_maps_errors_and_reconnects)
     ck_assert_int_eq(ht_run(&t, "p", 1, &out), DQ_HANDLER_RETRY);
     ck_assert_msg(strncmp(out.error, "redis: WRONGPASS", 16) == 0, "%s", out.error);
     ht_close(&t);
-    struct timeval tv = { 5, 0 };
-    redisContext *rc = redisConnectUnixWithTimeout(rf.sock, tv);
+    redisContext *rc = fixture_redis_connect(&rf);
     freeReplyObject(redisCommand(rc, "AUTH sekrit"));
     r = redisCommand(rc, "LLEN locked");
     ck_assert_int_eq(r->integer, 1);
@@ -479,15 +471,12 @@ START_TEST(redis_refuses_bad_settings)
 }
 END_TEST
 
-TCase *redis_tcase(void)
+void add_redis_tcase(Suite *s)
 {
-    TCase *tc = tcase_create("redis");
-    tcase_set_timeout(tc, 20);
-    tcase_add_unchecked_fixture(tc, redis_setup, redis_teardown);
-    tcase_add_checked_fixture(tc, redis_test_setup, redis_test_teardown);
+    TCase *tc = fixture_tcase(s, "redis", 20, redis_setup, redis_teardown, redis_test_setup,
+                              redis_test_teardown);
     tcase_add_test(tc, redis_pushes_to_a_list);
     tcase_add_test(tc, redis_adds_to_a_stream);
     tcase_add_test(tc, redis_maps_errors_and_reconnects);
     tcase_add_test(tc, redis_refuses_bad_settings);
-    return tc;
 }

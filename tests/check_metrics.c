@@ -42,19 +42,6 @@ static char PAGE[PAGE_MAX];     /* the last answer's body */
 
 /* ---- helpers ---------------------------------------------------------------- */
 
-static void sleep_ms(int ms)
-{
-    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-    nanosleep(&ts, NULL);
-}
-
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* A formatted string in one of a few rotating buffers. */
 static const char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
 static const char *fmt(const char *f, ...)
@@ -69,53 +56,11 @@ static const char *fmt(const char *f, ...)
     return b;
 }
 
-/* A TCP port on 127.0.0.1 that was free a moment ago. */
-static int free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-    socklen_t len = sizeof a;
-    ck_assert_int_ge(fd, 0);
-    ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
-    ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-    close(fd);
-    return ntohs(a.sin_port);
-}
-
-/* GET `path` from 127.0.0.1:port (HTTP/1.0, 10 s at most); the body goes to
- * PAGE.  Returns the status, -1 when no connection could be made, or 0
- * when the connection ended without an answer (a listener closed with the
- * connection still in its queue resets it). */
+/* GET `path` from 127.0.0.1:port (fixture_http_get); the body goes to
+ * PAGE. */
 static int http_get(int port, const char *path)
 {
-    PAGE[0] = '\0';
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
-                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-    struct timeval tv = { 10, 0 };
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0) {
-        close(fd);
-        return -1;
-    }
-    const char *req = fmt("GET %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n", path);
-    if (write(fd, req, strlen(req)) != (ssize_t)strlen(req)) {
-        close(fd);      /* reset: the listener closed under the connection */
-        return 0;
-    }
-    static char raw[PAGE_MAX];
-    size_t n = 0;
-    ssize_t r;
-    while (n < sizeof raw - 1 && (r = read(fd, raw + n, sizeof raw - 1 - n)) > 0)
-        n += (size_t)r;
-    close(fd);
-    raw[n] = '\0';
-    int status = 0;
-    if (sscanf(raw, "HTTP/1.%*d %d", &status) != 1)
-        return 0;
-    const char *body = strstr(raw, "\r\n\r\n");
-    snprintf(PAGE, sizeof PAGE, "%s", body ? body + 4 : "");
-    return status;
+    return fixture_http_get(port, path, PAGE, sizeof PAGE);
 }
 
 /* GET /metrics, which must answer 200. */
@@ -189,18 +134,10 @@ static void write_conf(int workers, const char *listen, const char *extra)
 /* Start delayqd -f -c CONF, its stderr appended to LOG. */
 static pid_t spawn_daemon(void)
 {
-    const char *prog = fixture_build_path("delayqd");
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        int fd = open(LOG, O_WRONLY | O_CREAT | O_APPEND, 0600);
-        int null = open("/dev/null", O_RDWR);
-        dup2(null, 0);
-        dup2(null, 1);
-        dup2(fd, 2);
-        execl(prog, prog, "-f", "-c", CONF, (char *)NULL);
-        _exit(127);
-    }
+    char *const argv[] = { (char *)fixture_build_path("delayqd"), "-f", "-c", CONF, NULL };
+    char err[300];
+    pid_t pid = tu_spawn(argv, LOG, 0, err, sizeof err);
+    ck_assert_msg(pid > 0, "%s", err);
     return pid;
 }
 
@@ -224,12 +161,12 @@ static const char *log_tail(void)
  * with that body), for `timeout_ms` at most; returns 1 when it did. */
 static int wait_health(int port, int want, const char *body, int timeout_ms)
 {
-    int64_t end = mono_ms() + timeout_ms;
+    int64_t end = tu_mono_ms() + timeout_ms;
     do {
         if (http_get(port, "/healthz") == want && (!body || strcmp(PAGE, body) == 0))
             return 1;
-        sleep_ms(20);
-    } while (mono_ms() < end);
+        tu_sleep_ms(20);
+    } while (tu_mono_ms() < end);
     return 0;
 }
 
@@ -246,11 +183,7 @@ static void stop_daemon(void)
 {
     if (D <= 0)
         return;
-    kill(D, SIGTERM);
-    for (int i = 0; i < 1000 && waitpid(D, NULL, WNOHANG) == 0; i++)
-        sleep_ms(10);
-    kill(D, SIGKILL);
-    waitpid(D, NULL, 0);
+    tu_stop_process(D, 10000);
     D = 0;
 }
 
@@ -279,7 +212,7 @@ static int run(char *const argv[], char *out, size_t len)
     }
     int status = -1;
     for (int i = 0; i < 1000 && waitpid(pid, &status, WNOHANG) == 0; i++, status = -1)
-        sleep_ms(10);
+        tu_sleep_ms(10);
     if (status == -1) {
         kill(pid, SIGKILL);
         waitpid(pid, NULL, 0);
@@ -290,34 +223,6 @@ static int run(char *const argv[], char *out, size_t len)
     if (f)
         fclose(f);
     return status == -1 ? -1 : WIFEXITED(status) ? WEXITSTATUS(status) : 128;
-}
-
-/* The pids of the daemon's children, from /proc. */
-static size_t children_of(pid_t parent, pid_t *pids, size_t max)
-{
-    size_t n = 0;
-    DIR *d = opendir("/proc");
-    struct dirent *e;
-    while (d && (e = readdir(d)) && n < max) {
-        char path[300], buf[512];
-        if (e->d_name[0] < '0' || e->d_name[0] > '9')
-            continue;
-        snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
-        FILE *f = fopen(path, "r");
-        if (!f)
-            continue;
-        size_t len = fread(buf, 1, sizeof buf - 1, f);
-        fclose(f);
-        buf[len] = '\0';
-        const char *p = strrchr(buf, ')');
-        int ppid;
-        char state;
-        if (p && sscanf(p + 1, " %c %d", &state, &ppid) == 2 && ppid == parent && state != 'Z')
-            pids[n++] = (pid_t)atoi(e->d_name);
-    }
-    if (d)
-        closedir(d);
-    return n;
 }
 
 static void setup(void)
@@ -344,7 +249,7 @@ static void teardown(void)
 START_TEST(counters_and_histograms_while_running_and_after)
 {
     enum { OK_JOBS = 20, UNKNOWN_JOBS = 4, LATER_JOBS = 2 };
-    int port = free_port();
+    int port = fixture_free_port();
     start_daemon(2, port);
     dq_client *c = fixture_client(&F);
     for (int i = 0; i < OK_JOBS; i++)
@@ -357,7 +262,7 @@ START_TEST(counters_and_histograms_while_running_and_after)
     /* Scrape while they run: counters only grow; histograms stay whole. */
     double last_claimed = 0, last_succeeded = 0;
     int partial = 0, done = 0;
-    for (int64_t end = mono_ms() + 15000; !done && mono_ms() < end; sleep_ms(40)) {
+    for (int64_t end = tu_mono_ms() + 15000; !done && tu_mono_ms() < end; tu_sleep_ms(40)) {
         scrape(port);
         double claimed = counter("claimed", "ok"), succeeded = counter("succeeded", "ok");
         if (claimed < 0)
@@ -396,7 +301,7 @@ START_TEST(counters_and_histograms_while_running_and_after)
      * supervisor never asks Redis while answering a scrape). */
     dq_stats st;
     ck_assert_int_eq(dq_stats_get(c, QUEUE, &st), DQ_OK);
-    for (int64_t end = mono_ms() + 3000; mono_ms() < end; sleep_ms(50)) {
+    for (int64_t end = tu_mono_ms() + 3000; tu_mono_ms() < end; tu_sleep_ms(50)) {
         scrape(port);
         if (metric("delayq_queue_jobs{queue=\"" QUEUE "\",state=\"delayed\"}") == st.delayed
             && metric("delayq_queue_jobs{queue=\"" QUEUE "\",state=\"dead\"}") == st.dead
@@ -435,15 +340,15 @@ END_TEST
 
 START_TEST(health_follows_redis)
 {
-    int port = free_port();
+    int port = fixture_free_port();
     start_daemon(2, port);
     kill(F.pid, SIGSTOP);
     /* The figures it serves are cached: Redis counts as unreachable once
      * they are 2 s old without an answer. */
-    int64_t stopped = mono_ms();
+    int64_t stopped = tu_mono_ms();
     ck_assert_msg(wait_health(port, 503, NULL, 5000), "/healthz answered %d with Redis "
                   "stopped for 5 s", http_get(port, "/healthz"));
-    ck_assert_int_le(mono_ms() - stopped, 3500);
+    ck_assert_int_le(tu_mono_ms() - stopped, 3500);
     ck_assert_msg(strncmp(PAGE, "redis unreachable: ", 19) == 0 && strchr(PAGE, '\n')
                       == PAGE + strlen(PAGE) - 1, "reason: '%s'", PAGE);
     scrape(port);
@@ -459,17 +364,17 @@ END_TEST
 
 START_TEST(reconnects_are_counted)
 {
-    int port = free_port();
+    int port = fixture_free_port();
     start_daemon(1, port);
     scrape(port);
     ck_assert_double_eq(metric("delayq_redis_reconnects_total"), 0);
     /* The worker's two connections and the reaper's are made again. */
     fixture_redis_restart(&F);
-    int64_t end = mono_ms() + 15000;
+    int64_t end = tu_mono_ms() + 15000;
     do {
-        sleep_ms(50);
+        tu_sleep_ms(50);
         scrape(port);
-    } while (metric("delayq_redis_reconnects_total") < 3 && mono_ms() < end);
+    } while (metric("delayq_redis_reconnects_total") < 3 && tu_mono_ms() < end);
     ck_assert_msg(metric("delayq_redis_reconnects_total") >= 3, "reconnects: %g; log:\n%s",
                   metric("delayq_redis_reconnects_total"), log_tail());
     ck_assert_double_eq(metric("delayq_redis_up"), 1);
@@ -479,22 +384,22 @@ END_TEST
 
 START_TEST(killed_children_are_counted_and_their_counts_kept)
 {
-    int port = free_port();
+    int port = fixture_free_port();
     start_daemon(2, port);
     dq_client *c = fixture_client(&F);
     for (int i = 0; i < 3; i++)
         enqueue(c, "ok", 0);
-    int64_t end = mono_ms() + 10000;
+    int64_t end = tu_mono_ms() + 10000;
     do {
-        sleep_ms(20);
+        tu_sleep_ms(20);
         scrape(port);
-    } while (counter("succeeded", "ok") < 3 && mono_ms() < end);
+    } while (counter("succeeded", "ok") < 3 && tu_mono_ms() < end);
     ck_assert_double_eq(counter("succeeded", "ok"), 3);
 
     /* Both workers and the reaper: whichever ran the jobs has its slot
      * folded into the supervisor's totals before the row is reused. */
     pid_t kids[8];
-    size_t n = children_of(D, kids, 8);
+    size_t n = tu_children(D, kids, NULL, 8);
     ck_assert_int_eq(n, 3);
     for (size_t i = 0; i < n; i++)
         kill(kids[i], SIGKILL);
@@ -509,11 +414,11 @@ START_TEST(killed_children_are_counted_and_their_counts_kept)
 
     /* And the new workers count on top. */
     enqueue(c, "ok", 0);
-    end = mono_ms() + 10000;
+    end = tu_mono_ms() + 10000;
     do {
-        sleep_ms(20);
+        tu_sleep_ms(20);
         scrape(port);
-    } while (counter("succeeded", "ok") < 4 && mono_ms() < end);
+    } while (counter("succeeded", "ok") < 4 && tu_mono_ms() < end);
     ck_assert_double_eq(counter("succeeded", "ok"), 4);
     ck_assert_double_eq(histogram("delayq_handler_duration_seconds", "ok"), 4);
     dq_close(c);
@@ -524,7 +429,7 @@ END_TEST
 
 START_TEST(reload_moves_the_address)
 {
-    int port = free_port(), port2 = free_port();
+    int port = fixture_free_port(), port2 = fixture_free_port();
     ck_assert_int_ne(port, port2);
     start_daemon(1, port);
     write_conf(1, fmt("127.0.0.1:%d", port2), NULL);
@@ -535,9 +440,9 @@ START_TEST(reload_moves_the_address)
     /* Without the group: no longer served. */
     write_conf(1, NULL, NULL);
     kill(D, SIGHUP);
-    int64_t end = mono_ms() + 5000;
-    while (http_get(port2, "/healthz") != -1 && mono_ms() < end)
-        sleep_ms(20);
+    int64_t end = tu_mono_ms() + 5000;
+    while (http_get(port2, "/healthz") != -1 && tu_mono_ms() < end)
+        tu_sleep_ms(20);
     ck_assert_int_eq(http_get(port2, "/healthz"), -1);
 }
 END_TEST
@@ -555,7 +460,7 @@ START_TEST(a_taken_port_stops_the_start)
     D = spawn_daemon();
     int status = 0;
     for (int i = 0; i < 1000 && waitpid(D, &status, WNOHANG) == 0; i++, status = -1)
-        sleep_ms(10);
+        tu_sleep_ms(10);
     ck_assert_msg(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 71,
                   "delayqd did not exit 71; log:\n%s", log_tail());
     D = 0;
@@ -613,10 +518,10 @@ START_TEST(stats_watch_on_a_pipe)
     close(p[1]);
     static char out[65536];
     size_t n = 0;
-    int64_t stop_at = mono_ms() + 2500, end = mono_ms() + 10000;
+    int64_t stop_at = tu_mono_ms() + 2500, end = tu_mono_ms() + 10000;
     int signalled = 0;
     for (;;) {
-        if (!signalled && mono_ms() >= stop_at) {
+        if (!signalled && tu_mono_ms() >= stop_at) {
             kill(pid, SIGINT);
             signalled = 1;
         }
@@ -627,7 +532,7 @@ START_TEST(stats_watch_on_a_pipe)
                 break;              /* EOF: it exited */
             n += (size_t)r;
         }
-        ck_assert_msg(mono_ms() < end, "delayq stats --watch did not end on SIGINT");
+        ck_assert_msg(tu_mono_ms() < end, "delayq stats --watch did not end on SIGINT");
     }
     out[n] = '\0';
     close(p[0]);
@@ -670,9 +575,5 @@ static Suite *metrics_suite(void)
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
-    SRunner *sr = srunner_create(metrics_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return fixture_run_suite(metrics_suite());
 }

@@ -45,8 +45,8 @@ static int notify_socket(char *path, size_t len, const char *name)
  * others read on the way are appended to `seen` (for messages). */
 static int wait_message(int fd, const char *want, int timeout_ms, char *seen, size_t len)
 {
-    int64_t end = h_mono_ms() + timeout_ms;
-    while (h_mono_ms() < end) {
+    int64_t end = tu_mono_ms() + timeout_ms;
+    while (tu_mono_ms() < end) {
         char buf[256];
         ssize_t n = recv(fd, buf, sizeof buf - 1, 0);
         if (n <= 0)
@@ -104,9 +104,9 @@ START_TEST(watchdog_is_fed_when_asked_for)
     unsetenv("NOTIFY_SOCKET");
     unsetenv("WATCHDOG_USEC");
     int fed = 0;
-    int64_t end = h_mono_ms() + 1500;
-    while (h_mono_ms() < end)
-        fed += wait_message(fd, "WATCHDOG=1", (int)(end - h_mono_ms()), seen, sizeof seen);
+    int64_t end = tu_mono_ms() + 1500;
+    while (tu_mono_ms() < end)
+        fed += wait_message(fd, "WATCHDOG=1", (int)(end - tu_mono_ms()), seen, sizeof seen);
     ck_assert_msg(fed >= 4, "WATCHDOG=1 %d times in 1.5 s (saw: %s)", fed, seen);
     close(fd);
 }
@@ -175,17 +175,10 @@ int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
     Suite *s = suite_create("notify");
-    TCase *tc = tcase_create("sd_notify");
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 60);
+    TCase *tc = fixture_tcase(s, "sd_notify", 60, NULL, NULL, setup, teardown);
     tcase_add_test(tc, ready_reloading_and_stopping_reach_systemd);
     tcase_add_test(tc, watchdog_is_fed_when_asked_for);
     tcase_add_test(tc, no_socket_no_messages);
     tcase_add_test(tc, exec_programs_get_no_notify_socket);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return fixture_run_suite(s);
 }

@@ -36,13 +36,6 @@ static redisContext *rc;
 
 /* ---- helpers ------------------------------------------------------------ */
 
-static void sleep_ms(int ms)
-{
-    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-        ;
-}
-
 /* A raw command's reply (as redisCommand, %b included); the caller frees. */
 static redisReply *cmd(const char *fmt, ...)
 {
@@ -223,7 +216,7 @@ START_TEST(reap_buries_a_bad_record_and_retries_its_neighbours)
     ck_assert_int_eq(dq_claim(cl, Q, 10, 1, &res), DQ_OK);       /* lease 1 ms */
     ck_assert_uint_eq(res.n, 6);
     dq_claim_result_free(&res);
-    sleep_ms(20);
+    tu_sleep_ms(20);
     dq_reap_result rr;
     ck_assert_msg(dq_reap(cl, Q, 100, NULL, &rr) == DQ_OK, "reap: %s", dq_errmsg(cl));
     ck_assert_uint_eq(rr.retried, 5);
@@ -596,7 +589,7 @@ START_TEST(bad_records_never_cost_healthy_jobs_anything)
     dq_claim_result_free(&res);
     for (int k = 0; k < NGOOD; k++)
         ck_assert_msg(claims[k] == 1, "good-%d claimed %d times", k, claims[k]);
-    sleep_ms(20);
+    tu_sleep_ms(20);
     dq_reap_result rr;
     ck_assert_msg(dq_reap(cl, Q, 100, &p, &rr) == DQ_OK, "reap: %s", dq_errmsg(cl));
     ck_assert_uint_eq(rr.retried, 3);                            /* 5, 6, 7 */
@@ -604,7 +597,7 @@ START_TEST(bad_records_never_cost_healthy_jobs_anything)
     /* The dead healthy job is requeued; then everything healthy left runs
      * once more and is acked. */
     ck_assert_int_eq(dq_requeue(cl, Q, "good-4"), DQ_OK);
-    sleep_ms(5);
+    tu_sleep_ms(5);
     claim_round(claims, &res);
     ck_assert_uint_eq(res.n, 6);                                 /* 2..7 */
     ck_assert_int_eq(dq_ack_many(cl, Q, res.jobs, res.n, NULL), DQ_OK);
@@ -691,9 +684,7 @@ static void test_setup(void)
 {
     fixture_redis_flush(&fx);
     cl = fixture_client(&fx);
-    struct timeval tv = { 5, 0 };
-    rc = redisConnectUnixWithTimeout(fx.sock, tv);
-    ck_assert_msg(rc && !rc->err, "raw connect");
+    rc = fixture_redis_connect(&fx);
 }
 
 static void test_teardown(void)
@@ -729,9 +720,5 @@ static Suite *records_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(records_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return fixture_run_suite(records_suite());
 }

@@ -3,6 +3,7 @@
  * "FILE:LINE: message" per mistake.
  */
 #include <check.h>
+#include <errno.h>
 #include <libconfig.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,16 +12,16 @@
 #include <unistd.h>
 
 #include "config/redis_conf.h"
+#include "fixture.h"
 
 static char dir[128];
 static char path[256];
 
 static void make_dir(void)
 {
-    const char *tmp = getenv("TMPDIR");
-    snprintf(dir, sizeof dir, "%s/dqconf.XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
+    char err[300];
+    if (tu_make_temp_dir("dqconf", dir, sizeof dir, err, sizeof err) < 0) {
+        fprintf(stderr, "%s\n", err);
         exit(1);
     }
     snprintf(path, sizeof path, "%s/delayqd.conf", dir);
@@ -28,10 +29,8 @@ static void make_dir(void)
 
 static void remove_dir(void)
 {
-    char cmd[200];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "could not remove %s\n", dir);
+    if (tu_remove_tree(dir) < 0)
+        fprintf(stderr, "could not remove %s: %s\n", dir, strerror(errno));
 }
 
 /* Write `text` to DIR/NAME and return the file's path (static storage). */
@@ -384,10 +383,7 @@ int main(void)
     tcase_add_test(tc, failed_load_keeps_the_old_settings);
     tcase_add_test(tc, read_from_a_parsed_file);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    int status = fixture_run_suite(s);
     remove_dir();
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return status;
 }

@@ -23,20 +23,6 @@ static struct redis_fixture fixture;
 static struct redis_fixture *const fx = &fixture;
 static dq_client *cl;
 
-static void sleep_ms(int ms)
-{
-    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-        ;
-}
-
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void server_up(void)
 {
     fixture_redis_start(fx);
@@ -118,8 +104,8 @@ static void drain_worker(FILE *log)
 {
     static const int batches[] = { 1, 7, 32 };
     dq_client *c = child_client();
-    int64_t deadline = mono_ms() + CHILD_DEADLINE_MS;
-    for (unsigned round = 0; mono_ms() < deadline; round++) {
+    int64_t deadline = tu_mono_ms() + CHILD_DEADLINE_MS;
+    for (unsigned round = 0; tu_mono_ms() < deadline; round++) {
         dq_claim_result res;
         if (dq_claim(c, Q, batches[round % 3], 60000, &res) != DQ_OK)
             child_fail(c, "claim");
@@ -128,7 +114,7 @@ static void drain_worker(FILE *log)
             dq_claim_result_free(&res);
             if (next == -1)
                 break;   /* every job is taken and none is delayed */
-            sleep_ms(1);
+            tu_sleep_ms(1);
             continue;
         }
         for (size_t i = 0; i < res.n; i++)
@@ -156,8 +142,8 @@ static void slow_worker(FILE *log)
 {
     dq_client *c = child_client();
     srand((unsigned)getpid());
-    int64_t deadline = mono_ms() + CHILD_DEADLINE_MS;
-    while (mono_ms() < deadline) {
+    int64_t deadline = tu_mono_ms() + CHILD_DEADLINE_MS;
+    while (tu_mono_ms() < deadline) {
         dq_claim_result res;
         if (dq_claim(c, Q, 1 + rand() % 8, 30, &res) != DQ_OK)
             child_fail(c, "claim");
@@ -165,12 +151,12 @@ static void slow_worker(FILE *log)
             dq_claim_result_free(&res);
             if (queue_settled(c))
                 break;
-            sleep_ms(2);
+            tu_sleep_ms(2);
             continue;
         }
         for (size_t i = 0; i < res.n; i++)
             fprintf(log, "C %s %lld\n", res.jobs[i].id, (long long)res.jobs[i].fence);
-        sleep_ms(rand() % 61);
+        tu_sleep_ms(rand() % 61);
         bool acked[8];
         if (dq_ack_many(c, Q, res.jobs, res.n, acked) != DQ_OK)
             child_fail(c, "ack");
@@ -193,14 +179,14 @@ static void reaper(FILE *log)
     dq_retry_policy_init(&p);
     p.base_ms = 1;
     p.cap_ms = 5;
-    int64_t deadline = mono_ms() + CHILD_DEADLINE_MS;
-    while (mono_ms() < deadline && !queue_settled(c)) {
+    int64_t deadline = tu_mono_ms() + CHILD_DEADLINE_MS;
+    while (tu_mono_ms() < deadline && !queue_settled(c)) {
         dq_reap_result rr;
         if (dq_reap(c, Q, 100, &p, &rr) != DQ_OK)
             child_fail(c, "reap");
         if (rr.retried + rr.dead)
             fprintf(log, "R %zu\n", rr.retried + rr.dead);
-        sleep_ms(3);
+        tu_sleep_ms(3);
     }
     dq_close(c);
     fflush(log);
@@ -380,16 +366,9 @@ int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
     Suite *s = suite_create("stress");
-    TCase *tc = tcase_create("workers");
-    tcase_set_timeout(tc, 60);
-    tcase_add_unchecked_fixture(tc, server_up, server_down);
-    tcase_add_checked_fixture(tc, test_setup, test_teardown);
+    TCase *tc = fixture_tcase(s, "workers", 60, server_up, server_down, test_setup,
+                              test_teardown);
     tcase_add_test(tc, no_job_is_claimed_twice);
     tcase_add_test(tc, expired_leases_cannot_be_acked_twice);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return fixture_run_suite(s);
 }

@@ -66,7 +66,7 @@ struct health_wait {
 static int health_is(void *arg)
 {
     struct health_wait *w = arg;
-    return h_http_get(w->port, "/healthz", w->body, sizeof w->body) == w->want
+    return fixture_http_get(w->port, "/healthz", w->body, sizeof w->body) == w->want
            && (!w->needle || strstr(w->body, w->needle));
 }
 
@@ -110,10 +110,12 @@ static int workers_of(int reload)
     return reload == RELOADS ? 180 : reload % 2 ? 190 : 200;
 }
 
-static const char *ok_payload(int i)
+/* Job i of the drain (h_enqueue_numbered): "ok", due evenly over
+ * SPREAD_MS from *base. */
+static void drain_job(int i, void *arg, const char **payload, int64_t *at_ms)
 {
-    (void)i;
-    return "ok";
+    *payload = "ok";
+    *at_ms = *(const int64_t *)arg + (int64_t)i * SPREAD_MS / RELOAD_JOBS;
 }
 
 struct children_wait {
@@ -126,13 +128,13 @@ static int children_are(void *arg)
 {
     struct children_wait *w = arg;
     pid_t kids[1024];
-    w->seen = h_children(w->daemon, kids, 1024);
+    w->seen = tu_children(w->daemon, kids, NULL, 1024);
     return w->seen == w->want;
 }
 
 START_TEST(reloads_in_a_row_keep_every_worker)
 {
-    int port = h_free_port();
+    int port = fixture_free_port();
     char body[4096];
     struct h_conf hc;
     h_conf_defaults(&hc);
@@ -147,24 +149,25 @@ START_TEST(reloads_in_a_row_keep_every_worker)
 
     int64_t base;
     ck_assert_int_eq(dq_server_time(H.c, &base), DQ_OK);
-    h_enqueue_spread(&H, "r", RELOAD_JOBS, base + 300, SPREAD_MS, ok_payload);
-    int64_t t0 = h_mono_ms();
+    base += 300;
+    h_enqueue_numbered(&H, RELOAD_JOBS, "r", drain_job, &base);
+    int64_t t0 = tu_mono_ms();
     for (int i = 0; i < RELOADS; i++) {
         int64_t next = t0 + (int64_t)i * RELOAD_EVERY_MS;  /* the last at 1.8 s */
-        if (next > h_mono_ms())
-            h_sleep_ms((int)(next - h_mono_ms()));
+        if (next > tu_mono_ms())
+            tu_sleep_ms((int)(next - tu_mono_ms()));
         hc.workers = workers_of(i + 1);
         write_conf(&hc, port, NULL);
         ck_assert_int_eq(kill(H.pid, SIGHUP), 0);
     }
-    int64_t reloading = h_mono_ms() - t0;
+    int64_t reloading = tu_mono_ms() - t0;
     if (!h_wait_idle(&H, 60000)) {
         pid_t kids[1024];
         ck_abort_msg("not drained in 60 s: %zu children, %d \"no room\" lines; log:\n%s",
-                     h_children(H.pid, kids, 1024), h_log_count(&H, "no room"),
+                     tu_children(H.pid, kids, NULL, 1024), h_log_count(&H, "no room"),
                      h_log_tail(&H));
     }
-    int64_t drained = h_mono_ms() - t0;
+    int64_t drained = tu_mono_ms() - t0;
     dq_stats st;
     ck_assert_int_eq(dq_stats_get(H.c, H_QUEUE, &st), DQ_OK);
 
@@ -251,7 +254,7 @@ static int64_t parallel_health(int port, int *statuses)
             if (read(gate[0], &c, 1) < 0)
                 _exit(1);
             int64_t t = mono_us();
-            a[i].status = h_http_get(port, "/healthz", body, sizeof body);
+            a[i].status = fixture_http_get(port, "/healthz", body, sizeof body);
             a[i].us = mono_us() - t;
             _exit(0);
         }
@@ -295,7 +298,7 @@ static pid_t watchdog_reader(char *path, size_t len, struct pings *p)
         while ((k = recv(fd, buf, sizeof buf - 1, 0)) >= 0) {
             buf[k] = '\0';
             if (strcmp(buf, "WATCHDOG=1") == 0 && p->n < MAX_PINGS) {
-                p->at[p->n] = h_mono_ms();
+                p->at[p->n] = tu_mono_ms();
                 __atomic_store_n(&p->n, p->n + 1, __ATOMIC_RELEASE);
             }
         }
@@ -325,7 +328,7 @@ static int pings_between(const struct pings *p, int64_t from, int64_t to, int64_
 
 START_TEST(healthz_never_waits_for_redis)
 {
-    int port = h_free_port();
+    int port = fixture_free_port();
     char body[4096], handler[1024], path[300];
     struct h_conf hc;
     h_conf_defaults(&hc);
@@ -350,7 +353,7 @@ START_TEST(healthz_never_waits_for_redis)
     ck_assert_msg(h_wait_record(&H, "hung", 0, 1, 5000) == 1, "hung job not started; log:\n%s",
                   h_log_tail(&H));
     redis_ok(H.fx.sock, "CLIENT PAUSE 10000 ALL");
-    int64_t paused = h_mono_ms();
+    int64_t paused = tu_mono_ms();
 
     int64_t at_once = parallel_health(port, statuses);
     for (int i = 0; i < PARALLEL; i++)
@@ -358,15 +361,15 @@ START_TEST(healthz_never_waits_for_redis)
                       statuses[i]);
     ck_assert_msg(h_wait_log(&H, "overran its timeout", 1, 3000) == 1,
                   "hung handler not stopped at its timeout; log:\n%s", h_log_tail(&H));
-    int64_t killed_after = h_mono_ms() - paused;
-    h_sleep_ms(3000);       /* stale by now: Redis counts as unreachable */
+    int64_t killed_after = tu_mono_ms() - paused;
+    tu_sleep_ms(3000);       /* stale by now: Redis counts as unreachable */
     int64_t stale = parallel_health(port, statuses);
     for (int i = 0; i < PARALLEL; i++)
         ck_assert_msg(statuses[i] == 503, "request %d: status %d (%.1f ms); log:\n%s", i,
                       statuses[i], stale / 1000.0, h_log_tail(&H));
-    ck_assert_int_eq(h_http_get(port, "/healthz", body, sizeof body), 503);
+    ck_assert_int_eq(fixture_http_get(port, "/healthz", body, sizeof body), 503);
     ck_assert_msg(strncmp(body, "redis unreachable: ", 19) == 0, "reason: %s", body);
-    int64_t now = h_mono_ms(), gap;
+    int64_t now = tu_mono_ms(), gap;
     int pings = pings_between(p, paused, now, &gap);
     ck_assert_msg(now - paused < 10000, "the checks took %lld ms: Redis was no longer paused",
                   (long long)(now - paused));
@@ -401,10 +404,10 @@ START_TEST(healthz_turns_503_while_claims_fail)
     /* A second server, the master the daemon's Redis is demoted under. */
     struct redis_fixture m;
     fixture_redis_start(&m);
-    int mport = h_free_port();
+    int mport = fixture_free_port();
     redis_ok(m.sock, "CONFIG SET port %d", mport);
 
-    int port = h_free_port();
+    int port = fixture_free_port();
     char body[4096];
     struct h_conf hc;
     h_conf_defaults(&hc);
@@ -417,21 +420,21 @@ START_TEST(healthz_turns_503_while_claims_fail)
      * then, where every claim is refused (READONLY). */
     h_enqueue(&H, "j1", NULL, "ok", 1000, 0);
     redis_ok(H.fx.sock, "REPLICAOF 127.0.0.1 %d", mport);
-    int64_t demoted = h_mono_ms();
+    int64_t demoted = tu_mono_ms();
     ck_assert_msg(wait_health(port, 503, "claims failing for ", 10000, body, sizeof body),
                   "not 503 with the claims' failure: %s; log:\n%s", body, h_log_tail(&H));
-    int64_t unhealthy = h_mono_ms() - demoted;
+    int64_t unhealthy = tu_mono_ms() - demoted;
     ck_assert_msg(strstr(body, "queue " H_QUEUE ": "), "reason: %s", body);
     fprintf(stderr, "demoted Redis: /healthz 503 after %lld ms (job due after 1 s, grace "
             "1 s): %s", (long long)unhealthy, body);
     ck_assert_int_ge(unhealthy, 1000);
 
     redis_ok(H.fx.sock, "REPLICAOF NO ONE");
-    int64_t promoted = h_mono_ms();
+    int64_t promoted = tu_mono_ms();
     ck_assert_msg(wait_health(port, 200, "ok", 10000, body, sizeof body),
                   "not healthy after REPLICAOF NO ONE: %s; log:\n%s", body, h_log_tail(&H));
     fprintf(stderr, "promoted again: /healthz 200 after %lld ms\n",
-            (long long)(h_mono_ms() - promoted));
+            (long long)(tu_mono_ms() - promoted));
     /* And jobs run again. */
     h_enqueue(&H, "j2", NULL, "ok", 0, 0);
     ck_assert_msg(h_wait_record(&H, "j2", 1, 1, 10000) == 1, "j2 did not run; log:\n%s",

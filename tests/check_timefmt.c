@@ -2,6 +2,7 @@
 #include <check.h>
 #include <stdlib.h>
 
+#include "fixture.h"
 #include "util/timefmt.h"
 
 static int64_t dur(const char *s)
@@ -133,8 +134,7 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("timefmt");
-    TCase *tc = tcase_create("parse");
-    tcase_set_timeout(tc, 10);
+    TCase *tc = fixture_tcase(s, "parse", 10, NULL, NULL, NULL, NULL);
     tcase_add_test(tc, durations_in_each_unit);
     tcase_add_test(tc, compound_and_bare_durations);
     tcase_add_test(tc, bad_durations_are_refused);
@@ -143,10 +143,5 @@ int main(void)
     tcase_add_test(tc, iso8601_without_zone_is_local_time);
     tcase_add_test(tc, bad_times_are_refused);
     tcase_add_test(tc, durations_print_short);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return fixture_run_suite(s);
 }

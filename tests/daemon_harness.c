@@ -1,57 +1,29 @@
 #include "daemon_harness.h"
 
 #include <check.h>
-#include <arpa/inet.h>
-#include <ctype.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <hiredis/hiredis.h>
 #include <limits.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
-/* ---- time ---------------------------------------------------------------- */
-
-int64_t h_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-int64_t h_mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-void h_sleep_ms(int ms)
-{
-    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-        ;
-}
+/* ---- waiting ---------------------------------------------------------------- */
 
 int h_wait(int timeout_ms, int (*cond)(void *arg), void *arg)
 {
-    int64_t deadline = h_mono_ms() + timeout_ms;
+    int64_t deadline = tu_mono_ms() + timeout_ms;
     for (;;) {
         int v = cond(arg);
-        if (v || h_mono_ms() >= deadline)
+        if (v || tu_mono_ms() >= deadline)
             return v;
-        h_sleep_ms(10);
+        tu_sleep_ms(10);
     }
 }
 
@@ -160,36 +132,13 @@ void h_write_conf(const struct harness *h, const struct h_conf *hc)
 
 /* ---- Redis helpers --------------------------------------------------------- */
 
-/* CLIENT LIST lines that contain `needle`; -1 when Redis cannot be asked. */
-static int clients_with(const struct harness *h, const char *needle)
-{
-    struct timeval tv = { 2, 0 };
-    redisContext *rc = redisConnectUnixWithTimeout(h->fx.sock, tv);
-    if (!rc || rc->err) {
-        if (rc)
-            redisFree(rc);
-        return -1;
-    }
-    int n = -1;
-    redisReply *r = redisCommand(rc, "CLIENT LIST");
-    if (r && r->type == REDIS_REPLY_STRING) {
-        n = 0;
-        for (const char *p = r->str; (p = strstr(p, needle)) != NULL; p++)
-            n++;
-    }
-    if (r)
-        freeReplyObject(r);
-    redisFree(rc);
-    return n;
-}
-
 struct ready_arg {
     struct harness *h;
     int workers;
 };
 
-/* Each worker has a subscribed connection and a command connection that
- * has claimed once; the reaper's has reaped once. */
+/* The daemon is in its steady state (tu_delayqd_ready); -1 when it
+ * exited. */
 static int daemon_ready(void *arg)
 {
     struct ready_arg *a = arg;
@@ -198,41 +147,22 @@ static int daemon_ready(void *arg)
         a->h->pid = 0;
         return -1;
     }
-    return clients_with(a->h, "cmd=subscribe") >= a->workers
-           && clients_with(a->h, "cmd=evalsha") >= a->workers + 1;
-}
-
-/* In a child about to run delayqd: no cores from workers a test kills or
- * crashes on purpose, and none of the test's descriptors (its Redis
- * connection) beyond 0, 1 and 2. */
-static void prepare_exec(void)
-{
-    struct rlimit rl = { 0, 0 };
-    setrlimit(RLIMIT_CORE, &rl);
-    long max = sysconf(_SC_OPEN_MAX);
-    for (int fd = 3; fd < (max > 0 && max < 65536 ? max : 1024); fd++)
-        close(fd);
+    char err[300];
+    redisContext *rc = tu_redis_connect(a->h->fx.sock, 2000, err, sizeof err);
+    if (!rc)
+        return 0;
+    int ready = tu_delayqd_ready(rc, a->workers);
+    redisFree(rc);
+    return ready;
 }
 
 void h_start(struct harness *h, int workers)
 {
     ck_assert_msg(h->pid == 0, "the daemon runs already");
-    fflush(NULL);
-    pid_t pid = fork();
-    ck_assert(pid >= 0);
-    if (pid == 0) {
-        int fd = open(h->log, O_WRONLY | O_CREAT | O_APPEND, 0644);
-        int null = open("/dev/null", O_RDWR);
-        if (fd < 0 || null < 0)
-            _exit(127);
-        dup2(null, 0);
-        dup2(null, 1);
-        dup2(fd, 2);
-        prepare_exec();
-        const char *prog = fixture_build_path("delayqd");
-        execl(prog, prog, "-f", "-c", h->conf, (char *)NULL);
-        _exit(127);
-    }
+    char *const argv[] = { (char *)fixture_build_path("delayqd"), "-f", "-c", h->conf, NULL };
+    char err[300];
+    pid_t pid = tu_spawn(argv, h->log, 0, err, sizeof err);
+    ck_assert_msg(pid > 0, "%s", err);
     h->pid = pid;
     struct ready_arg a = { h, workers };
     int ok = h_wait(10000, daemon_ready, &a);
@@ -240,92 +170,11 @@ void h_start(struct harness *h, int workers)
                   ok < 0 ? "it exited" : "timeout", h_log_tail(h));
 }
 
-/* From /proc/PID/stat: the state, the parent and the start time (clock
- * ticks after boot, which with the pid names one process for good).
- * Returns 0, or -1 when there is no such process. */
-static int proc_stat(pid_t pid, char *state, pid_t *ppid, unsigned long long *start)
-{
-    char path[64], buf[1024];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    int fd = open(path, O_RDONLY);
-    if (fd < 0)
-        return -1;
-    ssize_t len = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (len <= 0)
-        return -1;
-    buf[len] = '\0';
-    /* "pid (comm) S ppid ...": comm may hold spaces, so from the last ')';
-     * the start time is the 22nd field. */
-    const char *p = strrchr(buf, ')');
-    int parent;
-    if (!p || sscanf(p + 1, " %c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d "
-                     "%*d %*d %*d %*d %llu", state, &parent, start) != 3)
-        return -1;
-    *ppid = parent;
-    return 0;
-}
-
-size_t h_children(pid_t parent, pid_t *pids, size_t max)
-{
-    size_t n = 0;
-    DIR *d = opendir("/proc");
-    if (!d)
-        return 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL && n < max) {
-        if (!isdigit((unsigned char)e->d_name[0]))
-            continue;
-        pid_t pid = (pid_t)atoi(e->d_name), ppid;
-        char state;
-        unsigned long long start;
-        if (proc_stat(pid, &state, &ppid, &start) == 0 && ppid == parent && state != 'Z')
-            pids[n++] = pid;
-    }
-    closedir(d);
-    return n;
-}
-
 int h_stop(struct harness *h, int timeout_ms)
 {
     if (h->pid <= 0)
         return -1;
-    enum { MAX_KIDS = 600 };
-    pid_t kids[MAX_KIDS];
-    unsigned long long started[MAX_KIDS];
-    size_t nkids = h_children(h->pid, kids, MAX_KIDS);
-    for (size_t i = 0; i < nkids; i++) {
-        char state;
-        pid_t ppid;
-        if (proc_stat(kids[i], &state, &ppid, &started[i]) < 0)
-            started[i] = 0;
-    }
-    kill(h->pid, SIGTERM);
-    int status = -1;
-    int64_t deadline = h_mono_ms() + timeout_ms;
-    for (;;) {
-        pid_t w = waitpid(h->pid, &status, WNOHANG);
-        if (w == h->pid)
-            break;
-        if (h_mono_ms() >= deadline) {
-            kill(h->pid, SIGKILL);
-            waitpid(h->pid, NULL, 0);
-            status = -1;
-            break;
-        }
-        h_sleep_ms(5);
-    }
-    /* Children it did not stop (a worker stuck in a handler ignores the
-     * SIGTERM its parent's death sends): none may outlive the test.  The
-     * start time makes sure the pid is still that child. */
-    for (size_t i = 0; i < nkids; i++) {
-        char state;
-        pid_t ppid;
-        unsigned long long start;
-        if (started[i] && proc_stat(kids[i], &state, &ppid, &start) == 0
-            && start == started[i])
-            kill(kids[i], SIGKILL);
-    }
+    int status = tu_stop_process_tree(h->pid, timeout_ms);
     h->pid = 0;
     return status;
 }
@@ -349,16 +198,16 @@ int h_run_delayqd(const char *const *args, char *err, size_t errlen)
         dup2(null, 1);
         dup2(fds[1], 2);
         close(fds[0]);
-        prepare_exec();
+        tu_child_prepare(0);
         execv(argv[0], (char *const *)argv);
         _exit(127);
     }
     close(fds[1]);
     size_t used = 0;
-    int64_t deadline = h_mono_ms() + 10000;
+    int64_t deadline = tu_mono_ms() + 10000;
     int timed_out = 0;
     for (;;) {
-        int left = (int)(deadline - h_mono_ms());
+        int left = (int)(deadline - tu_mono_ms());
         if (left <= 0) {
             timed_out = 1;
             break;
@@ -452,6 +301,44 @@ int h_wait_record(const struct harness *h, const char *id, int end, int n, int t
     return a.found;
 }
 
+size_t h_busy_workers(const struct harness *h, pid_t *out, int *lines, size_t max)
+{
+    pid_t kids[64];
+    size_t nk = tu_children(h->pid, kids, NULL, 64), n = 0;
+    FILE *fp = fopen(h->record, "r");
+    if (!fp)
+        return 0;
+    char line[512];
+    /* The last 8 KB, without the partial line it starts in. */
+    if (fseek(fp, -8192, SEEK_END) == 0 && !fgets(line, sizeof line, fp)) {
+        fclose(fp);
+        return 0;
+    }
+    while (fgets(line, sizeof line, fp)) {
+        char id[64];
+        int attempt, pid;
+        if (sscanf(line, "%63s %d %d", id, &attempt, &pid) != 3)
+            continue;
+        int child = 0;
+        for (size_t i = 0; i < nk; i++)
+            child |= kids[i] == pid;
+        size_t at = 0;
+        while (at < n && out[at] != pid)
+            at++;
+        if (!child || (at == n && n == max))
+            continue;
+        if (at == n) {
+            out[n++] = pid;
+            if (lines)
+                lines[at] = 0;
+        }
+        if (lines)
+            lines[at]++;
+    }
+    fclose(fp);
+    return n;
+}
+
 /* ---- the log --------------------------------------------------------------- */
 
 int h_log_count(const struct harness *h, const char *needle)
@@ -518,8 +405,8 @@ int64_t h_enqueue(struct harness *h, const char *id, const char *type, const cha
     return out.due_ms;
 }
 
-void h_enqueue_spread(struct harness *h, const char *prefix, int n, int64_t base,
-                      int64_t spread_ms, const char *(*payload_of)(int i))
+void h_enqueue_numbered(struct harness *h, int n, const char *prefix, h_job_fn job,
+                        void *arg)
 {
     enum { CHUNK = 1000 };
     static dq_enqueue_req reqs[CHUNK];
@@ -527,11 +414,13 @@ void h_enqueue_spread(struct harness *h, const char *prefix, int n, int64_t base
     for (int i = 0; i < n; i += CHUNK) {
         int k = n - i < CHUNK ? n - i : CHUNK;
         for (int j = 0; j < k; j++) {
-            snprintf(ids[j], sizeof ids[j], "%.16s%d", prefix, i + j);
-            const char *payload = payload_of(i + j);
+            const char *payload = "";
+            int64_t at_ms = 0;
+            job(i + j, arg, &payload, &at_ms);
+            snprintf(ids[j], sizeof ids[j], "%s%d", prefix, i + j);
             reqs[j] = (dq_enqueue_req){ .queue = H_QUEUE, .type = "t", .id = ids[j],
                                         .payload = payload, .payload_len = strlen(payload),
-                                        .at_ms = base + (int64_t)(i + j) * spread_ms / n };
+                                        .at_ms = at_ms };
         }
         ck_assert_int_eq(dq_enqueue_many(h->c, reqs, (size_t)k, NULL, NULL), DQ_OK);
     }
@@ -587,48 +476,4 @@ static int queue_idle(void *arg)
 int h_wait_idle(struct harness *h, int timeout_ms)
 {
     return h_wait(timeout_ms, queue_idle, h);
-}
-
-/* ---- HTTP ------------------------------------------------------------------ */
-
-int h_free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-    socklen_t len = sizeof a;
-    ck_assert_int_ge(fd, 0);
-    ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
-    ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-    close(fd);
-    return ntohs(a.sin_port);
-}
-
-int h_http_get(int port, const char *path, char *body, size_t len)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
-                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-    struct timeval tv = { 10, 0 };
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    body[0] = '\0';
-    if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0) {
-        close(fd);
-        return -1;
-    }
-    char req[128];
-    int n = snprintf(req, sizeof req, "GET %s HTTP/1.0\r\n\r\n", path);
-    static char raw[262144];
-    size_t got = 0;
-    ssize_t k;
-    if (write(fd, req, (size_t)n) == n)
-        while (got < sizeof raw - 1 && (k = read(fd, raw + got, sizeof raw - 1 - got)) > 0)
-            got += (size_t)k;
-    close(fd);
-    raw[got] = '\0';
-    int status = -1;
-    if (sscanf(raw, "HTTP/1.%*d %d", &status) != 1)
-        return -1;
-    const char *b = strstr(raw, "\r\n\r\n");
-    snprintf(body, len, "%s", b ? b + 4 : "");
-    return status;
 }

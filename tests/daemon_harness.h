@@ -81,11 +81,7 @@ int h_stop(struct harness *h, int timeout_ms);
  * a plain code, 128+N when killed by signal N, -1 on a timeout (10 s). */
 int h_run_delayqd(const char *const *args, char *err, size_t errlen);
 
-/* ---- time and waiting ---- */
-
-int64_t h_now_ms(void);         /* CLOCK_REALTIME: comparable to Redis TIME */
-int64_t h_mono_ms(void);
-void h_sleep_ms(int ms);
+/* ---- waiting (time: tu_now_ms, tu_mono_ms, tu_sleep_ms in testutil.h) ---- */
 
 /* Poll `cond(arg)` every 10 ms until it is true or `timeout_ms` passed;
  * returns the last value. */
@@ -113,6 +109,11 @@ int h_count(const struct h_run *r, size_t n, const char *id, int end,
 /* Wait until `id` has at least `n` lines of the kind; returns the count. */
 int h_wait_record(const struct harness *h, const char *id, int end, int n,
                   int timeout_ms);
+/* Workers busy lately: live children of the daemon whose pid is in the
+ * tail of the record file (never the reaper), each once, in `out`, and
+ * in `lines` (may be NULL) how many of the tail's lines are theirs;
+ * returns how many (at most `max`). */
+size_t h_busy_workers(const struct harness *h, pid_t *out, int *lines, size_t max);
 
 /* ---- the log ---- */
 
@@ -129,11 +130,14 @@ const char *h_log_tail(const struct harness *h);
  * error.  `id` may be NULL.  Returns the due time (server ms). */
 int64_t h_enqueue(struct harness *h, const char *id, const char *type,
                   const char *payload, int64_t delay_ms, int max_attempts);
-/* Enqueue jobs PREFIX0..PREFIX(n-1) of type "t" on H_QUEUE, due evenly
- * over `spread_ms` from `base` (server ms), job i with payload_of(i), in
- * batches; fails the test on error. */
-void h_enqueue_spread(struct harness *h, const char *prefix, int n, int64_t base,
-                      int64_t spread_ms, const char *(*payload_of)(int i));
+/* Job number `i` of h_enqueue_numbered: its payload (a string that lives
+ * as long as the call) and its due time (server ms). */
+typedef void (*h_job_fn)(int i, void *arg, const char **payload, int64_t *at_ms);
+/* Enqueue `n` jobs of type "t" on H_QUEUE, ids PREFIX0 .. PREFIX(n-1),
+ * each as `job` says, 1,000 to a dq_enqueue_many call; fails the test on
+ * error. */
+void h_enqueue_numbered(struct harness *h, int n, const char *prefix, h_job_fn job,
+                        void *arg);
 /* dq_show's state, or -1 when the job is gone; `info` (may be NULL) gets
  * the rest (free it with dq_job_info_free when the state is not -1). */
 int h_state(struct harness *h, const char *id, dq_job_info *info);
@@ -143,18 +147,5 @@ int h_wait_gone(struct harness *h, const char *id, int timeout_ms);
 int h_wait_state(struct harness *h, const char *id, dq_state state, int timeout_ms);
 /* Wait until nothing is delayed, due or processing; 1, or 0 at the deadline. */
 int h_wait_idle(struct harness *h, int timeout_ms);
-
-/* ---- HTTP (metrics = { listen = ... }) ---- */
-
-/* A TCP port on 127.0.0.1 that was free a moment ago. */
-int h_free_port(void);
-/* GET `path` from 127.0.0.1:port (HTTP/1.0, 10 s at most); the body into
- * `body` (NUL-terminated, cut at len); returns the status, or -1 when no
- * answer came. */
-int h_http_get(int port, const char *path, char *body, size_t len);
-
-/* The pids of the daemon's children (workers and reaper), from /proc;
- * returns how many (at most `max`). */
-size_t h_children(pid_t parent, pid_t *pids, size_t max);
 
 #endif

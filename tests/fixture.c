@@ -1,90 +1,30 @@
 #include "fixture.h"
 
+#include <arpa/inet.h>
 #include <check.h>
 #include <errno.h>
 #include <hiredis/hiredis.h>
-#include <signal.h>
+#include <limits.h>
+#include <netinet/in.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <time.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
-/* The redis-server to run: $REDIS_SERVER, else the first on PATH or in
- * /usr/bin, /usr/sbin, /usr/local/bin; NULL when there is none. */
-static const char *find_redis_server(void)
-{
-    static char found[512];
-    const char *env = getenv("REDIS_SERVER");
-    if (env && *env && access(env, X_OK) == 0)
-        return env;
-    const char *path = getenv("PATH");
-    char dirs[4096];
-    snprintf(dirs, sizeof dirs, "%s:/usr/bin:/usr/sbin:/usr/local/bin", path ? path : "");
-    for (char *save, *d = strtok_r(dirs, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
-        snprintf(found, sizeof found, "%s/redis-server", d);
-        if (access(found, X_OK) == 0)
-            return found;
-    }
-    return NULL;
-}
-
-static void sleep_ms(int ms)
-{
-    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-    nanosleep(&ts, NULL);
-}
-
-/* Wait until the server answers PING on its socket. */
-static int wait_for_ping(const struct redis_fixture *f)
-{
-    for (int i = 0; i < 500; i++) {
-        struct timeval tv = { 1, 0 };
-        redisContext *rc = redisConnectUnixWithTimeout(f->sock, tv);
-        if (rc && !rc->err) {
-            redisReply *r = redisCommand(rc, "PING");
-            int ok = r && r->type == REDIS_REPLY_STATUS;
-            if (r)
-                freeReplyObject(r);
-            redisFree(rc);
-            if (ok)
-                return 0;
-        } else if (rc) {
-            redisFree(rc);
-        }
-        int status;
-        if (waitpid(f->pid, &status, WNOHANG) == f->pid)
-            return -1;
-        sleep_ms(10);
-    }
-    return -1;
-}
-
+/* Start the server on f->sock; exit 77 when there is no redis-server, 1
+ * when it does not start. */
 static void spawn(struct redis_fixture *f)
 {
-    const char *server = find_redis_server();
-    if (!server) {
+    char server[PATH_MAX], err[PATH_MAX + 100];
+    if (tu_redis_find(NULL, server, sizeof server) < 0) {
         fprintf(stderr, "redis-server not found: skipping (apt-get install redis-server)\n");
         exit(77);
     }
-    char log[256];
-    snprintf(log, sizeof log, "%s/redis.log", f->dir);
-    f->pid = fork();
-    if (f->pid < 0) {
-        perror("fork");
-        exit(1);
-    }
-    if (f->pid == 0) {
-        execl(server, server, "--port", "0", "--unixsocket", f->sock,
-              "--unixsocketperm", "700", "--save", "", "--appendonly", "no",
-              "--dir", f->dir, "--logfile", log, "--daemonize", "no", (char *)NULL);
-        _exit(127);
-    }
-    if (wait_for_ping(f) < 0) {
-        fprintf(stderr, "redis-server did not start (see %s)\n", log);
+    if (tu_redis_spawn(server, f->dir, f->sock, 0, &f->pid, err, sizeof err) < 0) {
+        fprintf(stderr, "%s\n", err);
         exit(1);
     }
 }
@@ -92,47 +32,14 @@ static void spawn(struct redis_fixture *f)
 void fixture_redis_start(struct redis_fixture *f)
 {
     memset(f, 0, sizeof *f);
-    const char *tmp = getenv("TMPDIR");
-    snprintf(f->dir, sizeof f->dir, "%s/dqtest.XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(f->dir)) {
-        perror("mkdtemp");
+    char err[300];
+    if (tu_make_temp_dir("dqtest", f->dir, sizeof f->dir, err, sizeof err) < 0) {
+        fprintf(stderr, "%s\n", err);
         exit(1);
     }
     snprintf(f->sock, sizeof f->sock, "%s/redis.sock", f->dir);
     snprintf(f->conf_path, sizeof f->conf_path, "%s/test.conf", f->dir);
     spawn(f);
-}
-
-int fixture_proc_stat(pid_t pid, char *state, pid_t *ppid)
-{
-    char path[64], buf[512];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    FILE *fp = fopen(path, "r");
-    if (!fp)
-        return -1;
-    size_t n = fread(buf, 1, sizeof buf - 1, fp);
-    fclose(fp);
-    buf[n] = '\0';
-    const char *p = strrchr(buf, ')');  /* the name may hold anything */
-    int parent = 0;
-    char st = '?';
-    if (!p || sscanf(p + 1, " %c %d", &st, &parent) != 2)
-        return -1;
-    if (state)
-        *state = st;
-    if (ppid)
-        *ppid = (pid_t)parent;
-    return 0;
-}
-
-/* Works for a process that is not our child too (a server a test in a
- * forked child restarted), where waitpid cannot tell. */
-int fixture_process_running(pid_t pid)
-{
-    if (kill(pid, 0) < 0)
-        return 0;
-    char st;
-    return fixture_proc_stat(pid, &st, NULL) < 0 || st != 'Z';
 }
 
 int fixture_run_suite(Suite *s)
@@ -144,36 +51,18 @@ int fixture_run_suite(Suite *s)
     return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 
-static void kill_server(struct redis_fixture *f)
-{
-    if (f->pid <= 0)
-        return;
-    kill(f->pid, SIGTERM);
-    for (int i = 0; i < 500; i++) {
-        pid_t w = waitpid(f->pid, NULL, WNOHANG);
-        if (w == f->pid || (w < 0 && errno == ECHILD && !fixture_process_running(f->pid))) {
-            f->pid = 0;
-            return;
-        }
-        sleep_ms(10);
-    }
-    kill(f->pid, SIGKILL);
-    waitpid(f->pid, NULL, 0);
-    f->pid = 0;
-}
-
 void fixture_redis_stop(struct redis_fixture *f)
 {
-    kill_server(f);
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", f->dir);
-    if (f->dir[0] && system(cmd) != 0)
-        fprintf(stderr, "could not remove %s\n", f->dir);
+    tu_stop_process(f->pid, 5000);
+    f->pid = 0;
+    if (f->dir[0] && tu_remove_tree(f->dir) < 0)
+        fprintf(stderr, "could not remove %s: %s\n", f->dir, strerror(errno));
 }
 
 void fixture_redis_restart(struct redis_fixture *f)
 {
-    kill_server(f);
+    tu_stop_process(f->pid, 5000);
+    f->pid = 0;
     unlink(f->sock);
     spawn(f);
 }
@@ -194,28 +83,24 @@ dq_client *fixture_client(const struct redis_fixture *f)
     return c;
 }
 
+redisContext *fixture_redis_connect(const struct redis_fixture *f)
+{
+    char err[300];
+    redisContext *rc = tu_redis_connect(f->sock, 5000, err, sizeof err);
+    ck_assert_msg(rc != NULL, "%s", err);
+    return rc;
+}
+
 long long fixture_redis_int(const struct redis_fixture *f, const char *fmt, ...)
 {
-    struct timeval tv = { 5, 0 };
-    redisContext *rc = redisConnectUnixWithTimeout(f->sock, tv);
-    if (!rc || rc->err) {
-        if (rc)
-            redisFree(rc);
+    char err[300];
+    redisContext *rc = tu_redis_connect(f->sock, 30000, err, sizeof err);
+    if (!rc)
         return -1;
-    }
     va_list ap;
     va_start(ap, fmt);
-    redisReply *r = redisvCommand(rc, fmt, ap);
+    long long v = tu_redis_vint(rc, fmt, ap);
     va_end(ap);
-    long long v = -1;
-    if (r && r->type == REDIS_REPLY_INTEGER)
-        v = r->integer;
-    else if (r && r->type == REDIS_REPLY_ARRAY)
-        v = (long long)r->elements;
-    else if (r && r->type == REDIS_REPLY_STATUS)
-        v = 0;
-    if (r)
-        freeReplyObject(r);
     redisFree(rc);
     return v;
 }
@@ -255,4 +140,50 @@ const char *fixture_build_path(const char *name)
     char *p = path[next++ % 4];
     snprintf(p, 512, "%s/%s", top && *top ? top : ".", name);
     return p;
+}
+
+int fixture_free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    socklen_t len = sizeof a;
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+    ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+int fixture_http_get(int port, const char *path, char *body, size_t len)
+{
+    body[0] = '\0';
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    ck_assert_int_ge(fd, 0);
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    struct timeval tv = { 10, 0 };
+    ck_assert_int_eq(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv), 0);
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0) {
+        close(fd);
+        return -1;
+    }
+    char req[600];
+    int n = snprintf(req, sizeof req, "GET %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n", path);
+    if (n < 0 || (size_t)n >= sizeof req || write(fd, req, (size_t)n) != n) {
+        close(fd);      /* reset: the listener closed under the connection */
+        return 0;
+    }
+    static char raw[262144];
+    size_t got = 0;
+    ssize_t k;
+    while (got < sizeof raw - 1 && (k = read(fd, raw + got, sizeof raw - 1 - got)) > 0)
+        got += (size_t)k;
+    close(fd);
+    raw[got] = '\0';
+    int status = 0;
+    if (sscanf(raw, "HTTP/1.%*d %d", &status) != 1)
+        return 0;
+    const char *b = strstr(raw, "\r\n\r\n");
+    snprintf(body, len, "%s", b ? b + 4 : "");
+    return status;
 }

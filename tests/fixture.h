@@ -1,6 +1,9 @@
 /*
- * A real redis-server for the tests: started on a private unix socket in a
- * temporary directory, with persistence off, and stopped by pid.
+ * The tests' Check layer over testutil.h: a real redis-server for the
+ * tests, started on a private unix socket in a temporary directory, with
+ * persistence off, and stopped by pid; connections to it; loopback HTTP;
+ * test cases with their timeouts and the suite runner every main() ends in.
+ * What fails here fails the test (ck_assert) or, at start-up, exits.
  *
  * When no redis-server can be found the test program exits 77, which the
  * automake test driver reports as SKIP; CI installs redis-server, so there
@@ -11,7 +14,10 @@
 
 #include <check.h>
 #include <delayq/client.h>
+#include <stddef.h>
 #include <sys/types.h>
+
+#include "testutil.h"
 
 struct redis_fixture {
     char dir[128];       /* the temporary directory */
@@ -40,6 +46,10 @@ void fixture_redis_flush(const struct redis_fixture *f);
 /* A client on the fixture's socket; the test fails if it cannot connect. */
 dq_client *fixture_client(const struct redis_fixture *f);
 
+/* A raw hiredis connection to the fixture (5 s timeouts), for what the API
+ * does not offer; the test fails if it cannot connect.  redisFree it. */
+redisContext *fixture_redis_connect(const struct redis_fixture *f);
+
 /* Options that reach the fixture (its socket), for tests that set more. */
 void fixture_options(const struct redis_fixture *f, dq_options *opt);
 
@@ -58,18 +68,21 @@ long long fixture_record_count(const struct redis_fixture *f, const char *queue)
 TCase *fixture_tcase(Suite *s, const char *name, int timeout, SFun up, SFun down,
                      SFun setup, SFun teardown);
 
-/* What /proc says of process `pid`: its state letter ('Z' a zombie) and
- * its parent; 0, or -1 when there is no such process. */
-int fixture_proc_stat(pid_t pid, char *state, pid_t *ppid);
-
-/* Whether `pid` runs (a zombie does not). */
-int fixture_process_running(pid_t pid);
-
 /* Run every case of `s` and return the program's exit status. */
 int fixture_run_suite(Suite *s);
 
 /* Path of a built program: $(top_builddir)/NAME, from the environment
  * variable TOP_BUILDDIR the test harness sets (default "."). */
 const char *fixture_build_path(const char *name);
+
+/* A TCP port on 127.0.0.1 that was free a moment ago. */
+int fixture_free_port(void);
+
+/* GET `path` from 127.0.0.1:port (HTTP/1.0, 10 s at most); the body into
+ * `body` (NUL-terminated, cut at len).  Returns the status, -1 when no
+ * connection could be made, or 0 when the connection ended without an
+ * answer (a listener closed with the connection still in its queue resets
+ * it). */
+int fixture_http_get(int port, const char *path, char *body, size_t len);
 
 #endif

@@ -2,12 +2,12 @@
 #include "handler_test.h"
 
 #include <check.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "fixture.h"
@@ -18,18 +18,16 @@ enum dq_log_level ht_log_level;
 
 void ht_tmp_setup(void)
 {
-    const char *tmp = getenv("TMPDIR");
-    snprintf(ht_dir, sizeof ht_dir, "%s/dqhandlers.XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    ck_assert_ptr_nonnull(mkdtemp(ht_dir));
+    char err[300];
+    int made = tu_make_temp_dir("dqhandlers", ht_dir, sizeof ht_dir, err, sizeof err);
+    ck_assert_msg(made == 0, "%s", err);
     ht_log_clear();
 }
 
 void ht_tmp_teardown(void)
 {
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "chmod -R u+rwx '%s'; rm -rf '%s'", ht_dir, ht_dir);
-    if (ht_dir[0] && system(cmd) != 0)
-        fprintf(stderr, "could not remove %s\n", ht_dir);
+    if (ht_dir[0] && tu_remove_tree(ht_dir) < 0)
+        fprintf(stderr, "could not remove %s: %s\n", ht_dir, strerror(errno));
     ht_dir[0] = '\0';
 }
 
@@ -183,11 +181,4 @@ dq_handler_result ht_run(struct ht *t, const void *payload, size_t len,
     ht_job(&job, payload, len);
     memset(out, 0x55, sizeof *out); /* handler_run must preset it */
     return handler_run(&t->lh, &job, out);
-}
-
-int64_t ht_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }

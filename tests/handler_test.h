@@ -14,6 +14,7 @@
 
 #include "daemon/handler_loader.h"
 #include "daemon/settings.h"
+#include "fixture.h"
 
 /* The per-test directory (checked fixture: ht_tmp_setup/ht_tmp_teardown). */
 extern char ht_dir[256];
@@ -70,13 +71,9 @@ dq_handler_result ht_run(struct ht *t, const void *payload, size_t len,
 /* A job as the worker would pass it. */
 void ht_job(dq_handler_job *job, const void *payload, size_t len);
 
-/* Milliseconds on the monotonic clock. */
-int64_t ht_now_ms(void);
-
-/* The test cases of the other files. */
-#include <check.h>
-TCase *exec_tcase(void);
-TCase *http_tcase(void);
-TCase *redis_tcase(void);
+/* The test cases of the other files, added to `s`. */
+void add_exec_tcase(Suite *s);
+void add_http_tcase(Suite *s);
+void add_redis_tcase(Suite *s);
 
 #endif

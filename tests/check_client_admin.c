@@ -1,0 +1,185 @@
+/*
+ * libdelayq against a real redis-server, operating
+ * (src/lib/ops_admin.c): dq_requeue, dq_requeue_all, dq_purge, dq_purge_all,
+ * dq_stats_get and dq_queues.
+ *
+ * Fixtures, helpers and main() are in client_test.c.
+ */
+#include <check.h>
+#include <hiredis/hiredis.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "client_test.h"
+
+/* ---- operating ---------------------------------------------------------- */
+
+START_TEST(requeue_one_dead_job)
+{
+    make_dead("d");
+    enq("waiting", "x", 60000, 0);
+    int64_t before = server_now();
+    ck_assert_int_eq(dq_requeue(cl, Q, "d"), DQ_OK);
+    dq_job_info info;
+    show("d", &info);
+    ck_assert_int_eq(info.state, DQ_STATE_DELAYED);
+    ck_assert_int_eq(info.job.attempt, 0);
+    ck_assert_int_ge(info.state_ms, before);
+    ck_assert_int_le(info.state_ms, server_now());
+    ck_assert_str_eq(info.job.last_error, "broken");   /* kept for reference */
+    dq_job_info_free(&info);
+    ck_assert_int_eq(stats().dead, 0);
+
+    dq_claim_result res;
+    claim_n(5, 30000, 1, &res);
+    ck_assert_str_eq(res.jobs[0].id, "d");
+    ck_assert_int_eq(res.jobs[0].attempt, 1);
+    dq_claim_result_free(&res);
+
+    ck_assert_int_eq(dq_requeue(cl, Q, "waiting"), DQ_ERR_NOTFOUND);
+    ck_assert_int_eq(dq_requeue(cl, Q, "d"), DQ_ERR_NOTFOUND);
+    ck_assert_int_eq(dq_requeue(cl, Q, "nosuch"), DQ_ERR_NOTFOUND);
+    show("waiting", &info);
+    ck_assert_int_eq(info.state, DQ_STATE_DELAYED);
+    dq_job_info_free(&info);
+}
+END_TEST
+
+/* Make `n` dead jobs quickly: claim them with a 1 ms lease, reap them. */
+static void make_many_dead(int n)
+{
+    dq_enqueue_req *reqs = calloc((size_t)n, sizeof *reqs);
+    ck_assert_ptr_nonnull(reqs);
+    for (int i = 0; i < n; i++)
+        reqs[i] = req_make(NULL, "x", 0, 1);
+    ck_assert_int_eq(dq_enqueue_many(cl, reqs, (size_t)n, NULL, NULL), DQ_OK);
+    free(reqs);
+    for (int left = n; left > 0;) {
+        dq_claim_result res;
+        int want = left < DQ_CLAIM_MAX ? left : DQ_CLAIM_MAX;
+        claim_n(want, 1, (size_t)want, &res);
+        dq_claim_result_free(&res);
+        left -= want;
+    }
+    tu_sleep_ms(10);
+    dq_reap_result rr;
+    size_t dead = 0;
+    do {
+        ck_assert_int_eq(dq_reap(cl, Q, 1000, NULL, &rr), DQ_OK);
+        dead += rr.dead;
+    } while (rr.next_in_ms == 0);
+    ck_assert_uint_eq(dead, (size_t)n);
+}
+
+START_TEST(requeue_all_moves_more_than_a_batch)
+{
+    make_many_dead(1200);
+    ck_assert_int_eq(stats().dead, 1200);
+    int64_t moved = 0;
+    ck_assert_int_eq(dq_requeue_all(cl, Q, &moved), DQ_OK);
+    ck_assert_int_eq(moved, 1200);
+    dq_stats s = stats();
+    ck_assert_int_eq(s.dead, 0);
+    ck_assert_int_eq(s.due, 1200);
+    ck_assert_int_eq(dq_requeue_all(cl, Q, &moved), DQ_OK);
+    ck_assert_int_eq(moved, 0);
+}
+END_TEST
+
+START_TEST(purge_one_and_all)
+{
+    make_dead("p1");
+    enq("alive", "x", 60000, 0);
+    ck_assert_int_eq(dq_purge(cl, Q, "alive"), DQ_ERR_NOTFOUND);
+    ck_assert_int_eq(dq_purge(cl, Q, "p1"), DQ_OK);
+    dq_job_info info;
+    ck_assert_int_eq(dq_show(cl, Q, "p1", &info), DQ_ERR_NOTFOUND);
+    ck_assert_int_eq(dq_purge(cl, Q, "p1"), DQ_ERR_NOTFOUND);
+
+    make_many_dead(1100);
+    int64_t deleted = 0;
+    ck_assert_int_eq(dq_purge_all(cl, Q, &deleted), DQ_OK);
+    ck_assert_int_eq(deleted, 1100);
+    dq_stats s = stats();
+    ck_assert_int_eq(s.dead, 0);
+    ck_assert_int_eq(s.delayed, 1);
+    /* The records are gone, not only their place in the dead set. */
+    ck_assert_int_eq(fixture_record_count(fx, Q), 1);
+}
+END_TEST
+
+START_TEST(stats_count_each_state)
+{
+    dq_stats s = stats();
+    ck_assert_int_eq(s.delayed + s.due + s.processing + s.expired + s.dead, 0);
+    ck_assert_int_eq(s.next_due_in_ms, -1);
+
+    dq_claim_result res;
+    enq("held", "x", 0, 0);
+    claim_n(1, 60000, 1, &res);
+    dq_claim_result_free(&res);
+    enq("lapsed", "x", 0, 0);
+    claim_n(1, 20, 1, &res);
+    dq_claim_result_free(&res);
+    make_dead("dead");
+    enq("due1", "x", 0, 0);
+    enq("due2", "x", 0, 0);
+    enq("later", "x", 60000, 0);
+    tu_sleep_ms(50);
+
+    s = stats();
+    ck_assert_int_eq(s.delayed, 1);
+    ck_assert_int_eq(s.due, 2);
+    ck_assert_int_eq(s.processing, 2);
+    ck_assert_int_eq(s.expired, 1);
+    ck_assert_int_eq(s.dead, 1);
+    ck_assert_int_eq(s.next_due_in_ms, 0);   /* jobs are due now */
+    ck_assert_int_gt(s.now_ms, 0);
+
+    claim_n(10, 60000, 2, &res);
+    dq_claim_result_free(&res);
+    s = stats();
+    ck_assert_int_eq(s.due, 0);
+    ck_assert_int_eq(s.processing, 4);
+    ck_assert_int_gt(s.next_due_in_ms, 59000);
+    ck_assert_int_le(s.next_due_in_ms, 60000);
+}
+END_TEST
+
+START_TEST(queues_are_listed_sorted)
+{
+    const char *names[] = { "gamma", "alpha", "beta" };
+    for (int i = 0; i < 3; i++) {
+        dq_enqueue_req r = req_make(NULL, "x", 0, 0);
+        r.queue = names[i];
+        ck_assert_int_eq(dq_enqueue(cl, &r, NULL), DQ_OK);
+    }
+    dq_stats s;
+    ck_assert_int_eq(dq_stats_get(cl, "delta", &s), DQ_OK);   /* looked at only */
+    char **v;
+    size_t n;
+    ck_assert_int_eq(dq_queues(cl, &v, &n), DQ_OK);
+    ck_assert_uint_eq(n, 3);
+    ck_assert_str_eq(v[0], "alpha");
+    ck_assert_str_eq(v[1], "beta");
+    ck_assert_str_eq(v[2], "gamma");
+    dq_strv_free(v, n);
+}
+END_TEST
+
+/* ---- the suite ---------------------------------------------------------- */
+
+Suite *client_suite(void)
+{
+    Suite *s = suite_create("client_admin");
+    TCase *tc = tcase(s, "operate", 20);
+    tcase_add_test(tc, requeue_one_dead_job);
+    tcase_add_test(tc, requeue_all_moves_more_than_a_batch);
+    tcase_add_test(tc, purge_one_and_all);
+    tcase_add_test(tc, stats_count_each_state);
+    tcase_add_test(tc, queues_are_listed_sorted);
+    return s;
+}
