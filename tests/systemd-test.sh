@@ -42,6 +42,7 @@ cgroup_name=delayq-systemd-test.$$
 work=
 unshare_pid=
 init=
+state=
 t_start=$(date +%s%N)
 
 say() { echo "systemd-test: $*"; }
@@ -95,7 +96,7 @@ step() {
 # the namespace), removes the cgroups its systemd made, then the work
 # directory.  Runs on every exit.
 cleanup() {
-    local rc=$? h i
+    local rc=$? h
     if [ -n "$init" ] && [ -d "/proc/$init" ]; then
         kill -KILL "$init" 2>/dev/null || true
     fi
@@ -106,7 +107,7 @@ cleanup() {
     fi
     # The namespace's processes die asynchronously: a cgroup can be removed
     # once they are gone.  At most 10 s.
-    for i in $(seq 50); do
+    for _ in $(seq 50); do
         for h in /sys/fs/cgroup/*/ /sys/fs/cgroup/; do
             if [ -d "$h$cgroup_name" ]; then
                 find "$h$cgroup_name" -depth -type d -exec rmdir {} + 2>/dev/null || true
@@ -197,8 +198,9 @@ tune_tree() {
         ln -sf /dev/null "$root/etc/systemd/system/$u"
     done
     mkdir -p "$root/root/debs/old" "$root/root/debs/new"
-    cp "$debs"/old/*.deb "$root/root/debs/old/" && cp "$debs"/new/*.deb "$root/root/debs/new/" \
-        || fail "cannot copy the packages from $debs into the tree"
+    if ! cp "$debs"/old/*.deb "$root/root/debs/old/" || ! cp "$debs"/new/*.deb "$root/root/debs/new/"; then
+        fail "cannot copy the packages from $debs into the tree"
+    fi
 }
 
 # The namespace's PID 1, before it becomes systemd: run by unshare, given
@@ -225,8 +227,22 @@ exec /lib/systemd/systemd
 EOF
 }
 
+# True once unshare has forked the namespace's PID 1; sets init to its
+# host pid.  (A /proc file's size is 0: read it, no test -s.)
+ns_init_known() {
+    init=$(cat "/proc/$unshare_pid/task/$unshare_pid/children" 2>/dev/null) || init=
+    init=${init%% *}
+    [ -n "$init" ]
+}
+
+# True once the booted systemd has finished starting up; sets state.
+system_up() {
+    state=$(in_ns systemctl is-system-running 2>/dev/null) || true
+    [ "$state" = running ] || [ "$state" = degraded ]
+}
+
 boot() {
-    local h state
+    local h
     boot_script >"$work/boot.sh"
     (
         # A cgroup of our own in every hierarchy (cpuset needs settings
@@ -242,17 +258,7 @@ boot() {
             /bin/bash "$work/boot.sh" "$root"
     ) >"$work/boot.log" 2>&1 &
     unshare_pid=$!
-    # (A /proc file's size is 0: read it.)
-    ns_init_known() {
-        init=$(cat "/proc/$unshare_pid/task/$unshare_pid/children" 2>/dev/null) || init=
-        init=${init%% *}
-        [ -n "$init" ]
-    }
     wait_until 10 "unshare started the namespace's PID 1" ns_init_known
-    system_up() {
-        state=$(in_ns systemctl is-system-running 2>/dev/null) || true
-        [ "$state" = running ] || [ "$state" = degraded ]
-    }
     wait_until 60 "systemd booted (is-system-running: running or degraded)" system_up
     [ "$state" = running ] \
         || fail "systemd booted $state: $(in_ns systemctl --failed --no-legend --plain | tr '\n' ' ')"
@@ -344,15 +350,18 @@ start_service() {
     [ "$(in_ns systemctl show -P ActiveState delayqd)" = active ] \
         || fail "delayqd is not active once systemctl start returned"
     [ "$(in_ns systemctl show -P Type delayqd)" = notify ] || fail "delayqd.service is not Type=notify"
+    in_ns journalctl --no-pager -u delayqd | grep -q 'ready: every worker is connected and claiming' \
+        || fail "the journal has no 'ready' line from delayqd"
     job_runs st start
+}
+
+hardening_ran() {
+    in_ns redis-cli -h 127.0.0.1 --raw LRANGE "$done_key" 0 -1 | grep -q '^hardening '
 }
 
 exec_hardening() {
     local line
     enqueue st hardening
-    hardening_ran() {
-        in_ns redis-cli -h 127.0.0.1 --raw LRANGE "$done_key" 0 -1 | grep -q '^hardening '
-    }
     wait_until 15 "the hardening probe job ran" hardening_ran
     line=$(in_ns redis-cli -h 127.0.0.1 --raw LRANGE "$done_key" 0 -1 | grep '^hardening ')
     for want in user=delayq nnp=1 capeff=0000000000000000 etc_writable=no host_tmp_visible=no; do
@@ -387,8 +396,10 @@ reload_broken() {
 }
 
 # A short watchdog in a drop-in, as an admin would add one; the unit's
-# 30 s (and its 45 s TimeoutStopSec, which bounds the abort of a stopped
-# process) would make this step take over a minute.
+# WatchdogSec=30s and RestartSec=5s would make this step take over 30 s.
+# (On a timeout systemd sends SIGABRT, then SIGCONT, so even a stopped
+# supervisor dies of the SIGABRT; TimeoutAbortSec only bounds a daemon that
+# would catch it.)
 watchdog_dropin() {
     mkdir -p "$root/etc/systemd/system/delayqd.service.d"
     printf '[Service]\nWatchdogSec=2s\nTimeoutAbortSec=2s\nRestartSec=1s\n' \
@@ -398,22 +409,27 @@ watchdog_dropin() {
     job_runs st watchdog-dropin
 }
 
+# True when delayqd is active with a MainPID other than $1.
+restarted() {
+    local p
+    p=$(main_pid)
+    [ "$p" != 0 ] && [ "$p" != "$1" ] && active
+}
+
 watchdog_kill() {
     local pid restarts
     pid=$(main_pid)
     restarts=$(in_ns systemctl show -P NRestarts delayqd)
     in_sh "kill -STOP $pid"
-    restarted() {
-        local p
-        p=$(main_pid)
-        [ "$p" != 0 ] && [ "$p" != "$pid" ] && active
-    }
-    wait_until 30 "the watchdog restarted the stopped supervisor" restarted
+    wait_until 30 "the watchdog restarted the stopped supervisor" restarted "$pid"
     [ "$(in_ns systemctl show -P NRestarts delayqd)" -gt "$restarts" ] \
         || fail "NRestarts did not grow"
-    in_ns journalctl --no-pager -u delayqd | grep -q 'Watchdog timeout' \
+    in_ns journalctl --no-pager -u delayqd -o cat >"$work/watchdog.journal"
+    grep -q 'Watchdog timeout' "$work/watchdog.journal" \
         || fail "the journal has no 'Watchdog timeout' for delayqd"
-    [ ! -d "/proc/$pid" ] || in_sh "[ ! -d /proc/$pid ]" || fail "the stopped supervisor $pid still exists"
+    say "systemd said: $(grep -E 'Watchdog timeout|Killing process|timed out|Main process exited|Scheduled restart' \
+        "$work/watchdog.journal" | tail -n 6 | tr '\n' '|')"
+    in_sh "[ ! -d /proc/$pid ]" || fail "the stopped supervisor $pid still exists"
     job_runs st after-watchdog
 }
 
@@ -439,6 +455,11 @@ EOF
     job_runs second second st-second
 }
 
+# True once at least $1 of the jobs enqueued during the upgrade have run.
+upgrade_jobs_ran() {
+    [ "$(in_ns redis-cli -h 127.0.0.1 --raw LRANGE "$done_key" 0 -1 | grep -c '^up-')" -ge "$1" ]
+}
+
 # The upgrade, with both services running and jobs enqueued every 100 ms
 # throughout (payload: a sequence number and the enqueue time).  Asserted:
 # dpkg -i succeeds; the unit's ActiveState, sampled every 200 ms, is never
@@ -452,6 +473,7 @@ upgrade() {
     state_log=$work/states
     : >"$state_log"
     in_sh "rm -f /run/upgrade-producer.stop"
+    # shellcheck disable=SC2016 # expanded by the shell inside
     in_sh 'i=0; while [ ! -e /run/upgrade-producer.stop ] && [ $i -lt 3000 ]; do
                delayq -H 127.0.0.1 -p 6379 --prefix st add -q st -t probe "up-$i enq=$(date +%s%N)" >/dev/null || exit 1
                i=$((i + 1)); sleep 0.1
@@ -477,10 +499,7 @@ upgrade() {
     kill "$sampler" 2>/dev/null || true
     wait "$sampler" 2>/dev/null || true
     n=$(in_ns cat /run/upgrade-producer.count)
-    all_ran() {
-        [ "$(in_ns redis-cli -h 127.0.0.1 --raw LRANGE "$done_key" 0 -1 | grep -c '^up-')" -ge "$n" ]
-    }
-    wait_until 30 "all $n jobs enqueued during the upgrade ran" all_ran
+    wait_until 30 "all $n jobs enqueued during the upgrade ran" upgrade_jobs_ran "$n"
     sleep 1
     in_ns redis-cli -h 127.0.0.1 --raw LRANGE "$done_key" 0 -1 | grep '^up-' >"$work/upgrade-jobs"
     ran=$(cut -d' ' -f1 "$work/upgrade-jobs" | sort -u | wc -l)
@@ -497,6 +516,7 @@ upgrade() {
     [ "$(main_pid)" != "$pid" ] || fail "the upgrade did not restart delayqd (MainPID $pid)"
     [ "$(main_pid delayqd@second)" != "$pid2" ] \
         || fail "the upgrade did not restart delayqd@second (MainPID $pid2)"
+    # shellcheck disable=SC2016 # a dpkg-query format
     [ "$(in_ns dpkg-query -W -f='${Version}' delayq)" = "$new_version" ] \
         || fail "delayq is not $new_version after the upgrade"
     [ "$(in_ns stat -c '%a %U:%G' "$conf")" = "640 root:delayq" ] \
