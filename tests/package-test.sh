@@ -3,7 +3,8 @@
 # run lintian on them, install them, check that every file is where
 # docs/operations.md says and that the daemon accepts its configuration,
 # upgrade them to a rebuild of a higher version (VERSION+test1, whose
-# configuration file differs, as a release's may), check the upgrade, then
+# configuration file differs, as a release's may; the installed one is
+# deleted first and restored by the upgrade), check the upgrade, then
 # purge them and check that nothing is left.  Without systemd running, the
 # service itself is not started here: tests/systemd-test.sh runs the same
 # packages, upgrade included, under Debian's systemd.
@@ -132,7 +133,7 @@ done
 
 # The upgrade: a higher version from the same build (-nc: the compiled
 # tree is reused, only the packages are made again), with one more line in
-# the configuration file so that dpkg replaces the conffile on upgrade.
+# the configuration file, to tell which version's file is installed.
 new_version=$version+test1
 {
     printf 'delayq (%s) unstable; urgency=medium\n\n  * Upgrade test build.\n\n' "$new_version"
@@ -323,15 +324,20 @@ grep -q "deb-systemd-invoke try-restart 'delayqd.service'" "$info/delayq.postins
 if grep -q 'deb-systemd-invoke start' "$info/delayq.postinst"; then
     fail "the postinst starts the daemon (the shipped configuration is an example)"
 fi
+# dpkg keeps the mode of a conffile it replaces; one it installs anew (as
+# --force-confmiss does for a deleted one) comes 0644 from the package, and
+# the postinst must make it 0640 again on this upgrade too.
+rm /etc/delayq/delayqd.conf
 apt-get install -y -qq --no-install-recommends -o Dpkg::Options::=--force-confdef \
-    -o Dpkg::Options::=--force-confold "${new_debs[@]}" >"$work/upgrade.log" 2>&1 \
+    -o Dpkg::Options::=--force-confold -o Dpkg::Options::=--force-confmiss \
+    "${new_debs[@]}" >"$work/upgrade.log" 2>&1 \
     || { cat "$work/upgrade.log" >&2; fail "upgrading to $new_version failed"; }
 for p in "${packages[@]}"; do
     v=$(dpkg-query -W -f='${Version} ${db:Status-Status}' "$p")
     [ "$v" = "$new_version installed" ] || fail "after the upgrade, $p is '$v'"
 done
 grep -q "upgrade test build $new_version" /etc/delayq/delayqd.conf \
-    || fail "the upgrade did not replace the unchanged /etc/delayq/delayqd.conf"
+    || fail "the upgrade did not restore /etc/delayq/delayqd.conf from $new_version"
 perm=$(stat -c '%a %U:%G' /etc/delayq/delayqd.conf)
 [ "$perm" = "640 root:delayq" ] \
     || fail "after the upgrade, /etc/delayq/delayqd.conf is $perm, expected 640 root:delayq"
@@ -339,7 +345,7 @@ perm=$(stat -c '%a %U:%G' /etc/delayq/delayqd.conf)
     || fail "delayqd.service is no longer enabled after the upgrade"
 /usr/sbin/delayqd -t -c /etc/delayq/delayqd.conf \
     || fail "delayqd -t rejects the configuration after the upgrade"
-say "upgrade to $new_version: installed, configuration replaced and 640 root:delayq, still enabled"
+say "upgrade to $new_version: installed, configuration restored and 640 root:delayq, still enabled"
 
 # ---- purge ----------------------------------------------------------------------
 if [ "$keep" = 1 ]; then
