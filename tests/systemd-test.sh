@@ -107,7 +107,7 @@ cleanup() {
     fi
     # The namespace's processes die asynchronously: a cgroup can be removed
     # once they are gone.  At most 10 s.
-    for _ in $(seq 50); do
+    for _ in {1..50}; do
         for h in /sys/fs/cgroup/*/ /sys/fs/cgroup/; do
             if [ -d "$h$cgroup_name" ]; then
                 find "$h$cgroup_name" -depth -type d -exec rmdir {} + 2>/dev/null || true
@@ -427,8 +427,8 @@ watchdog_kill() {
     in_ns journalctl --no-pager -u delayqd -o cat >"$work/watchdog.journal"
     grep -q 'Watchdog timeout' "$work/watchdog.journal" \
         || fail "the journal has no 'Watchdog timeout' for delayqd"
-    say "systemd said: $(grep -E 'Watchdog timeout|Killing process|timed out|Main process exited|Scheduled restart' \
-        "$work/watchdog.journal" | tail -n 6 | tr '\n' '|')"
+    say "systemd said: $(grep -E 'Watchdog timeout|Main process exited|Scheduled restart' \
+        "$work/watchdog.journal" | tail -n 3 | sed 's/^delayqd.service: //' | tr '\n' '|')"
     in_sh "[ ! -d /proc/$pid ]" || fail "the stopped supervisor $pid still exists"
     job_runs st after-watchdog
 }
