@@ -40,6 +40,7 @@ debs=${SYSTEMD_TEST_DEBS:-}
 include=(systemd systemd-sysv dbus redis-server adduser procps libhiredis0.14 libevent-2.1-7 libconfig9)
 cgroup_name=delayq-systemd-test.$$
 work=
+own_debs=
 unshare_pid=
 init=
 state=
@@ -122,6 +123,9 @@ cleanup() {
     if ls -d /sys/fs/cgroup/*/"$cgroup_name" /sys/fs/cgroup/"$cgroup_name" >/dev/null 2>&1; then
         echo "systemd-test: could not remove the cgroups /sys/fs/cgroup/*/$cgroup_name" >&2
     fi
+    if [ -n "$own_debs" ]; then
+        rm -rf "$own_debs"
+    fi
     if [ -n "$work" ]; then
         if [ -n "$init" ] && [ -d "/proc/$init" ]; then
             echo "systemd-test: the namespace's PID 1 ($init) is still alive: kept $work" >&2
@@ -144,6 +148,7 @@ unshare --pid --mount --uts --ipc --net --cgroup --fork true 2>/dev/null \
 [ -d /sys/fs/cgroup ] || skip "no cgroup file system at /sys/fs/cgroup"
 if [ -z "$debs" ]; then
     debs=$(mktemp -d /tmp/delayq-systemd-debs.XXXXXX)
+    own_debs=$debs
     say "no SYSTEMD_TEST_DEBS: building the packages with tests/package-test.sh"
     PACKAGE_TEST_DEBS=$debs "$top/tests/package-test.sh" || fail "tests/package-test.sh failed"
 fi
