@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
 # package-test.sh: build the Debian packages from a clean copy of this tree,
 # run lintian on them, install them, check that every file is where
-# docs/operations.md says and that the daemon accepts its configuration, then
-# purge them and check that nothing is left.
+# docs/operations.md says and that the daemon accepts its configuration,
+# upgrade them to a rebuild of a higher version (VERSION+test1, whose
+# configuration file differs, as a release's may; the installed one is
+# deleted first and restored by the upgrade), check the upgrade, then
+# purge them and check that nothing is left.  Without systemd running, the
+# service itself is not started here: tests/systemd-test.sh runs the same
+# packages, upgrade included, under Debian's systemd.
 #
 # Run as root on Debian 12, with the build dependencies of debian/control
 # (those marked <!nocheck> excepted: the packages are built with nocheck) and
@@ -11,12 +16,15 @@
 #   sudo tests/package-test.sh
 #
 # PACKAGE_TEST_KEEP=1 keeps the work directory and leaves the packages
-# installed.  Exits 0 when every check passes, else 1 with a line saying
+# installed.  PACKAGE_TEST_DEBS=DIR copies the packages built into DIR/old
+# (the changelog's version) and DIR/new (the higher one), for
+# tests/systemd-test.sh.  Exits 0 when every check passes, else 1 with a line saying
 # what is wrong.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 keep=${PACKAGE_TEST_KEEP:-0}
+debs_out=${PACKAGE_TEST_DEBS:-}
 packages=(delayq libdelayq1 libdelayq-dev)
 installed_by_us=0
 work=
@@ -99,20 +107,52 @@ say "building delayq $version from a copy of $top in $work"
 export DEB_BUILD_OPTIONS="nocheck${DEB_BUILD_OPTIONS:+ $DEB_BUILD_OPTIONS}"
 export DEB_BUILD_PROFILES=nocheck
 (cd "$src" && dpkg-checkbuilddeps) || fail "build dependencies missing (see above)"
-if ! (cd "$src" && dpkg-buildpackage -us -uc -b -Jauto) >"$work/build.log" 2>&1; then
-    tail -n 60 "$work/build.log" >&2
-    keep=1
-    fail "dpkg-buildpackage failed; the log is $work/build.log"
-fi
-debs=()
-for p in "${packages[@]}"; do
-    deb=$work/${p}_${version}_${arch}.deb
-    [ -f "$deb" ] || fail "dpkg-buildpackage made no $(basename "$deb")"
-    debs+=("$deb")
-done
+
+# Runs dpkg-buildpackage in the copy (extra arguments passed on) and sets
+# built_debs to the packages of version $1 it made in $work.
+build_debs() {
+    local v=$1 p deb
+    shift
+    if ! (cd "$src" && dpkg-buildpackage -us -uc -b -Jauto "$@") >"$work/build-$v.log" 2>&1; then
+        tail -n 60 "$work/build-$v.log" >&2
+        keep=1
+        fail "dpkg-buildpackage of $v failed; the log is $work/build-$v.log"
+    fi
+    built_debs=()
+    for p in "${packages[@]}"; do
+        deb=$work/${p}_${v}_${arch}.deb
+        [ -f "$deb" ] || fail "dpkg-buildpackage made no $(basename "$deb")"
+        built_debs+=("$deb")
+    done
+}
+build_debs "$version"
+debs=("${built_debs[@]}")
 for deb in "${debs[@]}"; do
     say "$(basename "$deb"): $(dpkg-deb -c "$deb" | grep -vc '/$') files"
 done
+
+# The upgrade: a higher version from the same build (-nc: the compiled
+# tree is reused, only the packages are made again), with one more line in
+# the configuration file, to tell which version's file is installed.
+new_version=$version+test1
+{
+    printf 'delayq (%s) unstable; urgency=medium\n\n  * Upgrade test build.\n\n' "$new_version"
+    printf ' -- %s  %s\n\n' "$(dpkg-parsechangelog -l "$src/debian/changelog" -S Maintainer)" \
+        "$(date -R)"
+    cat "$src/debian/changelog"
+} >"$src/debian/changelog.new"
+mv "$src/debian/changelog.new" "$src/debian/changelog"
+printf '\n# (upgrade test build %s)\n' "$new_version" >>"$src/etc/delayqd.conf"
+build_debs "$new_version" -nc
+new_debs=("${built_debs[@]}")
+say "built the upgrade test packages, version $new_version"
+if [ -n "$debs_out" ]; then
+    mkdir -p "$debs_out/old" "$debs_out/new"
+    rm -f "$debs_out"/old/*.deb "$debs_out"/new/*.deb
+    cp "${debs[@]}" "$debs_out/old/"
+    cp "${new_debs[@]}" "$debs_out/new/"
+    say "copied the packages to $debs_out/old ($version) and $debs_out/new ($new_version)"
+fi
 
 # ---- lintian ----------------------------------------------------------------
 if command -v lintian >/dev/null; then
@@ -270,6 +310,42 @@ else
         say "units: systemd-analyze verify accepts them"
     fi
 fi
+
+# ---- upgrade ------------------------------------------------------------------
+# The maintainer scripts dh_installsystemd generated (--no-start
+# --restart-after-upgrade): nothing stops the daemon before an upgrade, and
+# the postinst try-restarts it (no start on a first install).
+info=/var/lib/dpkg/info
+if [ -f "$info/delayq.preinst" ] && grep -q 'deb-systemd-invoke stop' "$info/delayq.preinst"; then
+    fail "the preinst stops the daemon before an upgrade: $(grep -n 'deb-systemd-invoke' "$info/delayq.preinst")"
+fi
+grep -q "deb-systemd-invoke try-restart 'delayqd.service'" "$info/delayq.postinst" \
+    || fail "the postinst does not try-restart delayqd.service on upgrade"
+if grep -q 'deb-systemd-invoke start' "$info/delayq.postinst"; then
+    fail "the postinst starts the daemon (the shipped configuration is an example)"
+fi
+# dpkg keeps the mode of a conffile it replaces; one it installs anew (as
+# --force-confmiss does for a deleted one) comes 0644 from the package, and
+# the postinst must make it 0640 again on this upgrade too.
+rm /etc/delayq/delayqd.conf
+apt-get install -y -qq --no-install-recommends -o Dpkg::Options::=--force-confdef \
+    -o Dpkg::Options::=--force-confold -o Dpkg::Options::=--force-confmiss \
+    "${new_debs[@]}" >"$work/upgrade.log" 2>&1 \
+    || { cat "$work/upgrade.log" >&2; fail "upgrading to $new_version failed"; }
+for p in "${packages[@]}"; do
+    v=$(dpkg-query -W -f='${Version} ${db:Status-Status}' "$p")
+    [ "$v" = "$new_version installed" ] || fail "after the upgrade, $p is '$v'"
+done
+grep -q "upgrade test build $new_version" /etc/delayq/delayqd.conf \
+    || fail "the upgrade did not restore /etc/delayq/delayqd.conf from $new_version"
+perm=$(stat -c '%a %U:%G' /etc/delayq/delayqd.conf)
+[ "$perm" = "640 root:delayq" ] \
+    || fail "after the upgrade, /etc/delayq/delayqd.conf is $perm, expected 640 root:delayq"
+[ -L /etc/systemd/system/multi-user.target.wants/delayqd.service ] \
+    || fail "delayqd.service is no longer enabled after the upgrade"
+/usr/sbin/delayqd -t -c /etc/delayq/delayqd.conf \
+    || fail "delayqd -t rejects the configuration after the upgrade"
+say "upgrade to $new_version: installed, configuration restored and 640 root:delayq, still enabled"
 
 # ---- purge ----------------------------------------------------------------------
 if [ "$keep" = 1 ]; then
