@@ -1,0 +1,29 @@
+#!/bin/sh
+# No two modules of src/ depend on each other, directly or round a loop:
+# a module (src/DIR/NAME.c) depends on another when its object uses a
+# symbol the other defines.  Read off the built objects with nm, so that a
+# call through a forward declaration counts as much as an #include; tsort
+# names any loop.
+set -u
+command -v nm >/dev/null 2>&1 || { echo "nm is not installed: skipping" >&2; exit 77; }
+objs=$(find src -name '*.o' ! -name 'tests_*' 2>/dev/null)
+[ -n "$objs" ] || { echo "no objects under src/: build first" >&2; exit 99; }
+# "MODULE KIND SYMBOL" for every defined (T/D/B/R) and undefined (U) symbol;
+# MODULE is the object's directory (without .libs) and source name.
+table=$(for o in $objs; do
+    m=$(printf '%s\n' "$o" | sed -E 's|/\.libs/|/|; s|/[a-z_]+_la-|/|; s|/delayqd?-|/|; s|\.o$||')
+    nm "$o" | awk -v m="$m" 'NF == 3 && $2 ~ /^[TDBR]$/ { print m, "D", $3 }
+                            NF == 2 && $1 == "U" { print m, "U", $2 }'
+done | sort -u)
+pairs=$(printf '%s\n' "$table" | awk '
+    $2 == "D" { def[$3] = $1; next }
+    { use[NR] = $1 " " $3 }
+    END { for (i in use) { split(use[i], u, " ");
+              if ((u[2] in def) && def[u[2]] != u[1]) print u[1], def[u[2]] } }' | sort -u)
+npairs=$(printf '%s\n' "$pairs" | grep -c .)
+if ! out=$(printf '%s\n' "$pairs" | tsort 2>&1 >/dev/null) || [ -n "$out" ]; then
+    echo "modules depend on each other in a loop:"
+    echo "$out"
+    exit 1
+fi
+echo "module dependencies: $npairs, no loop"
