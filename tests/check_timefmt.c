@@ -131,6 +131,18 @@ START_TEST(durations_print_short)
 }
 END_TEST
 
+/* A record's times come from Redis and may be anything: one before 1970
+ * prints as the second before plus a positive fraction. */
+START_TEST(times_before_1970_print_whole)
+{
+    char buf[40];
+    timefmt_iso(buf, sizeof buf, -250);
+    ck_assert_str_eq(buf, "1969-12-31T23:59:59.750Z");
+    timefmt_iso(buf, sizeof buf, -1000);
+    ck_assert_str_eq(buf, "1969-12-31T23:59:59.000Z");
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("timefmt");
@@ -143,5 +155,6 @@ int main(void)
     tcase_add_test(tc, iso8601_without_zone_is_local_time);
     tcase_add_test(tc, bad_times_are_refused);
     tcase_add_test(tc, durations_print_short);
+    tcase_add_test(tc, times_before_1970_print_whole);
     return fixture_run_suite(s);
 }

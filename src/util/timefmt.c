@@ -204,12 +204,20 @@ void timefmt_duration(char *buf, size_t len, int64_t ms)
         snprintf(buf, len, "%s%lldd %lldh", sign, (long long)d, (long long)(h % 24));
 }
 
+/* Seconds and milliseconds rounded down: a time before 1970 is the second
+ * before it plus 0..999 ms, not a negative fraction (which C's division
+ * gives, and which printed as "...:59.-250Z"). */
 void timefmt_iso(char *buf, size_t len, int64_t ms)
 {
-    time_t t = (time_t)(ms / 1000);
+    int64_t sec = ms / 1000, frac = ms % 1000;
+    if (frac < 0) {
+        sec--;
+        frac += 1000;
+    }
+    time_t t = (time_t)sec;
     struct tm tm;
-    gmtime_r(&t, &tm);
     char base[32];
-    strftime(base, sizeof base, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(buf, len, "%s.%03lldZ", base, (long long)(ms % 1000));
+    if (!gmtime_r(&t, &tm) || !strftime(base, sizeof base, "%Y-%m-%dT%H:%M:%S", &tm))
+        snprintf(base, sizeof base, "@%lld", (long long)sec);
+    snprintf(buf, len, "%s.%03lldZ", base, (long long)frac);
 }
