@@ -143,6 +143,17 @@ START_TEST(times_before_1970_print_whole)
 }
 END_TEST
 
+/* Durations from Redis may be any int64, the smallest included. */
+START_TEST(extreme_durations_print)
+{
+    char buf[40];
+    timefmt_duration(buf, sizeof buf, INT64_MIN);
+    ck_assert_str_eq(buf, "-106751991167d 7h");
+    timefmt_duration(buf, sizeof buf, -1500);
+    ck_assert_str_eq(buf, "-1.5s");
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("timefmt");
@@ -156,5 +167,6 @@ int main(void)
     tcase_add_test(tc, bad_times_are_refused);
     tcase_add_test(tc, durations_print_short);
     tcase_add_test(tc, times_before_1970_print_whole);
+    tcase_add_test(tc, extreme_durations_print);
     return fixture_run_suite(s);
 }

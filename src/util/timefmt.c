@@ -186,22 +186,23 @@ int timefmt_parse_time(const char *s, int64_t *ms, const char **why)
     return parse_iso(s, ms, why);
 }
 
+/* The magnitude is taken unsigned: the value may come from Redis, and the
+ * negation of INT64_MIN does not fit an int64_t. */
 void timefmt_duration(char *buf, size_t len, int64_t ms)
 {
     const char *sign = ms < 0 ? "-" : "";
-    if (ms < 0)
-        ms = -ms;
-    int64_t s = ms / 1000, m = s / 60, h = m / 60, d = h / 24;
-    if (ms < 1000)
-        snprintf(buf, len, "%s%lldms", sign, (long long)ms);
+    uint64_t abs_ms = ms < 0 ? -(uint64_t)ms : (uint64_t)ms;
+    unsigned long long s = abs_ms / 1000, m = s / 60, h = m / 60, d = h / 24;
+    if (abs_ms < 1000)
+        snprintf(buf, len, "%s%llums", sign, (unsigned long long)abs_ms);
     else if (s < 60)
-        snprintf(buf, len, "%s%lld.%llds", sign, (long long)s, (long long)(ms % 1000 / 100));
+        snprintf(buf, len, "%s%llu.%llus", sign, s, (unsigned long long)(abs_ms % 1000 / 100));
     else if (m < 60)
-        snprintf(buf, len, "%s%lldm %llds", sign, (long long)m, (long long)(s % 60));
+        snprintf(buf, len, "%s%llum %llus", sign, m, s % 60);
     else if (h < 24)
-        snprintf(buf, len, "%s%lldh %lldm", sign, (long long)h, (long long)(m % 60));
+        snprintf(buf, len, "%s%lluh %llum", sign, h, m % 60);
     else
-        snprintf(buf, len, "%s%lldd %lldh", sign, (long long)d, (long long)(h % 24));
+        snprintf(buf, len, "%s%llud %lluh", sign, d, h % 24);
 }
 
 /* Seconds and milliseconds rounded down: a time before 1970 is the second
