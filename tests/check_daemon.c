@@ -535,6 +535,17 @@ START_TEST(config_unknown_key_is_refused)
 }
 END_TEST
 
+/* A group given as a list or a number: refused by name, not a crash
+ * (a list's elements have no names) and not silently taken as empty. */
+START_TEST(config_group_of_another_type_is_refused)
+{
+    write_small_conf("3s", "testhandler.so", "1s", "log = ( 1 );");
+    assert_refused(5, "log: expected a group");
+    write_small_conf("3s", "testhandler.so", "1s", "reaper = 5;");
+    assert_refused(5, "reaper: expected a group");
+}
+END_TEST
+
 START_TEST(config_missing_handler_file_is_refused)
 {
     write_small_conf("3s", "nosuch.so", "1s", "");
@@ -627,6 +638,7 @@ int main(void)
     tcase_add_test(tc, config_check_warns_of_a_readable_password);
     tcase_add_test(tc, config_syntax_error_is_refused);
     tcase_add_test(tc, config_unknown_key_is_refused);
+    tcase_add_test(tc, config_group_of_another_type_is_refused);
     tcase_add_test(tc, config_missing_handler_file_is_refused);
     tcase_add_test(tc, config_wrong_abi_plugin_is_refused);
     tcase_add_test(tc, config_plugin_without_descriptor_is_refused);

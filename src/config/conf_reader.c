@@ -91,9 +91,16 @@ void conf_name(const config_setting_t *s, const char *prefix, char *buf, size_t 
         snprintf(buf, len, "%s[%d]", prefix, config_setting_index(s));
 }
 
+/* A `group` that is not one is refused too: a list's elements have no
+ * names (strcmp on NULL crashed `log = ( 1 );`), and a scalar would pass
+ * with every setting left out. */
 int conf_check_keys(struct conf_reader *r, const config_setting_t *group,
                     const char *prefix, const char *const *known)
 {
+    size_t plen = strlen(prefix);
+    if (!config_setting_is_group(group))    /* the prefix without its last '.' */
+        return conf_fail(r, group, "%.*s: expected a group { ... }",
+                         (int)(plen ? plen - 1 : 0), prefix);
     int n = config_setting_length(group);
     for (int i = 0; i < n; i++) {
         const config_setting_t *s = config_setting_get_elem(group, (unsigned)i);

@@ -51,7 +51,8 @@ void conf_name(const config_setting_t *s, const char *prefix, char *buf, size_t 
 
 /* Refuse a member of `group` whose name is not in `known` (NULL-ended):
  * "unknown setting 'PREFIXNAME'".  A misspelt setting would otherwise be
- * silently ignored. */
+ * silently ignored.  A `group` that is a list or a scalar is refused as
+ * "PREFIX: expected a group" (PREFIX without its last '.'). */
 int conf_check_keys(struct conf_reader *r, const config_setting_t *group,
                     const char *prefix, const char *const *known);
 
