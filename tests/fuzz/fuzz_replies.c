@@ -2,10 +2,13 @@
  * Fuzz target: the script-reply parsers (src/lib/proto.c).  The input is
  * what a Redis server sends (RESP), turned into redisReply trees by
  * hiredis's own reader exactly as a connection would; each reply is then
- * given to every reader of a script's reply.  A reply of the wrong shape
- * (a server with other scripts, a corrupt record) must be refused or read,
- * never crash or leak; what the readers accept must be complete (every
- * string of an accepted job present, NUL-terminated where promised).
+ * given to every reader of a script's reply: claim, show, stats and
+ * dead_list (with the record bodies a claim returns), fsck (whose replies
+ * accumulate), and the readers of counts and statuses.  A reply of the
+ * wrong shape (a server with other scripts, a corrupt record) must be
+ * refused or read, never crash or leak; what the readers accept must be
+ * complete (every string of an accepted job present, NUL-terminated where
+ * promised).
  */
 #include <hiredis/hiredis.h>
 #include <string.h>
@@ -80,8 +83,44 @@ static int has_huge_array(const uint8_t *data, size_t size)
     return 0;
 }
 
+/* fsck's replies accumulate: every reply of the input goes to one result,
+ * as the calls of one pass do. */
+static void fsck(const redisReply *r, dq_fsck_result *acc)
+{
+    char cursor[64];
+    size_t before = acc->n;
+    dq_status st = proto_fsck_reply(r, false, acc, cursor, sizeof cursor);
+    if (st == DQ_OK)
+        FUZZ_ASSERT(strlen(cursor) < sizeof cursor);
+    FUZZ_ASSERT(acc->n >= before);
+    for (size_t i = before; i < acc->n; i++)
+        FUZZ_ASSERT(acc->findings[i].key && acc->findings[i].id
+                    && acc->findings[i].expected);
+}
+
+/* The other scripts' replies: counts and statuses only. */
+static void the_others(const redisReply *r)
+{
+    dq_enqueued enq;
+    dq_fail_result fail;
+    dq_reap_result reap;
+    int64_t now, moved, remaining;
+    bool flags[16];
+    (void)proto_enqueue_reply(r, &enq);
+    (void)proto_fail_reply(r, &fail);
+    (void)proto_reap_reply(r, &reap);
+    (void)proto_cancel_reply(r);
+    (void)proto_count_reply(r, &moved, &remaining);
+    if (r->type == REDIS_REPLY_ARRAY && r->elements <= 16) {
+        (void)proto_ack_reply(r, r->elements, flags);
+        if (r->elements > 0)
+            (void)proto_renew_reply(r, r->elements - 1, &now, flags);
+    }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    dq_fsck_result acc = { 0 };
     if (has_huge_array(data, size))
         return 0;
     redisReader *reader = redisReaderCreate();
@@ -97,9 +136,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         show(reply);
         stats(reply);
         dead_list(reply);
+        fsck(reply, &acc);
+        the_others(reply);
         freeReplyObject(reply);
     }
 done:
+    dq_fsck_result_free(&acc);
     redisReaderFree(reader);
     return 0;
 }
