@@ -546,6 +546,15 @@ START_TEST(config_group_of_another_type_is_refused)
 }
 END_TEST
 
+/* A quoted value with a newline (a libconfig escape) keeps the message on
+ * one line. */
+START_TEST(config_value_with_newline_is_refused_on_one_line)
+{
+    write_small_conf("3s", "testhandler.so", "1s", "log = { target = \"sys\\nlog\"; };");
+    assert_refused(5, "log.target: 'sys?log' is not stderr or syslog");
+}
+END_TEST
+
 START_TEST(config_missing_handler_file_is_refused)
 {
     write_small_conf("3s", "nosuch.so", "1s", "");
@@ -639,6 +648,7 @@ int main(void)
     tcase_add_test(tc, config_syntax_error_is_refused);
     tcase_add_test(tc, config_unknown_key_is_refused);
     tcase_add_test(tc, config_group_of_another_type_is_refused);
+    tcase_add_test(tc, config_value_with_newline_is_refused_on_one_line);
     tcase_add_test(tc, config_missing_handler_file_is_refused);
     tcase_add_test(tc, config_wrong_abi_plugin_is_refused);
     tcase_add_test(tc, config_plugin_without_descriptor_is_refused);
