@@ -302,7 +302,13 @@ dq_status proto_claim_reply(const redisReply *r, dq_claim_result *out)
     memset(out, 0, sizeof *out);
     if (!is_array(r, 3))
         return DQ_ERR_REDIS;
-    size_t n = (size_t)elem_int(r, 2);
+    /* The count is compared with the elements there are before it is
+     * multiplied: 4 * 2^62 wraps to 0, and a reply of three elements
+     * claiming 2^62 jobs asked calloc for 2^62 of them. */
+    int64_t count = elem_int(r, 2);
+    if (count < 0 || (uint64_t)count > (r->elements - 3) / 4)
+        return DQ_ERR_REDIS;
+    size_t n = (size_t)count;
     if (r->elements != 3 + 4 * n)
         return DQ_ERR_REDIS;
     out->now_ms = elem_int(r, 0);

@@ -6,9 +6,10 @@
  * dead_list (with the record bodies a claim returns), fsck (whose replies
  * accumulate), and the readers of counts and statuses.  A reply of the
  * wrong shape (a server with other scripts, a corrupt record) must be
- * refused or read, never crash or leak; what the readers accept must be
- * complete (every string of an accepted job present, NUL-terminated where
- * promised).
+ * refused or read, never crash or leak, and never be taken for running
+ * out of memory (an input of a few kilobytes cannot need much); what the
+ * readers accept must be complete (every string of an accepted job
+ * present, NUL-terminated where promised).
  */
 #include <hiredis/hiredis.h>
 #include <string.h>
@@ -28,6 +29,7 @@ static void claim(const redisReply *r)
 {
     dq_claim_result out;
     dq_status st = proto_claim_reply(r, &out);
+    FUZZ_ASSERT(st != DQ_ERR_NOMEM);
     if (st == DQ_OK) {
         FUZZ_ASSERT(out.n == 0 || out.jobs);
         for (size_t i = 0; i < out.n; i++)
@@ -40,6 +42,7 @@ static void show(const redisReply *r)
 {
     dq_job_info out;
     dq_status st = proto_show_reply(r, &out);
+    FUZZ_ASSERT(st != DQ_ERR_NOMEM);
     if (st == DQ_OK)
         check_job(&out.job, 0);
     dq_job_info_free(&out);
@@ -55,6 +58,7 @@ static void dead_list(const redisReply *r)
 {
     dq_dead_page out;
     dq_status st = proto_dead_list_reply(r, &out);
+    FUZZ_ASSERT(st != DQ_ERR_NOMEM);
     if (st == DQ_OK)
         for (size_t i = 0; i < out.n; i++) {
             FUZZ_ASSERT(out.entries[i].id && out.entries[i].type
@@ -90,6 +94,7 @@ static void fsck(const redisReply *r, dq_fsck_result *acc)
     char cursor[64];
     size_t before = acc->n;
     dq_status st = proto_fsck_reply(r, false, acc, cursor, sizeof cursor);
+    FUZZ_ASSERT(st != DQ_ERR_NOMEM);
     if (st == DQ_OK)
         FUZZ_ASSERT(strlen(cursor) < sizeof cursor);
     FUZZ_ASSERT(acc->n >= before);
