@@ -23,6 +23,16 @@ void conf_reader_init(struct conf_reader *r, const char *path, char *err, size_t
         err[0] = '\0';
 }
 
+/* Messages quote the user's strings ('%s'), and a libconfig string may hold
+ * any byte ("\n" is an escape): make the message the one line promised, a
+ * '?' for each control character. */
+static void make_one_line(char *s)
+{
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7f)
+            *s = '?';
+}
+
 int conf_fail(struct conf_reader *r, const config_setting_t *s, const char *fmt, ...)
 {
     if (r->failed)
@@ -41,6 +51,7 @@ int conf_fail(struct conf_reader *r, const config_setting_t *s, const char *fmt,
         snprintf(r->err, r->errlen, "%s:%u: %s", file, line, msg);
     else
         snprintf(r->err, r->errlen, "%s: %s", file, msg);
+    make_one_line(r->err);
     return -1;
 }
 

@@ -29,8 +29,9 @@ void conf_reader_init(struct conf_reader *r, const char *path, char *err, size_t
 /*
  * Record a problem at setting `s`, as "FILE:LINE: message" (FILE the one
  * `s` was read from, else r->path), or at the file ("FILE: message") when
- * `s` is NULL or has no line.  Only the first problem is kept.  Returns -1,
- * so that readers can `return conf_fail(...)`.
+ * `s` is NULL or has no line.  Only the first problem is kept, on one
+ * line: a control character (a quoted value may hold "\n") shows as '?'.
+ * Returns -1, so that readers can `return conf_fail(...)`.
  */
 int conf_fail(struct conf_reader *r, const config_setting_t *s, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

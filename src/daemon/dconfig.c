@@ -316,16 +316,6 @@ static void check_consistency(struct conf_reader *r, struct daemon_conf *dc)
         conf_fail(r, NULL, "no queues configured (queues = ( { name = \"...\"; } );)");
 }
 
-/* Messages quote the user's strings ('%s'), and a libconfig string may hold
- * any byte ("\n" is an escape): make the message the one line promised, a
- * '?' for each control character. */
-static void make_one_line(char *s)
-{
-    for (; *s; s++)
-        if ((unsigned char)*s < 0x20 || *s == 0x7f)
-            *s = '?';
-}
-
 int dconfig_load(struct daemon_conf *dc, const char *path, char *err, size_t errlen)
 {
     memset(dc, 0, sizeof *dc);
@@ -370,7 +360,6 @@ int dconfig_load(struct daemon_conf *dc, const char *path, char *err, size_t err
         goto fail;
     return 0;
 fail:
-    make_one_line(err);
     dconfig_free(dc);
     return -1;
 }

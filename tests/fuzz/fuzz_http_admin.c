@@ -41,18 +41,22 @@ static struct {
     int routed;
 } ex;
 
-static int route_metrics(FILE *out, void *arg)
+static int route_metrics(FILE *out, struct http_admin_header *extra, void *arg)
 {
+    (void)extra;
     (void)arg;
     ex.routed++;
     fputs("# TYPE delayq_up gauge\ndelayq_up 1\n", out);
     return 200;
 }
 
-static int route_healthz(FILE *out, void *arg)
+/* With a header of its own, as the real routes add the figures' age. */
+static int route_healthz(FILE *out, struct http_admin_header *extra, void *arg)
 {
     (void)arg;
     ex.routed++;
+    snprintf(extra->name, sizeof extra->name, "X-Delayq-Stats-Age");
+    snprintf(extra->value, sizeof extra->value, "0.250");
     fputs("ok\n", out);
     return 200;
 }
