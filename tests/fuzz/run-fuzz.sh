@@ -34,14 +34,16 @@ fuzz_one() {
     local rc=$? execs corp outcome
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
     corp=$(grep -oE 'corp: [0-9]+/[0-9]+[bKM]?b?' "$log" | tail -n 1 | sed 's/corp: //')
+    corp=${corp:-?/?}
     if [ "$rc" = 0 ]; then
         outcome="no crash"
     else
         outcome="CRASH (exit $rc): $(grep -m1 -oE 'Test unit written to .*' "$log" \
             || echo "see $log")"
     fi
-    printf 'fuzz %-10s %10s executions in %ss, corpus %s inputs/bytes: %s\n' \
-        "$name" "${execs:-?}" "$seconds" "${corp:-?}" "$outcome" >"$work.result"
+    printf 'fuzz %-10s %10s executions in %ss, corpus %s inputs (%s): %s\n' \
+        "$name" "${execs:-?}" "$seconds" "${corp%%/*}" "${corp#*/}" "$outcome" \
+        >"$work.result"
     [ "$rc" = 0 ]
 }
 
