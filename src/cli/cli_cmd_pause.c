@@ -17,29 +17,31 @@ static int pause_opt(struct cli *cli, int opt, const char *arg, void *ctx)
     return 0;
 }
 
-/* The -q option, checked, and no operand. */
-static int pause_parse(struct cli *cli, const char **queue)
+/* The -q option, checked, and no operand: 0, or -1 with the exit code in
+ * *code (0 after --help). */
+static int pause_parse(struct cli *cli, const char **queue, int *code)
 {
     static const struct option longopts[] = {
         { "queue", required_argument, NULL, 'q' },
         { NULL, 0, NULL, 0 }
     };
-    int code;
-    if (cli_parse_opts(cli, "q:", longopts, pause_opt, queue, false, &code) < 0)
-        return code;
-    if ((code = cli_check_queue(cli, *queue)) != CLI_EXIT_OK)
-        return code;
-    if (cli_nargs(cli) > 0)
-        return cli_fail(cli, CLI_EXIT_USAGE, "unexpected argument '%s'", cli_arg(cli, 0));
-    return CLI_EXIT_OK;
+    if (cli_parse_opts(cli, "q:", longopts, pause_opt, queue, false, code) < 0)
+        return -1;
+    if ((*code = cli_check_queue(cli, *queue)) != CLI_EXIT_OK)
+        return -1;
+    if (cli_nargs(cli) > 0) {
+        *code = cli_fail(cli, CLI_EXIT_USAGE, "unexpected argument '%s'", cli_arg(cli, 0));
+        return -1;
+    }
+    return 0;
 }
 
 /* Run dq_pause or dq_resume and print what became of the queue. */
 static int pause_or_resume(struct cli *cli, bool pause)
 {
     const char *queue = NULL;
-    int code = pause_parse(cli, &queue);
-    if (code != CLI_EXIT_OK)
+    int code;
+    if (pause_parse(cli, &queue, &code) < 0)
         return code;
     struct cli_session s;
     code = cli_open_connected(cli, &s);

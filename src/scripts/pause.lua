@@ -1,7 +1,7 @@
 -- pause: stop the queue's claims until resume.  The meta hash's field
 -- `paused` holds the server time (ms) the pause began; while it exists
 -- the claim script hands out no job (it answers "paused").  Every worker
--- is told on the wake channel ("pause <since_ms>"), so that idle ones stop
+-- is told on the wake channel ("pause <now_ms>"), so that idle ones stop
 -- claiming and busy ones start no further job of the batch in hand.
 -- Pausing a paused queue keeps the first time (and tells the workers
 -- again).  A queue no job was ever enqueued to may be paused: its workers
@@ -18,5 +18,5 @@ if not since then
   since = now
   redis.call('HSET', KEYS[5], 'paused', format('%d', since))
 end
-if channel ~= '' then redis.call('PUBLISH', channel, format('pause %d', since)) end
+if channel ~= '' then redis.call('PUBLISH', channel, format('pause %d', now)) end
 return { now, since, was }
