@@ -1,5 +1,6 @@
 #include "daemon/wake.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,8 +14,9 @@ static bool read_ms(const char *msg, size_t from, size_t len, int64_t *ms)
     memcpy(buf, msg + from, n);
     buf[n] = '\0';
     char *end;
+    errno = 0;
     long long v = strtoll(buf, &end, 10);
-    if (*end || end == buf)
+    if (*end || end == buf || errno == ERANGE)
         return false;
     *ms = v;
     return true;

@@ -205,9 +205,8 @@ static void sleep_until_due(struct worker *w, int64_t due)
         drive(w);
 }
 
-/* The queue was paused or resumed (wake.h).  A sleeping worker sleeps
- * paused, or claims at once; a busy one starts no further job of its batch
- * (on_run), or claims when it is done. */
+/* One line when the pause state changes (not again for a reply or a
+ * message that repeats it). */
 static void log_pause_change(const struct worker *w, bool was_paused)
 {
     if (w->pause.paused != was_paused)
@@ -223,6 +222,9 @@ static void observe_pause(struct worker *w, bool paused, int64_t server_ms, int6
     log_pause_change(w, was);
 }
 
+/* The queue was paused or resumed (wake.h).  A sleeping worker sleeps
+ * paused, or claims at once; a busy one starts no further job of its batch
+ * (on_run), or claims when it is done. */
 static void on_pause_message(struct worker *w, bool paused, int64_t ms)
 {
     bool was = w->pause.paused;
