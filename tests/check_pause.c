@@ -257,6 +257,40 @@ START_TEST(restart_while_paused_stays_paused)
 }
 END_TEST
 
+/* ---- a lost resume message ------------------------------------------------- */
+
+/* The workers' subscriptions are cut and the queue resumed before they are
+ * made again (the reconnect waits 100 ms or more): the resume message is
+ * lost to them.  A worker reads the state when its subscription is back,
+ * so the job runs well before the 5 s poll would have found it. */
+START_TEST(resume_lost_while_unsubscribed_is_found)
+{
+    write_conf(2, 8, "3s", NULL);
+    h_start(&H, 2);
+    ck_assert_int_eq(dq_pause(H.c, H_QUEUE, NULL), DQ_OK);
+    ck_assert_int_eq(h_wait_log(&H, "paused: claiming no more jobs", 2, 5000), 2);
+    h_enqueue(&H, "held", NULL, "ok", 0, 0);
+    redisContext *rc = redisConnectUnix(H.fx.sock);
+    ck_assert_msg(rc && !rc->err, "cannot connect to %s", H.fx.sock);
+    redisReply *r = redisCommand(rc, "CLIENT KILL TYPE pubsub");
+    ck_assert_msg(r && r->type == REDIS_REPLY_INTEGER && r->integer >= 2, "CLIENT KILL: %s",
+                  r && r->type == REDIS_REPLY_ERROR ? r->str : "?");
+    freeReplyObject(r);
+    r = redisCommand(rc, "PUBSUB NUMSUB dq:{" H_QUEUE "}:wake");
+    ck_assert_msg(r && r->type == REDIS_REPLY_ARRAY && r->elements == 2, "PUBSUB NUMSUB");
+    long long subscribed = r->element[1]->integer;
+    freeReplyObject(r);
+    redisFree(rc);
+    int64_t t0 = tu_mono_ms();
+    ck_assert_int_eq(dq_resume(H.c, H_QUEUE, NULL), DQ_OK);
+    ck_assert_msg(h_wait_record(&H, "held", 1, 1, 4000) == 1, "not run; log:\n%s",
+                  h_log_tail(&H));
+    printf("a resume sent while %lld of 2 workers were subscribed: the job ran after "
+           "%lld ms\n", subscribed, (long long)(tu_mono_ms() - t0));
+    ck_assert_int_eq(h_stop(&H, 10000), 0);
+}
+END_TEST
+
 /* ---- what goes on while paused -------------------------------------------- */
 
 /* The reaper still returns an expired lease while paused (a consumer
@@ -412,6 +446,7 @@ int main(void)
     TCase *tc = fixture_tcase(s, "daemon", 90, NULL, NULL, setup, teardown);
     tcase_add_test(tc, pause_during_drain_stops_both_daemons);
     tcase_add_test(tc, restart_while_paused_stays_paused);
+    tcase_add_test(tc, resume_lost_while_unsubscribed_is_found);
     tcase_add_test(tc, reaper_returns_expired_leases_while_paused);
     tcase_add_test(tc, metrics_health_and_lateness);
     TCase *cli = fixture_tcase(s, "cli", 30, NULL, NULL, setup, teardown);
