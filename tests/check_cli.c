@@ -305,14 +305,24 @@ END_TEST
 /* ---- stats and dlq ------------------------------------------------------ */
 
 /* The row of `queue` in the stats table: delayed, due, processing, dead
- * and the text of the NEXT DUE column. */
-static void table_row(const char *out, const char *queue, long long v[4], char *next)
+ * and the text of the NEXT DUE column (`next`, 32 bytes) and of the PAUSED
+ * one (`paused`, 64 bytes; may be NULL): two spaces end the NEXT DUE. */
+static void table_row(const char *out, const char *queue, long long v[4], char *next,
+                      char *paused)
 {
-    char name[200];
+    char name[200], rest[128];
     for (const char *line = out; *line; line = strchr(line, '\n') + 1) {
-        if (sscanf(line, "%199s %lld %lld %lld %lld %31[^\n]", name, &v[0], &v[1],
-                   &v[2], &v[3], next) == 6 && strcmp(name, queue) == 0)
+        if (sscanf(line, "%199s %lld %lld %lld %lld %127[^\n]", name, &v[0], &v[1],
+                   &v[2], &v[3], rest) == 6 && strcmp(name, queue) == 0) {
+            char *gap = strstr(rest, "  ");
+            ck_assert_msg(gap, "no PAUSED column in: %s", line);
+            *gap = '\0';
+            snprintf(next, 32, "%s", rest);
+            gap += strspn(gap + 1, " ") + 1;
+            if (paused)
+                snprintf(paused, 64, "%s", gap);
             return;
+        }
         if (!strchr(line, '\n'))
             break;
     }
@@ -335,17 +345,17 @@ START_TEST(stats_table_and_json)
     ck_assert_msg(strstr(r->out, "DELAYED") && strstr(r->out, "NEXT DUE"), "%s", r->out);
     long long v[4];
     char next[32];
-    table_row(r->out, "alpha", v, next);
+    table_row(r->out, "alpha", v, next, NULL);
     ck_assert_int_eq(v[0], 2);
     ck_assert_int_eq(v[1], 0);
     ck_assert_msg(strncmp(next, "59m", 3) == 0, "alpha next due: %s", next);
-    table_row(r->out, "beta", v, next);
+    table_row(r->out, "beta", v, next, NULL);
     ck_assert_int_eq(v[1], 1);
     ck_assert_str_eq(next, "now");
-    table_row(r->out, "gamma", v, next);
+    table_row(r->out, "gamma", v, next, NULL);
     ck_assert_int_eq(v[0] + v[1] + v[2] + v[3], 0);
     ck_assert_str_eq(next, "-");
-    table_row(r->out, "delta", v, next);
+    table_row(r->out, "delta", v, next, NULL);
     ck_assert_int_eq(v[3], 2);
 
     r = CLI("stats", "--json");
@@ -354,7 +364,8 @@ START_TEST(stats_table_and_json)
     ck_assert_msg(strstr(r->out, "{\"queue\":\"alpha\",\"delayed\":2,\"due\":0,"), "%s", r->out);
     ck_assert_msg(strstr(r->out, "{\"queue\":\"beta\",\"delayed\":0,\"due\":1,"), "%s", r->out);
     ck_assert_msg(strstr(r->out, "\"queue\":\"gamma\",\"delayed\":0,\"due\":0,\"processing\":0,"
-                         "\"expired\":0,\"dead\":0,\"next_due_in_ms\":null}"), "%s", r->out);
+                         "\"expired\":0,\"dead\":0,\"next_due_in_ms\":null,\"paused\":false,"
+                         "\"paused_since_ms\":null}"), "%s", r->out);
     ck_assert_msg(strstr(r->out, "\"dead\":2"), "%s", r->out);
     long long next_ms = json_num(r->out, "next_due_in_ms"); /* alpha comes first */
     ck_assert_int_gt(next_ms, 3500000);

@@ -1,7 +1,7 @@
 /*
  * libdelayq against a real redis-server, operating
  * (src/lib/ops_admin.c): dq_requeue, dq_requeue_all, dq_purge, dq_purge_all,
- * dq_stats_get and dq_queues.
+ * dq_stats_get, dq_queues, and dq_pause, dq_resume, dq_paused.
  *
  * Fixtures, helpers and main() are in client_test.c.
  */
@@ -170,6 +170,70 @@ START_TEST(queues_are_listed_sorted)
 }
 END_TEST
 
+/* ---- pause and resume --------------------------------------------------- */
+
+/* While paused, a claim hands out nothing (and says nothing is delayed);
+ * enqueue, cancel and show work; resume hands the due jobs out again with
+ * their due times untouched.  Pause and resume report the pause's start. */
+START_TEST(pause_stops_claims_until_resume)
+{
+    int64_t since = 0;
+    ck_assert_int_eq(dq_paused(cl, Q, &since), DQ_OK);
+    ck_assert_int_eq(since, -1);
+    dq_enqueued due = enq("early", "x", 0, 0);
+    int64_t before = server_now();
+    ck_assert_int_eq(dq_pause(cl, Q, &since), DQ_OK);
+    ck_assert_int_ge(since, before);
+    ck_assert_int_le(since, server_now());
+    int64_t again = 0;
+    ck_assert_int_eq(dq_pause(cl, Q, &again), DQ_OK);       /* the first time kept */
+    ck_assert_int_eq(again, since);
+    int64_t state = 0;
+    ck_assert_int_eq(dq_paused(cl, Q, &state), DQ_OK);
+    ck_assert_int_eq(state, since);
+
+    enq("late", "y", 0, 0);
+    enq("gone", "z", 0, 0);
+    ck_assert_int_eq(dq_cancel(cl, Q, "gone"), DQ_OK);
+    dq_job_info info;
+    show("late", &info);
+    ck_assert_int_eq(info.state, DQ_STATE_DELAYED);
+    dq_job_info_free(&info);
+    dq_claim_result res;
+    claim_n(10, 30000, 0, &res);
+    ck_assert_int_eq(res.next_due_in_ms, -1);
+    dq_claim_result_free(&res);
+    ck_assert_int_eq(stats().due, 2);
+
+    int64_t was = 0;
+    ck_assert_int_eq(dq_resume(cl, Q, &was), DQ_OK);
+    ck_assert_int_eq(was, since);
+    ck_assert_int_eq(dq_resume(cl, Q, &was), DQ_OK);        /* not paused: no change */
+    ck_assert_int_eq(was, -1);
+    claim_n(10, 30000, 2, &res);
+    ck_assert_str_eq(res.jobs[0].id, "early");
+    ck_assert_int_eq(res.jobs[0].due_ms, due.due_ms);
+    dq_claim_result_free(&res);
+}
+END_TEST
+
+/* A queue never used can be paused (before its first deploy), and the
+ * names are checked as everywhere. */
+START_TEST(pause_unused_queue_and_bad_names)
+{
+    int64_t since = 0;
+    ck_assert_int_eq(dq_pause(cl, "fresh", &since), DQ_OK);
+    ck_assert_int_gt(since, 0);
+    ck_assert_int_eq(dq_paused(cl, "fresh", &since), DQ_OK);
+    ck_assert_int_gt(since, 0);
+    ck_assert_int_eq(dq_pause(cl, "", NULL), DQ_ERR_INVALID);
+    ck_assert_int_eq(dq_resume(cl, "a b", NULL), DQ_ERR_INVALID);
+    ck_assert_int_eq(dq_paused(cl, "x{y}", &since), DQ_ERR_INVALID);
+    ck_assert_int_eq(dq_paused(cl, "fresh", NULL), DQ_ERR_INVALID);
+    ck_assert_int_eq(dq_resume(cl, "fresh", NULL), DQ_OK);
+}
+END_TEST
+
 /* ---- the suite ---------------------------------------------------------- */
 
 Suite *client_suite(void)
@@ -181,5 +245,7 @@ Suite *client_suite(void)
     tcase_add_test(tc, purge_one_and_all);
     tcase_add_test(tc, stats_count_each_state);
     tcase_add_test(tc, queues_are_listed_sorted);
+    tcase_add_test(tc, pause_stops_claims_until_resume);
+    tcase_add_test(tc, pause_unused_queue_and_bad_names);
     return s;
 }

@@ -123,10 +123,11 @@ void h_write_conf(const struct harness *h, const struct h_conf *hc)
              "handlers = ( %s );\n"
              "reaper = { interval = \"%s\"; batch = 100; };\n"
              "shutdown_timeout = \"%s\";\n"
-             "log = { level = \"%s\"; target = \"stderr\"; };\n",
+             "log = { level = \"%s\"; target = \"stderr\"; };\n%s",
              h->fx.sock, h->handler_dir, hc->workers, hc->lease, hc->batch,
              hc->max_attempts, hc->backoff_base, hc->backoff_cap, hc->jitter, hs,
-             hc->reaper_interval, hc->shutdown_timeout, hc->log_level);
+             hc->reaper_interval, hc->shutdown_timeout, hc->log_level,
+             hc->extra ? hc->extra : "");
     h_write_file(h->conf, text);
 }
 

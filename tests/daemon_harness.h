@@ -47,6 +47,7 @@ struct h_conf {
     /* The text inside handlers = ( ... ); NULL: type "*" to the test
      * handler, timeout "1s", recording (see h_handler). */
     const char *handlers;
+    const char *extra;          /* NULL, or text appended to the file */
 };
 
 void h_conf_defaults(struct h_conf *hc);

@@ -170,6 +170,7 @@ typedef struct dq_claim_result {
 
 /*
  * Take up to `max` (1..DQ_CLAIM_MAX) due jobs, each leased for `lease_ms`.
+ * A paused queue (dq_pause) gives none, with next_due_in_ms -1.
  * Free the result with dq_claim_result_free, also after a failure.
  */
 dq_status dq_claim(dq_client *c, const char *queue, int max, int64_t lease_ms,
@@ -311,6 +312,29 @@ dq_status dq_requeue_all(dq_client *c, const char *queue, int64_t *moved);
 dq_status dq_purge(dq_client *c, const char *queue, const char *id);
 /* Delete every dead job; *deleted (may be NULL) counts them. */
 dq_status dq_purge_all(dq_client *c, const char *queue, int64_t *deleted);
+
+/* ---- Pausing ------------------------------------------------------------ */
+
+/*
+ * Pause `queue`: from the moment the call returns no claim hands out a job
+ * (dq_claim returns none, next_due_in_ms -1), on every host using this
+ * Redis; delayqd's workers stop starting jobs within about 100 ms, jobs
+ * already running finish.  Enqueue, cancel, show, the dead-letter calls and
+ * the reaper go on as usual.  The state is kept in Redis until dq_resume.
+ * A queue that has never been used may be paused (its workers start
+ * paused).  *since_ms (may be NULL) receives when the pause began, on the
+ * server's clock: an earlier time when the queue was paused already.
+ */
+dq_status dq_pause(dq_client *c, const char *queue, int64_t *since_ms);
+
+/* Undo dq_pause: claims hand out due jobs again at once; lateness is still
+ * measured from each job's due time.  *since_ms (may be NULL) receives when
+ * the pause had begun, -1 when the queue was not paused (nothing changes). */
+dq_status dq_resume(dq_client *c, const char *queue, int64_t *since_ms);
+
+/* Whether `queue` is paused: *since_ms receives when the pause began, on
+ * the server's clock, or -1 when it is not paused. */
+dq_status dq_paused(dq_client *c, const char *queue, int64_t *since_ms);
 
 /* ---- Checking ----------------------------------------------------------- */
 

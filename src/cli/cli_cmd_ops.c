@@ -60,55 +60,73 @@ static int ops_opt(struct cli *cli, int opt, const char *arg, void *ctx)
 
 /* ---- stats -------------------------------------------------------------- */
 
+/* What stats prints of one queue. */
+struct queue_figures {
+    dq_stats st;
+    int64_t paused_since;       /* when it was paused (server ms); -1: it is not */
+};
+
 /* Figures of the queues in `names`, in one array (malloc'd). */
 static int stats_collect(const struct cli *cli, dq_client *c, char **names,
-                         size_t n, dq_stats **out)
+                         size_t n, struct queue_figures **out)
 {
     *out = calloc(n ? n : 1, sizeof **out);
     if (!*out)
         return cli_fail(cli, CLI_EXIT_SOFTWARE, "out of memory");
     for (size_t i = 0; i < n; i++) {
-        dq_status st = dq_stats_get(c, names[i], &(*out)[i]);
+        dq_status st = dq_stats_get(c, names[i], &(*out)[i].st);
+        if (st == DQ_OK)
+            st = dq_paused(c, names[i], &(*out)[i].paused_since);
         if (st != DQ_OK)
             return cli_fail_dq(cli, c, st);
     }
     return CLI_EXIT_OK;
 }
 
-static void stats_table(char **names, size_t n, const dq_stats *st)
+static void stats_table(char **names, size_t n, const struct queue_figures *f)
 {
     int w = 5;
     for (size_t i = 0; i < n; i++)
         if ((int)strlen(names[i]) > w)
             w = (int)strlen(names[i]);
-    printf("%-*s %10s %10s %10s %10s  %s\n", w, "QUEUE", "DELAYED", "DUE",
-           "PROCESSING", "DEAD", "NEXT DUE");
+    printf("%-*s %10s %10s %10s %10s  %-10s  %s\n", w, "QUEUE", "DELAYED", "DUE",
+           "PROCESSING", "DEAD", "NEXT DUE", "PAUSED");
     for (size_t i = 0; i < n; i++) {
-        char next[32] = "-";
-        if (st[i].next_due_in_ms == 0)
+        const dq_stats *st = &f[i].st;
+        char next[32] = "-", paused[48] = "no";
+        if (f[i].paused_since >= 0) {
+            memcpy(paused, "since ", 6);
+            timefmt_iso(paused + 6, sizeof paused - 6, f[i].paused_since);
+        }
+        if (st->next_due_in_ms == 0)
             snprintf(next, sizeof next, "now");
-        else if (st[i].next_due_in_ms > 0)
-            timefmt_duration(next, sizeof next, st[i].next_due_in_ms);
-        printf("%-*s %10lld %10lld %10lld %10lld  %s\n", w, names[i],
-               (long long)st[i].delayed, (long long)st[i].due,
-               (long long)st[i].processing, (long long)st[i].dead, next);
+        else if (st->next_due_in_ms > 0)
+            timefmt_duration(next, sizeof next, st->next_due_in_ms);
+        printf("%-*s %10lld %10lld %10lld %10lld  %-10s  %s\n", w, names[i],
+               (long long)st->delayed, (long long)st->due,
+               (long long)st->processing, (long long)st->dead, next, paused);
     }
 }
 
-static void stats_json(char **names, size_t n, const dq_stats *st)
+static void stats_json(char **names, size_t n, const struct queue_figures *f)
 {
     putchar('[');
     for (size_t i = 0; i < n; i++) {
+        const dq_stats *st = &f[i].st;
         fputs(i ? ",{\"queue\":" : "{\"queue\":", stdout);
         cli_json_str(stdout, names[i], strlen(names[i]));
         printf(",\"delayed\":%lld,\"due\":%lld,\"processing\":%lld,\"expired\":%lld,"
-               "\"dead\":%lld,\"next_due_in_ms\":", (long long)st[i].delayed,
-               (long long)st[i].due, (long long)st[i].processing,
-               (long long)st[i].expired, (long long)st[i].dead);
-        if (st[i].next_due_in_ms >= 0)
-            printf("%lld}", (long long)st[i].next_due_in_ms);
+               "\"dead\":%lld,\"next_due_in_ms\":", (long long)st->delayed,
+               (long long)st->due, (long long)st->processing,
+               (long long)st->expired, (long long)st->dead);
+        if (st->next_due_in_ms >= 0)
+            printf("%lld", (long long)st->next_due_in_ms);
         else
-            fputs("null}", stdout);
+            fputs("null", stdout);
+        if (f[i].paused_since >= 0)
+            printf(",\"paused\":true,\"paused_since_ms\":%lld}", (long long)f[i].paused_since);
+        else
+            fputs(",\"paused\":false,\"paused_since_ms\":null}", stdout);
     }
     puts("]");
 }
@@ -160,7 +178,7 @@ static int watch_round(const struct cli *cli, dq_client *c, const struct ops_arg
 {
     char **names = NULL;
     size_t n = 0;
-    dq_stats *st = NULL;
+    struct queue_figures *st = NULL;
     int code = stats_queues(cli, c, a->queue, &names, &n);
     if (code == CLI_EXIT_OK)
         code = stats_collect(cli, c, names, n, &st);
@@ -209,8 +227,10 @@ static int stats_watch(const struct cli *cli, dq_client *c, const struct ops_arg
 static const char stats_help[] =
     "Usage: delayq stats [-q QUEUE] [--json] [--watch N]\n"
     "Per queue (every queue without -q): jobs delayed (not yet due), due,\n"
-    "processing, dead, and the time until the next is due.  --json prints\n"
-    "an array of objects (next_due_in_ms is null when nothing is delayed).\n"
+    "processing, dead, the time until the next is due, and whether the\n"
+    "queue is paused (delayq pause) and since when.  --json prints an array\n"
+    "of objects (next_due_in_ms is null when nothing is delayed; paused is\n"
+    "true or false, paused_since_ms a Unix time in ms or null).\n"
     "  --watch N   print the figures again every N (a duration, or seconds:\n"
     "              2, 500ms) until interrupted (exit 0): on a terminal the\n"
     "              screen is redrawn; otherwise each table follows a blank\n"
@@ -236,7 +256,7 @@ static int stats_run(struct cli *cli)
     struct cli_session s;
     char **names = NULL;
     size_t n = 0;
-    dq_stats *st = NULL;
+    struct queue_figures *st = NULL;
     code = cli_open_connected(cli, &s);
     if (code == CLI_EXIT_OK && a.watch_ms) {
         code = stats_watch(cli, s.client, &a);

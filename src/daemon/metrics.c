@@ -311,6 +311,18 @@ static void put_histogram(FILE *out, const struct table *t, const char *name,
     }
 }
 
+/* Whether each queue is paused (delayq pause): 1 or 0. */
+static void put_queue_paused(FILE *out, const struct metrics_view *v)
+{
+    put_head(out, "delayq_queue_paused", "gauge",
+             "1 while the queue is paused (delayq pause): no job is claimed.");
+    for (size_t i = 0; i < v->conf->nqueues; i++) {
+        fputs("delayq_queue_paused{", out);
+        put_label(out, "queue", v->conf->queues[i].name);
+        fprintf(out, "} %d\n", v->stats->paused_since[i] >= 0);
+    }
+}
+
 /* The cached queue gauges, when fresh (a stale set would mislead: Redis
  * may have moved on), and the age of the figures; returns 1 when fresh. */
 static int put_queue_gauges(FILE *out, const struct metrics_view *v)
@@ -332,6 +344,7 @@ static int put_queue_gauges(FILE *out, const struct metrics_view *v)
                 fprintf(out, "} %lld\n", (long long)n[k]);
             }
         }
+        put_queue_paused(out, v);
     }
     put_head(out, "delayq_stats_age_seconds", "gauge",
              "Age of the queue statistics (delayq_queue_jobs): how long ago Redis was "

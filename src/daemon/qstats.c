@@ -24,6 +24,8 @@ struct qstats {
     struct qstats_req *reqs;    /* one per queue */
     dq_stats *cur;              /* the last complete set */
     dq_stats *next;             /* the round in flight fills it */
+    int64_t *paused_cur;        /* cur's and next's paused_since, per queue */
+    int64_t *paused_next;
     int have_cur;
     int64_t cur_asked_ms;       /* when cur's round was sent */
     size_t awaiting;            /* replies of the round in flight */
@@ -43,6 +45,9 @@ static void round_done(struct qstats *q)
     dq_stats *t = q->cur;
     q->cur = q->next;
     q->next = t;
+    int64_t *p = q->paused_cur;
+    q->paused_cur = q->paused_next;
+    q->paused_next = p;
     q->have_cur = 1;
     q->cur_asked_ms = q->asked_ms;
     q->last_failed = 0;
@@ -65,6 +70,8 @@ static void on_stats_reply(struct rconn *rc, redisReply *reply, void *arg)
     } else if (proto_stats_reply(reply, &q->next[req->i]) != DQ_OK) {
         q->round_failed = 1;
         snprintf(q->err, sizeof q->err, "unexpected reply from the stats script");
+    } else {
+        q->paused_next[req->i] = proto_stats_paused(reply);
     }
     if (--q->awaiting == 0)
         round_done(q);
@@ -144,8 +151,11 @@ struct qstats *qstats_new(struct event_base *base, const struct daemon_conf *dc)
     q->reqs = calloc(n, sizeof *q->reqs);
     q->cur = calloc(n, sizeof *q->cur);
     q->next = calloc(n, sizeof *q->next);
+    q->paused_cur = calloc(n, sizeof *q->paused_cur);
+    q->paused_next = calloc(n, sizeof *q->paused_next);
     q->timer = event_new(base, -1, EV_PERSIST, on_timer, q);
-    if (!q->keys || !q->reqs || !q->cur || !q->next || !q->timer)
+    if (!q->keys || !q->reqs || !q->cur || !q->next || !q->paused_cur || !q->paused_next
+        || !q->timer)
         goto fail;
     for (size_t i = 0; i < dc->nqueues; i++)
         q->reqs[i] = (struct qstats_req){ q, i };
@@ -176,6 +186,8 @@ void qstats_free(struct qstats *q)
     free(q->reqs);
     free(q->cur);
     free(q->next);
+    free(q->paused_cur);
+    free(q->paused_next);
     free(q);
 }
 
@@ -190,6 +202,7 @@ void qstats_read(const struct qstats *q, struct qstats_view *v)
     int64_t now = slots_now_ms();
     memset(v, 0, sizeof *v);
     v->stats = q->have_cur ? q->cur : NULL;
+    v->paused_since = q->have_cur ? q->paused_cur : NULL;
     v->age_ms = q->have_cur ? now - q->cur_asked_ms : -1;
     v->fresh = q->have_cur && !q->last_failed && v->age_ms <= QSTATS_STALE_MS;
     if (v->fresh)

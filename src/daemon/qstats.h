@@ -36,6 +36,8 @@ void qstats_close_in_child(struct qstats *q);
 /* What a request sees (borrowed until the next turn of the loop). */
 struct qstats_view {
     const dq_stats *stats;      /* one per queue, in dc's order; NULL: none yet */
+    const int64_t *paused_since; /* with stats: per queue, when it was paused
+                                   (server ms), -1 when it is not */
     int64_t age_ms;             /* since the figures were asked for; -1: none */
     int fresh;                  /* the last refresh answered and age <= QSTATS_STALE_MS */
     char why[200];              /* when not fresh: "no answer for 2.4 s", the error */

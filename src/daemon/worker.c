@@ -10,6 +10,7 @@
 #include "daemon/log.h"
 #include "daemon/rconn.h"
 #include "daemon/signals.h"
+#include "daemon/wake.h"
 #include "lib/proto.h"
 
 /* Longest sleep without a claim: bounds the cost of a lost wake message,
@@ -19,6 +20,16 @@
  * an empty claim and a second sleep, which is later still. */
 #define WAKE_MARGIN_US 250
 #define RETRY_AFTER_ERROR_MS 1000
+/* A paused worker sends no claim; it learns of the resume from the wake
+ * channel, and reads the state after its subscription is made again (a
+ * message may have been lost meanwhile).  This slow poll of the state
+ * bounds what any other loss could cost. */
+#define PAUSE_POLL_MS 5000
+/* Between the jobs of a batch, a worker looks at its messages (a pause)
+ * whenever this long has passed since it last did: at most one job
+ * starts after a pause message has reached a worker, unless the jobs since
+ * its last look took less than this together. */
+#define RUN_LOOK_US 1000
 #define STOP_POLL_MS 100
 /* A job starts only while its lease outlasts its handler's timeout by this
  * much: the supervisor's tick (50 ms) may pass before it kills an overrun,
@@ -38,7 +49,9 @@ enum worker_state {
     W_RENEWING,     /* mid-batch: what finished is reported and the rest's
                        leases renewed, replies awaited */
     W_REPORTING,    /* acks, fails and releases sent, replies awaited */
-    W_SLEEPING      /* nothing due: waiting for the timer or a wake message */
+    W_SLEEPING,     /* nothing due, or paused: waiting for the timer or a
+                       wake message */
+    W_POLLING       /* paused: pause_state sent, reply awaited */
 };
 
 /* The claim a worker sends with the reports of a full batch (more jobs are
@@ -101,6 +114,12 @@ struct worker {
     int64_t next_due_server;    /* server ms of the next due job; -1 none */
     int64_t woken_due;          /* server ms announced by a wake message that
                                    came while busy; -1 none */
+    struct pause_view pause;    /* whether the queue is paused (wake.h) */
+    int pause_recheck;          /* the subscription was remade while busy:
+                                   read the state before sleeping paused */
+    int64_t poll_sent_us;       /* monotonic time pause_state was sent */
+    int64_t run_look_us;        /* monotonic: the run loop last looked at its
+                                   messages */
     int stopping;
     int exit_code;              /* DAEMON_EXIT_OK, or why the loop was broken */
 };
@@ -169,11 +188,16 @@ static int64_t take_next_due(struct worker *w)
 }
 
 /* Sleep until the server time `due` (-1: nothing is delayed), or claim at
- * once when it has come. */
+ * once when it has come.  Paused: sleep until the next poll of the state
+ * (at once when the subscription was remade meanwhile), or a message. */
 static void sleep_until_due(struct worker *w, int64_t due)
 {
     int64_t us = due * 1000 - server_now_us(w) + WAKE_MARGIN_US;
-    if (due < 0)
+    if (w->pause.paused && w->pause_recheck)
+        drive(w);
+    else if (w->pause.paused)
+        sleep_for(w, PAUSE_POLL_MS);
+    else if (due < 0)
         sleep_for(w, -1);
     else if (us > 0)
         sleep_for_us(w, us);
@@ -181,16 +205,61 @@ static void sleep_until_due(struct worker *w, int64_t due)
         drive(w);
 }
 
+/* One line when the pause state changes (not again for a reply or a
+ * message that repeats it). */
+static void log_pause_change(const struct worker *w, bool was_paused)
+{
+    if (w->pause.paused != was_paused)
+        log_info("queue=%s: %s", w->q->name, w->pause.paused ? "paused: claiming no more jobs"
+                                                              : "resumed: claiming again");
+}
+
+/* A reply said whether the queue is paused (pause_view_observe). */
+static void observe_pause(struct worker *w, bool paused, int64_t server_ms, int64_t sent_us)
+{
+    bool was = w->pause.paused;
+    pause_view_observe(&w->pause, paused, server_ms, sent_us);
+    log_pause_change(w, was);
+}
+
+/* The queue was paused or resumed (wake.h).  A sleeping worker sleeps
+ * paused, or claims at once; a busy one starts no further job of its batch
+ * (on_run), or claims when it is done. */
+static void on_pause_message(struct worker *w, bool paused, int64_t ms)
+{
+    bool was = w->pause.paused;
+    pause_view_hear(&w->pause, paused, ms, slots_now_us());
+    log_pause_change(w, was);
+    if (w->state != W_SLEEPING) {
+        if (!paused)
+            w->woken_due = 0;   /* a claim in flight may say paused still */
+        return;
+    }
+    evtimer_del(w->wake_timer);
+    w->state = W_IDLE;
+    if (paused)
+        sleep_for(w, PAUSE_POLL_MS);
+    else
+        drive(w);
+}
+
 /* A producer made a job due sooner than the head we sleep towards: wake at
  * its due time instead, on our own precise timer.  A worker that is busy
  * (claiming, running, reporting) keeps the time for when it is done: the
- * claim it made may predate the job, and the message comes only once. */
+ * claim it made may predate the job, and the message comes only once.
+ * A paused worker has no use for it: it claims when it is resumed. */
 static void on_wake_message(struct rconn *rc, const char *payload, size_t len, void *arg)
 {
     (void)rc;
-    (void)len;
     struct worker *w = arg;
-    int64_t due = strtoll(payload, NULL, 10);
+    int64_t due;
+    enum wake_kind kind = wake_parse(payload, len, &due);
+    if (kind == WAKE_PAUSE || kind == WAKE_RESUME) {
+        on_pause_message(w, kind == WAKE_PAUSE, due);
+        return;
+    }
+    if (kind != WAKE_DUE || w->pause.paused)
+        return;
     if (w->state != W_SLEEPING) {
         if (w->woken_due < 0 || due < w->woken_due)
             w->woken_due = due;
@@ -554,19 +623,35 @@ static void resume_after_renewal(struct worker *w)
     event_active(w->run_ev, EV_TIMEOUT, 0);
 }
 
+/* Whether the run loop should hand control to the event loop before the
+ * next job, so that a pause message waiting there is read first
+ * (RUN_LOOK_US); if so, on_run is scheduled to go on after it. */
+static int look_at_messages(struct worker *w)
+{
+    int64_t now = slots_now_us();
+    if (now - w->run_look_us < RUN_LOOK_US)
+        return 0;
+    w->run_look_us = now;
+    static const struct timeval zero = { 0, 0 };
+    return event_add(w->run_ev, &zero) == 0;
+}
+
 /* Run the claimed batch, then report: one ack for the successes, one fail
- * per failure, one release for the jobs a stop left unstarted.  A job
- * whose lease would not outlast its handler's timeout waits for a
- * renewal (start_renewal); the loop then resumes here. */
+ * per failure, one release for the jobs a stop or a pause left unstarted.
+ * A job whose lease would not outlast its handler's timeout waits for a
+ * renewal (start_renewal); the loop then resumes here, as it does after
+ * looking at its messages (look_at_messages). */
 static void on_run(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
     struct worker *w = arg;
     dq_claim_result *b = &w->batch;
-    for (; w->run_i < b->n && !signals_stop_requested(); w->run_i++) {
+    for (; w->run_i < b->n && !signals_stop_requested() && !w->pause.paused; w->run_i++) {
         if (w->slot->tables[w->table].e[w->run_i].state == SE_DONE)
             continue;           /* its lease was lost: not ours to run */
+        if (look_at_messages(w))
+            return;
         const dq_job *job = &b->jobs[w->run_i];
         struct handler_entry *e = job->type[0] ? handlers_find(&w->handlers, job->type) : NULL;
         if (!lease_covers(w, e)) {
@@ -577,7 +662,8 @@ static void on_run(evutil_socket_t fd, short what, void *arg)
     }
     report_successes(w);
     if (w->run_i < b->n) {
-        log_info("stopping: giving back %zu claimed job%s not started", b->n - w->run_i,
+        log_info("%s: giving back %zu claimed job%s not started",
+                 w->pause.paused ? "paused" : "stopping", b->n - w->run_i,
                  b->n - w->run_i == 1 ? "" : "s");
         proto_release_cmd(&add_report(w, DQ_SCRIPT_RELEASE)->cmd, &w->keys,
                           &b->jobs[w->run_i], b->n - w->run_i);
@@ -591,7 +677,8 @@ static void on_run(evutil_socket_t fd, short what, void *arg)
         return;
     }
     send_reports(w);
-    if (w->awaiting == unsent && b->next_due_in_ms == 0 && !signals_stop_requested())
+    if (w->awaiting == unsent && b->next_due_in_ms == 0 && !signals_stop_requested()
+        && !w->pause.paused)
         claim_ahead(w);
 }
 
@@ -632,6 +719,7 @@ static void keep_claim_ahead(struct worker *w, redisReply *reply)
 {
     note_claim_outcome(w, reply);
     if (reply && read_claim(w, reply, &w->next) == DQ_OK) {
+        observe_pause(w, proto_claim_paused(reply), w->next.now_ms, w->claim_sent_us);
         learn_server_clock(w, w->next.now_ms);
         slot_table_publish(w->slot, w->table ^ 1, w->next.jobs, w->next.n);
         w->ahead = AHEAD_READY;
@@ -670,6 +758,7 @@ static void on_claim(struct rconn *rc, redisReply *reply, void *arg)
         sleep_for(w, RETRY_AFTER_ERROR_MS);
         return;
     }
+    observe_pause(w, proto_claim_paused(reply), w->batch.now_ms, w->claim_sent_us);
     learn_server_clock(w, w->batch.now_ms);
     start_batch(w);
 }
@@ -718,13 +807,56 @@ static int send_claim(struct worker *w)
     return rc;
 }
 
-/* Claim when idle; stop when asked and nothing is in hand. */
+/* A paused worker's look at the state: pause_state's reply. */
+static void on_pause_state(struct rconn *rc, redisReply *reply, void *arg)
+{
+    (void)rc;
+    struct worker *w = arg;
+    int64_t now_ms, since_ms;
+    w->state = W_IDLE;
+    if (!reply)
+        return;                 /* connection lost: on_cmd_up looks again */
+    if (proto_pause_reply(reply, &now_ms, &since_ms) != DQ_OK) {
+        if (reply->type != REDIS_REPLY_ERROR)
+            log_err("queue=%s: unexpected reply to pause_state", w->q->name);
+        sleep_for(w, RETRY_AFTER_ERROR_MS);
+        return;
+    }
+    w->pause_recheck = 0;
+    observe_pause(w, since_ms >= 0, now_ms, w->poll_sent_us);
+    if (w->pause.paused && !signals_stop_requested()) {
+        slot_claims_ok(w->slot);    /* none are made: none fail */
+        sleep_until_due(w, -1);
+    } else {
+        drive(w);
+    }
+}
+
+/* Send pause_state; 0 when it is on its way. */
+static int send_pause_poll(struct worker *w)
+{
+    struct cmd cmd;
+    cmd_init(&cmd);
+    proto_pause_cmd(&cmd, &w->keys, DQ_SCRIPT_PAUSE_STATE);
+    w->poll_sent_us = slots_now_us();
+    int rc = rconn_send(w->cmd, &cmd, DQ_SCRIPT_PAUSE_STATE, on_pause_state, w);
+    cmd_free(&cmd);
+    return rc;
+}
+
+/* Claim when idle (paused: look at the state instead); stop when asked
+ * and nothing is in hand. */
 static void drive(struct worker *w)
 {
     if (w->state != W_IDLE)
         return;
     if (signals_stop_requested()) {
         event_base_loopbreak(w->base);
+        return;
+    }
+    if (w->pause.paused) {
+        if (send_pause_poll(w) == 0)
+            w->state = W_POLLING;   /* else not up: on_cmd_up polls */
         return;
     }
     if (send_claim(w) == 0)
@@ -769,6 +901,7 @@ static void on_sub_up(struct rconn *rc, void *arg)
         drive(w);
     } else {
         w->woken_due = 0;
+        w->pause_recheck = 1;
     }
 }
 

@@ -1,4 +1,4 @@
-/* libdelayq calls for operators: stats, show, the dead-letter set. */
+/* libdelayq calls for operators: stats, show, the dead-letter set, pause. */
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -271,4 +271,42 @@ dq_status dq_fsck(dq_client *c, const char *queue, bool repair, int count,
             return bad_reply(c, st, DQ_SCRIPT_FSCK);
     } while (strcmp(cursor, "0") != 0);
     return DQ_OK;
+}
+
+/* ---- pause, resume ------------------------------------------------------ */
+
+/* Run pause or resume (which take the wake channel), or pause_state;
+ * *since_ms (may be NULL) receives the reply's since_ms. */
+static dq_status run_pause_script(dq_client *c, enum dq_script_id s, const char *queue,
+                                  int64_t *since_ms)
+{
+    redisReply *r;
+    dq_status st = run_admin(c, s, queue, s != DQ_SCRIPT_PAUSE_STATE, NULL, 0, &r);
+    if (st != DQ_OK)
+        return st;
+    int64_t now, since;
+    st = proto_pause_reply(r, &now, &since);
+    freeReplyObject(r);
+    if (st != DQ_OK)
+        return bad_reply(c, st, s);
+    if (since_ms)
+        *since_ms = since;
+    return DQ_OK;
+}
+
+dq_status dq_pause(dq_client *c, const char *queue, int64_t *since_ms)
+{
+    return run_pause_script(c, DQ_SCRIPT_PAUSE, queue, since_ms);
+}
+
+dq_status dq_resume(dq_client *c, const char *queue, int64_t *since_ms)
+{
+    return run_pause_script(c, DQ_SCRIPT_RESUME, queue, since_ms);
+}
+
+dq_status dq_paused(dq_client *c, const char *queue, int64_t *since_ms)
+{
+    if (!since_ms)
+        return client_fail(c, DQ_ERR_INVALID, "dq_paused: since_ms is NULL");
+    return run_pause_script(c, DQ_SCRIPT_PAUSE_STATE, queue, since_ms);
 }

@@ -297,6 +297,12 @@ static dq_status read_claimed(const redisReply *r, size_t at, dq_job *j)
     return DQ_OK;
 }
 
+bool proto_claim_paused(const redisReply *r)
+{
+    return is_array(r, 4) && r->elements == 4 && elem_int(r, 2) == 0
+           && elem_is(r, 3, "paused");
+}
+
 dq_status proto_claim_reply(const redisReply *r, dq_claim_result *out)
 {
     memset(out, 0, sizeof *out);
@@ -309,7 +315,7 @@ dq_status proto_claim_reply(const redisReply *r, dq_claim_result *out)
     if (count < 0 || (uint64_t)count > (r->elements - 3) / 4)
         return DQ_ERR_REDIS;
     size_t n = (size_t)count;
-    if (r->elements != 3 + 4 * n)
+    if (r->elements != 3 + 4 * n && !proto_claim_paused(r))
         return DQ_ERR_REDIS;
     out->now_ms = elem_int(r, 0);
     out->next_due_in_ms = elem_int(r, 1);
@@ -479,6 +485,29 @@ dq_status proto_stats_reply(const redisReply *r, dq_stats *out)
     out->dead = elem_int(r, 4);
     out->next_due_in_ms = elem_int(r, 5);
     out->expired = elem_int(r, 6);
+    return DQ_OK;
+}
+
+int64_t proto_stats_paused(const redisReply *r)
+{
+    return is_array(r, 8) ? elem_int(r, 7) : -1;
+}
+
+/* ---- pause, resume, pause_state ----------------------------------------- */
+
+void proto_pause_cmd(struct cmd *c, const struct queue_keys *k, enum dq_script_id s)
+{
+    cmd_eval(c, s, k);
+    if (s != DQ_SCRIPT_PAUSE_STATE)
+        cmd_push_str(c, k->wake);
+}
+
+dq_status proto_pause_reply(const redisReply *r, int64_t *now_ms, int64_t *since_ms)
+{
+    if (!is_array(r, 2))
+        return DQ_ERR_REDIS;
+    *now_ms = elem_int(r, 0);
+    *since_ms = elem_int(r, 1);
     return DQ_OK;
 }
 

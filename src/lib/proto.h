@@ -37,6 +37,9 @@ dq_status proto_enqueue_many_reply(const redisReply *r, const dq_enqueue_req *re
 void proto_claim_cmd(struct cmd *c, const struct queue_keys *k, int max,
                      int64_t lease_ms, const char *owner);
 dq_status proto_claim_reply(const redisReply *r, dq_claim_result *out);
+/* Whether a claim's reply says the queue is paused (it then has no jobs;
+ * proto_claim_reply reads it as an empty claim, next_due_in_ms -1). */
+bool proto_claim_paused(const redisReply *r);
 
 /* release: give back claimed jobs that were not started. */
 void proto_release_cmd(struct cmd *c, const struct queue_keys *k,
@@ -70,6 +73,16 @@ dq_status proto_reap_reply(const redisReply *r, dq_reap_result *out);
 
 dq_status proto_cancel_reply(const redisReply *r);
 dq_status proto_stats_reply(const redisReply *r, dq_stats *out);
+/* The stats reply's paused_since_ms: when the queue was paused, -1 when
+ * it is not (nor said: a reply of an older script). */
+int64_t proto_stats_paused(const redisReply *r);
+
+/* pause, resume (with the wake channel) or pause_state (no argument),
+ * by `s`.  Each replies {now_ms, since_ms, ...}: since_ms is when the
+ * queue's pause began (pause: the first pause's, if it was paused
+ * already), -1 when it is (resume: was) not paused. */
+void proto_pause_cmd(struct cmd *c, const struct queue_keys *k, enum dq_script_id s);
+dq_status proto_pause_reply(const redisReply *r, int64_t *now_ms, int64_t *since_ms);
 dq_status proto_show_reply(const redisReply *r, dq_job_info *out);
 dq_status proto_dead_list_reply(const redisReply *r, dq_dead_page *out);
 /* requeue and purge: {moved, remaining}. */

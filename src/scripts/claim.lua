@@ -18,6 +18,8 @@
 -- counted in meta's orphans_removed.  The body is the client's to check
 -- (libdelayq hands an unreadable one over as type "" with the error
 -- "unreadable record", and the daemon buries it).
+-- A paused queue (meta field `paused`, see pause.lua) hands out nothing:
+-- the reply is then {now_ms, -1, 0, 'paused'}.
 local max = arg_int(1, 'max', 1, 1000)
 local lease_ms = arg_int(2, 'lease_ms', 1, MAX_AHEAD_MS)
 local owner = ARGV[3]
@@ -25,6 +27,7 @@ if owner and not is_plain(owner, 200) then
   arg_bad('owner', owner, 'a name (1..200 printable bytes, no spaces)')
 end
 if arg_fault then return arg_refusal('claim') end
+if redis.call('HGET', KEYS[5], 'paused') then return { now_ms(), -1, 0, 'paused' } end
 local now = now_ms()
 -- Numbers handed to redis.call are formatted with "%.17g" and read back
 -- with strtod, a cost per job: the deadline is formatted once, as an

@@ -2,7 +2,8 @@
 -- stats: the queue's figures in one consistent read.
 -- Returns {now_ms, delayed (not yet due), due (due, waiting for a worker),
 --          processing, dead, next_due_in_ms (-1 when nothing is delayed),
---          expired (processing past their lease, waiting for the reaper)}
+--          expired (processing past their lease, waiting for the reaper),
+--          paused_since_ms (when the queue was paused; -1: it is not)}
 -- ARGV: none
 if #ARGV > 0 then arg_bad('argument 1', ARGV[1], 'expected: stats takes none') end
 if arg_fault then return arg_refusal('stats') end
@@ -16,4 +17,5 @@ local processing = redis.call('ZCARD', KEYS[3])
 if processing > 0 and redis.call('ZSCORE', KEYS[3], PIN) then processing = processing - 1 end
 return { now, total - due, due, processing,
          redis.call('ZCARD', KEYS[4]), next_in,
-         redis.call('ZCOUNT', KEYS[3], '-inf', now) }
+         redis.call('ZCOUNT', KEYS[3], '-inf', now),
+         tonumber(redis.call('HGET', KEYS[5], 'paused')) or -1 }
