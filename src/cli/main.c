@@ -17,6 +17,7 @@
 #include "cli/cli_cmd_fsck.h"
 #include "cli/cli_cmd_jobs.h"
 #include "cli/cli_cmd_ops.h"
+#include "cli/cli_cmd_schedule.h"
 #include "cli/cli_opts.h"
 #include "cli/cli_util.h"
 
@@ -35,6 +36,10 @@ static const char usage_text[] =
     "                                          the dead-letter set\n"
     "  fsck -q QUEUE [--repair] [--json]       find (and mend) orphan records,\n"
     "                                          set members and wrong-type keys\n"
+    "  schedule add -q QUEUE --name NAME -t TYPE --cron EXPR [--tz ZONE]\n"
+    "      [--catch-up one|all|none] [PAYLOAD | -]\n"
+    "  schedule list -q QUEUE [--json] | remove -q QUEUE NAME\n"
+    "  schedule run-now -q QUEUE NAME          recurring jobs: one per tick\n"
     "  delayq COMMAND --help                   more about one command\n"
     "\n"
     "Connection options (before or after COMMAND):\n"
@@ -76,7 +81,7 @@ static const char usage_text[] =
 /* The commands, in the order of the help above. */
 static const struct cli_command *const commands[] = {
     &cli_cmd_add, &cli_cmd_cancel, &cli_cmd_show, &cli_cmd_stats, &cli_cmd_dlq,
-    &cli_cmd_fsck,
+    &cli_cmd_fsck, &cli_cmd_schedule,
 };
 
 /* Flush standard output; a failed write is a failure of the command. */
