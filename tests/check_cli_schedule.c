@@ -13,17 +13,6 @@
 
 static struct redis_fixture fx;
 
-static void start_redis(void)
-{
-    fixture_redis_start(&fx);
-    cli_run_socket(fx.sock);
-}
-
-static void stop_redis(void)
-{
-    fixture_redis_stop(&fx);
-}
-
 static void clean_redis(void)
 {
     fixture_redis_flush(&fx);
@@ -114,12 +103,13 @@ END_TEST
 
 int main(void)
 {
-    start_redis();
+    fixture_redis_start(&fx);
+    cli_run_socket(fx.sock);
     Suite *s = suite_create("cli_schedule");
     TCase *tc = fixture_tcase(s, "schedule", 30, NULL, NULL, clean_redis, NULL);
     tcase_add_test(tc, add_list_run_now_remove);
     tcase_add_test(tc, bad_input_is_one_line_and_exit_2);
     int status = fixture_run_suite(s);
-    stop_redis();
+    fixture_redis_stop(&fx);
     return status;
 }
