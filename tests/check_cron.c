@@ -49,6 +49,8 @@ START_TEST(fields_lists_ranges_steps)
                      "2026-11-23T10:06:00.000Z");
     ck_assert_str_eq(next_of("10-50/20 * * * *", NULL, "2026-11-23T10:31:00Z"),
                      "2026-11-23T10:50:00.000Z");
+    ck_assert_str_eq(next_of("5/20 * * * *", NULL, "2026-11-23T10:26:00Z"),
+                     "2026-11-23T10:45:00.000Z");
     ck_assert_str_eq(next_of("0 9,17 * * *", NULL, "2026-11-23T09:00:00Z"),
                      "2026-11-23T17:00:00.000Z");
     /* 2026-11-23 is a Monday. */

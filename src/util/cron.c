@@ -69,14 +69,16 @@ static int read_value(const char **s, const struct field_spec *f, int *v,
 static int parse_item(const char *s, const char *end, const struct field_spec *f,
                       uint64_t *bits, char *why, size_t len)
 {
-    int lo = f->lo, hi = f->hi, step = 1;
+    int lo = f->lo, hi = f->hi, step = 1, single = 0;
     if (*s == '*') {
         s++;
     } else {
+        single = 1;
         if (read_value(&s, f, &lo, why, len) < 0)
             return -1;
         hi = lo;
         if (s < end && *s == '-') {
+            single = 0;
             s++;
             if (read_value(&s, f, &hi, why, len) < 0)
                 return -1;
@@ -87,6 +89,9 @@ static int parse_item(const char *s, const char *end, const struct field_spec *f
         }
     }
     if (s < end && *s == '/') {
+        /* "N/STEP": from N to the field's end, as "N-MAX/STEP". */
+        if (single)
+            hi = f->hi;
         s++;
         char *num_end;
         long n = strtol(s, &num_end, 10);

@@ -3,11 +3,11 @@
  *
  * An expression is the five-field cron syntax (minute hour day-of-month
  * month day-of-week: "*", numbers, lists "1,15", ranges "1-5", steps
- * "*\/5" and "10-50/20", month names jan..dec, day names sun..sat, 7 for
- * Sunday, and Vixie cron's rule that when both day fields are restricted a
- * day matching either fires), "@every DURATION" (whole seconds, at least
- * 1s), or @hourly, @daily (@midnight), @weekly, @monthly, @yearly
- * (@annually).
+ * "*\/5", "10-50/20" and "5/15" (from 5 on), month names jan..dec, day
+ * names sun..sat, 7 for Sunday, and Vixie cron's rule that when both day
+ * fields are restricted a day matching either fires), "@every DURATION"
+ * (whole seconds, at least 1s), or @hourly, @daily (@midnight), @weekly,
+ * @monthly, @yearly (@annually).
  *
  * Cron fields are wall-clock times in an IANA zone of the system's tzdata
  * ("UTC" when none is named).  Across daylight-saving changes each wall
