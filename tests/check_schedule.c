@@ -6,6 +6,7 @@
  */
 #include <check.h>
 #include <hiredis/hiredis.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -289,11 +290,92 @@ START_TEST(bad_schedules_are_refused_with_the_reason)
 }
 END_TEST
 
+/* The harness's configuration with a schedules list after it. */
+static void write_conf_with(const char *schedules)
+{
+    struct h_conf hc;
+    h_conf_defaults(&hc);
+    h_write_conf(&H, &hc);
+    FILE *fp = fopen(H.conf, "a");
+    ck_assert_ptr_nonnull(fp);
+    fprintf(fp, "schedules = ( %s );\n", schedules);
+    ck_assert_int_eq(fclose(fp), 0);
+}
+
+/* The stored expression of schedule `name`, in `buf`. */
+static const char *stored_expr(const char *name, char *buf, size_t len)
+{
+    dq_schedule_list l;
+    ck_assert_int_eq(dq_schedule_list_get(H.c, H_QUEUE, &l), DQ_OK);
+    snprintf(buf, len, "(none)");
+    for (size_t i = 0; i < l.n; i++)
+        if (strcmp(l.items[i].name, name) == 0)
+            snprintf(buf, len, "%s", l.items[i].expr);
+    dq_schedule_list_free(&l);
+    return buf;
+}
+
+START_TEST(config_schedules_are_stored_at_start_and_reload)
+{
+    write_conf_with("{ queue = \"" H_QUEUE "\"; name = \"cfg\"; cron = \"@every 2s\"; "
+                    "type = \"t\"; payload = \"ok\"; catch_up = \"all\"; }");
+    start_daemon(&H);
+    struct ticks_arg two = { "cfg", 2 };
+    ck_assert_msg(h_wait(10000, has_ticks, &two), "no ticks; log:\n%s", h_log_tail(&H));
+    ck_assert_int_eq(h_log_count(&H, "schedule cfg from the config file added"), 1);
+    char buf[64];
+    ck_assert_str_eq(stored_expr("cfg", buf, sizeof buf), "@every 2s");
+    /* A reload with the same file leaves it alone ... */
+    kill(H.pid, SIGHUP);
+    ck_assert_int_ge(h_wait_log(&H, "reloaded", 1, 10000), 1);
+    tu_sleep_ms(1500);
+    ck_assert_int_eq(h_log_count(&H, "from the config file"), 1);
+    /* ... and one that changes it changes it. */
+    write_conf_with("{ queue = \"" H_QUEUE "\"; name = \"cfg\"; cron = \"@every 3s\"; "
+                    "type = \"t\"; payload = \"ok\"; }");
+    kill(H.pid, SIGHUP);
+    ck_assert_int_ge(h_wait_log(&H, "schedule cfg from the config file changed", 1, 10000),
+                     1);
+    ck_assert_str_eq(stored_expr("cfg", buf, sizeof buf), "@every 3s");
+    int64_t ticks[MAX_TICKS];
+    int dups;
+    ticks_run("cfg", ticks, &dups);
+    ck_assert_int_eq(dups, 0);
+}
+END_TEST
+
+START_TEST(bad_config_schedules_are_refused_with_file_and_line)
+{
+    static const struct { const char *entry; const char *what; } cases[] = {
+        { "{ queue = \"" H_QUEUE "\"; name = \"x\"; cron = \"* * 32 * *\"; type = \"t\"; }",
+          "schedules.[0].cron: field 3 (day-of-month) \"32\"" },
+        { "{ queue = \"" H_QUEUE "\"; name = \"x\"; cron = \"@daily\"; type = \"t\"; "
+          "tz = \"Mars/Base\"; }", "schedules.[0].tz: time zone \"Mars/Base\"" },
+        { "{ queue = \"nosuch\"; name = \"x\"; cron = \"@daily\"; type = \"t\"; }",
+          "\"nosuch\" is not one of the queues" },
+        { "{ queue = \"" H_QUEUE "\"; name = \"x\"; cron = \"@daily\"; type = \"t\"; "
+          "catch_up = \"most\"; }", "schedules.[0].catch_up: expected" },
+        { "{ queue = \"" H_QUEUE "\"; cron = \"@daily\"; type = \"t\"; }",
+          "schedules.[0].name: missing" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        write_conf_with(cases[i].entry);
+        const char *args[] = { "-t", "-c", H.conf, NULL };
+        char err[4096];
+        ck_assert_int_eq(h_run_delayqd(args, err, sizeof err), 78);
+        ck_assert_msg(strstr(err, cases[i].what) && strstr(err, H.conf), "%zu: %s", i, err);
+        ck_assert_ptr_eq(strchr(err, '\n'), err + strlen(err) - 1);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("schedule");
     TCase *tc = fixture_tcase(s, "schedule", 240, NULL, NULL, setup, teardown);
     tcase_add_test(tc, bad_schedules_are_refused_with_the_reason);
+    tcase_add_test(tc, bad_config_schedules_are_refused_with_file_and_line);
+    tcase_add_test(tc, config_schedules_are_stored_at_start_and_reload);
     tcase_add_test(tc, remove_stops_the_ticks_and_run_now_fires_once);
     tcase_add_test(tc, missed_ticks_follow_the_catch_up_policy);
     tcase_add_test(tc, two_daemons_fire_each_tick_once_across_restarts);

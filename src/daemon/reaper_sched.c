@@ -4,7 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/dconfig_sched.h"
 #include "daemon/log.h"
+#include "lib/proto.h"
 #include "lib/sched.h"
 #include "util/timefmt.h"
 
@@ -19,7 +21,9 @@ struct sched_queue {
     struct queue_keys keys;
     struct sched_keys sk;
     int busy;               /* a list, or fires of its schedules, in flight */
-    int outstanding;        /* fires in flight */
+    int outstanding;        /* fires and declarations in flight */
+    int declare;            /* store the config file's schedules at the
+                               next list (after each connect) */
 };
 
 struct reaper_sched {
@@ -51,6 +55,70 @@ static void on_fire(struct rconn *rc, redisReply *reply, void *arg)
     free(f);
     if (--sq->outstanding == 0)
         sq->busy = 0;
+}
+
+/* One declaration in flight: its schedule, for the log. */
+struct declared {
+    struct sched_queue *sq;
+    const struct sched_conf *sc;
+};
+
+static void on_declare(struct rconn *rc, redisReply *reply, void *arg)
+{
+    (void)rc;
+    struct declared *d = arg;
+    struct sched_queue *sq = d->sq;
+    int64_t next;
+    if (reply && sched_add_reply(reply, &next) == DQ_OK) {
+        char iso[40];
+        timefmt_iso(iso, sizeof iso, next);
+        if (!proto_elem_is(reply, 0, "same"))
+            log_info("queue=%s: schedule %s from the config file %s: next tick %s",
+                     sq->q->name, d->sc->name,
+                     proto_elem_is(reply, 0, "ok") ? "added" : "changed", iso);
+    } else if (reply) {
+        log_warn("queue=%s: storing schedule %s from the config file failed: %s",
+                 sq->q->name, d->sc->name,
+                 reply->type == REDIS_REPLY_ERROR ? reply->str : "unexpected reply");
+    }
+    free(d);
+    if (--sq->outstanding == 0)
+        sq->busy = 0;
+}
+
+/* Store the config file's schedules of the queue: each added, changed, or
+ * (unchanged) left with its next tick. */
+static void declare_schedules(struct sched_queue *sq, int64_t now)
+{
+    const struct daemon_conf *dc = sq->rs->dc;
+    for (size_t i = 0; i < dc->nschedules; i++) {
+        const struct sched_conf *sc = &dc->schedules[i];
+        struct cron_expr e;
+        char err[300];
+        if (strcmp(sc->queue, sq->q->name) != 0
+            || cron_parse(sc->expr, &e, err, sizeof err) < 0)
+            continue;               /* (checked when the file was read) */
+        dq_schedule_req req = { .queue = sc->queue, .name = sc->name, .type = sc->type,
+                                .expr = sc->expr, .tz = sc->tz, .payload = sc->payload,
+                                .payload_len = strlen(sc->payload),
+                                .max_attempts = sc->max_attempts,
+                                .catch_up = sc->catch_up };
+        int64_t first = sched_first_tick(&e, sc->tz, now);
+        struct declared *d = malloc(sizeof *d);
+        if (!d || first < 0) {
+            free(d);
+            continue;
+        }
+        *d = (struct declared){ sq, sc };
+        struct cmd cmd;
+        cmd_init(&cmd);
+        sched_add_cmd(&cmd, &sq->keys, &sq->sk, &req, first, SCHED_ADD_DECLARE);
+        if (rconn_send(sq->rs->conn, &cmd, DQ_SCRIPT_SCHED_ADD, on_declare, d) == 0)
+            sq->outstanding++;
+        else
+            free(d);
+        cmd_free(&cmd);
+    }
 }
 
 /* Send one step of a schedule's plan. */
@@ -117,6 +185,10 @@ static void on_list(struct rconn *rc, redisReply *reply, void *arg)
         sq->busy = 0;
         return;
     }
+    if (sq->declare) {
+        sq->declare = 0;
+        declare_schedules(sq, list.now_ms);
+    }
     for (size_t i = 0; i < list.n; i++)
         fire_schedule(sq, &list.items[i], list.now_ms);
     dq_schedule_list_free(&list);
@@ -177,6 +249,8 @@ struct reaper_sched *reaper_sched_new(struct event_base *base, struct rconn *con
 
 void reaper_sched_up(struct reaper_sched *rs)
 {
+    for (size_t i = 0; i < rs->dc->nqueues; i++)
+        rs->queues[i].declare = 1;
     on_timer(-1, 0, rs);
 }
 

@@ -6,7 +6,9 @@
  * one atomic step, and only while the schedule still has the tick read:
  * however many daemons race, each tick makes one job (lib/sched.h).  The
  * next tick is computed here (Lua has no time zones); ticks missed while
- * no daemon ran follow each schedule's catch-up policy.
+ * no daemon ran follow each schedule's catch-up policy.  After each
+ * connect (so at start and after a reload, which starts a new reaper) the
+ * schedules of the config file are stored first (dconfig_sched.h).
  */
 #ifndef DQ_REAPER_SCHED_H
 #define DQ_REAPER_SCHED_H

@@ -73,7 +73,8 @@ dq_status dq_schedule_add(dq_client *c, const dq_schedule_req *req, int64_t *nex
         return st;
     struct cmd cmd;
     cmd_init(&cmd);
-    sched_add_cmd(&cmd, &k, &sk, req, next);
+    sched_add_cmd(&cmd, &k, &sk, req, next,
+                  req->replace ? SCHED_ADD_REPLACE : SCHED_ADD_NEW);
     redisReply *r;
     st = client_run(c, &cmd, DQ_SCRIPT_SCHED_ADD, &r);
     cmd_free(&cmd);

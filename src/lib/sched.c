@@ -113,7 +113,7 @@ size_t sched_plan(const struct cron_expr *e, const char *tz, dq_catch_up cu, int
 }
 
 void sched_add_cmd(struct cmd *c, const struct queue_keys *k, const struct sched_keys *sk,
-                   const dq_schedule_req *req, int64_t next_ms)
+                   const dq_schedule_req *req, int64_t next_ms, enum sched_add_mode mode)
 {
     cmd_eval_sched(c, DQ_SCRIPT_SCHED_ADD, k, sk);
     cmd_push_str(c, req->name);
@@ -124,7 +124,7 @@ void sched_add_cmd(struct cmd *c, const struct queue_keys *k, const struct sched
     cmd_push_i64(c, req->max_attempts);
     cmd_push_str(c, dq_catch_up_str(req->catch_up));
     cmd_push_i64(c, next_ms);
-    cmd_push_str(c, req->replace ? "1" : "0");
+    cmd_push_i64(c, mode);
 }
 
 dq_status sched_add_reply(const redisReply *r, int64_t *next_ms)
@@ -134,7 +134,8 @@ dq_status sched_add_reply(const redisReply *r, int64_t *next_ms)
     *next_ms = proto_elem_int(r, 1);
     if (proto_elem_is(r, 0, "exists"))
         return DQ_ERR_EXISTS;
-    if (proto_elem_is(r, 0, "ok") || proto_elem_is(r, 0, "replaced"))
+    if (proto_elem_is(r, 0, "ok") || proto_elem_is(r, 0, "replaced")
+        || proto_elem_is(r, 0, "same"))
         return DQ_OK;
     return DQ_ERR_REDIS;
 }

@@ -68,9 +68,16 @@ int64_t sched_first_tick(const struct cron_expr *e, const char *tz, int64_t now_
 size_t sched_plan(const struct cron_expr *e, const char *tz, dq_catch_up cu, int64_t t0,
                   int64_t now_ms, struct sched_step *steps, size_t max);
 
+enum sched_add_mode {
+    SCHED_ADD_NEW,          /* refuse a name that exists */
+    SCHED_ADD_REPLACE,      /* overwrite it */
+    SCHED_ADD_DECLARE       /* overwrite it only when its definition differs */
+};
+
 void sched_add_cmd(struct cmd *c, const struct queue_keys *k, const struct sched_keys *sk,
-                   const dq_schedule_req *req, int64_t next_ms);
-/* DQ_OK (*next_ms set), DQ_ERR_EXISTS or DQ_ERR_REDIS (unexpected). */
+                   const dq_schedule_req *req, int64_t next_ms, enum sched_add_mode mode);
+/* DQ_OK (*next_ms set: the stored one when declared unchanged),
+ * DQ_ERR_EXISTS or DQ_ERR_REDIS (unexpected). */
 dq_status sched_add_reply(const redisReply *r, int64_t *next_ms);
 
 /* expected_ms < 0: run-now (no check, no move). `id` is borrowed. */

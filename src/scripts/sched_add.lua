@@ -4,9 +4,12 @@
 -- ARGV: name, expr, tz ('' = UTC), type, payload, max_attempts (0 = the
 --       consumer's default), catch_up ('one'|'all'|'none'), next_ms (the
 --       first fire time, computed by the caller: Lua has no time zones),
---       replace ('1' = overwrite a schedule of that name)
--- Returns {status, next_ms}: status 'ok', 'replaced', or 'exists' (the name
--- is taken and replace was not asked; nothing is written).
+--       replace ('1' = overwrite a schedule of that name; '2' = declare:
+--       overwrite it only when its definition differs, so that an unchanged
+--       schedule keeps its next tick, as delayqd does for its config file's)
+-- Returns {status, next_ms}: status 'ok', 'replaced', 'same' (declared
+-- unchanged: nothing written, next_ms is the stored one), or 'exists' (the
+-- name is taken and replace was not asked; nothing is written).
 -- A definition is "1:" followed by a MessagePack array {expr, tz, type,
 -- payload, max_attempts, catch_up, created_ms}.
 local now = now_ms()
@@ -33,13 +36,23 @@ if catch_up ~= 'one' and catch_up ~= 'all' and catch_up ~= 'none' then
   arg_bad('catch_up', catch_up, "'one', 'all' or 'none'")
 end
 local next_fire = arg_int(8, 'next_ms', 0, now + MAX_AHEAD_MS)
-local replace = arg_one_of(9, 'replace', '0', '1') == '1'
+local replace = ARGV[9]
+if replace ~= '0' and replace ~= '1' and replace ~= '2' then
+  arg_bad('replace', replace, "'0', '1' or '2'")
+end
 if arg_fault then return arg_refusal('sched_add') end
 
 local status = 'ok'
-if redis.call('HEXISTS', KEYS[7], name) == 1 then
-  if not replace then
-    return { 'exists', tonumber(redis.call('ZSCORE', KEYS[8], name)) or 0 }
+local def = cmsgpack.pack({ expr, tz, jtype, payload, max, catch_up })
+local old = redis.call('HGET', KEYS[7], name)
+if old then
+  local stored = tonumber(redis.call('ZSCORE', KEYS[8], name))
+  if replace == '0' then return { 'exists', stored or 0 } end
+  -- The stored definition without its created_ms (the seventh element).
+  local ok, d = pcall(cmsgpack.unpack, sub(old, 3))
+  if replace == '2' and stored and sub(old, 1, 2) == '1:' and ok and type(d) == 'table'
+     and cmsgpack.pack({ d[1], d[2], d[3], d[4], d[5], d[6] }) == def then
+    return { 'same', stored }
   end
   status = 'replaced'
 end
