@@ -8,10 +8,11 @@
 # The compiler and the autotools; the three libraries; redis-server (it
 # brings redis-cli) for the demo's and the tests' private servers; Check,
 # faketime and mandoc for the tests (mandoc lints the man pages; Debian's
-# minimal images have no groff to fall back on).
+# minimal images have no groff to fall back on); tzdata for the schedules'
+# time zones (and their daylight-saving tests).
 # shellcheck disable=SC2034 # used by the scripts that source this file
 DEPS_PACKAGES=(build-essential autoconf automake libtool pkg-config
-    libhiredis-dev libevent-dev libconfig-dev redis-server check faketime mandoc)
+    libhiredis-dev libevent-dev libconfig-dev redis-server check faketime mandoc tzdata)
 
 # deps_missing PKG...: print, one a line, the packages dpkg does not have
 # installed (unknown, removed, or half-installed).

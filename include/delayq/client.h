@@ -391,6 +391,86 @@ dq_status dq_fsck(dq_client *c, const char *queue, bool repair, int count,
                   dq_fsck_result *out);
 void dq_fsck_result_free(dq_fsck_result *r);
 
+/* ---- Recurring schedules -------------------------------------------------- */
+
+/* What a schedule does about ticks missed while no delayqd served its
+ * queue (more than DQ_SCHEDULE_GRACE_MS late when a daemon next looks). */
+typedef enum dq_catch_up {
+    DQ_CATCH_UP_ONE = 0,    /* one job for the whole missed period (default) */
+    DQ_CATCH_UP_ALL,        /* a job for each missed tick, oldest first, at
+                               most DQ_SCHEDULE_CATCH_UP_MAX */
+    DQ_CATCH_UP_NONE        /* none: the schedule resumes at its next tick */
+} dq_catch_up;
+
+#define DQ_SCHEDULE_NAME_MAX 128
+#define DQ_SCHEDULE_GRACE_MS 30000
+#define DQ_SCHEDULE_CATCH_UP_MAX 1000
+
+/* "one", "all", "none"; and back (-1 for anything else). */
+const char *dq_catch_up_str(dq_catch_up c);
+int dq_catch_up_parse(const char *s, dq_catch_up *out);
+
+typedef struct dq_schedule_req {
+    const char *queue;      /* required */
+    const char *name;       /* required: 1..128 printable bytes, no spaces,
+                               no '@' */
+    const char *type;       /* required: the jobs' type */
+    const char *expr;       /* "*\/5 * * * *", "@every 90s", "@daily" ...
+                               (delayq(1) describes the syntax) */
+    const char *tz;         /* an IANA zone of the system's tzdata; NULL
+                               or "" for UTC */
+    const void *payload;    /* each job's payload */
+    size_t payload_len;
+    int max_attempts;       /* each job's; 0: the consumer's default */
+    dq_catch_up catch_up;
+    bool replace;           /* overwrite a schedule of the same name */
+} dq_schedule_req;
+
+/*
+ * Store a recurring schedule: from its next tick on, the daemons serving
+ * the queue make one job per tick, with the id NAME@TICK
+ * ("nightly@2026-11-23T00:00:00Z"), due at the tick.  DQ_ERR_INVALID for
+ * a bad expression or zone (the message names the field and the reason);
+ * DQ_ERR_EXISTS when the name is taken and replace is false.  *next_ms
+ * (may be NULL) receives the first tick, in Unix ms.
+ */
+dq_status dq_schedule_add(dq_client *c, const dq_schedule_req *req, int64_t *next_ms);
+
+/* Delete a schedule: no tick fires after this returns (jobs it made
+ * already stay).  DQ_ERR_NOTFOUND when there is none of that name. */
+dq_status dq_schedule_remove(dq_client *c, const char *queue, const char *name);
+
+/* Make one job of the schedule now, outside its ticks (id
+ * NAME@now-2026-11-23T10:05:00.123Z); the ticks are not changed.  `out`
+ * may be NULL.  DQ_ERR_NOTFOUND when there is no such schedule. */
+dq_status dq_schedule_run_now(dq_client *c, const char *queue, const char *name,
+                              dq_enqueued *out);
+
+typedef struct dq_schedule_info {
+    char *name;
+    char *expr;
+    char *tz;               /* "" for UTC */
+    char *type;
+    void *payload;          /* NUL-terminated for convenience */
+    size_t payload_len;
+    int max_attempts;
+    dq_catch_up catch_up;
+    int64_t next_ms;        /* the next tick, Unix ms */
+    bool readable;          /* false: the stored definition cannot be read
+                               (only name and next_ms are filled) */
+} dq_schedule_info;
+
+typedef struct dq_schedule_list {
+    dq_schedule_info *items; /* soonest next tick first */
+    size_t n;
+    int64_t now_ms;
+} dq_schedule_list;
+
+/* A queue's schedules (at most 10000).  Free with dq_schedule_list_free,
+ * also after a failure. */
+dq_status dq_schedule_list_get(dq_client *c, const char *queue, dq_schedule_list *out);
+void dq_schedule_list_free(dq_schedule_list *l);
+
 /* Server time in Unix ms (Redis TIME). */
 dq_status dq_server_time(dq_client *c, int64_t *now_ms);
 

@@ -35,10 +35,21 @@ static const struct option add_longopts[] = {
     { NULL, 0, NULL, 0 }
 };
 
+int cli_opt_max_attempts(const struct cli *cli, const char *arg, int *out)
+{
+    long long n;
+    if (cli_parse_int(arg, 1, INT_MAX, &n) < 0) {
+        cli_fail(cli, CLI_EXIT_USAGE, "bad --max-attempts '%s': expected a whole "
+                 "number of 1 or more", arg);
+        return -1;
+    }
+    *out = (int)n;
+    return 0;
+}
+
 static int add_opt(struct cli *cli, int opt, const char *arg, void *ctx)
 {
     struct add_args *a = ctx;
-    long long n;
     switch (opt) {
     case 'q': a->queue = arg; return 0;
     case 't': a->type = arg; return 0;
@@ -47,13 +58,7 @@ static int add_opt(struct cli *cli, int opt, const char *arg, void *ctx)
     case CLI_OPT_ID: a->id = arg; return 0;
     case CLI_OPT_REPLACE: a->replace = true; return 0;
     case CLI_OPT_MAX_ATTEMPTS:
-        if (cli_parse_int(arg, 1, INT_MAX, &n) < 0) {
-            cli_fail(cli, CLI_EXIT_USAGE, "bad --max-attempts '%s': expected a whole "
-                     "number of 1 or more", arg);
-            return -1;
-        }
-        a->max_attempts = (int)n;
-        return 0;
+        return cli_opt_max_attempts(cli, arg, &a->max_attempts);
     default:
         return -1;
     }
@@ -125,27 +130,25 @@ static int read_stdin(const struct cli *cli, size_t limit, char **buf, size_t *t
     return CLI_EXIT_OK;
 }
 
-/* Fill the payload from the operand or standard input; refuse it when it
- * is over the limit, before anything is sent.  *owned is freed by the
- * caller. */
-static int add_payload(const struct cli *cli, size_t limit, dq_enqueue_req *req,
-                       char **owned)
+int cli_read_payload(const struct cli *cli, int at, size_t limit, const void **payload,
+                     size_t *len, char **owned)
 {
     size_t total = 0;
     *owned = NULL;
-    if (cli_nargs(cli) == 1 && strcmp(cli_arg(cli, 0), "-") == 0) {
+    *payload = NULL;
+    if (cli_nargs(cli) > at && strcmp(cli_arg(cli, at), "-") == 0) {
         int code = read_stdin(cli, limit, owned, &total);
         if (code != CLI_EXIT_OK)
             return code;
-        req->payload = *owned;
-    } else if (cli_nargs(cli) == 1) {
-        req->payload = cli_arg(cli, 0);
-        total = strlen(cli_arg(cli, 0));
+        *payload = *owned;
+    } else if (cli_nargs(cli) > at) {
+        *payload = cli_arg(cli, at);
+        total = strlen(cli_arg(cli, at));
     }
     if (total > limit)
         return cli_fail(cli, CLI_EXIT_USAGE, "payload is %zu bytes, over the limit of %zu",
                         total, limit);
-    req->payload_len = total;
+    *len = total;
     return CLI_EXIT_OK;
 }
 
@@ -179,7 +182,8 @@ static int add_run(struct cli *cli)
     char *payload = NULL;
     code = cli_open(cli, &s);
     if (code == CLI_EXIT_OK)
-        code = add_payload(cli, s.opt.max_payload, &req, &payload);
+        code = cli_read_payload(cli, 0, s.opt.max_payload, &req.payload,
+                                &req.payload_len, &payload);
     if (code == CLI_EXIT_OK)
         code = cli_connect(cli, &s);
     if (code == CLI_EXIT_OK) {

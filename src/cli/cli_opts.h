@@ -24,7 +24,11 @@ enum cli_opt {
     CLI_OPT_OFFSET,
     CLI_OPT_ALL,
     CLI_OPT_WATCH,
-    CLI_OPT_REPAIR
+    CLI_OPT_REPAIR,
+    CLI_OPT_NAME,
+    CLI_OPT_CRON,
+    CLI_OPT_TZ,
+    CLI_OPT_CATCH_UP
 };
 
 /*

@@ -18,6 +18,7 @@
 #include "cli/cli_cmd_jobs.h"
 #include "cli/cli_cmd_ops.h"
 #include "cli/cli_cmd_pause.h"
+#include "cli/cli_cmd_schedule.h"
 #include "cli/cli_opts.h"
 #include "cli/cli_util.h"
 
@@ -38,6 +39,10 @@ static const char usage_text[] =
     "                                          set members and wrong-type keys\n"
     "  pause -q QUEUE | resume -q QUEUE        stop and restart the queue's\n"
     "                                          claims on every daemon\n"
+    "  schedule add -q QUEUE --name NAME -t TYPE --cron EXPR [--tz ZONE]\n"
+    "      [--catch-up one|all|none] [PAYLOAD | -]\n"
+    "  schedule list -q QUEUE [--json] | remove -q QUEUE NAME\n"
+    "  schedule run-now -q QUEUE NAME          recurring jobs: one per tick\n"
     "  delayq COMMAND --help                   more about one command\n"
     "\n"
     "Connection options (before or after COMMAND):\n"
@@ -79,7 +84,7 @@ static const char usage_text[] =
 /* The commands, in the order of the help above. */
 static const struct cli_command *const commands[] = {
     &cli_cmd_add, &cli_cmd_cancel, &cli_cmd_show, &cli_cmd_stats, &cli_cmd_dlq,
-    &cli_cmd_fsck, &cli_cmd_pause, &cli_cmd_resume,
+    &cli_cmd_fsck, &cli_cmd_pause, &cli_cmd_resume, &cli_cmd_schedule,
 };
 
 /* Flush standard output; a failed write is a failure of the command. */

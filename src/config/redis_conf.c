@@ -67,6 +67,12 @@ void redis_conf_queue_keys(const struct redis_conf *rc, const char *queue,
     keys_build(k, rc->prefix ? rc->prefix : DQ_DEFAULT_PREFIX, queue);
 }
 
+void redis_conf_sched_keys(const struct redis_conf *rc, const char *queue,
+                           struct sched_keys *k)
+{
+    keys_build_sched(k, rc->prefix ? rc->prefix : DQ_DEFAULT_PREFIX, queue);
+}
+
 /* ---- typed values: the shared readers, and this group's own rules ------ */
 
 #define PREFIX "redis."

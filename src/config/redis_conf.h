@@ -85,6 +85,10 @@ void redis_conf_to_options(const struct redis_conf *rc, dq_options *opt);
 struct queue_keys;
 void redis_conf_queue_keys(const struct redis_conf *rc, const char *queue,
                            struct queue_keys *k);
+/* The same for the keys of its recurring schedules. */
+struct sched_keys;
+void redis_conf_sched_keys(const struct redis_conf *rc, const char *queue,
+                           struct sched_keys *k);
 
 /*
  * Whether the file that holds the password (see password_in) can be read

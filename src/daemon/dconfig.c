@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "config/conf_reader.h"
+#include "daemon/dconfig_sched.h"
 #include "daemon/log.h"
 #include "lib/keys.h"
 
@@ -336,7 +337,8 @@ int dconfig_load(struct daemon_conf *dc, const char *path, char *err, size_t err
         goto fail;
     const config_setting_t *root = config_root_setting(&dc->cfg);
     static const char *const known[] = { "redis", "log", "handler_dir", "shutdown_timeout",
-                                         "reaper", "queues", "handlers", "metrics", NULL };
+                                         "reaper", "queues", "handlers", "metrics",
+                                         "schedules", NULL };
     conf_check_keys(&r, root, "", known);
     const char *dir = PKGLIBDIR "/handlers";
     get_string(&r, root, "", "handler_dir", &dir);
@@ -349,8 +351,13 @@ int dconfig_load(struct daemon_conf *dc, const char *path, char *err, size_t err
                            read_queue_cb);
     dc->handlers = read_list(&r, config_setting_get_member(root, "handlers"), "handlers",
                              sizeof *dc->handlers, 1000, &dc->nhandlers, read_handler_cb);
+    dc->schedules = read_list(&r, config_setting_get_member(root, "schedules"),
+                              "schedules", sizeof *dc->schedules, 10000, &dc->nschedules,
+                              dconfig_read_schedule);
     if (!r.failed)
         check_consistency(&r, dc);
+    if (!r.failed)
+        dconfig_check_schedules(&r, dc);
     int total = 0;
     for (size_t i = 0; i < dc->nqueues; i++)
         total += dc->queues[i].workers;
@@ -374,6 +381,7 @@ void dconfig_free(struct daemon_conf *dc)
     }
     free(dc->queues);
     free(dc->handlers);
+    free(dc->schedules);
     free(dc->handler_dir);
     free(dc->metrics_listen);
     free(dc->path);

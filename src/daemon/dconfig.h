@@ -46,6 +46,8 @@ struct daemon_conf {
     size_t nqueues;
     struct handler_conf *handlers;
     size_t nhandlers;
+    struct sched_conf *schedules; /* dconfig_sched.h */
+    size_t nschedules;
     char *handler_dir;
     int64_t shutdown_timeout_ms;
     int64_t reaper_interval_ms; /* longest sleep between reaps */

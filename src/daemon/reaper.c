@@ -7,6 +7,7 @@
 #include "daemon/log.h"
 #include "daemon/rconn.h"
 #include "daemon/reaper_fsck.h"
+#include "daemon/reaper_sched.h"
 #include "daemon/signals.h"
 #include "lib/proto.h"
 
@@ -29,6 +30,7 @@ struct reaper {
     struct event *stop_poll;
     struct reaped_queue *queues;
     struct reaper_fsck *fsck;   /* the periodic fsck passes */
+    struct reaper_sched *sched; /* the recurring schedules */
 };
 
 static void schedule(struct reaped_queue *rq, int64_t ms)
@@ -104,6 +106,7 @@ static void on_up(struct rconn *rc, void *arg)
         schedule(&r->queues[i], 0);
     }
     reaper_fsck_up(r->fsck);
+    reaper_sched_up(r->sched);
 }
 
 static void on_stop_poll(evutil_socket_t fd, short what, void *arg)
@@ -130,6 +133,8 @@ int reaper_main(const struct daemon_conf *dc, struct worker_slot *slot)
         goto done;
     if (!(r.fsck = reaper_fsck_new(r.base, r.conn, dc, &slot->fsck)))
         goto done;
+    if (!(r.sched = reaper_sched_new(r.base, r.conn, dc)))
+        goto done;
     rconn_count_reconnects(r.conn, &slot->redis_reconnects);
     for (size_t i = 0; i < dc->nqueues; i++) {
         struct reaped_queue *rq = &r.queues[i];
@@ -147,6 +152,7 @@ int reaper_main(const struct daemon_conf *dc, struct worker_slot *slot)
 done:
     rconn_free(r.conn);         /* first: pending fsck steps get their NULL */
     reaper_fsck_free(r.fsck);
+    reaper_sched_free(r.sched);
     for (size_t i = 0; r.queues && i < dc->nqueues; i++)
         if (r.queues[i].timer)
             event_free(r.queues[i].timer);

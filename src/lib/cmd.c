@@ -133,3 +133,15 @@ void cmd_eval(struct cmd *c, enum dq_script_id s, const struct queue_keys *k)
     for (int i = 0; i < KEYS_PER_SCRIPT; i++)
         cmd_push_str(c, k->key[i]);
 }
+
+void cmd_eval_sched(struct cmd *c, enum dq_script_id s, const struct queue_keys *k,
+                    const struct sched_keys *sk)
+{
+    cmd_push_str(c, "EVALSHA");
+    cmd_push_str(c, dq_scripts[s].sha1);
+    cmd_push_i64(c, KEYS_PER_SCRIPT + 2);
+    for (int i = 0; i < KEYS_PER_SCRIPT; i++)
+        cmd_push_str(c, k->key[i]);
+    cmd_push_str(c, sk->defs);
+    cmd_push_str(c, sk->due);
+}

@@ -32,6 +32,11 @@ void cmd_free(struct cmd *c);
 /* Start "EVALSHA <sha> 6 <the queue's keys>".  The keys are borrowed. */
 void cmd_eval(struct cmd *c, enum dq_script_id s, const struct queue_keys *k);
 
+/* Start "EVALSHA <sha> 8 <the queue's keys> <its schedule keys>", as the
+ * recurring-schedule scripts take them.  The keys are borrowed. */
+void cmd_eval_sched(struct cmd *c, enum dq_script_id s, const struct queue_keys *k,
+                    const struct sched_keys *sk);
+
 void cmd_push(struct cmd *c, const void *p, size_t len);
 void cmd_push_str(struct cmd *c, const char *s);
 /* Push a copy of `len` bytes, kept by the command until cmd_free. */

@@ -16,6 +16,12 @@ void keys_build(struct queue_keys *k, const char *prefix, const char *queue)
     snprintf(k->wake, sizeof k->wake, "%s:{%s}:wake", prefix, queue);
 }
 
+void keys_build_sched(struct sched_keys *k, const char *prefix, const char *queue)
+{
+    snprintf(k->defs, sizeof k->defs, "%s:{%s}:schedules", prefix, queue);
+    snprintf(k->due, sizeof k->due, "%s:{%s}:schedule_due", prefix, queue);
+}
+
 void keys_registry(char *out, size_t outlen, const char *prefix)
 {
     snprintf(out, outlen, "%s:queues", prefix);

@@ -7,7 +7,10 @@
  * are the six keys every script receives, in that order (the scripts also
  * keep records in buckets P:{Q}:jobs:N, in the same hash slot); P:{Q}:wake
  * is the channel a script publishes to when a job becomes due sooner than
- * the head; P:queues is the set of queue names, for listing.
+ * the head; P:queues is the set of queue names, for listing.  The
+ * recurring-schedule scripts receive two more, after the six:
+ * P:{Q}:schedules (hash: name -> definition) and P:{Q}:schedule_due (zset:
+ * name by next fire time).
  */
 #ifndef DQ_KEYS_H
 #define DQ_KEYS_H
@@ -23,6 +26,14 @@ struct queue_keys {
     char key[KEYS_PER_SCRIPT][KEYS_NAME_MAX];
     char wake[KEYS_NAME_MAX];
 };
+
+/* The two keys of a queue's recurring schedules. */
+struct sched_keys {
+    char defs[KEYS_NAME_MAX];
+    char due[KEYS_NAME_MAX];
+};
+
+void keys_build_sched(struct sched_keys *k, const char *prefix, const char *queue);
 
 /* Fill `k` for queue `queue` under `prefix`.  The names must have passed
  * keys_check_queue (and the prefix keys_check_prefix). */

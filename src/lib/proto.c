@@ -778,3 +778,20 @@ void dq_fsck_result_free(dq_fsck_result *r)
     free(r->findings);
     memset(r, 0, sizeof *r);
 }
+
+/* ---- element readers for the other protocol modules (lib/sched.c) ---- */
+
+int64_t proto_elem_int(const redisReply *r, size_t i)
+{
+    return elem_int(r, i);
+}
+
+int proto_elem_is(const redisReply *r, size_t i, const char *s)
+{
+    return elem_is(r, i, s);
+}
+
+char *proto_elem_dup(const redisReply *r, size_t i, size_t *len)
+{
+    return elem_dup(r, i, len);
+}

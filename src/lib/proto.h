@@ -103,4 +103,12 @@ dq_status proto_fsck_reply(const redisReply *r, bool repair, dq_fsck_result *acc
 
 void proto_job_free(dq_job *j);
 
+/* Elements of a script's array reply `r` (i < r->elements): an integer
+ * (or a decimal string; 0 otherwise); whether it is the string `s`; a
+ * NUL-terminated copy (binary-safe, length in *len when not NULL; NULL
+ * when out of memory). */
+int64_t proto_elem_int(const redisReply *r, size_t i);
+int proto_elem_is(const redisReply *r, size_t i, const char *s);
+char *proto_elem_dup(const redisReply *r, size_t i, size_t *len);
+
 #endif

@@ -1,0 +1,182 @@
+/* libdelayq calls for recurring schedules: add, remove, run-now, list. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/client_internal.h"
+#include "lib/sched.h"
+
+#define LIST_MAX 10000   /* schedules in one list, as sched_list.lua allows */
+
+/* The queue's keys, both sets, after checking its name. */
+static dq_status sched_keys_of(dq_client *c, const char *queue, struct queue_keys *k,
+                               struct sched_keys *sk)
+{
+    dq_status st = client_queue_keys(c, queue, k);
+    if (st == DQ_OK)
+        keys_build_sched(sk, c->prefix, queue);
+    return st;
+}
+
+static dq_status check_name(dq_client *c, const char *name)
+{
+    const char *why = sched_check_name(name);
+    return why ? client_fail(c, DQ_ERR_INVALID, "%s", why) : DQ_OK;
+}
+
+/* Everything about a new schedule that can be checked here: the names,
+ * the expression and the zone (which the scripts cannot check). */
+static dq_status check_schedule(dq_client *c, const dq_schedule_req *req,
+                                struct cron_expr *e)
+{
+    const char *why = keys_check_type(req->type);
+    if (why)
+        return client_fail(c, DQ_ERR_INVALID, "%s", why);
+    dq_status st = check_name(c, req->name);
+    if (st != DQ_OK)
+        return st;
+    char err[300];
+    if (cron_parse(req->expr, e, err, sizeof err) < 0
+        || cron_check_zone(req->tz, err, sizeof err) < 0)
+        return client_fail(c, DQ_ERR_INVALID, "%s", err);
+    if (req->payload_len > c->max_payload)
+        return client_fail(c, DQ_ERR_TOO_LARGE, "payload is %zu bytes, over the limit "
+                           "of %zu", req->payload_len, c->max_payload);
+    if (req->payload_len && !req->payload)
+        return client_fail(c, DQ_ERR_INVALID, "payload is NULL but its length is not 0");
+    if (req->max_attempts < 0)
+        return client_fail(c, DQ_ERR_INVALID, "max attempts is negative");
+    if ((unsigned)req->catch_up > DQ_CATCH_UP_NONE)
+        return client_fail(c, DQ_ERR_INVALID, "catch-up policy %d is not one, all or none",
+                           (int)req->catch_up);
+    return DQ_OK;
+}
+
+dq_status dq_schedule_add(dq_client *c, const dq_schedule_req *req, int64_t *next_ms)
+{
+    struct queue_keys k;
+    struct sched_keys sk;
+    struct cron_expr e;
+    dq_status st = sched_keys_of(c, req->queue, &k, &sk);
+    if (st == DQ_OK)
+        st = check_schedule(c, req, &e);
+    int64_t now, next;
+    if (st == DQ_OK)
+        st = dq_server_time(c, &now);
+    if (st != DQ_OK)
+        return st;
+    /* The first tick on the Redis clock, which the daemons fire by. */
+    if ((next = sched_first_tick(&e, req->tz, now)) < 0)
+        return client_fail(c, DQ_ERR_INVALID, "expression \"%s\" fires at no time in "
+                           "the next eight years", req->expr);
+    if ((st = client_register_queue(c, req->queue)) != DQ_OK)
+        return st;
+    struct cmd cmd;
+    cmd_init(&cmd);
+    sched_add_cmd(&cmd, &k, &sk, req, next,
+                  req->replace ? SCHED_ADD_REPLACE : SCHED_ADD_NEW);
+    redisReply *r;
+    st = client_run(c, &cmd, DQ_SCRIPT_SCHED_ADD, &r);
+    cmd_free(&cmd);
+    if (st != DQ_OK)
+        return st;
+    st = sched_add_reply(r, &next);
+    freeReplyObject(r);
+    if (st == DQ_ERR_EXISTS)
+        return client_fail(c, st, "schedule %s already exists in queue %s (use replace)",
+                           req->name, req->queue);
+    if (st != DQ_OK)
+        return client_fail(c, st, "unexpected reply from the sched_add script");
+    if (next_ms)
+        *next_ms = next;
+    return DQ_OK;
+}
+
+dq_status dq_schedule_remove(dq_client *c, const char *queue, const char *name)
+{
+    struct queue_keys k;
+    struct sched_keys sk;
+    dq_status st = sched_keys_of(c, queue, &k, &sk);
+    if (st == DQ_OK)
+        st = check_name(c, name);
+    if (st != DQ_OK)
+        return st;
+    struct cmd cmd;
+    cmd_init(&cmd);
+    sched_remove_cmd(&cmd, &k, &sk, name);
+    redisReply *r;
+    st = client_run(c, &cmd, DQ_SCRIPT_SCHED_REMOVE, &r);
+    cmd_free(&cmd);
+    if (st != DQ_OK)
+        return st;
+    int gone = r->type == REDIS_REPLY_INTEGER ? (int)r->integer : -1;
+    freeReplyObject(r);
+    if (gone == 0)
+        return client_fail(c, DQ_ERR_NOTFOUND, "no schedule %s in queue %s", name, queue);
+    if (gone != 1)
+        return client_fail(c, DQ_ERR_REDIS, "unexpected reply from the sched_remove script");
+    return DQ_OK;
+}
+
+dq_status dq_schedule_run_now(dq_client *c, const char *queue, const char *name,
+                              dq_enqueued *out)
+{
+    struct queue_keys k;
+    struct sched_keys sk;
+    int64_t now;
+    dq_status st = sched_keys_of(c, queue, &k, &sk);
+    if (st == DQ_OK)
+        st = check_name(c, name);
+    if (st == DQ_OK)
+        st = dq_server_time(c, &now);
+    if (st != DQ_OK)
+        return st;
+    char id[SCHED_ID_MAX];
+    sched_now_id(id, sizeof id, name, now);
+    struct sched_step step = { -1, now, 0 };
+    struct cmd cmd;
+    cmd_init(&cmd);
+    sched_fire_cmd(&cmd, &k, &sk, name, &step, id);
+    redisReply *r;
+    st = client_run(c, &cmd, DQ_SCRIPT_SCHED_FIRE, &r);
+    cmd_free(&cmd);
+    if (st != DQ_OK)
+        return st;
+    int fired = sched_fire_reply(r);
+    freeReplyObject(r);
+    if (fired == SCHED_MISSING)
+        return client_fail(c, DQ_ERR_NOTFOUND, "no schedule %s in queue %s", name, queue);
+    if (fired == SCHED_EXISTS)
+        return client_fail(c, DQ_ERR_EXISTS, "job %s exists already", id);
+    if (fired != SCHED_FIRED)
+        return client_fail(c, DQ_ERR_REDIS, "unexpected reply from the sched_fire script");
+    if (out) {
+        snprintf(out->id, sizeof out->id, "%s", id);
+        out->due_ms = now;
+        out->replaced = false;
+    }
+    return DQ_OK;
+}
+
+dq_status dq_schedule_list_get(dq_client *c, const char *queue, dq_schedule_list *out)
+{
+    memset(out, 0, sizeof *out);
+    struct queue_keys k;
+    struct sched_keys sk;
+    dq_status st = sched_keys_of(c, queue, &k, &sk);
+    if (st != DQ_OK)
+        return st;
+    struct cmd cmd;
+    cmd_init(&cmd);
+    sched_list_cmd(&cmd, &k, &sk, -1, LIST_MAX);
+    redisReply *r;
+    st = client_run(c, &cmd, DQ_SCRIPT_SCHED_LIST, &r);
+    cmd_free(&cmd);
+    if (st != DQ_OK)
+        return st;
+    st = sched_list_reply(r, out);
+    freeReplyObject(r);
+    if (st != DQ_OK)
+        return client_fail(c, st, "unexpected reply from the sched_list script");
+    return DQ_OK;
+}
