@@ -354,7 +354,8 @@ START_TEST(stats_table_and_json)
     ck_assert_msg(strstr(r->out, "{\"queue\":\"alpha\",\"delayed\":2,\"due\":0,"), "%s", r->out);
     ck_assert_msg(strstr(r->out, "{\"queue\":\"beta\",\"delayed\":0,\"due\":1,"), "%s", r->out);
     ck_assert_msg(strstr(r->out, "\"queue\":\"gamma\",\"delayed\":0,\"due\":0,\"processing\":0,"
-                         "\"expired\":0,\"dead\":0,\"next_due_in_ms\":null}"), "%s", r->out);
+                         "\"expired\":0,\"dead\":0,\"next_due_in_ms\":null,"
+                         "\"due_by_priority\":[0,0,0,0,0,0,0,0,0,0]}"), "%s", r->out);
     ck_assert_msg(strstr(r->out, "\"dead\":2"), "%s", r->out);
     long long next_ms = json_num(r->out, "next_due_in_ms"); /* alpha comes first */
     ck_assert_int_gt(next_ms, 3500000);

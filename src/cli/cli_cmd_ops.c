@@ -75,6 +75,19 @@ static int stats_collect(const struct cli *cli, dq_client *c, char **names,
     return CLI_EXIT_OK;
 }
 
+/* Below the table, for a queue with due jobs at a level other than
+ * normal: "QUEUE due by priority: 0:3 5:120" (level:count). */
+static void print_due_by_priority(const char *name, const dq_stats *st)
+{
+    if (st->due == st->due_by_priority[DQ_PRIORITY_NORMAL_LEVEL])
+        return;
+    printf("%s due by priority:", name);
+    for (int p = 0; p < DQ_PRIORITY_LEVELS; p++)
+        if (st->due_by_priority[p] > 0)
+            printf(" %d:%lld", p, (long long)st->due_by_priority[p]);
+    putchar('\n');
+}
+
 static void stats_table(char **names, size_t n, const dq_stats *st)
 {
     int w = 5;
@@ -93,6 +106,8 @@ static void stats_table(char **names, size_t n, const dq_stats *st)
                (long long)st[i].delayed, (long long)st[i].due,
                (long long)st[i].processing, (long long)st[i].dead, next);
     }
+    for (size_t i = 0; i < n; i++)
+        print_due_by_priority(names[i], &st[i]);
 }
 
 static void stats_json(char **names, size_t n, const dq_stats *st)
@@ -106,9 +121,13 @@ static void stats_json(char **names, size_t n, const dq_stats *st)
                (long long)st[i].due, (long long)st[i].processing,
                (long long)st[i].expired, (long long)st[i].dead);
         if (st[i].next_due_in_ms >= 0)
-            printf("%lld}", (long long)st[i].next_due_in_ms);
+            printf("%lld", (long long)st[i].next_due_in_ms);
         else
-            fputs("null}", stdout);
+            fputs("null", stdout);
+        fputs(",\"due_by_priority\":[", stdout);
+        for (int p = 0; p < DQ_PRIORITY_LEVELS; p++)
+            printf("%s%lld", p ? "," : "", (long long)st[i].due_by_priority[p]);
+        fputs("]}", stdout);
     }
     puts("]");
 }
@@ -209,8 +228,11 @@ static int stats_watch(const struct cli *cli, dq_client *c, const struct ops_arg
 static const char stats_help[] =
     "Usage: delayq stats [-q QUEUE] [--json] [--watch N]\n"
     "Per queue (every queue without -q): jobs delayed (not yet due), due,\n"
-    "processing, dead, and the time until the next is due.  --json prints\n"
-    "an array of objects (next_due_in_ms is null when nothing is delayed).\n"
+    "processing, dead, the time until the next is due; below, for a queue\n"
+    "with due jobs not all normal, the due jobs per priority level\n"
+    "(\"QUEUE due by priority: 0:3 5:120\", level:count).  --json prints an\n"
+    "array of objects (next_due_in_ms is null when nothing is delayed;\n"
+    "due_by_priority has ten counts, levels 0..9).\n"
     "  --watch N   print the figures again every N (a duration, or seconds:\n"
     "              2, 500ms) until interrupted (exit 0): on a terminal the\n"
     "              screen is redrawn; otherwise each table follows a blank\n"
