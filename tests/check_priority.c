@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "client_test.h"
 #include "lib/scripts.h"
@@ -180,6 +181,7 @@ START_TEST(reap_and_release_keep_the_level)
     dq_claim_result res;
     claim_n(2, 1, 2, &res);                      /* both leases end at once */
     dq_claim_result_free(&res);
+    usleep(5000);
     dq_reap_result rr;
     for (int i = 0; i < 100; i++) {
         ck_assert_int_eq(dq_reap(cl, Q, 10, &pol, &rr), DQ_OK);
