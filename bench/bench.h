@@ -12,6 +12,7 @@
 
 #include <delayq/client.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -103,6 +104,9 @@ int bench_fill(dq_client *c, long n, int64_t at0_ms, double spacing_ms, char *er
  * for the record buckets: each claim reads many buckets). */
 int bench_fill_scattered(dq_client *c, long n, int64_t due_ms, int window_ms, char *err,
                          size_t errlen);
+
+/* `n` jobs all due at `due_ms`, a third each high, normal and low. */
+int bench_fill_priorities(dq_client *c, long n, int64_t due_ms, char *err, size_t errlen);
 
 /* Put "PREFIX: " in front of the message in err (a row's config). */
 void bench_err_prefix(char *err, size_t errlen, const char *prefix);

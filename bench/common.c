@@ -78,10 +78,12 @@ dq_client *bench_client(const char *sock, char *err, size_t errlen)
 
 /* Job i is due at at0_ms + i * spacing_ms, less (i * 7919) % scatter_ms
  * when scatter_ms > 0: a spread that puts ids far apart next to each other
- * in the order of due times. */
+ * in the order of due times.  With `spread`, job i is high, normal or low
+ * as i % 3 is 0, 1 or 2; otherwise every job is normal. */
 static int fill(dq_client *c, long n, int64_t at0_ms, double spacing_ms, int scatter_ms,
-                char *err, size_t errlen)
+                bool spread, char *err, size_t errlen)
 {
+    static const int levels[] = { DQ_PRIORITY_HIGH, DQ_PRIORITY_NORMAL, DQ_PRIORITY_LOW };
     dq_enqueue_req *req = calloc(BENCH_CHUNK, sizeof *req);
     if (!req) {
         snprintf(err, errlen, "out of memory");
@@ -97,6 +99,7 @@ static int fill(dq_client *c, long n, int64_t at0_ms, double spacing_ms, int sca
                 .payload = bench_payload, .payload_len = BENCH_PAYLOAD_LEN,
                 .at_ms = at0_ms + (int64_t)floor((double)idx * spacing_ms)
                          - (scatter_ms > 0 ? (int64_t)(idx * 7919 % scatter_ms) : 0),
+                .priority = spread ? levels[idx % 3] : 0,
             };
         }
         if (dq_enqueue_many(c, req, k, NULL, NULL) != DQ_OK) {
@@ -115,13 +118,18 @@ static int fill(dq_client *c, long n, int64_t at0_ms, double spacing_ms, int sca
 int bench_fill(dq_client *c, long n, int64_t at0_ms, double spacing_ms, char *err,
                size_t errlen)
 {
-    return fill(c, n, at0_ms, spacing_ms, 0, err, errlen);
+    return fill(c, n, at0_ms, spacing_ms, 0, false, err, errlen);
+}
+
+int bench_fill_priorities(dq_client *c, long n, int64_t due_ms, char *err, size_t errlen)
+{
+    return fill(c, n, due_ms, 0, 0, true, err, errlen);
 }
 
 int bench_fill_scattered(dq_client *c, long n, int64_t due_ms, int window_ms, char *err,
                          size_t errlen)
 {
-    return fill(c, n, due_ms - 1, 0, window_ms, err, errlen);
+    return fill(c, n, due_ms - 1, 0, window_ms, false, err, errlen);
 }
 
 static int cmp_double(const void *a, const void *b)

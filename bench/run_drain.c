@@ -4,7 +4,8 @@
  * drain     N jobs all due at one instant; jobs/s from that instant to the
  *           last ack, and the CPU of redis-server and of every delayqd
  *           process during the drain, per job.  For 1, 2, 4 workers x
- *           claim batch 1, 16, 64.
+ *           claim batch 1, 16, 64; then 2 x 64 with due times scattered,
+ *           and 2 x 64 with the jobs spread over three priorities.
  * lateness  jobs due evenly over a few seconds at 200/s, then 5,000/s;
  *           handler start - due time, from the no-op handler's record.
  *
@@ -26,6 +27,9 @@
 #include "tests/testutil.h"
 
 #define DELAYED_KEY "dq:{" BENCH_QUEUE "}:delayed"
+/* The delayed sets of the high and low levels (normal's is DELAYED_KEY). */
+#define DELAYED_HIGH_KEY DELAYED_KEY ":0"
+#define DELAYED_LOW_KEY DELAYED_KEY ":9"
 #define PROCESSING_KEY "dq:{" BENCH_QUEUE "}:processing"
 #define DEAD_KEY "dq:{" BENCH_QUEUE "}:dead"
 
@@ -94,12 +98,26 @@ static int fill_ahead(struct row_ctx *x, long jobs, int64_t at0, double spacing_
     return 0;
 }
 
-/* Jobs not finished yet: delayed, then in processing (less the set's pin,
- * scored 2^53 - 1).  Read in that order, a job cannot slip between the
- * two reads, since nothing in a drain goes back from processing. */
-static long long jobs_left(struct row_ctx *x)
+/* How a drain row's jobs are due. */
+enum drain_kind {
+    DRAIN_AT_ONCE,          /* all at one instant, all normal */
+    DRAIN_SCATTERED,        /* over SCATTER_MS, ids out of due order */
+    DRAIN_PRIORITIES        /* at one instant, a third each high, normal, low */
+};
+
+/* Jobs not finished yet: delayed (at every level the row uses), then in
+ * processing (less the set's pin, scored 2^53 - 1).  Read in that order, a
+ * job cannot slip between the reads, since nothing in a drain goes back
+ * from processing.  Rows of normal jobs poll only the normal set, so that
+ * the polling costs Redis what it did before priorities. */
+static long long jobs_left(struct row_ctx *x, enum drain_kind kind)
 {
     long long delayed = tu_redis_int(x->rc, "ZCARD %s", DELAYED_KEY);
+    if (kind == DRAIN_PRIORITIES && delayed >= 0) {
+        long long high = tu_redis_int(x->rc, "ZCARD %s", DELAYED_HIGH_KEY);
+        long long low = tu_redis_int(x->rc, "ZCARD %s", DELAYED_LOW_KEY);
+        delayed = high < 0 || low < 0 ? -1 : delayed + high + low;
+    }
     long long processing = tu_redis_int(x->rc, "ZCOUNT %s -inf (9007199254740991",
                                         PROCESSING_KEY);
     return delayed < 0 || processing < 0 ? -1 : delayed + processing;
@@ -107,11 +125,11 @@ static long long jobs_left(struct row_ctx *x)
 
 /* Poll until every job is acked; returns 0 and the realtime µs of the poll
  * that saw it, or -1 at the deadline. */
-static int wait_drained(struct row_ctx *x, int64_t deadline_mono_us, int poll_ms,
-                        int64_t *end_us, char *err, size_t errlen)
+static int wait_drained(struct row_ctx *x, enum drain_kind kind, int64_t deadline_mono_us,
+                        int poll_ms, int64_t *end_us, char *err, size_t errlen)
 {
     for (;;) {
-        long long left = jobs_left(x);
+        long long left = jobs_left(x, kind);
         *end_us = bench_real_us();
         if (left == 0)
             return 0;
@@ -154,14 +172,15 @@ static void fill_costs(struct report_row *row, long jobs, const struct cpu_sampl
  * buckets rather than 2 or 3. */
 #define SCATTER_MS 100
 
-static int drain_row(const struct bench_env *env, int workers, int batch, int scattered,
-                     char *err, size_t errlen)
+static int drain_row(const struct bench_env *env, int workers, int batch,
+                     enum drain_kind kind, char *err, size_t errlen)
 {
     long n = env->opt.n;
+    int scattered = kind == DRAIN_SCATTERED;
     struct report_row row;
     char config[48];
     snprintf(config, sizeof config, "w=%d b=%d%s", workers, batch,
-             scattered ? " scattered" : "");
+             scattered ? " scattered" : kind == DRAIN_PRIORITIES ? " 3 priorities" : "");
     report_row_init(&row, "drain", config);
     bench_progress("drain %s: %ld jobs", config, n);
     struct daemon_spec spec = { workers, batch, NULL };
@@ -172,8 +191,17 @@ static int drain_row(const struct bench_env *env, int workers, int batch, int sc
     /* All are due at `due`; scattered, the first at `start`. */
     int64_t due = bench_real_ms() + lead_ms(n) + (scattered ? SCATTER_MS : 0);
     int64_t start = due - (scattered ? SCATTER_MS : 0);
-    if (fill_ahead(&x, n, due, 0, scattered ? SCATTER_MS : 0, err, errlen) < 0)
+    if (kind == DRAIN_PRIORITIES) {
+        if (bench_fill_priorities(x.client, n, due, err, errlen) < 0)
+            goto done;
+        if (bench_real_ms() > due - 20) {
+            snprintf(err, errlen, "enqueueing %ld jobs was not over before they were "
+                     "due: the machine is too busy", n);
+            goto done;
+        }
+    } else if (fill_ahead(&x, n, due, 0, scattered ? SCATTER_MS : 0, err, errlen) < 0) {
         goto done;
+    }
     struct cpu_sample c0, c1;
     struct info_snap i0, i1;
     bench_sleep_until_real_ms(start - 20);
@@ -183,7 +211,7 @@ static int drain_row(const struct bench_env *env, int workers, int batch, int sc
     bench_sleep_until_real_ms(start);
     int64_t end_us;
     int64_t deadline = bench_mono_us() + (30 + n / 2000) * 1000000LL;
-    if (wait_drained(&x, deadline, 1, &end_us, err, errlen) < 0)
+    if (wait_drained(&x, kind, deadline, 1, &end_us, err, errlen) < 0)
         goto done;
     measure_cpu(&c1, x.redis.pid, x.daemon.pid);
     if (info_take(x.rc, &i1, err, errlen) < 0)
@@ -211,9 +239,11 @@ int run_drain(const struct bench_env *env, char *err, size_t errlen)
     static const int batches[] = { 1, 16, 64 };
     for (size_t w = 0; w < 3; w++)
         for (size_t b = 0; b < 3; b++)
-            if (drain_row(env, workers[w], batches[b], 0, err, errlen) < 0)
+            if (drain_row(env, workers[w], batches[b], DRAIN_AT_ONCE, err, errlen) < 0)
                 return -1;
-    return drain_row(env, 2, 64, 1, err, errlen);
+    if (drain_row(env, 2, 64, DRAIN_SCATTERED, err, errlen) < 0)
+        return -1;
+    return drain_row(env, 2, 64, DRAIN_PRIORITIES, err, errlen);
 }
 
 /* ---- lateness --------------------------------------------------------------- */
@@ -279,7 +309,8 @@ static int lateness_row(const struct bench_env *env, int rate, char *err, size_t
     measure_cpu(&c0, x.redis.pid, x.daemon.pid);
     bench_sleep_until_real_ms(at0 + (int64_t)(env->opt.lateness_s * 1000));
     int64_t end_us;
-    if (wait_drained(&x, bench_mono_us() + 30 * 1000000LL, 5, &end_us, err, errlen) < 0)
+    if (wait_drained(&x, DRAIN_AT_ONCE, bench_mono_us() + 30 * 1000000LL, 5, &end_us,
+                     err, errlen) < 0)
         goto done;
     measure_cpu(&c1, x.redis.pid, x.daemon.pid);
     if (info_take(x.rc, &i1, err, errlen) < 0)

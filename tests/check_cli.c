@@ -260,6 +260,31 @@ START_TEST(max_attempts_is_kept)
 }
 END_TEST
 
+START_TEST(priority_is_kept_and_shown)
+{
+    char id[64], low[64];
+    add_id(CLI("add", "-q", "pr", "-t", "t", "--priority", "low", "a"), low, sizeof low);
+    add_id(CLI("add", "-q", "pr", "-t", "t", "--priority", "high", "b"), id, sizeof id);
+    struct run_result *r = CLI("show", "-q", "pr", id);
+    assert_ok(r);
+    ck_assert_msg(strstr(r->out, "priority: 0 (high)\n"), "%s", r->out);
+    r = CLI("show", "-q", "pr", "--json", low);
+    assert_ok(r);
+    ck_assert_msg(strstr(r->out, "\"priority\":9"), "%s", r->out);
+    add_id(CLI("add", "-q", "pr", "-t", "t", "--priority", "3", "c"), id, sizeof id);
+    r = CLI("show", "-q", "pr", id);
+    ck_assert_msg(strstr(r->out, "priority: 3\n"), "%s", r->out);
+    add_id(CLI("add", "-q", "pr", "-t", "t", "d"), id, sizeof id);
+    r = CLI("show", "-q", "pr", id);
+    ck_assert_msg(strstr(r->out, "priority: 5 (normal)\n"), "%s", r->out);
+    r = CLI("stats", "-q", "pr");
+    assert_ok(r);
+    ck_assert_msg(strstr(r->out, "\npr due by priority: 0:1 3:1 5:1 9:1\n"), "%s", r->out);
+    r = CLI("stats", "-q", "pr", "--json");
+    ck_assert_msg(strstr(r->out, "\"due_by_priority\":[1,0,0,1,0,1,0,0,0,1]"), "%s", r->out);
+}
+END_TEST
+
 START_TEST(cancel_delayed_job)
 {
     char id[64];
@@ -365,7 +390,7 @@ START_TEST(stats_table_and_json)
     ck_assert_msg(strstr(r->out, "{\"queue\":\"beta\",\"delayed\":0,\"due\":1,"), "%s", r->out);
     ck_assert_msg(strstr(r->out, "\"queue\":\"gamma\",\"delayed\":0,\"due\":0,\"processing\":0,"
                          "\"expired\":0,\"dead\":0,\"next_due_in_ms\":null,\"paused\":false,"
-                         "\"paused_since_ms\":null}"), "%s", r->out);
+                         "\"paused_since_ms\":null,\"due_by_priority\":[0,0,0,0,0,0,0,0,0,0]}"), "%s", r->out);
     ck_assert_msg(strstr(r->out, "\"dead\":2"), "%s", r->out);
     long long next_ms = json_num(r->out, "next_due_in_ms"); /* alpha comes first */
     ck_assert_int_gt(next_ms, 3500000);
@@ -489,6 +514,14 @@ START_TEST(usage_errors)
                  "not both");
     assert_fails(CLI("add", "-q", "u", "-t", "t", "--max-attempts", "-1"), 2,
                  "bad --max-attempts '-1'");
+    struct run_result *p = CLI("add", "-q", "u", "-t", "t", "--priority", "10");
+    assert_fails(p, 2, "");
+    ck_assert_str_eq(p->err, "delayq: add: bad --priority '10': expected high, normal, "
+                     "low or a level 0..9 (0 the most urgent)\n");
+    assert_fails(CLI("add", "-q", "u", "-t", "t", "--priority", "urgent"), 2,
+                 "bad --priority 'urgent'");
+    assert_fails(CLI("add", "-q", "u", "-t", "t", "--priority", "-1"), 2,
+                 "bad --priority '-1'");
     assert_fails(CLI("add", "-q", "u{x}", "-t", "t"), 2, "queue name contains '{'");
     assert_fails(CLI("add", "-q", "u", "-t", "has space"), 2, "bad type");
     assert_fails(CLI("add", "-q", "u", "-t", "t", "--id", "123"), 2, "all digits");
@@ -590,6 +623,7 @@ int main(void)
     tcase_add_test(tc, payload_from_stdin_is_binary_safe);
     tcase_add_test(tc, show_escapes_text_and_json);
     tcase_add_test(tc, max_attempts_is_kept);
+    tcase_add_test(tc, priority_is_kept_and_shown);
     tcase_add_test(tc, cancel_delayed_job);
     tcase_add_test(tc, cancel_running_job_exits_1);
     tcase_add_test(tc, cancel_and_show_unknown_exit_1);

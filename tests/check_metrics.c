@@ -294,6 +294,13 @@ START_TEST(counters_and_histograms_while_running_and_after)
                         counter("succeeded", "ok") + counter("retried", "ok")
                         + counter("dead", "ok"));
     ck_assert_double_eq(histogram("delayq_fire_lateness_seconds", "ok"), OK_JOBS);
+    /* The same runs by priority level: all normal (5). */
+    ck_assert_double_eq(metric("delayq_fire_lateness_by_priority_seconds_count{queue=\""
+                               QUEUE "\",priority=\"5\"}"), OK_JOBS);
+    ck_assert_double_eq(metric("delayq_fire_lateness_by_priority_seconds_bucket{queue=\""
+                               QUEUE "\",priority=\"5\",le=\"+Inf\"}"), OK_JOBS);
+    ck_assert_double_eq(metric("delayq_fire_lateness_by_priority_seconds_count{queue=\""
+                               QUEUE "\",priority=\"0\"}"), -1);
     ck_assert_double_eq(histogram("delayq_handler_duration_seconds", "nope"), 0);
     ck_assert_double_eq(metric("delayq_jobs_stale_total{queue=\"" QUEUE "\"}"), 0);
 

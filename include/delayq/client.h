@@ -100,6 +100,26 @@ const char *dq_errmsg(const dq_client *c);
 
 /* ---- Producing ---------------------------------------------------------- */
 
+/*
+ * Priorities: a job has a level 0..9, 0 the most urgent; high is 0, normal
+ * (the default) 5, low 9.  Priority orders only jobs that are due: a job
+ * never runs before its due time because of it.  Among due jobs a claim
+ * takes the most urgent first, equal levels in due order; strictly, so a
+ * permanent backlog of more urgent due jobs holds back the others.
+ * dq_enqueue_req.priority is 0 for normal (so that a zeroed request keeps
+ * its meaning) or DQ_PRIORITY(level).
+ */
+#define DQ_PRIORITY_LEVELS 10
+#define DQ_PRIORITY_NORMAL_LEVEL 5
+#define DQ_PRIORITY(level) ((level) + 1)
+#define DQ_PRIORITY_HIGH DQ_PRIORITY(0)
+#define DQ_PRIORITY_NORMAL DQ_PRIORITY(5)
+#define DQ_PRIORITY_LOW DQ_PRIORITY(9)
+
+/* The level (0..9) of "high", "normal", "low" or a digit 0..9, or -1 when
+ * `s` is none of them. */
+int dq_priority_parse(const char *s);
+
 typedef struct dq_enqueue_req {
     const char *queue;      /* required */
     const char *type;       /* required: selects the handler */
@@ -113,6 +133,8 @@ typedef struct dq_enqueue_req {
                                (at most DQ_MAX_AHEAD_MS from now) */
     int max_attempts;       /* 0: the consumer's default for the type */
     bool replace;           /* reschedule an existing job with this id */
+    int priority;           /* 0: normal; else DQ_PRIORITY(0..9) (above);
+                               anything else is DQ_ERR_INVALID */
 } dq_enqueue_req;
 
 typedef struct dq_enqueued {
@@ -159,6 +181,7 @@ typedef struct dq_job {
     int64_t created_ms;
     int64_t fence;          /* present it to dq_ack / dq_fail */
     char *last_error;       /* "" when no attempt failed yet */
+    int priority;           /* its level, 0 (most urgent) ..9; 5 normal */
 } dq_job;
 
 typedef struct dq_claim_result {
@@ -245,6 +268,7 @@ typedef struct dq_stats {
     int64_t dead;
     int64_t next_due_in_ms; /* -1 when nothing is delayed */
     int64_t now_ms;
+    int64_t due_by_priority[DQ_PRIORITY_LEVELS]; /* `due`, per level 0..9 */
 } dq_stats;
 
 dq_status dq_stats_get(dq_client *c, const char *queue, dq_stats *out);

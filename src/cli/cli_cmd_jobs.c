@@ -22,6 +22,7 @@ struct add_args {
     const char *at;
     bool replace;
     int max_attempts;
+    int priority;           /* as dq_enqueue_req.priority */
 };
 
 static const struct option add_longopts[] = {
@@ -32,6 +33,7 @@ static const struct option add_longopts[] = {
     { "id", required_argument, NULL, CLI_OPT_ID },
     { "replace", no_argument, NULL, CLI_OPT_REPLACE },
     { "max-attempts", required_argument, NULL, CLI_OPT_MAX_ATTEMPTS },
+    { "priority", required_argument, NULL, CLI_OPT_PRIORITY },
     { NULL, 0, NULL, 0 }
 };
 
@@ -59,6 +61,16 @@ static int add_opt(struct cli *cli, int opt, const char *arg, void *ctx)
     case CLI_OPT_REPLACE: a->replace = true; return 0;
     case CLI_OPT_MAX_ATTEMPTS:
         return cli_opt_max_attempts(cli, arg, &a->max_attempts);
+    case CLI_OPT_PRIORITY: {
+        int level = dq_priority_parse(arg);
+        if (level < 0) {
+            cli_fail(cli, CLI_EXIT_USAGE, "bad --priority '%s': expected high, normal, "
+                     "low or a level 0..9 (0 the most urgent)", arg);
+            return -1;
+        }
+        a->priority = DQ_PRIORITY(level);
+        return 0;
+    }
     default:
         return -1;
     }
@@ -95,6 +107,7 @@ static int add_request(const struct cli *cli, const struct add_args *a,
     req->id = a->id;
     req->replace = a->replace;
     req->max_attempts = a->max_attempts;
+    req->priority = a->priority;
     return CLI_EXIT_OK;
 }
 
@@ -154,7 +167,8 @@ int cli_read_payload(const struct cli *cli, int at, size_t limit, const void **p
 
 static const char add_help[] =
     "Usage: delayq add -q QUEUE -t TYPE [-d DELAY | --at TIME] [--id ID]\n"
-    "                  [--replace] [--max-attempts N] [PAYLOAD | -]\n"
+    "                  [--replace] [--max-attempts N] [--priority P]\n"
+    "                  [PAYLOAD | -]\n"
     "Schedule a job and print its id.\n"
     "  -q, --queue QUEUE     the queue\n"
     "  -t, --type TYPE       the job type (selects the handler)\n"
@@ -166,6 +180,8 @@ static const char add_help[] =
     "      --replace         reschedule the job with this id\n"
     "      --max-attempts N  attempts before the job is dead (default: the\n"
     "                        consumer's setting)\n"
+    "      --priority P      high, normal (default), low, or 0..9 (0 the most\n"
+    "                        urgent): orders the jobs that are due\n"
     "  PAYLOAD               the payload; '-' reads it from standard input;\n"
     "                        none: empty\n";
 
@@ -301,6 +317,14 @@ static void show_payload_text(const dq_job *j)
     }
 }
 
+/* "priority: 0 (high)": the level, and its name where it has one. */
+static void show_priority(int level)
+{
+    const char *name = level == 0 ? " (high)" : level == DQ_PRIORITY_NORMAL_LEVEL
+                       ? " (normal)" : level == 9 ? " (low)" : "";
+    printf("priority: %d%s\n", level, name);
+}
+
 static void show_text(const char *queue, const char *id, const dq_job_info *info)
 {
     const dq_job *j = &info->job;
@@ -312,6 +336,7 @@ static void show_text(const char *queue, const char *id, const dq_job_info *info
         printf("\nattempts: %d/default\n", j->attempt);
     /* An unreadable record's times are not known (0): not shown. */
     if (info->state != DQ_STATE_UNREADABLE) {
+        show_priority(j->priority);
         show_time("created", j->created_ms, info->now_ms);
         show_time("due", j->due_ms, info->now_ms);
     }
@@ -358,6 +383,7 @@ static void show_json(const char *queue, const char *id, const dq_job_info *info
     json_key_ms("lease_deadline_ms", info->state_ms, info->state == DQ_STATE_PROCESSING);
     json_key_ms("died_ms", info->state_ms, info->state == DQ_STATE_DEAD);
     json_key_ms("now_ms", info->now_ms, true);
+    json_key_ms("priority", j->priority, known);
     json_key_str("last_error", j->last_error, strlen(j->last_error));
     printf(",\"payload_size\":%zu", j->payload_len);
     if (cli_is_utf8(j->payload, j->payload_len)) {

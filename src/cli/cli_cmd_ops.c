@@ -83,6 +83,19 @@ static int stats_collect(const struct cli *cli, dq_client *c, char **names,
     return CLI_EXIT_OK;
 }
 
+/* Below the table, for a queue with due jobs at a level other than
+ * normal: "QUEUE due by priority: 0:3 5:120" (level:count). */
+static void print_due_by_priority(const char *name, const dq_stats *st)
+{
+    if (st->due == st->due_by_priority[DQ_PRIORITY_NORMAL_LEVEL])
+        return;
+    printf("%s due by priority:", name);
+    for (int p = 0; p < DQ_PRIORITY_LEVELS; p++)
+        if (st->due_by_priority[p] > 0)
+            printf(" %d:%lld", p, (long long)st->due_by_priority[p]);
+    putchar('\n');
+}
+
 static void stats_table(char **names, size_t n, const struct queue_figures *f)
 {
     int w = 5;
@@ -106,6 +119,8 @@ static void stats_table(char **names, size_t n, const struct queue_figures *f)
                (long long)st->delayed, (long long)st->due,
                (long long)st->processing, (long long)st->dead, next, paused);
     }
+    for (size_t i = 0; i < n; i++)
+        print_due_by_priority(names[i], &f[i].st);
 }
 
 static void stats_json(char **names, size_t n, const struct queue_figures *f)
@@ -124,9 +139,13 @@ static void stats_json(char **names, size_t n, const struct queue_figures *f)
         else
             fputs("null", stdout);
         if (f[i].paused_since >= 0)
-            printf(",\"paused\":true,\"paused_since_ms\":%lld}", (long long)f[i].paused_since);
+            printf(",\"paused\":true,\"paused_since_ms\":%lld", (long long)f[i].paused_since);
         else
-            fputs(",\"paused\":false,\"paused_since_ms\":null}", stdout);
+            fputs(",\"paused\":false,\"paused_since_ms\":null", stdout);
+        fputs(",\"due_by_priority\":[", stdout);
+        for (int p = 0; p < DQ_PRIORITY_LEVELS; p++)
+            printf("%s%lld", p ? "," : "", (long long)st->due_by_priority[p]);
+        fputs("]}", stdout);
     }
     puts("]");
 }
@@ -228,9 +247,12 @@ static const char stats_help[] =
     "Usage: delayq stats [-q QUEUE] [--json] [--watch N]\n"
     "Per queue (every queue without -q): jobs delayed (not yet due), due,\n"
     "processing, dead, the time until the next is due, and whether the\n"
-    "queue is paused (delayq pause) and since when.  --json prints an array\n"
-    "of objects (next_due_in_ms is null when nothing is delayed; paused is\n"
-    "true or false, paused_since_ms a Unix time in ms or null).\n"
+    "queue is paused (delayq pause) and since when; below, for a queue with\n"
+    "due jobs not all normal, the due jobs per priority level (\"QUEUE due\n"
+    "by priority: 0:3 5:120\", level:count).  --json prints an array of\n"
+    "objects (next_due_in_ms is null when nothing is delayed; paused is true\n"
+    "or false, paused_since_ms a Unix time in ms or null; due_by_priority\n"
+    "has ten counts, levels 0..9).\n"
     "  --watch N   print the figures again every N (a duration, or seconds:\n"
     "              2, 500ms) until interrupted (exit 0): on a terminal the\n"
     "              screen is redrawn; otherwise each table follows a blank\n"

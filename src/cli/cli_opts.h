@@ -19,6 +19,7 @@ enum cli_opt {
     CLI_OPT_ID,
     CLI_OPT_REPLACE,
     CLI_OPT_MAX_ATTEMPTS,
+    CLI_OPT_PRIORITY,
     CLI_OPT_JSON,
     CLI_OPT_LIMIT,
     CLI_OPT_OFFSET,

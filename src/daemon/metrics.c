@@ -19,6 +19,7 @@ struct row {
     uint64_t orphans;           /* type "" only: the reaper's fsck repairs */
     struct slot_hist duration;
     struct slot_hist lateness;
+    struct slot_hist lateness_by_priority[DQ_PRIORITY_LEVELS]; /* type "" only */
 };
 
 struct table {
@@ -100,6 +101,8 @@ static void add_row(struct row *to, const struct row *from)
     to->orphans += from->orphans;
     add_hist(&to->duration, &from->duration);
     add_hist(&to->lateness, &from->lateness);
+    for (int p = 0; p < DQ_PRIORITY_LEVELS; p++)
+        add_hist(&to->lateness_by_priority[p], &from->lateness_by_priority[p]);
 }
 
 /* Add the reaper's fsck repairs (zero in a worker's slot) to the queues'
@@ -126,6 +129,8 @@ static void fold(struct table *t, uint64_t *reconnects, const char *queue,
     struct row *q = get_row(t, queue, "");
     if (q)
         q->c.stale += slot_get(&slot->stale);
+    for (int p = 0; q && p < DQ_PRIORITY_LEVELS; p++)
+        add_hist(&q->lateness_by_priority[p], &slot->lateness_by_priority[p]);
     for (int i = 0; i < SLOT_TYPES; i++) {
         const char *type = slot_type_name(&slot->types[i]);
         struct row *r = type ? get_row(t, queue, type) : NULL;
@@ -279,35 +284,75 @@ static void put_counters(FILE *out, const struct table *t)
         }
 }
 
+/* The second label of a histogram's series: type, or priority. */
+struct hist_label {
+    const char *name;
+    const char *value;
+};
+
+/* One series of a histogram: its buckets (cumulative), sum and count. */
+static void put_hist_series(FILE *out, const char *name, const char *queue,
+                            struct hist_label l, const struct slot_hist *h)
+{
+    static const int64_t bounds[SLOT_HIST_BOUNDS] = SLOT_HIST_BOUNDS_US;
+    uint64_t cum = 0;
+    for (int b = 0; b <= SLOT_HIST_BOUNDS; b++) {
+        char le[32];
+        if (b < SLOT_HIST_BOUNDS)
+            snprintf(le, sizeof le, "%g", (double)bounds[b] / 1e6);
+        else
+            snprintf(le, sizeof le, "+Inf");
+        cum += h->counts[b];
+        fprintf(out, "%s_bucket{", name);
+        put_label(out, "queue", queue);
+        fputc(',', out);
+        put_label(out, l.name, l.value);
+        fputc(',', out);
+        put_label(out, "le", le);
+        fprintf(out, "} %llu\n", (unsigned long long)cum);
+    }
+    fprintf(out, "%s_sum{", name);
+    put_label(out, "queue", queue);
+    fputc(',', out);
+    put_label(out, l.name, l.value);
+    fprintf(out, "} %.6f\n%s_count{", (double)h->sum_us / 1e6, name);
+    put_label(out, "queue", queue);
+    fputc(',', out);
+    put_label(out, l.name, l.value);
+    fprintf(out, "} %llu\n", (unsigned long long)cum);
+}
+
 static void put_histogram(FILE *out, const struct table *t, const char *name,
                           const char *help, int lateness)
 {
-    static const int64_t bounds[SLOT_HIST_BOUNDS] = SLOT_HIST_BOUNDS_US;
-    char bucket[96], sum[96], count[96];
-    snprintf(bucket, sizeof bucket, "%s_bucket", name);
-    snprintf(sum, sizeof sum, "%s_sum", name);
-    snprintf(count, sizeof count, "%s_count", name);
     put_head(out, name, "histogram", help);
     for (size_t i = 0; i < t->n; i++) {
         const struct row *r = &t->rows[i];
-        const struct slot_hist *h = lateness ? &r->lateness : &r->duration;
-        if (!r->type[0])
-            continue;
-        uint64_t cum = 0;
-        for (int b = 0; b <= SLOT_HIST_BOUNDS; b++) {
-            char le[32];
-            if (b < SLOT_HIST_BOUNDS)
-                snprintf(le, sizeof le, "%g", (double)bounds[b] / 1e6);
-            else
-                snprintf(le, sizeof le, "+Inf");
-            cum += h->counts[b];
-            put_series(out, bucket, r, le);
-            fprintf(out, "%llu\n", (unsigned long long)cum);
+        if (r->type[0])
+            put_hist_series(out, name, r->queue, (struct hist_label){ "type", r->type },
+                            lateness ? &r->lateness : &r->duration);
+    }
+}
+
+/* Lateness per queue and priority level, for the levels that ran jobs. */
+static void put_priority_lateness(FILE *out, const struct table *t)
+{
+    const char *name = "delayq_fire_lateness_by_priority_seconds";
+    put_head(out, name, "histogram", "Handler start minus the job's due time, by the "
+             "job's priority level (0 the most urgent).");
+    for (size_t i = 0; i < t->n; i++) {
+        const struct row *r = &t->rows[i];
+        for (int p = 0; r->type[0] == '\0' && p < DQ_PRIORITY_LEVELS; p++) {
+            const struct slot_hist *h = &r->lateness_by_priority[p];
+            uint64_t n = 0;
+            for (int b = 0; b <= SLOT_HIST_BOUNDS; b++)
+                n += h->counts[b];
+            char level[4];
+            snprintf(level, sizeof level, "%d", p);
+            if (n)
+                put_hist_series(out, name, r->queue,
+                                (struct hist_label){ "priority", level }, h);
         }
-        put_series(out, sum, r, NULL);
-        fprintf(out, "%.6f\n", (double)h->sum_us / 1e6);
-        put_series(out, count, r, NULL);
-        fprintf(out, "%llu\n", (unsigned long long)cum);
     }
 }
 
@@ -388,6 +433,7 @@ int metrics_write(const struct metrics *m, const struct metrics_view *v, FILE *o
                   "Time handlers took, from start to outcome.", 0);
     put_histogram(out, &t, "delayq_fire_lateness_seconds",
                   "Handler start minus the job's due time (0 when early).", 1);
+    put_priority_lateness(out, &t);
     table_free(&t);
     int up = put_queue_gauges(out, v);
     put_head(out, "delayq_redis_up", "gauge",

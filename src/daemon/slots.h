@@ -141,6 +141,9 @@ struct worker_slot {
     struct slot_type types[SLOT_TYPES];
     struct slot_claims claims;
     struct slot_fsck fsck;      /* the reaper's; zero in workers */
+    /* Handler start - due time by the job's priority level (0..9): the
+     * worker's queue is the slot's, so the level is the only key. */
+    struct slot_hist lateness_by_priority[DQ_PRIORITY_LEVELS];
     /* Last: the tables are large and only their used entries are touched. */
     struct slot_table tables[SLOT_TABLES];
 } __attribute__((aligned(64)));

@@ -496,7 +496,10 @@ static void run_job(struct worker *w, size_t i, struct handler_entry *e)
         .last_error = job->last_error,
     };
     dq_handler_outcome out;
-    slot_hist_observe(&st->lateness, (server_now(w) - job->due_ms) * 1000);
+    int64_t late_us = (server_now(w) - job->due_ms) * 1000;
+    slot_hist_observe(&st->lateness, late_us);
+    if (job->priority >= 0 && job->priority < DQ_PRIORITY_LEVELS)
+        slot_hist_observe(&w->slot->lateness_by_priority[job->priority], late_us);
     int64_t start_us = slots_now_us();
     dq_handler_result res = handler_run(&e->lh, &hj, &out);
     slot_hist_observe(&st->duration, slots_now_us() - start_us);

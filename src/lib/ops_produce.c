@@ -53,7 +53,25 @@ static dq_status check_request(dq_client *c, const dq_enqueue_req *req,
         return client_fail(c, DQ_ERR_INVALID, "payload is NULL but its length is not 0");
     if (req->max_attempts < 0)
         return client_fail(c, DQ_ERR_INVALID, "max attempts is negative");
+    if (req->priority < 0 || req->priority > DQ_PRIORITY(9))
+        return client_fail(c, DQ_ERR_INVALID, "priority %d is not 0 (normal) or "
+                           "DQ_PRIORITY(0..9)", req->priority);
     return check_when(c, req);
+}
+
+int dq_priority_parse(const char *s)
+{
+    if (!s)
+        return -1;
+    if (strcmp(s, "high") == 0)
+        return 0;
+    if (strcmp(s, "normal") == 0)
+        return DQ_PRIORITY_NORMAL_LEVEL;
+    if (strcmp(s, "low") == 0)
+        return 9;
+    if (s[0] >= '0' && s[0] <= '9' && s[1] == '\0')
+        return s[0] - '0';
+    return -1;
 }
 
 /* Message for a job the enqueue script refused. */

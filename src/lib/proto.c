@@ -96,6 +96,9 @@ static void push_enqueue_args(struct cmd *c, const dq_enqueue_req *req)
                                    : (req->delay_ms > 0 ? req->delay_ms : 0));
     cmd_push_i64(c, req->max_attempts > 0 ? req->max_attempts : 0);
     cmd_push_str(c, req->replace ? "1" : "0");
+    /* Normal is the script's default: such a call is as before priorities. */
+    if (req->priority && req->priority != DQ_PRIORITY_NORMAL)
+        cmd_push_i64(c, req->priority - 1);
 }
 
 void proto_enqueue_cmd(struct cmd *c, const struct queue_keys *k,
@@ -107,13 +110,15 @@ void proto_enqueue_cmd(struct cmd *c, const struct queue_keys *k,
 }
 
 /* enqueue_many's "when": the delay, or "@" and the time, "r" first to
- * replace. */
+ * replace, "/" and the level after it when it is not normal. */
 static void push_when(struct cmd *c, const dq_enqueue_req *req)
 {
-    char buf[32];
+    char buf[48], prio[16] = "";
     int64_t ms = req->at_ms > 0 ? req->at_ms : (req->delay_ms > 0 ? req->delay_ms : 0);
-    int n = snprintf(buf, sizeof buf, "%s%s%lld", req->replace ? "r" : "",
-                     req->at_ms > 0 ? "@" : "", (long long)ms);
+    if (req->priority && req->priority != DQ_PRIORITY_NORMAL)
+        snprintf(prio, sizeof prio, "/%d", req->priority - 1);
+    int n = snprintf(buf, sizeof buf, "%s%s%lld%s", req->replace ? "r" : "",
+                     req->at_ms > 0 ? "@" : "", (long long)ms, prio);
     cmd_push_copy(c, buf, (size_t)n);
 }
 
@@ -256,17 +261,21 @@ static int read_body(const char *buf, size_t len, dq_job *j)
     struct mp_reader mp;
     size_t n, tlen, plen, elen = 0;
     const char *type, *payload, *err = "";
-    int64_t max, due_offset;
+    int64_t max, due_offset, prio = DQ_PRIORITY_NORMAL_LEVEL;
     mp_init(&mp, buf, len);
-    if (mp_read_array(&mp, &n) < 0 || n != 6 || mp_read_bytes(&mp, &type, &tlen) < 0
+    /* Seven elements: the seventh is the priority (only when not normal). */
+    if (mp_read_array(&mp, &n) < 0 || (n != 6 && n != 7)
+        || mp_read_bytes(&mp, &type, &tlen) < 0
         || mp_read_bytes(&mp, &payload, &plen) < 0 || mp_read_int(&mp, &max) < 0
         || max < 0 || max > INT_MAX
         || mp_read_int(&mp, &j->created_ms) < 0 || mp_read_int(&mp, &due_offset) < 0
         || (mp_read_nil(&mp) < 0 && mp_read_bytes(&mp, &err, &elen) < 0)
+        || (n == 7 && (mp_read_int(&mp, &prio) < 0 || prio < 0 || prio > 9))
         || !mp_at_end(&mp)
         || __builtin_add_overflow(j->created_ms, due_offset, &j->due_ms))
         return -1;
     j->max_attempts = (int)max;
+    j->priority = (int)prio;
     j->type = dup_bytes(type, tlen);
     j->payload = dup_bytes(payload, plen);
     j->payload_len = plen;
@@ -291,6 +300,7 @@ static dq_status read_claimed(const redisReply *r, size_t at, dq_job *j)
         j->payload = strdup("");
         j->payload_len = 0;
         j->last_error = strdup("unreadable record");
+        j->priority = DQ_PRIORITY_NORMAL_LEVEL;
     }
     if (!j->id || !j->type || !j->payload || !j->last_error)
         return DQ_ERR_NOMEM;
@@ -485,6 +495,15 @@ dq_status proto_stats_reply(const redisReply *r, dq_stats *out)
     out->dead = elem_int(r, 4);
     out->next_due_in_ms = elem_int(r, 5);
     out->expired = elem_int(r, 6);
+    /* Then when the queue was paused (proto_stats_paused), and the due
+     * jobs per priority level (a script older than priorities has none:
+     * all due jobs are normal then). */
+    memset(out->due_by_priority, 0, sizeof out->due_by_priority);
+    if (is_array(r, 8 + DQ_PRIORITY_LEVELS))
+        for (int p = 0; p < DQ_PRIORITY_LEVELS; p++)
+            out->due_by_priority[p] = elem_int(r, 8 + (size_t)p);
+    else
+        out->due_by_priority[DQ_PRIORITY_NORMAL_LEVEL] = out->due;
     return DQ_OK;
 }
 
@@ -564,6 +583,7 @@ dq_status proto_show_reply(const redisReply *r, dq_job_info *out)
     int64_t created = out->job.due_ms;
     out->job.due_ms = out->job.created_ms;
     out->job.created_ms = created;
+    out->job.priority = is_array(r, 14) ? (int)elem_int(r, 13) : DQ_PRIORITY_NORMAL_LEVEL;
     if (st == DQ_OK && out->state == DQ_STATE_UNREADABLE)
         st = describe_unreadable(r, &out->job);
     return st;

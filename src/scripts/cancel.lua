@@ -4,11 +4,12 @@
 -- (use purge), 'notfound'.
 local id = arg_id(1, 'id')
 if arg_fault then return arg_refusal('cancel') end
-if redis.call('ZSCORE', KEYS[2], id) then
+local key = delayed_find(id)
+if key then
   -- The record first: if its bucket cannot be reached (see the prelude),
   -- nothing has changed.
   del_records({ id })
-  redis.call('ZREM', KEYS[2], id)
+  redis.call('ZREM', key, id)
   return 'cancelled'
 end
 if redis.call('ZSCORE', KEYS[3], id) then return 'running' end

@@ -33,14 +33,34 @@ local now = now_ms()
 -- with strtod, a cost per job: the deadline is formatted once, as an
 -- integer, and the due jobs are read without their scores.
 local deadline = format('%d', now + lease_ms)
-local ids = redis.call('ZRANGE', KEYS[2], '-inf', now, 'BYSCORE', 'LIMIT', 0, max)
+-- Priority orders due jobs only: the levels are walked most urgent first,
+-- each giving its due jobs in due order until the batch is full.  A level
+-- found empty is dropped from meta's levels (see the prelude).
+local ids, taken, gone, next_due = {}, {}, {}, nil
+for _, p in ipairs(levels_in_use()) do
+  local key = level_key(p)
+  local got = redis.call('ZRANGE', key, '-inf', now, 'BYSCORE', 'LIMIT', 0, max - #ids)
+  local k = #got
+  for i = 1, k do ids[#ids + 1] = got[i] end
+  if k > 0 then taken[#taken + 1] = { key, k } end
+  if #ids == max then break end
+  -- All of this level's due jobs are taken: the one after them (rank k,
+  -- the taken ones leave below) is not due yet, or there is none.
+  local h = redis.call('ZRANGE', key, k, k, 'WITHSCORES')[2]
+  if h then
+    h = tonumber(h)
+    if next_due == nil or h < next_due then next_due = h end
+  elseif p ~= NORMAL then
+    gone[#gone + 1] = p
+  end
+end
 local n = #ids
 local wait = 0
 local raws = n > 0 and get_records(ids)     -- reads first (see the prelude)
-if n > 0 then redis.call('ZREMRANGEBYRANK', KEYS[2], 0, n - 1) end
+for _, t in ipairs(taken) do redis.call('ZREMRANGEBYRANK', t[1], 0, t[2] - 1) end
+drop_levels(gone)
 if n < max then
   -- All due jobs are taken: the next one's due time says how long to wait.
-  local next_due = head_due(KEYS[2])
   wait = next_due and next_due - now or -1
 end
 local out = { now, wait, 0 }
@@ -82,7 +102,7 @@ if n > 0 then
     redis.call('ZADD', KEYS[3], unpack(zadd))
   end
   if #bury > 0 then redis.call('ZADD', KEYS[4], unpack(bury)) end
-  note_orphans(orphans, 2)
+  note_orphans(orphans, 2)   -- (named after the normal level's set)
   out[3] = claimed
 end
 return out

@@ -1,7 +1,8 @@
 -- enqueue: create a job record and schedule it.
 -- ARGV: wake_channel, id ('' = generate), type, payload, when ('delay'|'at'),
 --       ms (delay, or absolute Unix ms for 'at'), max_attempts (0 = the
---       consumer's default), replace ('1' = reschedule an existing job)
+--       consumer's default), replace ('1' = reschedule an existing job),
+--       optional priority (0..9, 0 the most urgent; absent = 5, normal)
 -- Returns {status, id, due_ms, now_ms}; status is 'ok', 'replaced',
 -- 'exists' (id taken and replace not asked) or 'running' (a job with this
 -- id is being processed: it cannot be replaced under its worker).
@@ -27,6 +28,8 @@ else
 end
 local max = arg_int(7, 'max_attempts', 0, MAX_ATTEMPTS)
 local replace = arg_one_of(8, 'replace', '0', '1') == '1'
+local prio = NORMAL
+if ARGV[9] then prio = arg_int(9, 'priority', 0, 9) end
 if arg_fault then return arg_refusal('enqueue') end
 
 local status = 'ok'
@@ -41,10 +44,12 @@ elseif get_record(id) then
   status = 'replaced'
 end
 
-local before = head_due(KEYS[2])
+local before = head_due_all()
+local was = status == 'replaced' and delayed_find(id)
 set_record(id, encode({ type = jtype, payload = payload, attempts = 0,
-  max = max, created = now, due = due, err = '' }))
+  max = max, created = now, due = due, err = '', prio = prio }))
 if status == 'replaced' then redis.call('ZREM', KEYS[4], id) end
-redis.call('ZADD', KEYS[2], due, id)
+if was and was ~= level_key(prio) then redis.call('ZREM', was, id) end
+delayed_add({ [prio] = { due, id } })
 wake_if_sooner(channel, before, due)
 return { status, id, due, now }

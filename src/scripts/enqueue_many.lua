@@ -6,10 +6,14 @@
 --   id    '' = generate one
 --   when  a delay in ms ("5000"), or "@" and an absolute Unix time in ms
 --         ("@1767225600000"); an "r" in front of either ("r5000") replaces
---         a job of that id that is not running
+--         a job of that id that is not running; "/" and a priority
+--         0..9 after it ("5000/0") gives the job that priority (0 the
+--         most urgent; without one, 5: normal)
 --   body  the record body's MessagePack up to its times: an array header
 --         of 6, then type, payload and max_attempts.  The script appends
---         created_ms, due_ms - created_ms and an empty last_error.
+--         created_ms, due_ms - created_ms and an empty last_error (and,
+--         for a priority other than normal, makes it an array of 7 and
+--         appends the priority).
 -- Returns {now_ms, seq, then per exception: index, status, id}.  Jobs are
 -- 'ok' with the id the client sent, a delay's due time being now_ms + delay,
 -- and the k-th job sent without an id (counting from 1) getting seq + k;
@@ -73,25 +77,31 @@ if n < 1 or n ~= math.floor(n) then
   arg_bad('arguments', tostring(#ARGV), 'a wake channel and triples of id, when, body')
   n = 0
 end
-local ids, dues, replace, generated, seq = {}, {}, {}, 0, 0
-local last_when, last_due, last_replace = nil, nil, nil
+local ids, dues, replace, prios, generated, seq = {}, {}, {}, {}, 0, 0
+local last_when, last_due, last_replace, last_prio = nil, nil, nil, NORMAL
 for i = 1, n do
   local id, when, body = ARGV[3 * i - 1], ARGV[3 * i + 0], ARGV[3 * i + 1]
   if when ~= last_when then
     -- A delay of 0..100 years or a time up to now + 100 years, as digits:
     -- never the NaN, infinity or wrapped 64-bit number tonumber takes.
-    local r, at, ms = match(when, '^(r?)(@?)(%d+)$')
+    local r, at, ms, pr = match(when, '^(r?)(@?)(%d+)(.*)$')
     local v = ms and #ms <= 16 and tonumber(ms)
+    if pr and pr ~= '' then
+      pr = match(pr, '^/(%d)$')
+      if not pr then v = nil end
+    end
     if v and at == '' and v <= MAX_AHEAD_MS then
       last_due = now + v
     elseif v and at == '@' and v <= now + MAX_AHEAD_MS then
       last_due = v
     else
       arg_bad('job ' .. i .. ' when', when,
-              'a delay in 0..' .. MAX_AHEAD_MS .. ' ms or @ and a Unix time in ms up to 100 years ahead')
+              'a delay in 0..' .. MAX_AHEAD_MS .. ' ms or @ and a Unix time in ms up to 100 years ahead'
+              .. ', then optionally / and a priority 0..9')
       break
     end
     last_when, last_replace = when, r == 'r'
+    last_prio = (pr and pr ~= '') and tonumber(pr) or NORMAL
   end
   if id ~= '' and (not is_plain(id, 256) or match(id, '^%d+$')) then
     arg_bad('job ' .. i .. ' id', id, 'a producer id (1..256 printable bytes, no spaces, not all digits)')
@@ -104,6 +114,7 @@ for i = 1, n do
   end
   dues[i] = last_due
   replace[i] = last_replace
+  prios[i] = last_prio
   ids[i] = id
   if id == '' then generated = generated + 1 end
 end
@@ -124,14 +135,14 @@ local found = get_records(ids)
 local taken = {}
 for i = 1, n do if found[i] then taken[ids[i]] = true end end
 
-local before = head_due(KEYS[2])
+local before = head_due_all()
 -- created_ms is the same for the whole batch, and many jobs share a due
 -- time: encode each once.  Scores go to ZADD as integer strings: a number
 -- handed to redis.call is formatted with "%.17g", a cost per job.
 local tail_created = pack(now)
 local last_due, last_tail, last_score = nil, nil, nil
 local out = { now, seq }
-local new_ids, recs, zadd, undead = {}, {}, {}, {}
+local new_ids, recs, zadd, undead, moved = {}, {}, {}, {}, {}
 local soonest = nil
 for i = 1, n do
   local id = ids[i]
@@ -148,6 +159,9 @@ for i = 1, n do
       status = 'running'
     else
       undead[#undead + 1] = id
+      -- A replacement at another priority leaves its old level.
+      local was = delayed_find(id)
+      if was and was ~= level_key(prios[i]) then moved[#moved + 1] = { was, id } end
       status = 'replaced'
     end
   end
@@ -158,10 +172,14 @@ for i = 1, n do
       last_score = format('%d', due)
     end
     local h = #new_ids + 1
+    local p = prios[i]
     new_ids[h] = id
-    recs[h] = '3:0:' .. ARGV[3 * i + 1] .. last_tail
-    zadd[2 * h - 1] = last_score
-    zadd[2 * h] = id
+    if p == NORMAL then
+      recs[h] = '3:0:' .. ARGV[3 * i + 1] .. last_tail
+    else
+      recs[h] = '3:0:\151' .. sub(ARGV[3 * i + 1], 2) .. last_tail .. pack(p)
+    end
+    add_to(zadd, p, last_score, id)
     taken[id] = true
     if soonest == nil or due < soonest then soonest = due end
   end
@@ -177,7 +195,8 @@ if #new_ids > 0 then
   -- prelude), nothing has changed.
   set_records(new_ids, recs)
   if #undead > 0 then redis.call('ZREM', KEYS[4], unpack(undead)) end
-  redis.call('ZADD', KEYS[2], unpack(zadd))
+  for _, m in ipairs(moved) do redis.call('ZREM', m[1], m[2]) end
+  delayed_add(zadd)
   wake_if_sooner(ARGV[1], before, soonest)
 end
 return out

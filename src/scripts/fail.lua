@@ -21,7 +21,7 @@ if arg_fault then return arg_refusal('fail') end
 if redis.call('HGET', KEYS[6], id) ~= fence then return { 'stale', 0 } end
 -- Every read first (the record, the delayed head), then the writes.
 local raw = get_record(id)
-local before = head_due(KEYS[2])
+local before = head_due_all()
 local now = now_ms()
 local j = decode(raw)
 
@@ -59,7 +59,7 @@ redis.call('HDEL', KEYS[6], id)
 if status == 'dead' then
   redis.call('ZADD', KEYS[4], at, id)
 else
-  redis.call('ZADD', KEYS[2], at, id)
+  delayed_add({ [j.prio] = { at, id } })   -- a retry keeps its priority
   wake_if_sooner(channel, before, at)
 end
 return { status, at }

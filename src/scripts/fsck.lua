@@ -29,10 +29,12 @@
 -- The pass has phases, each a scan with its own cursor; the cursor names
 -- the phase by one letter: j (the jobs hash), b (buckets: SCAN MATCH over
 -- the database, the exception to declared keys that docs/protocol.md
--- describes), d, p, x (ZSCAN of delayed, processing, dead), l (HSCAN of
--- the lease hash).  A step only reads until it has judged everything it
+-- describes), d, p, x (ZSCAN of delayed, processing, dead), then A..J
+-- without F (ZSCAN of the delayed sets of priority levels 0..9 other than
+-- normal, whose set is delayed itself), l (HSCAN of the lease hash).  A step only reads until it has judged everything it
 -- will write, so an error (a bucket on a migrating slot) changes nothing.
-local FSCK_PHASES = { 'j', 'b', 'd', 'p', 'x', 'l' }
+local FSCK_PHASES = { 'j', 'b', 'd', 'p', 'x', 'A', 'B', 'C', 'D', 'E', 'G', 'H',
+                      'I', 'J', 'l' }
 local FSCK_EXPECT = { 'hash', 'zset', 'zset', 'zset', 'hash', 'hash' }
 local FSCK_CHUNK = 1000  -- arguments per command: under Lua's unpack limit
 
@@ -41,7 +43,7 @@ local phase, at
 if cursor == '0' then
   phase, at = 'j', '0'
 elseif type(cursor) == 'string' then
-  phase, at = match(cursor, '^([jbdpxl])(%d+)$')
+  phase, at = match(cursor, '^([jbdpxlA-EG-J])(%d+)$')
 end
 if not phase then return redis.error_reply('fsck: bad cursor') end
 if not count or count ~= math.floor(count) or count < 1 or count > 1000 then
@@ -86,8 +88,25 @@ for i = 1, 6 do
     finding('type', KEYS[i], t, FSCK_EXPECT[i])
   end
 end
--- Whether a record is in a set can be judged only when all three are.
-local sets_usable = usable[2] and usable[3] and usable[4]
+-- The delayed sets of the other priority levels (see the prelude), all of
+-- them whatever meta's levels says, and whether each is readable.
+local level_keys, level_usable = {}, true
+for p = 0, 9 do
+  if p ~= NORMAL then
+    local key = level_key(p)
+    local t = key_type(key)
+    if t == 'zset' then level_keys[#level_keys + 1] = key end
+    if t ~= 'none' and t ~= 'zset' then
+      level_usable = false
+      if cursor == '0' then
+        sums.bad = sums.bad + 1
+        finding('type', key, t, 'zset')
+      end
+    end
+  end
+end
+-- Whether a record is in a set can be judged only when all are readable.
+local sets_usable = usable[2] and usable[3] and usable[4] and level_usable
 
 -- Does job `id` have a record?  nil when its bucket cannot tell (a key of
 -- the wrong type: reported by the bucket phase, never guessed about).
@@ -118,8 +137,14 @@ local function records_in_no_set(ids)
   local d = zmscore(KEYS[2], ids)
   local p = zmscore(KEYS[3], ids)
   local x = zmscore(KEYS[4], ids)
+  local levels = {}
+  for i, key in ipairs(level_keys) do levels[i] = zmscore(key, ids) end
   for i = 1, #ids do
-    if not d[i] and not p[i] and not x[i] then lost[#lost + 1] = ids[i] end
+    local in_level = false
+    for _, l in ipairs(levels) do in_level = in_level or l[i] end
+    if not d[i] and not p[i] and not x[i] and not in_level then
+      lost[#lost + 1] = ids[i]
+    end
   end
   return lost
 end
@@ -223,27 +248,37 @@ local function without_record(flat)
   return lost
 end
 
--- Members of sorted set KEYS[k] without a record.
-local function set_step(k, c)
-  if not usable[k] then return nil end
-  local r = redis.call('ZSCAN', KEYS[k], c, 'COUNT', count)
+-- Members of sorted set `key` without a record; nil when it cannot be
+-- read as one (key_ok false).
+local function set_step(key, key_ok, c)
+  if not key_ok then return nil end
+  local r = redis.call('ZSCAN', key, c, 'COUNT', count)
   local lost = without_record(r[2])
   for _, id in ipairs(lost) do
     sums.members = sums.members + 1
-    finding('member', KEYS[k], id)
+    finding('member', key, id)
   end
   if repair and #lost > 0 then
-    redis.call('ZREM', KEYS[k], unpack(lost))
+    redis.call('ZREM', key, unpack(lost))
     -- A job in processing has a lease field: it goes with the member.
-    if k == 3 and usable[6] then redis.call('HDEL', KEYS[6], unpack(lost)) end
+    if key == KEYS[3] and usable[6] then redis.call('HDEL', KEYS[6], unpack(lost)) end
     sums.repaired = sums.repaired + #lost
   end
   return r[1]
 end
 
-steps.d = function(c) return set_step(2, c) end
-steps.p = function(c) return set_step(3, c) end
-steps.x = function(c) return set_step(4, c) end
+steps.d = function(c) return set_step(KEYS[2], usable[2], c) end
+steps.p = function(c) return set_step(KEYS[3], usable[3], c) end
+steps.x = function(c) return set_step(KEYS[4], usable[4], c) end
+-- A..J: priority level 0..9 (F, level 5, is d).
+for p = 0, 9 do
+  if p ~= NORMAL then
+    local key = level_key(p)
+    steps[string.char(65 + p)] = function(c)
+      return set_step(key, key_type(key) == 'zset', c)
+    end
+  end
+end
 
 steps.l = function(c)
   if not usable[6] then return nil end

@@ -29,6 +29,8 @@ local MAX_AHEAD_MS = 3153600000000
 -- number a double holds exactly.
 local MAX_ATTEMPTS = 2147483647
 local MAX_EXACT = 9007199254740991
+-- The priority of a job whose record does not name one (0 most urgent).
+local NORMAL = 5
 
 -- The processing set always holds this member, scored above any deadline,
 -- and the lease hash this field.  Their length (over the listpack limits
@@ -212,8 +214,10 @@ local function read_record(raw)
   local part = { attempts = attempts }
   -- 0x96: a MessagePack array of exactly six; a map (even one keyed 1..6)
   -- or an array of another length is not a record body.
-  if byte(raw, body) ~= 0x96 then
-    return nil, 'body is not a MessagePack array of 6', part
+  -- 0x97: seven, the seventh the priority (written only when not normal).
+  local h = byte(raw, body)
+  if h ~= 0x96 and h ~= 0x97 then
+    return nil, 'body is not a MessagePack array of 6 or 7', part
   end
   local r = one_value(pcall(cmsgpack.unpack, sub(raw, body)))
   if type(r) ~= 'table' then
@@ -221,6 +225,13 @@ local function read_record(raw)
   end
   local t, p, m, c, o, e = r[1], r[2], r[3], r[4], r[5], r[6]
   local why = body_fault(t, p, m, c, o, e)
+  local prio = NORMAL
+  if h == 0x97 then
+    prio = r[7]
+    if not why and not (is_int(prio) and prio >= 0 and prio <= 9) then
+      why = 'priority is not a whole number in 0..9'
+    end
+  end
   if why then
     if type(t) == 'string' then part.type = t end
     if type(p) == 'string' then part.payload = p end
@@ -228,7 +239,7 @@ local function read_record(raw)
     return nil, why, part
   end
   return { attempts = attempts, type = t, payload = p, max = m, created = c,
-           due = c + o, err = e or '' }
+           due = c + o, err = e or '', prio = prio }
 end
 
 -- The job of a record, or nil when it is missing or unreadable.
@@ -331,17 +342,117 @@ local function note_orphans(orphans, set)
   redis.call('HINCRBY', KEYS[5], 'orphans_removed', n)
 end
 
+-- A record: the priority is a seventh element only when it is not normal,
+-- so that normal jobs keep the six-element body older readers know.
 local function encode(j)
-  return format('3:%d:', j.attempts)
-         .. cmsgpack.pack({ j.type, j.payload, j.max, j.created,
-                            j.due - j.created, j.err })
+  local t = { j.type, j.payload, j.max, j.created, j.due - j.created, j.err }
+  if j.prio and j.prio ~= NORMAL then t[7] = j.prio end
+  return format('3:%d:', j.attempts) .. cmsgpack.pack(t)
 end
 
--- Due time of the earliest delayed job, or nil when none is delayed.
+-- Due time of the earliest job of one delayed set, or nil when it is empty.
 local function head_due(delayed)
   local h = redis.call('ZRANGE', delayed, 0, 0, 'WITHSCORES')
   if h[2] then return tonumber(h[2]) end
   return nil
+end
+
+-- ---- priority levels ----------------------------------------------------
+-- A job's priority is a level 0..9, 0 the most urgent.  Each level has its
+-- own delayed set: normal (5) is KEYS[2], as before priorities existed, so
+-- existing data and producers work unchanged; level P is KEYS[2]:P.  Like
+-- the buckets, these keys carry the queue's hash tag (same Redis Cluster
+-- slot) and are not among the declared keys.  meta's field `levels` lists
+-- the other levels that may hold jobs, as digits in order ("09"): it is
+-- set before a job goes into such a level, and claim drops a level from it
+-- when it finds the level's set empty; absent when only normal is used, so
+-- such a claim costs one HGET more than before priorities.
+local function level_key(p)
+  if p == NORMAL then return KEYS[2] end
+  return KEYS[2] .. ':' .. p
+end
+
+local levels_read = nil   -- meta's levels, read once per call
+local function levels_field()
+  if levels_read == nil then levels_read = redis.call('HGET', KEYS[5], 'levels') or '' end
+  return levels_read
+end
+
+-- The levels to look at, most urgent first: normal and those in `levels`.
+local function levels_in_use()
+  local out, normal_done = {}, false
+  for d in string.gmatch(levels_field(), '%d') do
+    local p = tonumber(d)
+    if p > NORMAL and not normal_done then
+      out[#out + 1] = NORMAL
+      normal_done = true
+    end
+    if p ~= NORMAL then out[#out + 1] = p end
+  end
+  if not normal_done then out[#out + 1] = NORMAL end
+  return out
+end
+
+-- Record that level p holds jobs; call it before the first write into it.
+local function note_level(p)
+  if p == NORMAL then return end
+  local s = levels_field()
+  local d = tostring(p)
+  if find(s, d, 1, true) then return end
+  local t = {}
+  for c in string.gmatch(s .. d, '%d') do t[#t + 1] = c end
+  table.sort(t)
+  levels_read = table.concat(t)
+  redis.call('HSET', KEYS[5], 'levels', levels_read)
+end
+
+-- Rewrite `levels` without the levels of `gone` (found empty by a claim).
+local function drop_levels(gone)
+  if #gone == 0 then return end
+  local s = levels_field()
+  for _, p in ipairs(gone) do s = string.gsub(s, tostring(p), '') end
+  levels_read = s
+  if s == '' then redis.call('HDEL', KEYS[5], 'levels')
+  else redis.call('HSET', KEYS[5], 'levels', s) end
+end
+
+-- Due time of the earliest delayed job at any level, or nil when none is
+-- delayed: what a sleeping worker waits for.
+local function head_due_all()
+  local soonest = nil
+  for _, p in ipairs(levels_in_use()) do
+    local h = head_due(level_key(p))
+    if h and (soonest == nil or h < soonest) then soonest = h end
+  end
+  return soonest
+end
+
+-- The delayed set that holds id and its due time, or nil.
+local function delayed_find(id)
+  for _, p in ipairs(levels_in_use()) do
+    local s = redis.call('ZSCORE', level_key(p), id)
+    if s then return level_key(p), s end
+  end
+  return nil
+end
+
+-- Put jobs into delayed: adds[p] is a ZADD argument list (score, id, ...)
+-- for level p.  Levels first, then the sets.
+local function delayed_add(adds)
+  for p, args in pairs(adds) do
+    if #args > 0 then note_level(p) end
+  end
+  for p, args in pairs(adds) do
+    if #args > 0 then redis.call('ZADD', level_key(p), unpack(args)) end
+  end
+end
+
+-- Append score and id to adds[p] (see delayed_add).
+local function add_to(adds, p, score, id)
+  local a = adds[p]
+  if not a then a = {}; adds[p] = a end
+  a[#a + 1] = score
+  a[#a + 1] = id
 end
 
 -- Tell sleeping workers (subscribed to the queue's wake channel) that a job
@@ -397,14 +508,13 @@ end
 -- (nothing could run it); a missing one is dropped and counted (see
 -- note_orphans).  Wakes sleeping workers.  release and recover share it.
 local function give_back(channel, held, raws)
-  local before = head_due(KEYS[2])
+  local before = head_due_all()
   local now = now_ms()
   local zadd, bury, orphans, soonest = {}, {}, {}, nil
   for i = 1, #held do
     local j = decode(raws[i])
     if j then
-      zadd[#zadd + 1] = j.due
-      zadd[#zadd + 1] = held[i]
+      add_to(zadd, j.prio, j.due, held[i])
       if soonest == nil or j.due < soonest then soonest = j.due end
     elseif raws[i] then
       bury[#bury + 1] = now
@@ -415,8 +525,8 @@ local function give_back(channel, held, raws)
   end
   redis.call('ZREM', KEYS[3], unpack(held))
   redis.call('HDEL', KEYS[6], unpack(held))
-  if #zadd > 0 then
-    redis.call('ZADD', KEYS[2], unpack(zadd))
+  if soonest then
+    delayed_add(zadd)
     wake_if_sooner(channel, before, soonest)
   end
   if #bury > 0 then redis.call('ZADD', KEYS[4], unpack(bury)) end

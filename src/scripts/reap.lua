@@ -38,9 +38,10 @@ if n == batch then wait = 0 end
 if n == 0 then return { 0, 0, wait } end
 
 local raws = get_records(ids)
-local before = head_due(KEYS[2])
+local before = head_due_all()
 local rng = make_rng(policy.seed)
 local rewrite, recs, zdelayed, zdead, orphans = {}, {}, {}, {}, {}
+local any_delayed = false
 local retried, dead, soonest = 0, 0, nil
 for i = 1, n do
   local id, raw = ids[i], raws[i]
@@ -54,8 +55,8 @@ for i = 1, n do
       dead = dead + 1
     else
       j.due = now + backoff_ms(j.attempts, policy.base, policy.cap, policy.jitter, rng)
-      zdelayed[#zdelayed + 1] = j.due
-      zdelayed[#zdelayed + 1] = id
+      add_to(zdelayed, j.prio, j.due, id)
+      any_delayed = true
       if soonest == nil or j.due < soonest then soonest = j.due end
       retried = retried + 1
     end
@@ -80,8 +81,8 @@ if #rewrite > 0 then set_records(rewrite, recs) end
 redis.call('ZREMRANGEBYRANK', KEYS[3], 0, n - 1)
 redis.call('HDEL', KEYS[6], unpack(ids))
 if #zdead > 0 then redis.call('ZADD', KEYS[4], unpack(zdead)) end
-if #zdelayed > 0 then
-  redis.call('ZADD', KEYS[2], unpack(zdelayed))
+if any_delayed then
+  delayed_add(zdelayed)
   wake_if_sooner(channel, before, soonest)
 end
 note_orphans(orphans, 3)

@@ -1,5 +1,5 @@
 -- requeue: give dead jobs a new life, due now with their attempts reset;
--- the last error is kept for reference.
+-- the last error and the priority are kept.
 -- ARGV: wake_channel, id ('' = the oldest `batch` dead jobs), batch
 --       (1..10000)
 -- Returns {moved, remaining_dead}; moved is 0 when the id is not dead.  A
@@ -23,7 +23,7 @@ local moved = 0
 if #ids > 0 then
   local now = now_ms()
   local raws = get_records(ids)         -- reads first (see the prelude)
-  local before = head_due(KEYS[2])
+  local before = head_due_all()
   local back, recs, zadd, unreadable, orphans = {}, {}, {}, {}, {}
   for i, job in ipairs(ids) do
     local j = decode(raws[i])
@@ -32,8 +32,7 @@ if #ids > 0 then
       j.due = now
       back[#back + 1] = job
       recs[#recs + 1] = encode(j)
-      zadd[#zadd + 1] = now
-      zadd[#zadd + 1] = job
+      add_to(zadd, j.prio, now, job)
       moved = moved + 1
     elseif raws[i] then
       unreadable[#unreadable + 1] = now
@@ -46,7 +45,7 @@ if #ids > 0 then
   redis.call('ZREM', KEYS[4], unpack(ids))
   if #unreadable > 0 then redis.call('ZADD', KEYS[4], unpack(unreadable)) end
   if moved > 0 then
-    redis.call('ZADD', KEYS[2], unpack(zadd))
+    delayed_add(zadd)
     wake_if_sooner(channel, before, now)
   end
   note_orphans(orphans, 4)

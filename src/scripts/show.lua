@@ -2,20 +2,22 @@
 -- show: one job and where it stands.
 -- ARGV: id
 -- Returns {state, type, payload, attempts, max_attempts, created_ms, due_ms,
---          fence, last_error, state_ms, now_ms, unreadable, where} where
+--          fence, last_error, state_ms, now_ms, unreadable, where,
+--          priority} where
 -- state is 'delayed', 'processing' (state_ms = lease deadline), 'dead'
 -- (state_ms = time of death), 'orphan' (a record in no set) or
 -- 'unreadable'; or {'notfound'}.  unreadable is '' for a record that
 -- reads, else why it does not (and then the fields are what could be
 -- read of it: '' or 0 for the rest); where is the set the id is in
--- ('orphan' for none), for an unreadable record too.
+-- ('orphan' for none), for an unreadable record too; priority is the
+-- job's level, 0..9 (5, normal, for an unreadable record).
 local id = arg_id(1, 'id')
 if arg_fault then return arg_refusal('show') end
 local raw = get_record(id)
 if not raw then return { 'notfound' } end
 local now = now_ms()
 local state, at = 'orphan', 0
-local s = redis.call('ZSCORE', KEYS[2], id)
+local _, s = delayed_find(id)
 if s then state, at = 'delayed', s else
   s = redis.call('ZSCORE', KEYS[3], id)
   if s then state, at = 'processing', s else
@@ -34,9 +36,9 @@ if not j then
   local attempts = part.attempts or 0
   if state == 'processing' then attempts = attempts + 1 end
   return { 'unreadable', part.type or '', part.payload or '', attempts, 0, 0, 0,
-           fence, part.err or '', tonumber(at), now, why, state }
+           fence, part.err or '', tonumber(at), now, why, state, NORMAL }
 end
 local attempts = j.attempts
 if state == 'processing' then attempts = attempts + 1 end
 return { state, j.type, j.payload, attempts, j.max, j.created, j.due,
-         fence, j.err, tonumber(at), now, '', state }
+         fence, j.err, tonumber(at), now, '', state, j.prio }
