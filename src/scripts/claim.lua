@@ -27,7 +27,11 @@ if owner and not is_plain(owner, 200) then
   arg_bad('owner', owner, 'a name (1..200 printable bytes, no spaces)')
 end
 if arg_fault then return arg_refusal('claim') end
-if redis.call('HGET', KEYS[5], 'paused') then return { now_ms(), -1, 0, 'paused' } end
+-- One read of meta for both the pause and the priority levels in use
+-- (levels_in_use takes them from levels_read, see the prelude).
+local state = redis.call('HMGET', KEYS[5], 'paused', 'levels')
+if state[1] then return { now_ms(), -1, 0, 'paused' } end
+levels_read = state[2] or ''
 local now = now_ms()
 -- Numbers handed to redis.call are formatted with "%.17g" and read back
 -- with strtod, a cost per job: the deadline is formatted once, as an
