@@ -25,7 +25,7 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 keep=${PACKAGE_TEST_KEEP:-0}
 debs_out=${PACKAGE_TEST_DEBS:-}
-packages=(delayq libdelayq4 libdelayq-dev)
+packages=(delayq libdelayq5 libdelayq-dev)
 installed_by_us=0
 work=
 
@@ -180,7 +180,7 @@ files=(
     /usr/share/man/man5/delayqd.conf.5.gz
     /usr/share/man/man8/delayqd.8.gz
     /usr/share/doc/delayq/operations.md.gz
-    "$libdir/libdelayq.so.4"
+    "$libdir/libdelayq.so.5"
     /usr/include/delayq/client.h
     /usr/include/delayq/handler.h
     "$libdir/libdelayq.so"

@@ -533,7 +533,7 @@ upgrade() {
 }
 
 purge() {
-    in_sh "DEBIAN_FRONTEND=noninteractive dpkg --purge delayq libdelayq-dev libdelayq4" \
+    in_sh "DEBIAN_FRONTEND=noninteractive dpkg --purge delayq libdelayq-dev libdelayq5" \
         >"$work/purge.log" 2>&1 || { cat "$work/purge.log" >&2; fail "dpkg --purge failed"; }
     ! active || fail "delayqd still active after the purge"
     ! active delayqd@second || fail "delayqd@second still active after the purge"

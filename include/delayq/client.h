@@ -58,6 +58,54 @@ typedef enum dq_status {
 /* A short constant name for a status ("not found", "timeout", ...). */
 const char *dq_status_str(dq_status st);
 
+/*
+ * TLS to Redis and to the sentinels (OpenSSL).  With `enable` 0 (the
+ * default) the connection is plain TCP or a unix socket.  With `verify` 1
+ * (the default) the server's chain must lead to a CA of ca_file / ca_dir
+ * (or the system's, when both are NULL) and its certificate must name
+ * server_name (or, when that is NULL, the host connected to).  A client
+ * certificate is sent when cert_file and key_file are both set.
+ */
+typedef struct dq_tls_options {
+    int enable;                /* 1: TLS */
+    const char *ca_file;       /* PEM bundle of trusted CAs, or NULL */
+    const char *ca_dir;        /* directory of hashed CA certificates, or NULL */
+    const char *cert_file;     /* client certificate (PEM), or NULL */
+    const char *key_file;      /* its private key (PEM), or NULL */
+    const char *server_name;   /* SNI and the name checked; NULL: the host */
+    int verify;                /* 1 (default); 0 trusts any server (tests only) */
+} dq_tls_options;
+
+/*
+ * Redis behind Sentinel.  With `master` set, host/port/unix_path are not
+ * used: the address of the master comes from the sentinels, asked in turn
+ * ("SENTINEL get-master-addr-by-name"), and is looked up again at every
+ * reconnect and whenever the server says it is no longer the master.  The
+ * sentinels are reached with the same TLS settings as Redis.
+ */
+typedef struct dq_sentinel_options {
+    const char *master;        /* the master's name at the sentinels; NULL: none */
+    const char *const *nodes;  /* "HOST:PORT" of each sentinel */
+    size_t nnodes;
+    const char *user;          /* the sentinels' ACL user, or NULL */
+    const char *password;      /* the sentinels' password, or NULL */
+} dq_sentinel_options;
+
+/*
+ * What a successful write promises.  LOCAL: the master has it (a failover
+ * may lose the last writes; see docs/operations.md).  REPLICATED: enqueue,
+ * ack, fail, cancel and claim are each followed by "WAIT 1 timeout" in the
+ * same round trip, and succeed only once a replica has the write; a WAIT
+ * that times out fails the call with DQ_ERR_TIMEOUT ("not replicated
+ * within N ms"), the write done on the master but not yet on a replica.
+ */
+typedef enum dq_durability {
+    DQ_DURABILITY_LOCAL = 0,
+    DQ_DURABILITY_REPLICATED = 1
+} dq_durability;
+
+#define DQ_DEFAULT_REPLICATION_TIMEOUT_MS 1000
+
 typedef struct dq_options {
     const char *host;          /* default "127.0.0.1"; ignored with unix_path */
     int port;                  /* default 6379 */
@@ -70,6 +118,13 @@ typedef struct dq_options {
     int keepalive;             /* TCP keepalive on (1, default) or off (0) */
     const char *prefix;        /* key prefix, default "dq" */
     size_t max_payload;        /* bytes; default DQ_DEFAULT_MAX_PAYLOAD */
+    dq_tls_options tls;        /* default: off, verify on */
+    dq_sentinel_options sentinel; /* default: no sentinel */
+    dq_durability durability;  /* default DQ_DURABILITY_LOCAL */
+    int replication_timeout_ms; /* WAIT's timeout; default
+                                   DQ_DEFAULT_REPLICATION_TIMEOUT_MS */
+    void *reserved[8];         /* zeroed by dq_options_init: room for later
+                                  settings without changing the struct's size */
 } dq_options;
 
 /* Fill `opt` with the defaults above. */

@@ -18,6 +18,9 @@ void dq_options_init(dq_options *opt)
     opt->keepalive = 1;
     opt->prefix = DQ_DEFAULT_PREFIX;
     opt->max_payload = DQ_DEFAULT_MAX_PAYLOAD;
+    opt->tls.verify = 1;
+    opt->durability = DQ_DURABILITY_LOCAL;
+    opt->replication_timeout_ms = DQ_DEFAULT_REPLICATION_TIMEOUT_MS;
 }
 
 char *redis_conn_dup(const char *s)
