@@ -342,6 +342,16 @@ local function note_orphans(orphans, set)
   redis.call('HINCRBY', KEYS[5], 'orphans_removed', n)
 end
 
+-- The dead jobs a requeue or a purge works on: `id` alone when it is dead
+-- (nil when it is not), else the oldest `batch` of the dead set KEYS[4].
+local function dead_pick(id, batch)
+  if id ~= '' then
+    if not redis.call('ZSCORE', KEYS[4], id) then return nil end
+    return { id }
+  end
+  return redis.call('ZRANGE', KEYS[4], 0, batch - 1)
+end
+
 -- A record: the priority is a seventh element only when it is not normal,
 -- so that normal jobs keep the six-element body older readers know.
 local function encode(j)

@@ -5,15 +5,8 @@
 local id = arg_id(1, 'id', true)
 local batch = arg_int(2, 'batch', 1, 10000)
 if arg_fault then return arg_refusal('purge') end
-local ids
-if id ~= '' then
-  if not redis.call('ZSCORE', KEYS[4], id) then
-    return { 0, redis.call('ZCARD', KEYS[4]) }
-  end
-  ids = { id }
-else
-  ids = redis.call('ZRANGE', KEYS[4], 0, batch - 1)
-end
+local ids = dead_pick(id, batch)
+if not ids then return { 0, redis.call('ZCARD', KEYS[4]) } end
 if #ids > 0 then
   -- The records first: if a bucket cannot be reached (see the prelude),
   -- nothing has changed.

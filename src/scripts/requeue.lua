@@ -10,15 +10,8 @@ local channel = arg_str(1, 'wake_channel')
 local id = arg_id(2, 'id', true)
 local batch = arg_int(3, 'batch', 1, 10000)
 if arg_fault then return arg_refusal('requeue') end
-local ids
-if id ~= '' then
-  if not redis.call('ZSCORE', KEYS[4], id) then
-    return { 0, redis.call('ZCARD', KEYS[4]) }
-  end
-  ids = { id }
-else
-  ids = redis.call('ZRANGE', KEYS[4], 0, batch - 1)
-end
+local ids = dead_pick(id, batch)
+if not ids then return { 0, redis.call('ZCARD', KEYS[4]) } end
 local moved = 0
 if #ids > 0 then
   local now = now_ms()
