@@ -262,6 +262,38 @@ START_TEST(remove_stops_the_ticks_and_run_now_fires_once)
 }
 END_TEST
 
+/*
+ * A stored schedule the daemon cannot read (written by a newer version, or
+ * damaged) is listed at every poll: the operator is warned once, not every
+ * second, and told again when it fires once more after a fix.
+ */
+START_TEST(an_unreadable_schedule_is_warned_about_once)
+{
+    struct h_conf hc;
+    h_conf_defaults(&hc);
+    h_write_conf(&H, &hc);
+    add_schedule("bad", "@every 1s", DQ_CATCH_UP_ONE);
+    ck_assert_int_eq(fixture_redis_int(&H.fx, "HSET dq:{" H_QUEUE "}:schedules bad 1:junk"),
+                     0);
+    start_daemon(&H);
+    ck_assert_int_eq(h_wait_log(&H, "schedule bad cannot be fired: unreadable definition",
+                                1, 10000), 1);
+    tu_sleep_ms(3500);  /* three more polls list it again */
+    ck_assert_int_eq(h_log_count(&H, "schedule bad cannot be fired"), 1);
+    int64_t ticks[MAX_TICKS];
+    int dups;
+    ck_assert_int_eq(ticks_run("bad", ticks, &dups), 0);
+
+    dq_schedule_req r = { .queue = H_QUEUE, .name = "bad", .type = "t",
+                          .expr = "@every 1s", .payload = "ok", .payload_len = 2,
+                          .replace = true };
+    ck_assert_int_eq(dq_schedule_add(H.c, &r, NULL), DQ_OK);
+    ck_assert_int_eq(h_wait_log(&H, "schedule bad can be fired again", 1, 10000), 1);
+    struct ticks_arg one = { "bad", 1 };
+    ck_assert_msg(h_wait(10000, has_ticks, &one), "no ticks; log:\n%s", h_log_tail(&H));
+}
+END_TEST
+
 START_TEST(bad_schedules_are_refused_with_the_reason)
 {
     dq_schedule_req r = { .queue = H_QUEUE, .name = "x", .type = "t",
@@ -375,6 +407,7 @@ int main(void)
     Suite *s = suite_create("schedule");
     TCase *tc = fixture_tcase(s, "schedule", 330, NULL, NULL, setup, teardown);
     tcase_add_test(tc, bad_schedules_are_refused_with_the_reason);
+    tcase_add_test(tc, an_unreadable_schedule_is_warned_about_once);
     tcase_add_test(tc, bad_config_schedules_are_refused_with_file_and_line);
     tcase_add_test(tc, config_schedules_are_stored_at_start_and_reload);
     tcase_add_test(tc, remove_stops_the_ticks_and_run_now_fires_once);

@@ -24,6 +24,9 @@ struct sched_queue {
     int outstanding;        /* fires and declarations in flight */
     int declare;            /* store the config file's schedules at the
                                next list (after each connect) */
+    char **unfireable;      /* schedules said to be unfireable, so that the
+                               warning is given once, not every second */
+    size_t nunfireable;
 };
 
 struct reaper_sched {
@@ -125,18 +128,26 @@ static void declare_schedules(struct sched_queue *sq, int64_t now)
 static void send_step(struct sched_queue *sq, const char *name, const struct sched_step *st)
 {
     struct fire *f = calloc(1, sizeof *f);
-    if (!f)
+    if (!f) {
+        log_warn("queue=%s: schedule %s: out of memory, tick retried at the next poll",
+                 sq->q->name, name);
         return;
+    }
     f->sq = sq;
     f->tick_ms = st->tick_ms;
     sched_tick_id(f->id, sizeof f->id, name, st->tick_ms >= 0 ? st->tick_ms : st->expected_ms);
     struct cmd cmd;
     cmd_init(&cmd);
     sched_fire_cmd(&cmd, &sq->keys, &sq->sk, name, st, f->id);
-    if (rconn_send(sq->rs->conn, &cmd, DQ_SCRIPT_SCHED_FIRE, on_fire, f) == 0)
+    if (rconn_send(sq->rs->conn, &cmd, DQ_SCRIPT_SCHED_FIRE, on_fire, f) == 0) {
         sq->outstanding++;
-    else
+    } else {
+        /* The connection is down (logged by rconn) or memory ran out:
+         * the tick is still due, so the next poll sends it again. */
+        log_debug("queue=%s: schedule %s: tick not sent, retried at the next poll",
+                  sq->q->name, name);
         free(f);
+    }
     cmd_free(&cmd);
 }
 
@@ -154,16 +165,56 @@ static void log_missed(const struct sched_queue *sq, const dq_schedule_info *s,
              (steps[0].tick_ms < 0 ? 0 : n) == 1 ? "" : "s");
 }
 
+/* The index of `name` among the schedules warned about, or -1. */
+static ssize_t unfireable_find(const struct sched_queue *sq, const char *name)
+{
+    for (size_t i = 0; i < sq->nunfireable; i++)
+        if (strcmp(sq->unfireable[i], name) == 0)
+            return (ssize_t)i;
+    return -1;
+}
+
+/*
+ * A schedule that cannot be fired (a definition this daemon cannot read,
+ * a time zone missing from this machine) is listed at every poll: warn
+ * the first time, and again only after it was fixed and broke anew.  If
+ * the name cannot be remembered, the warning simply repeats.
+ */
+static void unfireable_warn(struct sched_queue *sq, const char *name, const char *why)
+{
+    if (unfireable_find(sq, name) >= 0)
+        return;
+    log_warn("queue=%s: schedule %s cannot be fired: %s (its ticks wait until it "
+             "is fixed)", sq->q->name, name, why);
+    char **grown = realloc(sq->unfireable, (sq->nunfireable + 1) * sizeof *grown);
+    if (!grown)
+        return;
+    sq->unfireable = grown;
+    if ((grown[sq->nunfireable] = strdup(name)))
+        sq->nunfireable++;
+}
+
+/* A schedule fires again: a later fault is worth a new warning. */
+static void unfireable_clear(struct sched_queue *sq, const char *name)
+{
+    ssize_t i = unfireable_find(sq, name);
+    if (i < 0)
+        return;
+    log_info("queue=%s: schedule %s can be fired again", sq->q->name, name);
+    free(sq->unfireable[i]);
+    sq->unfireable[i] = sq->unfireable[--sq->nunfireable];
+}
+
 static void fire_schedule(struct sched_queue *sq, const dq_schedule_info *s, int64_t now)
 {
     struct cron_expr e;
     char err[300];
     if (!s->readable || cron_parse(s->expr, &e, err, sizeof err) < 0
         || cron_check_zone(s->tz, err, sizeof err) < 0) {
-        log_debug("queue=%s: schedule %s cannot be fired: %s", sq->q->name, s->name,
-                  s->readable ? err : "unreadable definition");
+        unfireable_warn(sq, s->name, s->readable ? err : "unreadable definition");
         return;
     }
+    unfireable_clear(sq, s->name);
     struct sched_step *steps = sq->rs->steps;
     size_t n = sched_plan(&e, s->tz, s->catch_up, s->next_ms, now, steps,
                           DQ_SCHEDULE_CATCH_UP_MAX);
@@ -260,6 +311,11 @@ void reaper_sched_free(struct reaper_sched *rs)
         return;
     if (rs->timer)
         event_free(rs->timer);
+    for (size_t i = 0; rs->queues && i < rs->dc->nqueues; i++) {
+        for (size_t j = 0; j < rs->queues[i].nunfireable; j++)
+            free(rs->queues[i].unfireable[j]);
+        free(rs->queues[i].unfireable);
+    }
     free(rs->queues);
     free(rs);
 }
