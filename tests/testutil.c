@@ -389,6 +389,8 @@ int tu_redis_clients_with(redisContext *rc, const char *needle)
 
 int tu_delayqd_ready(redisContext *rc, int workers)
 {
+    /* Under durability "replicated" a write's last command is its WAIT. */
     return tu_redis_clients_with(rc, "cmd=subscribe") >= workers
-           && tu_redis_clients_with(rc, "cmd=evalsha") >= workers + 1;
+           && tu_redis_clients_with(rc, "cmd=evalsha") + tu_redis_clients_with(rc, "cmd=wait")
+              >= workers + 1;
 }
