@@ -2,15 +2,11 @@
 
 #include "bench/redis_proc.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
-#include <netinet/in.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include "bench/bench.h"
 #include "tests/testutil.h"
@@ -56,33 +52,14 @@ void redis_proc_stop(struct redis_proc *r)
     r->dir[0] = '\0';
 }
 
-/* A loopback TCP port that was free a moment ago, or -1. */
-static int free_port(void)
-{
-    struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-    socklen_t len = sizeof a;
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    int port = -1;
-    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0
-        && getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-        port = ntohs(a.sin_port);
-    if (fd >= 0)
-        close(fd);
-    return port;
-}
-
 /* Run the command on `sock`; its integer reply (0 for a status), or -1. */
-__attribute__((format(printf, 4, 5)))
-static long long command_on(const char *sock, char *err, size_t errlen, const char *fmt, ...)
+__attribute__((format(printf, 2, 3)))
+static long long command_on(const char *sock, const char *fmt, ...)
 {
-    redisContext *rc = tu_redis_connect(sock, 10000, err, errlen);
-    if (!rc)
-        return -1;
     va_list ap;
     va_start(ap, fmt);
-    long long v = tu_redis_vint(rc, fmt, ap);
+    long long v = tu_redis_vint_at(sock, 10000, fmt, ap);
     va_end(ap);
-    redisFree(rc);
     return v;
 }
 
@@ -95,7 +72,7 @@ static long long command_on(const char *sock, char *err, size_t errlen, const ch
 static int start_replica(struct redis_proc *r, const char *server, char *err, size_t errlen)
 {
     char port[16];
-    snprintf(port, sizeof port, "%d", free_port());
+    snprintf(port, sizeof port, "%d", tu_free_port());
     struct redis_proc *rep = calloc(1, sizeof *rep);
     int saved = bench_replica;
     bench_replica = 0;          /* the replica has none of its own */
@@ -108,16 +85,15 @@ static int start_replica(struct redis_proc *r, const char *server, char *err, si
         return -1;
     }
     r->replica = rep;
-    if (command_on(r->sock, err, errlen, "CONFIG SET port %s", port) != 0
-        || command_on(rep->sock, err, errlen, "REPLICAOF 127.0.0.1 %s", port) != 0
-        || command_on(r->sock, err, errlen, "SET bench-replica-probe 1") != 0) {
-        if (!err[0])
-            snprintf(err, errlen, "could not make a replica on port %s", port);
+    if (command_on(r->sock, "CONFIG SET port %s", port) != 0
+        || command_on(rep->sock, "REPLICAOF 127.0.0.1 %s", port) != 0
+        || command_on(r->sock, "SET bench-replica-probe 1") != 0) {
+        snprintf(err, errlen, "could not make %s a replica of port %s", rep->sock, port);
         return -1;
     }
     for (int i = 0; i < 1000; i++) {
-        if (command_on(rep->sock, err, errlen, "EXISTS bench-replica-probe") == 1)
-            return command_on(r->sock, err, errlen, "DEL bench-replica-probe") == 1
+        if (command_on(rep->sock, "EXISTS bench-replica-probe") == 1)
+            return command_on(r->sock, "DEL bench-replica-probe") == 1
                    ? 0 : -1;
         bench_sleep_ms(20);
     }
