@@ -368,8 +368,11 @@ static void failover_run(dq_durability d, int split_ms, int *lost, int *dup)
     ck_assert(producer >= 0);
     if (producer == 0)
         produce(d, okfile);
-    while (count_lines(okfile) < LOSS_KILL_AT)
+    int status;
+    while (count_lines(okfile) < LOSS_KILL_AT) {
+        ck_assert_msg(waitpid(producer, &status, WNOHANG) == 0, "the producer ended early");
         tu_sleep_ms(2);
+    }
     if (split_ms > 0) {
         ck_assert_int_eq(fixture_redis_int(&B, "REPLICAOF NO ONE"), 0);
         tu_sleep_ms(split_ms);
@@ -381,7 +384,6 @@ static void failover_run(dq_durability d, int split_ms, int *lost, int *dup)
     fixture_redis_start(&C);        /* the new master's replica */
     replicate(&C, &B, port_b);
     int64_t t1 = tu_mono_ms();
-    int status;
     ck_assert_int_eq(waitpid(producer, &status, 0), producer);
     ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "producer: %d", status);
     ck_assert_msg(h_wait(60000, b_drained, NULL) == 1, "B not drained; log:\n%s",
