@@ -86,6 +86,9 @@ extern volatile int bench_interrupted;
 /* --keep: leave each run's directory (redis and delayqd logs, the
  * configuration, the lateness record) in place for a post-mortem. */
 extern int bench_keep;
+/* --replica: every server started has a replica (redis_proc.c), and the
+ * daemon and the bench's clients use durability "replicated". */
+extern int bench_replica;
 
 /* A client of the server listening on `sock`; NULL with the reason. */
 dq_client *bench_client(const char *sock, char *err, size_t errlen);

@@ -13,6 +13,7 @@
 
 volatile int bench_interrupted;
 int bench_keep;
+int bench_replica;
 
 const char bench_payload[BENCH_PAYLOAD_LEN + 1] = "0123456789abcdef0123456789abcdef";
 
@@ -73,6 +74,8 @@ dq_client *bench_client(const char *sock, char *err, size_t errlen)
     dq_options_init(&opt);
     opt.unix_path = sock;
     opt.command_timeout_ms = 60000;     /* a 1000-job pipeline on a busy box */
+    if (bench_replica)
+        opt.durability = DQ_DURABILITY_REPLICATED;
     return dq_connect(&opt, err, errlen, NULL);
 }
 

@@ -29,14 +29,14 @@ static int write_conf(const struct daemon_proc *d, const struct bench_env *env,
     /* Only what a run varies is set; the reaper and the rest keep the
      * daemon's defaults, as a deployment would. */
     fprintf(fp,
-            "redis = { unix_socket = \"%s\"; };\n"
+            "redis = { unix_socket = \"%s\";%s };\n"
             "handler_dir = \"%s\";\n"
             "log = { level = \"info\"; target = \"stderr\"; };\n"
             "shutdown_timeout = \"10s\";\n"
             "queues = ( { name = \"" BENCH_QUEUE "\"; workers = %d; batch = %d;\n"
             "             lease = \"60s\"; max_attempts = 3; } );\n"
             "handlers = ( { type = \"*\"; file = \"noop.so\"; timeout = \"10s\";%s } );\n",
-            r->sock, env->handler_dir, spec->workers, spec->batch, settings);
+            r->sock, bench_replica ? " durability = \"replicated\";" : "", env->handler_dir, spec->workers, spec->batch, settings);
     if (fclose(fp) != 0) {
         snprintf(err, errlen, "%s: %s", d->conf, strerror(errno));
         return -1;

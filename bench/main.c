@@ -60,6 +60,8 @@ static void usage(FILE *to)
             "  --lateness-workers N  workers in the lateness runs (2)\n"
             "  --lateness-batch B    claim batch in the lateness runs (16)\n"
             "  --keep                keep each run's directory (logs, config, records)\n"
+            "  --replica             give each redis-server a replica and use durability\n"
+            "                        \"replicated\" (every write waits for the replica)\n"
             "exit codes: 0 done, 1 a run failed, 64 usage, 69 a program is missing\n");
 }
 
@@ -93,7 +95,7 @@ static int parse_only(const char *list, unsigned *bits)
 static int parse_args(int argc, char **argv, struct bench_opts *o)
 {
     enum { O_QUICK = 256, O_ONLY, O_JSON, O_CSV, O_REDIS, O_DAEMON, O_10M, O_IDLE, O_LATE,
-           O_KEEP, O_LWORKERS, O_LBATCH };
+           O_KEEP, O_LWORKERS, O_LBATCH, O_REPLICA };
     static const struct option longopts[] = {
         { "quick", no_argument, NULL, O_QUICK },
         { "only", required_argument, NULL, O_ONLY },
@@ -105,6 +107,7 @@ static int parse_args(int argc, char **argv, struct bench_opts *o)
         { "idle-seconds", required_argument, NULL, O_IDLE },
         { "lateness-seconds", required_argument, NULL, O_LATE },
         { "keep", no_argument, NULL, O_KEEP },
+        { "replica", no_argument, NULL, O_REPLICA },
         { "lateness-workers", required_argument, NULL, O_LWORKERS },
         { "lateness-batch", required_argument, NULL, O_LBATCH },
         { "help", no_argument, NULL, 'h' },
@@ -137,6 +140,7 @@ static int parse_args(int argc, char **argv, struct bench_opts *o)
         case O_DAEMON: o->delayqd = optarg; break;
         case O_10M: o->scale_10m = 1; break;
         case O_KEEP: bench_keep = 1; break;
+        case O_REPLICA: bench_replica = 1; break;
         case O_LWORKERS:
         case O_LBATCH: {
             long v = strtol(optarg, &end, 10);

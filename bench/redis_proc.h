@@ -19,10 +19,13 @@ struct redis_proc {
     char sock[PATH_MAX];    /* DIR/redis.sock */
     char log[PATH_MAX];     /* DIR/redis.log */
     pid_t pid;              /* 0 when not running */
+    struct redis_proc *replica; /* with --replica: its replica, or NULL */
 };
 
 /* Start `server` (tu_redis_spawn; it dies with the bench); wait until it
- * answers PING (10 s).  Returns 0, or -1 with the reason (everything
+ * answers PING (10 s).  With --replica (bench_replica), start a second
+ * server as its replica over loopback TCP and wait until the writes
+ * stream to it.  Returns 0, or -1 with the reason (everything
  * started is cleaned up then). */
 int redis_proc_start(struct redis_proc *r, const char *server, char *err, size_t errlen);
 

@@ -225,6 +225,33 @@ START_TEST(durations_need_a_unit)
 }
 END_TEST
 
+START_TEST(durability_is_read)
+{
+    struct redis_conf rc;
+    load_ok(&rc, "redis = { port = 6379; };\n");
+    ck_assert_int_eq(rc.durability, DQ_DURABILITY_LOCAL);
+    ck_assert_int_eq(rc.replication_timeout_ms, DQ_DEFAULT_REPLICATION_TIMEOUT_MS);
+    redis_conf_free(&rc);
+    load_ok(&rc, "redis = { durability = \"replicated\"; replication_timeout = \"250ms\"; };\n");
+    dq_options opt;
+    redis_conf_to_options(&rc, &opt);
+    ck_assert_int_eq(opt.durability, DQ_DURABILITY_REPLICATED);
+    ck_assert_int_eq(opt.replication_timeout_ms, 250);
+    redis_conf_free(&rc);
+    load_ok(&rc, "redis = { durability = \"local\"; };\n");
+    ck_assert_int_eq(rc.durability, DQ_DURABILITY_LOCAL);
+    redis_conf_free(&rc);
+
+    load_bad("redis = {\n  durability = \"sync\";\n};\n", 2,
+             "redis.durability: \"sync\" is not \"local\" or \"replicated\"");
+    load_bad("redis = { durability = true; };\n", 1, "redis.durability: expected a string");
+    load_bad("redis = {\n  replication_timeout = \"1\";\n};\n", 2,
+             "redis.replication_timeout: \"1\" has no unit");
+    load_bad("redis = { replication_timeout = \"0s\"; };\n", 1,
+             "redis.replication_timeout: must be at least");
+}
+END_TEST
+
 START_TEST(password_file_first_line)
 {
     struct redis_conf rc;
@@ -382,6 +409,7 @@ int main(void)
     tcase_add_test(tc, missing_and_empty_files);
     tcase_add_test(tc, failed_load_keeps_the_old_settings);
     tcase_add_test(tc, read_from_a_parsed_file);
+    tcase_add_test(tc, durability_is_read);
     suite_add_tcase(s, tc);
     int status = fixture_run_suite(s);
     remove_dir();

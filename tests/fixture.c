@@ -93,15 +93,10 @@ redisContext *fixture_redis_connect(const struct redis_fixture *f)
 
 long long fixture_redis_int(const struct redis_fixture *f, const char *fmt, ...)
 {
-    char err[300];
-    redisContext *rc = tu_redis_connect(f->sock, 30000, err, sizeof err);
-    if (!rc)
-        return -1;
     va_list ap;
     va_start(ap, fmt);
-    long long v = tu_redis_vint(rc, fmt, ap);
+    long long v = tu_redis_vint_at(f->sock, 30000, fmt, ap);
     va_end(ap);
-    redisFree(rc);
     return v;
 }
 
@@ -144,14 +139,9 @@ const char *fixture_build_path(const char *name)
 
 int fixture_free_port(void)
 {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-    socklen_t len = sizeof a;
-    ck_assert_int_ge(fd, 0);
-    ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
-    ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-    close(fd);
-    return ntohs(a.sin_port);
+    int port = tu_free_port();
+    ck_assert_int_gt(port, 0);
+    return port;
 }
 
 int fixture_http_get(int port, const char *path, char *body, size_t len)

@@ -2,16 +2,19 @@
 
 #include "testutil.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -364,6 +367,31 @@ long long tu_redis_vint(redisContext *rc, const char *fmt, va_list ap)
     return v;
 }
 
+long long tu_redis_vint_at(const char *sock, int timeout_ms, const char *fmt, va_list ap)
+{
+    char err[300];
+    redisContext *rc = tu_redis_connect(sock, timeout_ms, err, sizeof err);
+    if (!rc)
+        return -1;
+    long long v = tu_redis_vint(rc, fmt, ap);
+    redisFree(rc);
+    return v;
+}
+
+int tu_free_port(void)
+{
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    socklen_t len = sizeof a;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    int port = -1;
+    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0
+        && getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+        port = ntohs(a.sin_port);
+    if (fd >= 0)
+        close(fd);
+    return port;
+}
+
 long long tu_redis_int(redisContext *rc, const char *fmt, ...)
 {
     va_list ap;
@@ -389,6 +417,8 @@ int tu_redis_clients_with(redisContext *rc, const char *needle)
 
 int tu_delayqd_ready(redisContext *rc, int workers)
 {
+    /* Under durability "replicated" a write's last command is its WAIT. */
     return tu_redis_clients_with(rc, "cmd=subscribe") >= workers
-           && tu_redis_clients_with(rc, "cmd=evalsha") >= workers + 1;
+           && tu_redis_clients_with(rc, "cmd=evalsha") + tu_redis_clients_with(rc, "cmd=wait")
+              >= workers + 1;
 }

@@ -127,6 +127,11 @@ redisContext *tu_redis_connect(const char *sock, int timeout_ms, char *err, size
 long long tu_redis_int(redisContext *rc, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 long long tu_redis_vint(redisContext *rc, const char *fmt, va_list ap);
+/* tu_redis_vint on a connection of its own to `sock`, made (with
+ * `timeout_ms`) and closed here; -1 when it cannot connect. */
+long long tu_redis_vint_at(const char *sock, int timeout_ms, const char *fmt, va_list ap);
+/* A loopback TCP port that was free a moment ago, or -1. */
+int tu_free_port(void);
 
 /* How many CLIENT LIST lines contain `needle`; -1 when Redis cannot be
  * asked. */

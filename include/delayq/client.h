@@ -93,11 +93,17 @@ typedef struct dq_sentinel_options {
 
 /*
  * What a successful write promises.  LOCAL: the master has it (a failover
- * may lose the last writes; see docs/operations.md).  REPLICATED: enqueue,
- * ack, fail, cancel and claim are each followed by "WAIT 1 timeout" in the
- * same round trip, and succeed only once a replica has the write; a WAIT
- * that times out fails the call with DQ_ERR_TIMEOUT ("not replicated
- * within N ms"), the write done on the master but not yet on a replica.
+ * may lose the last writes; see docs/operations.md).  REPLICATED: every
+ * call that writes (enqueue, enqueue_many, claim, ack, ack_many, fail,
+ * release, renew, reap, cancel, requeue, purge, pause, resume, the
+ * schedule calls, fsck) is followed by "WAIT 1 timeout" in the same round
+ * trip (one WAIT after a pipeline), and succeeds only once a replica has
+ * the write; a WAIT that times out fails the call with DQ_ERR_TIMEOUT
+ * ("not replicated within N ms"), the write done on the master but not yet
+ * on a replica (a claim's jobs are then not returned and stay leased until
+ * their lease expires; the reaper gives them back, an attempt counted).
+ * Reads wait for nothing.  The wait for a write's reply is
+ * command_timeout_ms plus replication_timeout_ms.
  */
 typedef enum dq_durability {
     DQ_DURABILITY_LOCAL = 0,

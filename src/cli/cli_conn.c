@@ -25,6 +25,8 @@ const struct option cli_conn_longopts[] = {
     { "db", required_argument, NULL, 'n' },
     { "prefix", required_argument, NULL, CLI_CONN_OPT_PREFIX },
     { "timeout", required_argument, NULL, CLI_CONN_OPT_TIMEOUT },
+    { "durability", required_argument, NULL, CLI_CONN_OPT_DURABILITY },
+    { "replication-timeout", required_argument, NULL, CLI_CONN_OPT_REPLICATION_TIMEOUT },
     { NULL, 0, NULL, 0 }
 };
 
@@ -33,6 +35,8 @@ void cli_conn_init(struct cli_conn *cc)
     memset(cc, 0, sizeof *cc);
     cc->db = -1;
     cc->timeout_ms = -1;
+    cc->durability = -1;
+    cc->replication_timeout_ms = -1;
 }
 
 static int take_number(const char *what, const char *arg, long long min,
@@ -45,19 +49,35 @@ static int take_number(const char *what, const char *arg, long long min,
     return -1;
 }
 
-static int take_timeout(struct cli_conn *cc, const char *arg, char *err, size_t errlen)
+/* A duration ("500ms", "2s"; a bare number is seconds) of 1 ms to 24 days for
+ * the option `what` into *out. */
+static int take_duration(const char *what, const char *arg, int64_t *out, char *err,
+                         size_t errlen)
 {
     const char *why;
     int64_t ms;
     if (timefmt_parse_duration(arg, &ms, &why) < 0) {
-        snprintf(err, errlen, "bad timeout '%s': %s", arg, why);
+        snprintf(err, errlen, "bad %s '%s': %s", what, arg, why);
         return -1;
     }
     if (ms < 1 || ms > INT_MAX) {
-        snprintf(err, errlen, "bad timeout '%s': must be from 1ms to 24 days", arg);
+        snprintf(err, errlen, "bad %s '%s': must be from 1ms to 24 days", what, arg);
         return -1;
     }
-    cc->timeout_ms = ms;
+    *out = ms;
+    return 1;
+}
+
+static int take_durability(struct cli_conn *cc, const char *arg, char *err, size_t errlen)
+{
+    if (strcmp(arg, "local") == 0)
+        cc->durability = DQ_DURABILITY_LOCAL;
+    else if (strcmp(arg, "replicated") == 0)
+        cc->durability = DQ_DURABILITY_REPLICATED;
+    else {
+        snprintf(err, errlen, "bad durability '%s': expected local or replicated", arg);
+        return -1;
+    }
     return 1;
 }
 
@@ -85,7 +105,11 @@ int cli_conn_option(struct cli_conn *cc, int opt, const char *arg, char *err,
     case CLI_CONN_OPT_PASSWORD_FILE: cc->password_file = arg; return 1;
     case CLI_CONN_OPT_USER: cc->user = arg; return 1;
     case CLI_CONN_OPT_PREFIX: return take_prefix(cc, arg, err, errlen);
-    case CLI_CONN_OPT_TIMEOUT: return take_timeout(cc, arg, err, errlen);
+    case CLI_CONN_OPT_TIMEOUT: return take_duration("timeout", arg, &cc->timeout_ms, err, errlen);
+    case CLI_CONN_OPT_DURABILITY: return take_durability(cc, arg, err, errlen);
+    case CLI_CONN_OPT_REPLICATION_TIMEOUT:
+        return take_duration("replication timeout", arg, &cc->replication_timeout_ms, err,
+                             errlen);
     case 'p':
         if ((r = take_number("port", arg, 1, 65535, &v, err, errlen)) > 0)
             cc->port = (int)v;
@@ -121,6 +145,10 @@ static void apply_flags(struct cli_session *s, const struct cli_conn *cc)
         o->prefix = cc->prefix;
     if (cc->timeout_ms > 0)
         o->connect_timeout_ms = o->command_timeout_ms = (int)cc->timeout_ms;
+    if (cc->durability >= 0)
+        o->durability = (dq_durability)cc->durability;
+    if (cc->replication_timeout_ms > 0)
+        o->replication_timeout_ms = (int)cc->replication_timeout_ms;
 }
 
 /* An environment variable's value; NULL when unset or empty. */

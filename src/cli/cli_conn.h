@@ -34,6 +34,8 @@ enum cli_conn_opt {
     CLI_CONN_OPT_PREFIX,
     CLI_CONN_OPT_TIMEOUT,
     CLI_CONN_OPT_PASSWORD_FILE,
+    CLI_CONN_OPT_DURABILITY,
+    CLI_CONN_OPT_REPLICATION_TIMEOUT,
     CLI_CONN_OPT_END
 };
 
@@ -49,6 +51,10 @@ struct cli_conn {
     int db;                     /* -n; -1 when not given */
     const char *prefix;         /* --prefix */
     int64_t timeout_ms;         /* --timeout; -1 when not given */
+    int durability;             /* --durability (a dq_durability); -1 when
+                                   not given */
+    int64_t replication_timeout_ms; /* --replication-timeout; -1 when not
+                                       given */
 };
 
 /* A connection in use: the settings it was made from and the client. */

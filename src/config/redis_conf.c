@@ -30,6 +30,8 @@ void redis_conf_init(struct redis_conf *rc)
     rc->command_timeout_ms = def.command_timeout_ms;
     rc->keepalive = def.keepalive;
     rc->max_payload = def.max_payload;
+    rc->durability = def.durability;
+    rc->replication_timeout_ms = def.replication_timeout_ms;
 }
 
 void redis_conf_free(struct redis_conf *rc)
@@ -59,6 +61,8 @@ void redis_conf_to_options(const struct redis_conf *rc, dq_options *opt)
     opt->command_timeout_ms = (int)rc->command_timeout_ms;
     opt->keepalive = rc->keepalive;
     opt->max_payload = rc->max_payload;
+    opt->durability = rc->durability;
+    opt->replication_timeout_ms = (int)rc->replication_timeout_ms;
 }
 
 void redis_conf_queue_keys(const struct redis_conf *rc, const char *queue,
@@ -313,6 +317,29 @@ static int read_max_payload(struct conf_reader *r, const config_setting_t *s,
     return 0;
 }
 
+/* "local" or "replicated": what a write waits for (see dq_durability). */
+static int read_durability(struct conf_reader *r, const config_setting_t *s,
+                           struct redis_conf *rc)
+{
+    const char *v = NULL;
+    if (conf_string(r, s, PREFIX, &v) < 0)
+        return -1;
+    if (strcmp(v, "local") == 0)
+        rc->durability = DQ_DURABILITY_LOCAL;
+    else if (strcmp(v, "replicated") == 0)
+        rc->durability = DQ_DURABILITY_REPLICATED;
+    else
+        return conf_fail(r, s, "redis.durability: \"%s\" is not \"local\" or \"replicated\"",
+                         v);
+    return 0;
+}
+
+static int read_replication_timeout(struct conf_reader *r, const config_setting_t *s,
+                                    struct redis_conf *rc)
+{
+    return get_duration(r, s, 1, &rc->replication_timeout_ms);
+}
+
 typedef int (*key_reader)(struct conf_reader *, const config_setting_t *,
                           struct redis_conf *);
 
@@ -332,6 +359,8 @@ static const struct {
     { "command_timeout", read_command_timeout },
     { "keepalive", read_keepalive },
     { "max_payload", read_max_payload },
+    { "durability", read_durability },
+    { "replication_timeout", read_replication_timeout },
 };
 
 #define CONF_NKEYS (sizeof conf_keys / sizeof conf_keys[0])

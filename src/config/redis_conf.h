@@ -42,6 +42,8 @@ struct redis_conf {
     int64_t command_timeout_ms; /* default 5000; 0 waits for ever */
     int keepalive;              /* 1 (default) or 0 */
     size_t max_payload;         /* default DQ_DEFAULT_MAX_PAYLOAD */
+    dq_durability durability;   /* "local" (default) or "replicated" */
+    int64_t replication_timeout_ms; /* WAIT's timeout, default 1000 */
 };
 
 /* Fill `rc` with the defaults; it owns no memory yet. */

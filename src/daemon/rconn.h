@@ -90,6 +90,22 @@ int rconn_send(struct rconn *rc, const struct cmd *cmd, int script,
 void rconn_subscribe(struct rconn *rc, const char *channel,
                      rconn_message_fn fn, void *arg);
 
+/*
+ * Durability "replicated" (the options' durability): rconn_send follows
+ * a script that writes with "WAIT 1 <replication timeout>" on the same
+ * connection and calls `fn` only once WAIT has answered: with the
+ * script's reply when a replica has the write, with an error reply
+ * starting with RCONN_NOT_REPLICATED when none confirmed it in time (the
+ * write is on the master only), or NULL when the connection was lost.
+ * Every request's deadline is then the command timeout plus the
+ * replication timeout (it may queue behind a WAIT).  With "local" nothing
+ * changes: no WAIT, no copy.
+ */
+#define RCONN_NOT_REPLICATED "NOTREPLICATED"
+
+/* Whether `reply` is the error a write not replicated in time gets. */
+int rconn_is_not_replicated(const redisReply *reply);
+
 /* Add 1 to *counter (a worker slot's, see slots.h) each time the
  * connection is made again after having been up; NULL stops counting. */
 void rconn_count_reconnects(struct rconn *rc, uint64_t *counter);

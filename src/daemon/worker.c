@@ -381,7 +381,14 @@ static void on_report_reply(struct rconn *rc, redisReply *reply, void *arg)
     for (size_t i = 0; i < w->nreports; i++)
         if (!w->reports[i].done) {
             /* A lost connection re-sends from on_cmd_up; an error reply
-             * (Redis refusing writes) is tried again after a pause. */
+             * (Redis refusing writes) is tried again after a pause.  So is
+             * a report no replica confirmed (durability "replicated"): it
+             * is done on the master, where the second one finds the lease
+             * gone and changes nothing, but the batch is settled only once
+             * a replica has it; after a failover to a replica without it,
+             * the job still holds its lease there under the same fence
+             * (the claim was replicated), so the report sent again to the
+             * new master applies it and the job does not run twice. */
             if (rconn_is_up(w->cmd)) {
                 struct timeval tv = { RETRY_AFTER_ERROR_MS / 1000, 0 };
                 event_base_once(w->base, -1, EV_TIMEOUT, on_resend_timer, w, &tv);
@@ -733,12 +740,46 @@ static void keep_claim_ahead(struct worker *w, redisReply *reply)
     }
 }
 
+static void on_recover_reply(struct rconn *rc, redisReply *reply, void *arg)
+{
+    (void)rc;
+    struct worker *w = arg;
+    if (reply && reply->type == REDIS_REPLY_INTEGER && reply->integer > 0)
+        log_info("queue=%s: gave back %lld job%s of a claim no replica confirmed",
+                 w->q->name, reply->integer, reply->integer == 1 ? "" : "s");
+}
+
+/*
+ * A claim that no replica confirmed in time (durability "replicated"):
+ * its jobs are leased on the master only.  A failover now would make them
+ * due again on the promoted replica, where another worker would run them,
+ * so this worker must not: it gives them back at once with recover (no
+ * attempt counted, due time kept, as a release) rather than leave them to
+ * the reaper, which counts an attempt per expired lease, so that a replica
+ * down for long would send every job to the dead letters.  The recover may
+ * not be replicated either: whichever server ends up the master has the
+ * jobs due.  If the recover is lost with the connection, the leases expire
+ * and the reaper gives the jobs back, an attempt counted.
+ */
+static void give_back_unreplicated(struct worker *w)
+{
+    struct cmd cmd;
+    cmd_init(&cmd);
+    proto_recover_cmd(&cmd, &w->keys, w->owner);
+    if (rconn_send(w->cmd, &cmd, DQ_SCRIPT_RECOVER, on_recover_reply, w) < 0)
+        log_warn("queue=%s: a claim was not replicated and its jobs cannot be given back "
+                 "now; the reaper returns them when their leases expire", w->q->name);
+    cmd_free(&cmd);
+}
+
 static void on_claim(struct rconn *rc, redisReply *reply, void *arg)
 {
     (void)rc;
     struct worker *w = arg;
     int was_ahead = w->ahead == AHEAD_SENT;
     w->ahead = AHEAD_NONE;
+    if (rconn_is_not_replicated(reply))
+        give_back_unreplicated(w);
     if (was_ahead && w->state == W_REPORTING) {
         keep_claim_ahead(w, reply);
         w->slot->claim_in_flight = 0;

@@ -138,6 +138,14 @@ dq_client *dq_connect(const dq_options *opt, char *err, size_t errlen,
         goto fail;
     }
     c->jitter_seed = (unsigned)time(NULL) ^ (unsigned)(uintptr_t)c;
+    c->durability = opt->durability;
+    c->replication_timeout_ms = opt->replication_timeout_ms > 0
+                                ? opt->replication_timeout_ms
+                                : DQ_DEFAULT_REPLICATION_TIMEOUT_MS;
+    /* A write's reply then comes after its WAIT: the wait for it is the
+     * command timeout plus the replication timeout. */
+    if (c->durability == DQ_DURABILITY_REPLICATED && c->conn.command_timeout_ms > 0)
+        c->conn.command_timeout_ms += c->replication_timeout_ms;
     st = client_open(c);
     if (st != DQ_OK)
         goto fail;
@@ -363,9 +371,22 @@ static size_t take_unrun(redisReply **replies, size_t n, redisReply **failover)
     return noscript;
 }
 
+/* A WAIT last in the pipeline answers for the commands before it: when
+ * any of them is to be sent again, so is it, after them. */
+static void resend_wait(redisReply **replies, size_t n)
+{
+    for (size_t i = 0; i + 1 < n; i++)
+        if (!replies[i]) {
+            if (replies[n - 1])
+                freeReplyObject(replies[n - 1]);
+            replies[n - 1] = NULL;
+            return;
+        }
+}
+
 static dq_status pipeline_unguarded(dq_client *c, struct cmd *cmds, size_t n,
                                    enum dq_script_id s, redisReply **replies,
-                                   const struct pipe_builder *b)
+                                   const struct pipe_builder *b, int trailing_wait)
 {
     for (size_t i = 0; i < n; i++)
         replies[i] = NULL;
@@ -378,6 +399,8 @@ static dq_status pipeline_unguarded(dq_client *c, struct cmd *cmds, size_t n,
             break;
         redisReply *failover;
         size_t missing = take_unrun(replies, n, &failover);
+        if (trailing_wait)
+            resend_wait(replies, n);
         if (failover) {
             st = await_master(c, failover, &fw);
             loaded = 0;
@@ -434,11 +457,79 @@ static dq_status register_unguarded(dq_client *c, const char *queue)
     return DQ_OK;
 }
 
+/* ---- replicated durability ---------------------------------------------- */
+
+static int wants_wait(const dq_client *c, int s)
+{
+    return c->durability == DQ_DURABILITY_REPLICATED && redis_conn_script_writes(s);
+}
+
+/* Judge WAIT's reply `r`: DQ_OK when a replica has the writes. */
+static dq_status check_wait(dq_client *c, const redisReply *r)
+{
+    if (r->type == REDIS_REPLY_INTEGER && r->integer >= 1)
+        return DQ_OK;
+    if (r->type == REDIS_REPLY_ERROR)
+        return client_fail(c, DQ_ERR_REDIS, "redis error in WAIT: %s", r->str);
+    return client_fail(c, DQ_ERR_TIMEOUT,
+                       "not replicated within %d ms (the write is on the master only)",
+                       c->replication_timeout_ms);
+}
+
+/*
+ * client_pipeline_build under REPLICATED: the n commands and one WAIT in
+ * one write (a copy of cmds[] with room for it, so that the caller's
+ * arrays keep their size; what the builder made is handed back for the
+ * caller to free).  The replies are given only when WAIT confirmed them.
+ */
+static dq_status pipeline_replicated(dq_client *c, struct cmd *cmds, size_t n,
+                                     enum dq_script_id s, redisReply **replies,
+                                     const struct pipe_builder *b)
+{
+    struct cmd *all = calloc(n + 1, sizeof *all);
+    redisReply **got = calloc(n + 1, sizeof *got);
+    if (!all || !got) {
+        free(all);
+        free(got);
+        return client_fail(c, DQ_ERR_NOMEM, "out of memory");
+    }
+    memcpy(all, cmds, n * sizeof *cmds);
+    redis_conn_wait_cmd(&all[n], c->replication_timeout_ms);
+    dq_status st = pipeline_unguarded(c, all, n + 1, s, got, b, 1);
+    memcpy(cmds, all, n * sizeof *cmds);
+    cmd_free(&all[n]);
+    if (st == DQ_OK)
+        st = check_wait(c, got[n]);
+    for (size_t i = 0; i <= n; i++) {
+        if (i < n)
+            replies[i] = st == DQ_OK ? got[i] : NULL;
+        if (got[i] && (i == n || st != DQ_OK))
+            freeReplyObject(got[i]);
+    }
+    free(all);
+    free(got);
+    return st;
+}
+
+/* client_run under REPLICATED: the command and WAIT in one write. */
+static dq_status run_replicated(dq_client *c, struct cmd *cmd, int s, redisReply **reply)
+{
+    redisReply *r = NULL;
+    dq_status st = pipeline_replicated(c, cmd, 1, (enum dq_script_id)s, &r, NULL);
+    *reply = NULL;
+    if (st == DQ_OK && (st = check_reply(c, r, dq_scripts[s].name)) != DQ_OK)
+        freeReplyObject(r);
+    else if (st == DQ_OK)
+        *reply = r;
+    return st;
+}
+
 dq_status client_run(dq_client *c, struct cmd *cmd, int s, redisReply **reply)
 {
     struct pipe_guard g;
     pipe_guard_enter(&g);
-    dq_status st = run_unguarded(c, cmd, s, reply);
+    dq_status st = wants_wait(c, s) ? run_replicated(c, cmd, s, reply)
+                                    : run_unguarded(c, cmd, s, reply);
     pipe_guard_leave(&g);
     return st;
 }
@@ -457,7 +548,9 @@ dq_status client_pipeline_build(dq_client *c, struct cmd *cmds, size_t n,
     struct pipe_builder b = { build, ctx };
     struct pipe_guard g;
     pipe_guard_enter(&g);
-    dq_status st = pipeline_unguarded(c, cmds, n, s, replies, build ? &b : NULL);
+    dq_status st = wants_wait(c, (int)s)
+                   ? pipeline_replicated(c, cmds, n, s, replies, build ? &b : NULL)
+                   : pipeline_unguarded(c, cmds, n, s, replies, build ? &b : NULL, 0);
     pipe_guard_leave(&g);
     return st;
 }

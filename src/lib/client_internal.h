@@ -20,6 +20,8 @@ struct dq_client {
     char *prefix;
     size_t max_payload;
     char registered[DQ_QUEUE_MAX + 1]; /* last queue added to the registry */
+    dq_durability durability;   /* REPLICATED: writes are followed by WAIT */
+    int replication_timeout_ms; /* WAIT's timeout */
     char err[512];
 };
 
@@ -38,6 +40,9 @@ dq_status client_queue_keys(dq_client *c, const char *queue,
  * command.  An EVALSHA that meets NOSCRIPT (Redis restarted, or SCRIPT
  * FLUSH) loads the script and is sent once more: the script did not run, so
  * that is safe.  Error replies become DQ_ERR_REDIS with the text.
+ * Under DQ_DURABILITY_REPLICATED a script that writes is followed by WAIT
+ * in the same write, and the call fails with DQ_ERR_TIMEOUT ("not
+ * replicated within N ms") when no replica confirmed it in time.
  */
 dq_status client_run(dq_client *c, struct cmd *cmd, int s, redisReply **reply);
 
@@ -45,7 +50,8 @@ dq_status client_run(dq_client *c, struct cmd *cmd, int s, redisReply **reply);
  * Send `n` commands in one write and read their replies into replies[]
  * (all NULL on failure).  EVALSHA commands of script `s` that meet NOSCRIPT
  * are re-sent after loading it.  Error replies are left in replies[] for
- * the caller to judge one by one.
+ * the caller to judge one by one.  Under DQ_DURABILITY_REPLICATED one WAIT
+ * after the last command covers them all (as client_run says).
  */
 dq_status client_pipeline(dq_client *c, struct cmd *cmds, size_t n,
                           enum dq_script_id s, redisReply **replies);

@@ -204,6 +204,10 @@ dq_status dq_enqueue_many(dq_client *c, const dq_enqueue_req *reqs, size_t n,
         dq_status st = client_pipeline_build(c, cmds, nchunks, DQ_SCRIPT_ENQUEUE_MANY,
                                              replies, build_chunk, &cb);
         if (st != DQ_OK) {
+            /* None of the jobs sent is known to be scheduled (or, under
+             * replicated durability, to be on a replica). */
+            for (size_t j = 0; statuses && j < nsend; j++)
+                statuses[send[j]] = st;
             first = st;
             goto done;
         }

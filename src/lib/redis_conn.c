@@ -8,6 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/cmd.h"
+#include "lib/scripts.h"
+
 void dq_options_init(dq_options *opt)
 {
     memset(opt, 0, sizeof *opt);
@@ -204,4 +207,19 @@ redisContext *redis_conn_open(const struct redis_conn_opts *o, dq_status *st,
         return NULL;
     }
     return rc;
+}
+
+int redis_conn_script_writes(int script)
+{
+    static const char ro[] = "#!lua flags=no-writes";
+    return script >= 0 && script < DQ_SCRIPT_COUNT
+           && strncmp(dq_scripts[script].text, ro, sizeof ro - 1) != 0;
+}
+
+void redis_conn_wait_cmd(struct cmd *w, int timeout_ms)
+{
+    cmd_init(w);
+    cmd_push_str(w, "WAIT");
+    cmd_push_str(w, "1");
+    cmd_push_i64(w, timeout_ms);
 }

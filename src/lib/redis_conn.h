@@ -103,4 +103,15 @@ int redis_conn_is_noscript(const redisReply *r);
  */
 int redis_conn_is_failover(const redisReply *r);
 
+/*
+ * Replicated durability (DQ_DURABILITY_REPLICATED): a script that may
+ * write (any but the read-only ones, whose first line is the no-writes
+ * shebang) is followed on its connection by "WAIT 1 <timeout_ms>", which
+ * replies how many replicas have every write the connection made before
+ * it; 0 means the write is on the master only.
+ */
+struct cmd;
+int redis_conn_script_writes(int script);
+void redis_conn_wait_cmd(struct cmd *w, int timeout_ms);
+
 #endif
