@@ -34,6 +34,8 @@ enum cli_conn_opt {
     CLI_CONN_OPT_PREFIX,
     CLI_CONN_OPT_TIMEOUT,
     CLI_CONN_OPT_PASSWORD_FILE,
+    CLI_CONN_OPT_SENTINEL,
+    CLI_CONN_OPT_MASTER,
     CLI_CONN_OPT_END
 };
 
@@ -49,6 +51,8 @@ struct cli_conn {
     int db;                     /* -n; -1 when not given */
     const char *prefix;         /* --prefix */
     int64_t timeout_ms;         /* --timeout; -1 when not given */
+    const char *sentinel;       /* --sentinel HOST:PORT[,HOST:PORT...] */
+    const char *master;         /* --master NAME */
 };
 
 /* A connection in use: the settings it was made from and the client. */

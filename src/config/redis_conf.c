@@ -40,6 +40,7 @@ void redis_conf_free(struct redis_conf *rc)
     redis_conn_free_secret(rc->password);
     free(rc->password_in);
     free(rc->prefix);
+    sentinel_conf_free(&rc->sentinel);
     redis_conf_init(rc);
 }
 
@@ -59,6 +60,7 @@ void redis_conf_to_options(const struct redis_conf *rc, dq_options *opt)
     opt->command_timeout_ms = (int)rc->command_timeout_ms;
     opt->keepalive = rc->keepalive;
     opt->max_payload = rc->max_payload;
+    sentinel_conf_to_options(&rc->sentinel, &opt->sentinel);
 }
 
 void redis_conf_queue_keys(const struct redis_conf *rc, const char *queue,
@@ -313,6 +315,36 @@ static int read_max_payload(struct conf_reader *r, const config_setting_t *s,
     return 0;
 }
 
+/* redis.sentinel (sentinel_conf.c), its password_file read here by the
+ * one password-file reader. */
+static int read_sentinel(struct conf_reader *r, const config_setting_t *s,
+                         struct redis_conf *rc)
+{
+    struct sentinel_conf *sc = &rc->sentinel;
+    const config_setting_t *file_setting;
+    if (sentinel_conf_read(r, s, sc, &file_setting) < 0)
+        return -1;
+    if (file_setting) {
+        const char *v, *why;
+        if (conf_string(r, file_setting, "redis.sentinel.", &v) < 0)
+            return -1;
+        char *file = resolve_path(r->path, v);
+        if (!file)
+            return conf_fail(r, file_setting, "out of memory");
+        if (read_first_line(file, &sc->password, &why) < 0) {
+            conf_fail(r, file_setting, "redis.sentinel.password_file: cannot read %s: %s",
+                      file, why);
+            free(file);
+            return -1;
+        }
+        sc->password_in = file;
+    }
+    if (sc->user && !sc->password)
+        return conf_fail(r, s, "redis.sentinel.user needs redis.sentinel.password or "
+                         "redis.sentinel.password_file");
+    return 0;
+}
+
 typedef int (*key_reader)(struct conf_reader *, const config_setting_t *,
                           struct redis_conf *);
 
@@ -332,6 +364,7 @@ static const struct {
     { "command_timeout", read_command_timeout },
     { "keepalive", read_keepalive },
     { "max_payload", read_max_payload },
+    { "sentinel", read_sentinel },
 };
 
 #define CONF_NKEYS (sizeof conf_keys / sizeof conf_keys[0])
@@ -379,7 +412,9 @@ static int read_group(struct conf_reader *r, const config_setting_t *group,
         seen[k] = s;
     }
     if (check_pair(r, seen_key(seen, "password"), seen_key(seen, "password_file")) < 0
-        || check_pair(r, seen_key(seen, "host"), seen_key(seen, "unix_socket")) < 0)
+        || check_pair(r, seen_key(seen, "host"), seen_key(seen, "unix_socket")) < 0
+        || check_pair(r, seen_key(seen, "host"), seen_key(seen, "sentinel")) < 0
+        || check_pair(r, seen_key(seen, "unix_socket"), seen_key(seen, "sentinel")) < 0)
         return -1;
     for (size_t k = 0; k < CONF_NKEYS; k++)
         if (seen[k] && conf_keys[k].read(r, seen[k], rc) < 0)

@@ -14,6 +14,7 @@
  *     command_timeout = "5s";  # "0s": wait for ever
  *     keepalive = true;
  *     max_payload = 1048576;   # bytes
+ *     sentinel = { ... };      # instead of host/unix_socket: sentinel_conf.h
  *   };
  *
  * A missing group means every default.  Every problem is reported as one
@@ -25,6 +26,8 @@
 #include <delayq/client.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "config/sentinel_conf.h"
 
 struct config_t; /* libconfig's config_t */
 
@@ -42,6 +45,7 @@ struct redis_conf {
     int64_t command_timeout_ms; /* default 5000; 0 waits for ever */
     int keepalive;              /* 1 (default) or 0 */
     size_t max_payload;         /* default DQ_DEFAULT_MAX_PAYLOAD */
+    struct sentinel_conf sentinel; /* master NULL: no Sentinel */
 };
 
 /* Fill `rc` with the defaults; it owns no memory yet. */
