@@ -230,6 +230,22 @@ static void enqueue_on(dq_client *c, const char *id)
     ck_assert_msg(dq_enqueue(c, &req, NULL) == DQ_OK, "enqueue %s: %s", id, dq_errmsg(c));
 }
 
+/* Enqueue `id` on a client whose connection a failover may have broken
+ * (a dead master, or one the sentinels demoted: they kill its clients):
+ * the call on the broken connection fails (it may have run: not sent
+ * again), the next waits for the sentinels' new master. */
+static void enqueue_following(dq_client *c, const char *id, int64_t delay_ms)
+{
+    dq_enqueue_req req = { .queue = H_QUEUE, .type = "t", .id = id, .payload = "ok",
+                           .payload_len = 2, .delay_ms = delay_ms };
+    dq_status st = dq_enqueue(c, &req, NULL);
+    if (st != DQ_OK) {
+        ck_assert_msg(st == DQ_ERR_CONNECT, "%s: %s", id, dq_errmsg(c));
+        st = dq_enqueue(c, &req, NULL);
+    }
+    ck_assert_msg(st == DQ_OK, "enqueue %s: %s", id, dq_errmsg(c));
+}
+
 START_TEST(client_finds_the_master_and_follows_a_failover)
 {
     char dead[32], s[NSENTINELS][32];
@@ -250,16 +266,8 @@ START_TEST(client_finds_the_master_and_follows_a_failover)
     ck_assert_int_eq(fixture_redis_int(&H.fx, "WAIT 1 5000"), 1);
     int64_t t0 = tu_mono_ms();
     kill_master();
-    /* The same client follows: a call that was on the connection the
-     * master's death broke fails (it may have run: not sent again), the
-     * next waits for the sentinels' new master. */
-    dq_enqueue_req req = { .queue = H_QUEUE, .type = "t", .id = "after", .payload = "ok",
-                           .payload_len = 2, .delay_ms = 60000 };
-    dq_status st = dq_enqueue(c, &req, NULL);
-    if (st != DQ_OK) {
-        ck_assert_msg(st == DQ_ERR_CONNECT, "%s", dq_errmsg(c));
-        enqueue_on(c, "after");
-    }
+    /* The same client follows. */
+    enqueue_following(c, "after", 60000);
     int64_t took = tu_mono_ms() - t0;
     ck_assert_int_eq(fixture_record_count(&B, H_QUEUE), 2);
     printf("sentinel: the client's first call after kill -9 of the master took %lld ms\n",
@@ -269,6 +277,7 @@ START_TEST(client_finds_the_master_and_follows_a_failover)
     /* A master name the sentinels do not know: one line, DQ_ERR_CONNECT. */
     opt.sentinel.master = "nope";
     opt.connect_timeout_ms = 300;
+    dq_status st;
     ck_assert(dq_connect(&opt, err, sizeof err, &st) == NULL);
     ck_assert_int_eq(st, DQ_ERR_CONNECT);
     ck_assert_msg(strstr(err, "does not know master 'nope'"), "%s", err);
@@ -513,6 +522,76 @@ START_TEST(daemon_follows_a_sentinel_failover)
 }
 END_TEST
 
+static int a_demoted(void *arg)
+{
+    (void)arg;
+    redisReply *r = ask(port_a, "ROLE");
+    int slave = r && r->type == REDIS_REPLY_ARRAY && r->elements > 0
+                && strcmp(r->element[0]->str, "slave") == 0;
+    if (r)
+        freeReplyObject(r);
+    return slave;
+}
+
+/* A failover the sentinels are asked for: the old master stays up,
+ * demoted to a replica, so connections are not broken but meet READONLY
+ * (or are told by SIGUSR2): the daemon and a client follow; every job
+ * enqueued after it runs once. */
+START_TEST(daemon_and_client_follow_a_manual_failover)
+{
+    struct h_conf hc;
+    h_conf_defaults(&hc);
+    char redis[512];
+    snprintf(redis, sizeof redis,
+             "sentinel = { master = \"" MASTER_NAME "\"; nodes = [ \"127.0.0.1:%d\", "
+             "\"127.0.0.1:%d\" ]; };", sentinel_port[0], sentinel_port[1]);
+    hc.redis = redis;
+    h_write_conf(&H, &hc);
+    h_start(&H, hc.workers);
+    char n0[32];
+    snprintf(n0, sizeof n0, "127.0.0.1:%d", sentinel_port[2]);
+    const char *nodes[] = { n0 };
+    dq_options opt;
+    sentinel_options(&opt, nodes, 1, 20000);
+    char err[512];
+    dq_client *c = dq_connect(&opt, err, sizeof err, NULL);
+    ck_assert_msg(c != NULL, "%s", err);
+    enqueue_on(c, "before");
+    redisReply *r = ask(sentinel_port[0], "SENTINEL FAILOVER " MASTER_NAME);
+    ck_assert_msg(r && r->type == REDIS_REPLY_STATUS, "SENTINEL FAILOVER: %s",
+                  r && r->type == REDIS_REPLY_ERROR ? r->str : "no reply");
+    freeReplyObject(r);
+    ck_assert_msg(h_wait(20000, b_promoted, NULL) == 1, "B was not promoted");
+    /* Until the sentinels demote A it still takes writes (they would be
+     * lost when it syncs from B); then its clients are disconnected, and
+     * the client follows to B. */
+    ck_assert_msg(h_wait(20000, a_demoted, NULL) == 1, "A was not demoted");
+    for (int i = 0; i < 20; i++) {
+        char id[16];
+        snprintf(id, sizeof id, "after-%d", i);
+        enqueue_following(c, id, 0);
+    }
+    for (int i = 0; i < 20; i++) {
+        char id[16];
+        snprintf(id, sizeof id, "after-%d", i);
+        ck_assert_msg(h_wait_record(&H, id, 1, 1, 10000) == 1, "%s did not run; log:\n%s", id,
+                      h_log_tail(&H));
+    }
+    struct h_run *runs;
+    size_t nruns = h_records(&H, &runs);
+    for (int i = 0; i < 20; i++) {
+        char id[16];
+        snprintf(id, sizeof id, "after-%d", i);
+        ck_assert_int_eq(h_count(runs, nruns, id, 1, NULL), 1);
+    }
+    free(runs);
+    ck_assert_int_eq(fixture_record_count(&B, H_QUEUE), 1);  /* "before", delayed */
+    ck_assert_msg(h_wait_log(&H, "moved from", 1, 5000) >= 1, "log:\n%s", h_log_tail(&H));
+    dq_close(c);
+    ck_assert_int_eq(h_stop(&H, 10000), 0);
+}
+END_TEST
+
 /* ---- configuration ----------------------------------------------------------- */
 
 /* delayqd -t on a file whose redis group is `redis`: its exit status and
@@ -624,6 +703,7 @@ int main(void)
     tcase_add_test(tc, client_finds_the_master_and_follows_a_failover);
     tcase_add_test(tc, cli_finds_the_master_through_the_sentinels);
     tcase_add_test(tc, daemon_follows_a_sentinel_failover);
+    tcase_add_test(tc, daemon_and_client_follow_a_manual_failover);
     TCase *conf = fixture_tcase(s, "config", 30, NULL, NULL, conf_setup, conf_teardown);
     tcase_add_test(conf, config_errors_name_file_and_line);
     return fixture_run_suite(s);

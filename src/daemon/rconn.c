@@ -438,11 +438,13 @@ static void on_switch_signal(evutil_socket_t fd, short what, void *arg)
     if (!rc->ac && !evtimer_pending(rc->retry_timer, NULL))
         return;         /* not started */
     if (rc->up) {
-        char why[320];
+        char was[300], why[400];
+        redis_conn_describe(&rc->opt, was, sizeof was);
         int changed = sentinel_resolve(rc->sentinel, &rc->opt, why, sizeof why);
         if (changed <= 0)
             return;     /* still the master, or nobody knows better */
-        drop(rc, "the sentinels named a new master");
+        snprintf(why, sizeof why, "the sentinels moved the master away from %s", was);
+        drop(rc, why);
     }
     evtimer_del(rc->retry_timer);
     rc->backoff_ms = REDIS_CONN_BACKOFF_MIN_MS;
