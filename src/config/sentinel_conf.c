@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config/conf_reader.h"
+
 #include "lib/redis_conn.h"
 #include "lib/sentinel.h"
 

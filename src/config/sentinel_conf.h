@@ -17,10 +17,12 @@
 #define DQ_SENTINEL_CONF_H
 
 #include <delayq/client.h>
-#include <libconfig.h>
 #include <stddef.h>
 
-#include "config/conf_reader.h"
+/* From conf_reader.h and libconfig.h, which the users of redis_conf.h
+ * (that includes this) need not include. */
+struct conf_reader;
+struct config_setting_t;
 
 struct sentinel_conf {
     char *master;               /* NULL: no Sentinel */
@@ -39,8 +41,9 @@ struct sentinel_conf {
  * after that.  Returns 0, or -1 after conf_fail; `sc` may then hold part:
  * free it.
  */
-int sentinel_conf_read(struct conf_reader *r, const config_setting_t *group,
-                       struct sentinel_conf *sc, const config_setting_t **password_file);
+int sentinel_conf_read(struct conf_reader *r, const struct config_setting_t *group,
+                       struct sentinel_conf *sc,
+                       const struct config_setting_t **password_file);
 
 /*
  * Replace the nodes with the comma-separated `list` (the command line's
