@@ -663,6 +663,20 @@ START_TEST(config_errors_name_file_and_line)
     ck_assert_int_eq(check_conf("  sentinel = { master = \"jobs\";\n"
                                 "    nodes = [ \"127.0.0.1:26379\", \"[::1]:26380\" ];\n"
                                 "    password = \"s\"; };", err, sizeof err), 0);
+    /* A password file next to the configuration, readable by all: taken,
+     * with a warning. */
+    char pass[300];
+    snprintf(pass, sizeof pass, "%s/sentinel.pass", H.fx.dir);
+    h_write_file(pass, "secret\n");
+    ck_assert_int_eq(chmod(pass, 0644), 0);
+    ck_assert_int_eq(check_conf("  sentinel = { master = \"jobs\"; nodes = [ \"h:1\" ];\n"
+                                "    user = \"u\"; password_file = \"sentinel.pass\"; };",
+                                err, sizeof err), 0);
+    ck_assert_msg(strstr(err, "holds the sentinels' password and every user can read it"),
+                  "%s", err);
+    assert_conf_refused("  sentinel = { master = \"jobs\"; nodes = [ \"h:1\" ];\n"
+                        "    password_file = \"missing.pass\"; };", "bad.conf:3:",
+                        "redis.sentinel.password_file: cannot read");
 }
 END_TEST
 

@@ -444,15 +444,23 @@ int redis_conf_read(struct redis_conf *rc, const struct config_t *cfg,
     return 0;
 }
 
-int redis_conf_secret_exposed(const struct redis_conf *rc, char *buf, size_t len)
+/* redis_conf_secret_exposed for one secret (`what`) and its file. */
+static int file_exposed(const char *secret, const char *file, const char *what, char *buf,
+                        size_t len)
 {
     struct stat st;
-    if (!rc->password || !rc->password_in || stat(rc->password_in, &st) < 0
-        || !(st.st_mode & S_IROTH))
+    if (!secret || !file || stat(file, &st) < 0 || !(st.st_mode & S_IROTH))
         return 0;
-    snprintf(buf, len, "warning: %s holds the Redis password and every user can read it "
-             "(chmod o-r %s)", rc->password_in, rc->password_in);
+    snprintf(buf, len, "warning: %s holds the %s and every user can read it "
+             "(chmod o-r %s)", file, what, file);
     return 1;
+}
+
+int redis_conf_secret_exposed(const struct redis_conf *rc, char *buf, size_t len)
+{
+    return file_exposed(rc->password, rc->password_in, "Redis password", buf, len)
+           || file_exposed(rc->sentinel.password, rc->sentinel.password_in,
+                           "sentinels' password", buf, len);
 }
 
 int redis_conf_load(struct redis_conf *rc, const char *path, char *err,

@@ -95,8 +95,9 @@ void redis_conf_sched_keys(const struct redis_conf *rc, const char *queue,
                            struct sched_keys *k);
 
 /*
- * Whether the file that holds the password (see password_in) can be read
- * by every user of the machine.  Returns 1 with a one-line warning in buf,
+ * Whether the file that holds the password (see password_in), or the
+ * sentinels' (sentinel.password_in), can be read by every user of the
+ * machine.  Returns 1 with a one-line warning in buf,
  * else 0 (no password, or the file is kept private).
  */
 int redis_conf_secret_exposed(const struct redis_conf *rc, char *buf, size_t len);
