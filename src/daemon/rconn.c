@@ -38,6 +38,7 @@ struct rconn {
     struct sentinel *sentinel;  /* NULL: opt names the server; else asked
                                    before every attempt (locate_master) */
     struct event *switch_ev;    /* SIGUSR2: look the master up now */
+    int located;                /* the sentinels named a master once */
 };
 
 /* One request in flight: the formatted command is kept so that it can be
@@ -63,6 +64,16 @@ static int64_t monotonic_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* Where the connection goes, for messages: behind Sentinel, before the
+ * sentinels named any master, the master's name (opt holds a default). */
+static void describe(const struct rconn *rc, char *buf, size_t len)
+{
+    if (rc->sentinel && !rc->located)
+        snprintf(buf, len, "master '%s'", rc->sentinel->master);
+    else
+        redis_conn_describe(&rc->opt, buf, len);
+}
+
 /* Note a failure: logged on the first failure of an outage only. */
 static void note_failure(struct rconn *rc, const char *why)
 {
@@ -70,7 +81,7 @@ static void note_failure(struct rconn *rc, const char *why)
     if (rc->failures++ == 0) {
         rc->down_since_ms = monotonic_ms();
         char addr[300];
-        redis_conn_describe(&rc->opt, addr, sizeof addr);
+        describe(rc, addr, sizeof addr);
         log_warn("redis %s (%s connection): %s; reconnecting", addr, rc->name, why);
     }
 }
@@ -359,6 +370,7 @@ static int locate_master(struct rconn *rc)
         schedule_reconnect(rc);
         return -1;
     }
+    rc->located = 1;
     if (changed && rc->was_ever_up)
         log_info("redis (%s connection): the sentinels moved the master from %s to %s:%d",
                  rc->name, was, rc->opt.host, rc->opt.port);
