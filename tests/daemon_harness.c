@@ -113,9 +113,13 @@ void h_write_conf(const struct harness *h, const struct h_conf *hc)
     const char *hs = hc->handlers;
     if (!hs)
         hs = h_handler(h, handlers, sizeof handlers, "*", "1s", 0);
-    char text[8192];
+    char text[8192], redis[1024];
+    if (hc->redis)
+        snprintf(redis, sizeof redis, "%s", hc->redis);
+    else
+        snprintf(redis, sizeof redis, "unix_socket = \"%s\";", h->fx.sock);
     snprintf(text, sizeof text,
-             "redis = { unix_socket = \"%s\"; };\n"
+             "redis = { %s };\n"
              "handler_dir = \"%s\";\n"
              "queues = ( { name = \"" H_QUEUE "\"; workers = %d; lease = \"%s\"; batch = %d;\n"
              "             max_attempts = %d;\n"
@@ -124,7 +128,7 @@ void h_write_conf(const struct harness *h, const struct h_conf *hc)
              "reaper = { interval = \"%s\"; batch = 100; };\n"
              "shutdown_timeout = \"%s\";\n"
              "log = { level = \"%s\"; target = \"stderr\"; };\n%s",
-             h->fx.sock, h->handler_dir, hc->workers, hc->lease, hc->batch,
+             redis, h->handler_dir, hc->workers, hc->lease, hc->batch,
              hc->max_attempts, hc->backoff_base, hc->backoff_cap, hc->jitter, hs,
              hc->reaper_interval, hc->shutdown_timeout, hc->log_level,
              hc->extra ? hc->extra : "");

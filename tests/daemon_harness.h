@@ -48,6 +48,8 @@ struct h_conf {
      * handler, timeout "1s", recording (see h_handler). */
     const char *handlers;
     const char *extra;          /* NULL, or text appended to the file */
+    const char *redis;          /* the text inside redis = { ... }; NULL:
+                                   the fixture's unix_socket */
 };
 
 void h_conf_defaults(struct h_conf *hc);

@@ -27,6 +27,8 @@ const struct option cli_conn_longopts[] = {
     { "timeout", required_argument, NULL, CLI_CONN_OPT_TIMEOUT },
     { "durability", required_argument, NULL, CLI_CONN_OPT_DURABILITY },
     { "replication-timeout", required_argument, NULL, CLI_CONN_OPT_REPLICATION_TIMEOUT },
+    { "sentinel", required_argument, NULL, CLI_CONN_OPT_SENTINEL },
+    { "master", required_argument, NULL, CLI_CONN_OPT_MASTER },
     { NULL, 0, NULL, 0 }
 };
 
@@ -104,6 +106,8 @@ int cli_conn_option(struct cli_conn *cc, int opt, const char *arg, char *err,
     case 'a': cc->password = arg; return 1;
     case CLI_CONN_OPT_PASSWORD_FILE: cc->password_file = arg; return 1;
     case CLI_CONN_OPT_USER: cc->user = arg; return 1;
+    case CLI_CONN_OPT_SENTINEL: cc->sentinel = arg; return 1;
+    case CLI_CONN_OPT_MASTER: cc->master = arg; return 1;
     case CLI_CONN_OPT_PREFIX: return take_prefix(cc, arg, err, errlen);
     case CLI_CONN_OPT_TIMEOUT: return take_duration("timeout", arg, &cc->timeout_ms, err, errlen);
     case CLI_CONN_OPT_DURABILITY: return take_durability(cc, arg, err, errlen);
@@ -196,6 +200,40 @@ static int choose_password(struct cli_session *s, const struct cli_conn *cc,
     return CLI_EXIT_OK;
 }
 
+/*
+ * --sentinel and --master over the -c file's redis.sentinel.  -H, -p or -s
+ * name one server: the file's sentinels are then not used.  Returns 0, or
+ * an exit code with the message in `err`.
+ */
+static int choose_sentinel(struct cli_session *s, const struct cli_conn *cc, char *err,
+                           size_t errlen)
+{
+    struct sentinel_conf *sc = &s->conf.sentinel;
+    int server = cc->host || cc->port || cc->unix_path;
+    if (server && (cc->sentinel || cc->master)) {
+        snprintf(err, errlen, "--sentinel and --master find the server: they cannot be used "
+                 "with -H, -p or -s");
+        return CLI_EXIT_USAGE;
+    }
+    if (server)
+        sentinel_conf_free(sc);
+    if (cc->sentinel && sentinel_conf_set_nodes(sc, cc->sentinel, err, errlen) < 0)
+        return CLI_EXIT_USAGE;
+    if (cc->master && sentinel_conf_set_master(sc, cc->master) < 0) {
+        snprintf(err, errlen, "out of memory");
+        return CLI_EXIT_SOFTWARE;
+    }
+    if (sc->nnodes && !sc->master) {
+        snprintf(err, errlen, "--sentinel needs --master NAME (the name the sentinels monitor)");
+        return CLI_EXIT_USAGE;
+    }
+    if (sc->master && !sc->nnodes) {
+        snprintf(err, errlen, "--master needs --sentinel HOST:PORT[,HOST:PORT...]");
+        return CLI_EXIT_USAGE;
+    }
+    return CLI_EXIT_OK;
+}
+
 int cli_session_options(struct cli_session *s, const struct cli_conn *cc,
                         char *err, size_t errlen)
 {
@@ -207,6 +245,9 @@ int cli_session_options(struct cli_session *s, const struct cli_conn *cc,
     }
     if (cc->config_path && redis_conf_load(&s->conf, cc->config_path, err, errlen) < 0)
         return CLI_EXIT_CONFIG;
+    int code = choose_sentinel(s, cc, err, errlen);
+    if (code != CLI_EXIT_OK)
+        return code;
     redis_conf_to_options(&s->conf, &s->opt);
     apply_flags(s, cc);
     return choose_password(s, cc, err, errlen);

@@ -36,6 +36,8 @@ enum cli_conn_opt {
     CLI_CONN_OPT_PASSWORD_FILE,
     CLI_CONN_OPT_DURABILITY,
     CLI_CONN_OPT_REPLICATION_TIMEOUT,
+    CLI_CONN_OPT_SENTINEL,
+    CLI_CONN_OPT_MASTER,
     CLI_CONN_OPT_END
 };
 
@@ -55,6 +57,8 @@ struct cli_conn {
                                    not given */
     int64_t replication_timeout_ms; /* --replication-timeout; -1 when not
                                        given */
+    const char *sentinel;       /* --sentinel HOST:PORT[,HOST:PORT...] */
+    const char *master;         /* --master NAME */
 };
 
 /* A connection in use: the settings it was made from and the client. */

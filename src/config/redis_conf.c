@@ -42,6 +42,7 @@ void redis_conf_free(struct redis_conf *rc)
     redis_conn_free_secret(rc->password);
     free(rc->password_in);
     free(rc->prefix);
+    sentinel_conf_free(&rc->sentinel);
     redis_conf_init(rc);
 }
 
@@ -63,6 +64,7 @@ void redis_conf_to_options(const struct redis_conf *rc, dq_options *opt)
     opt->max_payload = rc->max_payload;
     opt->durability = rc->durability;
     opt->replication_timeout_ms = (int)rc->replication_timeout_ms;
+    sentinel_conf_to_options(&rc->sentinel, &opt->sentinel);
 }
 
 void redis_conf_queue_keys(const struct redis_conf *rc, const char *queue,
@@ -340,6 +342,36 @@ static int read_replication_timeout(struct conf_reader *r, const config_setting_
     return get_duration(r, s, 1, &rc->replication_timeout_ms);
 }
 
+/* redis.sentinel (sentinel_conf.c), its password_file read here by the
+ * one password-file reader. */
+static int read_sentinel(struct conf_reader *r, const config_setting_t *s,
+                         struct redis_conf *rc)
+{
+    struct sentinel_conf *sc = &rc->sentinel;
+    const config_setting_t *file_setting;
+    if (sentinel_conf_read(r, s, sc, &file_setting) < 0)
+        return -1;
+    if (file_setting) {
+        const char *v, *why;
+        if (conf_string(r, file_setting, "redis.sentinel.", &v) < 0)
+            return -1;
+        char *file = resolve_path(r->path, v);
+        if (!file)
+            return conf_fail(r, file_setting, "out of memory");
+        if (read_first_line(file, &sc->password, &why) < 0) {
+            conf_fail(r, file_setting, "redis.sentinel.password_file: cannot read %s: %s",
+                      file, why);
+            free(file);
+            return -1;
+        }
+        sc->password_in = file;
+    }
+    if (sc->user && !sc->password)
+        return conf_fail(r, s, "redis.sentinel.user needs redis.sentinel.password or "
+                         "redis.sentinel.password_file");
+    return 0;
+}
+
 typedef int (*key_reader)(struct conf_reader *, const config_setting_t *,
                           struct redis_conf *);
 
@@ -361,6 +393,7 @@ static const struct {
     { "max_payload", read_max_payload },
     { "durability", read_durability },
     { "replication_timeout", read_replication_timeout },
+    { "sentinel", read_sentinel },
 };
 
 #define CONF_NKEYS (sizeof conf_keys / sizeof conf_keys[0])
@@ -408,7 +441,9 @@ static int read_group(struct conf_reader *r, const config_setting_t *group,
         seen[k] = s;
     }
     if (check_pair(r, seen_key(seen, "password"), seen_key(seen, "password_file")) < 0
-        || check_pair(r, seen_key(seen, "host"), seen_key(seen, "unix_socket")) < 0)
+        || check_pair(r, seen_key(seen, "host"), seen_key(seen, "unix_socket")) < 0
+        || check_pair(r, seen_key(seen, "host"), seen_key(seen, "sentinel")) < 0
+        || check_pair(r, seen_key(seen, "unix_socket"), seen_key(seen, "sentinel")) < 0)
         return -1;
     for (size_t k = 0; k < CONF_NKEYS; k++)
         if (seen[k] && conf_keys[k].read(r, seen[k], rc) < 0)
@@ -438,15 +473,23 @@ int redis_conf_read(struct redis_conf *rc, const struct config_t *cfg,
     return 0;
 }
 
-int redis_conf_secret_exposed(const struct redis_conf *rc, char *buf, size_t len)
+/* redis_conf_secret_exposed for one secret (`what`) and its file. */
+static int file_exposed(const char *secret, const char *file, const char *what, char *buf,
+                        size_t len)
 {
     struct stat st;
-    if (!rc->password || !rc->password_in || stat(rc->password_in, &st) < 0
-        || !(st.st_mode & S_IROTH))
+    if (!secret || !file || stat(file, &st) < 0 || !(st.st_mode & S_IROTH))
         return 0;
-    snprintf(buf, len, "warning: %s holds the Redis password and every user can read it "
-             "(chmod o-r %s)", rc->password_in, rc->password_in);
+    snprintf(buf, len, "warning: %s holds the %s and every user can read it "
+             "(chmod o-r %s)", file, what, file);
     return 1;
+}
+
+int redis_conf_secret_exposed(const struct redis_conf *rc, char *buf, size_t len)
+{
+    return file_exposed(rc->password, rc->password_in, "Redis password", buf, len)
+           || file_exposed(rc->sentinel.password, rc->sentinel.password_in,
+                           "sentinels' password", buf, len);
 }
 
 int redis_conf_load(struct redis_conf *rc, const char *path, char *err,

@@ -14,6 +14,7 @@
  *     command_timeout = "5s";  # "0s": wait for ever
  *     keepalive = true;
  *     max_payload = 1048576;   # bytes
+ *     sentinel = { ... };      # instead of host/unix_socket: sentinel_conf.h
  *   };
  *
  * A missing group means every default.  Every problem is reported as one
@@ -25,6 +26,8 @@
 #include <delayq/client.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "config/sentinel_conf.h"
 
 struct config_t; /* libconfig's config_t */
 
@@ -44,6 +47,7 @@ struct redis_conf {
     size_t max_payload;         /* default DQ_DEFAULT_MAX_PAYLOAD */
     dq_durability durability;   /* "local" (default) or "replicated" */
     int64_t replication_timeout_ms; /* WAIT's timeout, default 1000 */
+    struct sentinel_conf sentinel; /* master NULL: no Sentinel */
 };
 
 /* Fill `rc` with the defaults; it owns no memory yet. */
@@ -93,8 +97,9 @@ void redis_conf_sched_keys(const struct redis_conf *rc, const char *queue,
                            struct sched_keys *k);
 
 /*
- * Whether the file that holds the password (see password_in) can be read
- * by every user of the machine.  Returns 1 with a one-line warning in buf,
+ * Whether the file that holds the password (see password_in), or the
+ * sentinels' (sentinel.password_in), can be read by every user of the
+ * machine.  Returns 1 with a one-line warning in buf,
  * else 0 (no password, or the file is kept private).
  */
 int redis_conf_secret_exposed(const struct redis_conf *rc, char *buf, size_t len);

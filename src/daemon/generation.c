@@ -11,7 +11,10 @@ struct generation *generation_new(struct event_base *base, struct daemon_conf *c
     g->settler = settler_new(base, conf, metrics);
     if (conf->metrics_listen)
         g->stats = qstats_new(base, conf);
-    if (!g->settler || (conf->metrics_listen && !g->stats)) {
+    if (conf->redis.sentinel.master)
+        g->watch = sentinel_watch_new(base, &conf->redis, metrics);
+    if (!g->settler || (conf->metrics_listen && !g->stats)
+        || (conf->redis.sentinel.master && !g->watch)) {
         generation_free(g);     /* conf is not ours yet */
         return NULL;
     }
@@ -23,6 +26,8 @@ void generation_retire(struct generation *g)
 {
     qstats_free(g->stats);
     g->stats = NULL;
+    sentinel_watch_free(g->watch);
+    g->watch = NULL;
 }
 
 int generation_idle(const struct generation *g)
@@ -36,6 +41,7 @@ void generation_close_in_child(struct generation *g)
         return;
     settler_close_in_child(g->settler);
     qstats_close_in_child(g->stats);
+    sentinel_watch_close_in_child(g->watch);
 }
 
 void generation_free(struct generation *g)
@@ -43,6 +49,7 @@ void generation_free(struct generation *g)
     if (!g)
         return;
     qstats_free(g->stats);
+    sentinel_watch_free(g->watch);
     settler_free(g->settler);
     if (g->conf) {
         dconfig_free(g->conf);

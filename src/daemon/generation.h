@@ -9,7 +9,9 @@
  * A generation holds the configuration (queues, handler entries, Redis
  * options, the admin address), the settler of its dead workers' jobs (on
  * its Redis, settle.h) and, while it is in force and metrics are on, the
- * cached queue statistics that /metrics and /healthz serve (qstats.h).
+ * cached queue statistics that /metrics and /healthz serve (qstats.h)
+ * and, while in force and behind Sentinel, the subscriptions to the
+ * sentinels' +switch-master (sentinel_watch.h).
  * Its children point to it; the supervisor frees it once none is left and
  * its settler is idle.
  *
@@ -27,12 +29,14 @@
 #include "daemon/dconfig.h"
 #include "daemon/metrics.h"
 #include "daemon/qstats.h"
+#include "daemon/sentinel_watch.h"
 #include "daemon/settle.h"
 
 struct generation {
     struct daemon_conf *conf;   /* owned */
     struct settler *settler;
     struct qstats *stats;       /* NULL: retired, or metrics off */
+    struct sentinel_watch *watch; /* NULL: retired, or no Sentinel */
 };
 
 /*

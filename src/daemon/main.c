@@ -8,6 +8,7 @@
  */
 #include "config.h"
 
+#include <event2/event.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +26,24 @@
 #ifndef SYSCONFDIR
 #define SYSCONFDIR "/etc"
 #endif
+
+/*
+ * libevent's own messages, in the daemon's log with its role and pid.  One
+ * is expected and harmless: a child adding a signal event (a Sentinel
+ * connection's SIGUSR2, rconn.c) to its own loop while the supervisor's
+ * loop it inherited, and never runs, holds signal events is told "Added a
+ * signal to event base ... Only one can have signals at a time"; the last
+ * added wins, which is the child's own loop, as wanted.  It goes to debug.
+ */
+static void on_libevent_log(int severity, const char *msg)
+{
+    int level = severity == EVENT_LOG_DEBUG ? DQ_LOG_DEBUG
+                : severity == EVENT_LOG_MSG ? DQ_LOG_INFO
+                : severity == EVENT_LOG_WARN ? DQ_LOG_WARN : DQ_LOG_ERR;
+    if (strncmp(msg, "Added a signal to event base", 28) == 0)
+        level = DQ_LOG_DEBUG;
+    log_msg(level, "libevent: %s", msg);
+}
 
 static void usage(FILE *to)
 {
@@ -67,6 +86,9 @@ static void log_summary(const struct daemon_conf *conf, const struct handler_tab
     const struct redis_conf *r = &conf->redis;
     char addr[300];
     redis_conn_format_addr(r->unix_socket, r->host, r->port, addr, sizeof addr);
+    if (r->sentinel.master)
+        snprintf(addr, sizeof addr, "master '%s' of the sentinels %s%s", r->sentinel.master,
+                 r->sentinel.nodes[0], r->sentinel.nnodes > 1 ? ", ..." : "");
     log_info("starting: config %s, redis %s db %d", conf->path, addr, r->db);
     for (size_t i = 0; i < conf->nqueues; i++) {
         const struct queue_conf *q = &conf->queues[i];
@@ -124,6 +146,7 @@ int main(int argc, char **argv)
     }
     int to_syslog = conf->log_syslog || !foreground;
     log_setup(to_syslog ? LOG_TO_SYSLOG : LOG_TO_STDERR, conf->log_level);
+    event_set_log_callback(on_libevent_log);
     if (!foreground && daemonize() < 0) {
         perror("delayqd: daemonize");
         return DAEMON_EXIT_OSERR;

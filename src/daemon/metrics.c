@@ -31,6 +31,7 @@ struct metrics {
     struct table totals;        /* exited children and the supervisor's counts */
     uint64_t restarts;
     uint64_t reconnects;
+    uint64_t failovers;         /* master moves announced by the sentinels */
 };
 
 /* ---- the table ------------------------------------------------------------ */
@@ -181,6 +182,11 @@ void metrics_count_orphan(struct metrics *m, const char *queue, const char *type
 void metrics_count_restart(struct metrics *m)
 {
     m->restarts++;
+}
+
+void metrics_count_failover(struct metrics *m)
+{
+    m->failovers++;
 }
 
 /* ---- the text format ---------------------------------------------------------- */
@@ -447,6 +453,9 @@ int metrics_write(const struct metrics *m, const struct metrics_view *v, FILE *o
     put_head(out, "delayq_redis_reconnects_total", "counter",
              "Redis connections of the workers and the reaper made again after a loss.");
     fprintf(out, "delayq_redis_reconnects_total %llu\n", (unsigned long long)reconnects);
+    put_head(out, "delayq_failovers_total", "counter",
+             "Moves of the Redis master announced by the sentinels (+switch-master).");
+    fprintf(out, "delayq_failovers_total %llu\n", (unsigned long long)m->failovers);
     put_head(out, "delayq_build_info", "gauge", "The delayqd version; always 1.");
     fputs("delayq_build_info{", out);
     put_label(out, "version", PACKAGE_VERSION);

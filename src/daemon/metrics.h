@@ -39,6 +39,8 @@ void metrics_count_timeout(struct metrics *m, const char *queue, const char *typ
 void metrics_count_orphan(struct metrics *m, const char *queue, const char *type,
                           int dead);
 void metrics_count_restart(struct metrics *m);
+/* The sentinels moved the master (sentinel_watch.h). */
+void metrics_count_failover(struct metrics *m);
 
 /* One row of the supervisor's child table, as a scrape sees it. */
 struct metrics_child {

@@ -2,14 +2,17 @@
 
 #include <hiredis/adapters/libevent.h>
 #include <hiredis/async.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "daemon/log.h"
 #include "daemon/slots.h"
 #include "lib/redis_conn.h"
 #include "lib/scripts.h"
+#include "lib/sentinel.h"
 
 struct rconn {
     struct event_base *base;
@@ -34,6 +37,11 @@ struct rconn {
     int replicated;             /* writes wait for a replica (WAIT) */
     int replication_timeout_ms; /* WAIT's timeout */
     int unreplicated;           /* the last WAIT timed out (logged once) */
+    int64_t down_since_ms;      /* start of the outage (monotonic) */
+    struct sentinel *sentinel;  /* NULL: opt names the server; else asked
+                                   before every attempt (locate_master) */
+    struct event *switch_ev;    /* SIGUSR2: look the master up now */
+    int located;                /* the sentinels named a master once */
 };
 
 /* One request in flight: the formatted command is kept so that it can be
@@ -52,13 +60,31 @@ struct request {
 
 static void schedule_reconnect(struct rconn *rc);
 
+static int64_t monotonic_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Where the connection goes, for messages: behind Sentinel, before the
+ * sentinels named any master, the master's name (opt holds a default). */
+static void describe(const struct rconn *rc, char *buf, size_t len)
+{
+    if (rc->sentinel && !rc->located)
+        snprintf(buf, len, "master '%s'", rc->sentinel->master);
+    else
+        redis_conn_describe(&rc->opt, buf, len);
+}
+
 /* Note a failure: logged on the first failure of an outage only. */
 static void note_failure(struct rconn *rc, const char *why)
 {
     snprintf(rc->last_failure, sizeof rc->last_failure, "%s", why);
     if (rc->failures++ == 0) {
+        rc->down_since_ms = monotonic_ms();
         char addr[300];
-        redis_conn_describe(&rc->opt, addr, sizeof addr);
+        describe(rc, addr, sizeof addr);
         log_warn("redis %s (%s connection): %s; reconnecting", addr, rc->name, why);
     }
 }
@@ -103,8 +129,10 @@ static void note_recovery(struct rconn *rc)
     if (rc->failures > 0) {
         char addr[300];
         redis_conn_describe(&rc->opt, addr, sizeof addr);
-        log_info("redis %s (%s connection): connected again after %d attempt%s",
-                 addr, rc->name, rc->failures, rc->failures == 1 ? "" : "s");
+        log_info("redis %s (%s connection): connected again after %d attempt%s "
+                 "(outage %.1f s)", addr, rc->name, rc->failures,
+                 rc->failures == 1 ? "" : "s",
+                 (double)(monotonic_ms() - rc->down_since_ms) / 1000.0);
     }
     rc->failures = 0;
     rc->demoted = 0;
@@ -339,9 +367,37 @@ static void on_disconnect(const redisAsyncContext *ac, int status)
     schedule_reconnect(rc);
 }
 
+/*
+ * Behind Sentinel: ask the sentinels where the master is before each
+ * attempt (sentinel.h), so that every reconnect, and so every failover
+ * reply, follows a moved master.  This blocks the loop, but only while the
+ * connection is down and for at most SENTINEL_TIMEOUT_MS per sentinel
+ * listed plus one ROLE check; a sentinel or master that is down refuses
+ * at once on a LAN.  -1 (the failure noted, the next attempt planned)
+ * when no master is known.
+ */
+static int locate_master(struct rconn *rc)
+{
+    char was[300], why[320];
+    redis_conn_describe(&rc->opt, was, sizeof was);
+    int changed = sentinel_locate(rc->sentinel, &rc->opt, why, sizeof why);
+    if (changed < 0) {
+        note_failure(rc, why);
+        schedule_reconnect(rc);
+        return -1;
+    }
+    rc->located = 1;
+    if (changed && rc->was_ever_up)
+        log_info("redis (%s connection): the sentinels moved the master from %s to %s:%d",
+                 rc->name, was, rc->opt.host, rc->opt.port);
+    return 0;
+}
+
 static void connect_now(struct rconn *rc)
 {
     rc->dropping = 0;   /* a drop_soon the server beat to it is moot */
+    if (rc->sentinel && locate_master(rc) < 0)
+        return;
     redisAsyncContext *ac = rc->opt.unix_path ? redisAsyncConnectUnix(rc->opt.unix_path)
                                               : redisAsyncConnect(rc->opt.host, rc->opt.port);
     if (!ac) {
@@ -393,6 +449,53 @@ static void schedule_reconnect(struct rconn *rc)
     evtimer_add(rc->retry_timer, &tv);
 }
 
+/*
+ * SIGUSR2 (the supervisor relays it when a sentinel announces
+ * +switch-master): look the master up at once rather than at the end of
+ * the backoff.  A connection up on the old address is dropped and made
+ * again; one waiting for its next attempt makes it now; one connecting is
+ * left to finish (its handshake or first command will tell).
+ */
+static void on_switch_signal(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct rconn *rc = arg;
+    if (rc->dropping || (rc->ac && !rc->up))
+        return;
+    if (!rc->ac && !evtimer_pending(rc->retry_timer, NULL))
+        return;         /* not started */
+    if (rc->up) {
+        char was[300], why[400];
+        redis_conn_describe(&rc->opt, was, sizeof was);
+        int changed = sentinel_resolve(rc->sentinel, &rc->opt, why, sizeof why);
+        if (changed <= 0)
+            return;     /* still the master, or nobody knows better */
+        snprintf(why, sizeof why, "the sentinels moved the master away from %s", was);
+        drop(rc, why);
+    }
+    evtimer_del(rc->retry_timer);
+    rc->backoff_ms = REDIS_CONN_BACKOFF_MIN_MS;
+    connect_now(rc);
+}
+
+/* Behind Sentinel: the sentinels' list, and the signal that says the
+ * master moved.  -1 after logging. */
+static int rconn_sentinel_setup(struct rconn *rc, const dq_options *opt)
+{
+    char err[320];
+    if (!(rc->sentinel = sentinel_new(opt, err, sizeof err))) {
+        log_err("redis connection %s: %s", rc->name, err);
+        return -1;
+    }
+    rc->switch_ev = evsignal_new(rc->base, SIGUSR2, on_switch_signal, rc);
+    if (!rc->switch_ev || event_add(rc->switch_ev, NULL) < 0) {
+        log_err("redis connection %s: cannot watch SIGUSR2", rc->name);
+        return -1;
+    }
+    return 0;
+}
+
 struct rconn *rconn_new(struct event_base *base, const dq_options *opt,
                         const char *name, const struct rconn_events *ev)
 {
@@ -416,7 +519,8 @@ struct rconn *rconn_new(struct event_base *base, const dq_options *opt,
         rc->ev = *ev;
     rc->connect_timer = evtimer_new(base, on_connect_timer, rc);
     rc->retry_timer = evtimer_new(base, on_retry_timer, rc);
-    if (!rc->name || !rc->connect_timer || !rc->retry_timer) {
+    if (!rc->name || !rc->connect_timer || !rc->retry_timer
+        || (opt->sentinel.master && rconn_sentinel_setup(rc, opt) < 0)) {
         rconn_free(rc);
         return NULL;
     }
@@ -470,6 +574,9 @@ void rconn_free(struct rconn *rc)
         event_free(rc->connect_timer);
     if (rc->retry_timer)
         event_free(rc->retry_timer);
+    if (rc->switch_ev)
+        event_free(rc->switch_ev);
+    sentinel_free(rc->sentinel);
     free(rc->name);
     redis_conn_opts_free(&rc->opt);
     free(rc->channel);

@@ -6,6 +6,7 @@
 
 #include "daemon/log.h"
 #include "lib/redis_conn.h"
+#include "lib/sentinel.h"
 
 #define CHECK_TIMEOUT_MS 2000
 
@@ -59,8 +60,12 @@ void redis_check_server(const struct redis_conf *rc)
         log_err("redis: %s", err);
         return;
     }
-    dq_status st;
-    redisContext *c = redis_conn_open(&o, &st, err, sizeof err);
+    dq_status st = DQ_ERR_NOMEM;
+    struct sentinel *sn = opt.sentinel.master ? sentinel_new(&opt, err, sizeof err) : NULL;
+    redisContext *c = sn ? sentinel_connect(sn, &o, &st, err, sizeof err)
+                      : opt.sentinel.master ? NULL
+                                            : redis_conn_open(&o, &st, err, sizeof err);
+    sentinel_free(sn);
     redis_conn_opts_free(&o);
     if (!c) {
         if (st == DQ_ERR_AUTH)

@@ -30,9 +30,13 @@ void signals_ignore_pipe(void)
 
 int signals_child_setup(pid_t parent)
 {
-    static const int reset[] = { SIGCHLD, SIGUSR1, SIGUSR2, SIGALRM, SIGQUIT };
+    static const int reset[] = { SIGCHLD, SIGUSR1, SIGALRM, SIGQUIT };
     for (size_t i = 0; i < sizeof reset / sizeof reset[0]; i++)
         set_handler(reset[i], SIG_DFL);
+    /* The supervisor relays SIGUSR2 ("the sentinels moved the master") to
+     * every child; a connection behind Sentinel handles it (rconn.c), and
+     * until then, or without Sentinel, it must not kill. */
+    set_handler(SIGUSR2, SIG_IGN);
     set_handler(SIGTERM, on_stop_signal);
     set_handler(SIGINT, on_stop_signal);
     set_handler(SIGHUP, SIG_IGN);

@@ -9,7 +9,8 @@
 
 /* In a freshly forked child: default dispositions and an empty mask, then
  * SIGTERM/SIGINT set the stop flag, SIGHUP is ignored (the supervisor
- * reloads), SIGPIPE is ignored, and the child gets SIGTERM when the
+ * reloads), SIGPIPE and SIGUSR2 are ignored (the latter until a Sentinel
+ * connection handles it), and the child gets SIGTERM when the
  * supervisor `parent` dies.  Returns -1 if the parent is gone already. */
 int signals_child_setup(pid_t parent);
 

@@ -340,6 +340,20 @@ static void on_reload_signal(evutil_socket_t sig, short what, void *arg)
         reload(s);
 }
 
+/* SIGUSR2: the master moved (sentinel_watch.c raises it; an operator may
+ * too).  Relayed to every child, whose Sentinel connections then look the
+ * master up at once; the supervisor's own connections get it from their
+ * own events on this loop. */
+static void on_master_moved_signal(evutil_socket_t sig, short what, void *arg)
+{
+    (void)sig;
+    (void)what;
+    struct supervisor *s = arg;
+    for (int i = 0; i < MAX_CHILDREN; i++)
+        if (s->children[i].role != ROLE_NONE && s->children[i].pid)
+            children_signal(s, &s->children[i], SIGUSR2);
+}
+
 static void on_sigchld(evutil_socket_t sig, short what, void *arg)
 {
     (void)sig;
@@ -349,7 +363,7 @@ static void on_sigchld(evutil_socket_t sig, short what, void *arg)
 
 /* ---- set-up -------------------------------------------------------------- */
 
-#define NEVENTS 5
+#define NEVENTS 6
 
 /* The signal events and the tick, added to the loop; -1 after logging. */
 static int add_events(struct supervisor *s, struct event **ev)
@@ -358,7 +372,8 @@ static int add_events(struct supervisor *s, struct event **ev)
     ev[1] = evsignal_new(s->base, SIGTERM, on_stop_signal, s);
     ev[2] = evsignal_new(s->base, SIGINT, on_stop_signal, s);
     ev[3] = evsignal_new(s->base, SIGHUP, on_reload_signal, s);
-    ev[4] = event_new(s->base, -1, EV_PERSIST, on_tick, s);
+    ev[4] = evsignal_new(s->base, SIGUSR2, on_master_moved_signal, s);
+    ev[5] = event_new(s->base, -1, EV_PERSIST, on_tick, s);
     struct timeval tick = { 0, TICK_MS * 1000 };
     for (int i = 0; i < NEVENTS; i++)
         if (!ev[i] || event_add(ev[i], i == NEVENTS - 1 ? &tick : NULL) < 0) {

@@ -90,7 +90,9 @@ static void pipe_guard_leave(struct pipe_guard *g)
 static dq_status client_open_unguarded(dq_client *c)
 {
     dq_status st;
-    redisContext *rc = redis_conn_open(&c->conn, &st, c->err, sizeof c->err);
+    redisContext *rc = c->sentinel
+                           ? sentinel_connect(c->sentinel, &c->conn, &st, c->err, sizeof c->err)
+                           : redis_conn_open(&c->conn, &st, c->err, sizeof c->err);
     if (!rc)
         return st;
     c->rc = rc;
@@ -137,6 +139,11 @@ dq_client *dq_connect(const dq_options *opt, char *err, size_t errlen,
         st = client_fail(c, DQ_ERR_NOMEM, "out of memory");
         goto fail;
     }
+    if (opt->sentinel.master
+        && !(c->sentinel = sentinel_new(opt, c->err, sizeof c->err))) {
+        st = strstr(c->err, "out of memory") ? DQ_ERR_NOMEM : DQ_ERR_INVALID;
+        goto fail;
+    }
     c->jitter_seed = (unsigned)time(NULL) ^ (unsigned)(uintptr_t)c;
     c->durability = opt->durability;
     c->replication_timeout_ms = opt->replication_timeout_ms > 0
@@ -169,6 +176,7 @@ void dq_close(dq_client *c)
     if (c->rc)
         redisFree(c->rc);
     redis_conn_opts_free(&c->conn);
+    sentinel_free(c->sentinel);
     free(c->prefix);
     free(c);
 }

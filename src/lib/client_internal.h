@@ -12,10 +12,13 @@
 #include "lib/cmd.h"
 #include "lib/keys.h"
 #include "lib/redis_conn.h"
+#include "lib/sentinel.h"
 
 struct dq_client {
     redisContext *rc;       /* NULL or broken: reconnect on the next call */
     struct redis_conn_opts conn;
+    struct sentinel *sentinel; /* NULL: conn's address is the master's;
+                                  else asked on every (re)connect */
     unsigned jitter_seed;   /* for the reconnect backoff's jitter */
     char *prefix;
     size_t max_payload;
