@@ -34,6 +34,13 @@ enum cli_conn_opt {
     CLI_CONN_OPT_PREFIX,
     CLI_CONN_OPT_TIMEOUT,
     CLI_CONN_OPT_PASSWORD_FILE,
+    CLI_CONN_OPT_TLS,
+    CLI_CONN_OPT_CACERT,
+    CLI_CONN_OPT_CACERTDIR,
+    CLI_CONN_OPT_CERT,
+    CLI_CONN_OPT_KEY,
+    CLI_CONN_OPT_SNI,
+    CLI_CONN_OPT_INSECURE,
     CLI_CONN_OPT_END
 };
 
@@ -49,6 +56,15 @@ struct cli_conn {
     int db;                     /* -n; -1 when not given */
     const char *prefix;         /* --prefix */
     int64_t timeout_ms;         /* --timeout; -1 when not given */
+    struct {                    /* TLS, as redis-cli spells it */
+        int on;                 /* --tls */
+        const char *cacert;     /* --cacert */
+        const char *cacertdir;  /* --cacertdir */
+        const char *cert;       /* --cert */
+        const char *key;        /* --key */
+        const char *sni;        /* --sni */
+        int insecure;           /* --insecure */
+    } tls;
 };
 
 /* A connection in use: the settings it was made from and the client. */

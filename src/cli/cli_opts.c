@@ -12,7 +12,7 @@
 
 #include "cli/cli_util.h"
 
-#define CLI_MAX_OPTIONS 32
+#define CLI_MAX_OPTIONS 48
 
 /* The options every command takes besides the connection options. */
 static const struct option global_longopts[] = {
