@@ -223,8 +223,9 @@ static unsigned long first_ssl_error(void)
     return found;
 }
 
-void tls_describe_failure(SSL *ssl, const struct tls_settings *s, const char *host,
-                          int ssl_error, int sys_errno, char *buf, size_t len)
+/* The failure of `ssl` whose first OpenSSL error is `e` (0: none). */
+static void describe(SSL *ssl, const struct tls_settings *s, const char *host,
+                     unsigned long e, int ssl_error, int sys_errno, char *buf, size_t len)
 {
     long v = ssl ? SSL_get_verify_result(ssl) : X509_V_OK;
     const char *name = s->server_name ? s->server_name : host;
@@ -233,7 +234,6 @@ void tls_describe_failure(SSL *ssl, const struct tls_settings *s, const char *ho
         describe_verify(v, s, name, buf, len);
         return;
     }
-    unsigned long e = first_ssl_error();
     int reason = e ? ERR_GET_REASON(e) : 0;
     const char *text = e ? ERR_reason_error_string(e) : NULL;
     switch (reason) {
@@ -269,6 +269,20 @@ void tls_describe_failure(SSL *ssl, const struct tls_settings *s, const char *ho
         snprintf(buf, len, "TLS: %s", strerror(sys_errno));
     else
         snprintf(buf, len, "TLS: failed (OpenSSL error %d)", ssl_error);
+}
+
+void tls_describe_failure(SSL *ssl, const struct tls_settings *s, const char *host,
+                          int ssl_error, int sys_errno, char *buf, size_t len)
+{
+    unsigned long e = first_ssl_error();
+    describe(ssl, s, host, e, ssl_error, sys_errno, buf, len);
+}
+
+void tls_describe_code(SSL *ssl, const struct tls_settings *s, const char *host,
+                       unsigned long code, int sys_errno, char *buf, size_t len)
+{
+    describe(ssl, s, host, code, code ? SSL_ERROR_SSL : SSL_ERROR_SYSCALL, sys_errno, buf,
+             len);
 }
 
 void tls_describe_early_close(const struct tls_settings *s, char *buf, size_t len)

@@ -65,6 +65,12 @@ struct ssl_st *tls_ssl_new(struct ssl_ctx_st *ctx, const struct tls_settings *s,
 void tls_describe_failure(struct ssl_st *ssl, const struct tls_settings *s, const char *host,
                           int ssl_error, int sys_errno, char *buf, size_t len);
 
+/* The same for an error `code` taken out of OpenSSL's queue already
+ * (libevent's bufferevent_get_openssl_error); 0 when there was none,
+ * `sys_errno` then saying what the socket reported. */
+void tls_describe_code(struct ssl_st *ssl, const struct tls_settings *s, const char *host,
+                       unsigned long code, int sys_errno, char *buf, size_t len);
+
 /*
  * The server dropped the connection (reset, or closed) right after the
  * handshake, before its first reply.  With TLS 1.3 that is how a refused
