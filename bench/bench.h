@@ -87,6 +87,13 @@ extern volatile int bench_interrupted;
  * configuration, the lateness record) in place for a post-mortem. */
 extern int bench_keep;
 
+/* --tcp: the daemon reaches Redis over TCP on loopback instead of the
+ * unix socket; --tls DIR: over TLS, with the certificates that
+ * tests/tls-certs.sh made in DIR (ca.crt, server.crt, server.key).  The
+ * bench's own client stays on the unix socket. */
+extern int bench_tcp;
+extern const char *bench_tls_dir;
+
 /* A client of the server listening on `sock`; NULL with the reason. */
 dq_client *bench_client(const char *sock, char *err, size_t errlen);
 

@@ -2,6 +2,7 @@
  * delayq-bench: options, the programs to run, the runs, the report.
  *
  *   delayq-bench [-n N] [--quick] [--only RUN,...] [--json FILE] [--csv FILE]
+ *                [--tcp | --tls CERTDIR]
  *                [--redis-server PATH] [--delayqd PATH] [--scale-10m]
  *                [--idle-seconds S] [--lateness-seconds S] [--lateness-workers N]
  *                [--lateness-batch B] [--keep]
@@ -60,6 +61,9 @@ static void usage(FILE *to)
             "  --lateness-workers N  workers in the lateness runs (2)\n"
             "  --lateness-batch B    claim batch in the lateness runs (16)\n"
             "  --keep                keep each run's directory (logs, config, records)\n"
+            "  --tcp                 the daemon reaches Redis over loopback TCP\n"
+            "  --tls DIR             ... over TLS, with the certificates that\n"
+            "                        tests/tls-certs.sh DIR made\n"
             "exit codes: 0 done, 1 a run failed, 64 usage, 69 a program is missing\n");
 }
 
@@ -93,7 +97,7 @@ static int parse_only(const char *list, unsigned *bits)
 static int parse_args(int argc, char **argv, struct bench_opts *o)
 {
     enum { O_QUICK = 256, O_ONLY, O_JSON, O_CSV, O_REDIS, O_DAEMON, O_10M, O_IDLE, O_LATE,
-           O_KEEP, O_LWORKERS, O_LBATCH };
+           O_KEEP, O_LWORKERS, O_LBATCH, O_TCP, O_TLS };
     static const struct option longopts[] = {
         { "quick", no_argument, NULL, O_QUICK },
         { "only", required_argument, NULL, O_ONLY },
@@ -105,6 +109,8 @@ static int parse_args(int argc, char **argv, struct bench_opts *o)
         { "idle-seconds", required_argument, NULL, O_IDLE },
         { "lateness-seconds", required_argument, NULL, O_LATE },
         { "keep", no_argument, NULL, O_KEEP },
+        { "tcp", no_argument, NULL, O_TCP },
+        { "tls", required_argument, NULL, O_TLS },
         { "lateness-workers", required_argument, NULL, O_LWORKERS },
         { "lateness-batch", required_argument, NULL, O_LBATCH },
         { "help", no_argument, NULL, 'h' },
@@ -137,6 +143,8 @@ static int parse_args(int argc, char **argv, struct bench_opts *o)
         case O_DAEMON: o->delayqd = optarg; break;
         case O_10M: o->scale_10m = 1; break;
         case O_KEEP: bench_keep = 1; break;
+        case O_TCP: bench_tcp = 1; break;
+        case O_TLS: bench_tls_dir = optarg; break;
         case O_LWORKERS:
         case O_LBATCH: {
             long v = strtol(optarg, &end, 10);

@@ -19,6 +19,7 @@ struct redis_proc {
     char sock[PATH_MAX];    /* DIR/redis.sock */
     char log[PATH_MAX];     /* DIR/redis.log */
     pid_t pid;              /* 0 when not running */
+    int port;               /* loopback TCP (--tcp) or TLS (--tls) port, or 0 */
 };
 
 /* Start `server` (tu_redis_spawn; it dies with the bench); wait until it
