@@ -24,8 +24,8 @@
 /* A TLS redis-server of this test: TLS on `tls_port`, plain TCP on
  * `plain_port` (0: none), and a unix socket for checking its data. */
 struct tls_server {
-    char dir[300];
-    char sock[320];
+    char dir[150];
+    char sock[170];
     int tls_port;
     int plain_port;
     pid_t pid;
@@ -36,6 +36,7 @@ static char redis_bin[512];
 static struct tls_server good;      /* server.crt, no client certificate asked */
 static struct tls_server mutual;    /* server.crt, client certificate required */
 static struct tls_server expired;   /* expired.crt */
+static char err_buf[256];
 
 static const char *cert(const char *name)
 {
@@ -337,6 +338,101 @@ START_TEST(error_unreadable_file)
 }
 END_TEST
 
+
+/* ---- the daemon ------------------------------------------------------------- */
+
+static void job_ok(int i, void *arg, const char **payload, int64_t *at_ms)
+{
+    (void)i;
+    (void)arg;
+    (void)at_ms;
+    *payload = "ok";
+}
+
+/* Replace the harness's plain server by a TLS one on the same directory
+ * (its unix socket, for the harness's own checks and client), and write
+ * the daemon's configuration with `tls` as its redis group's TLS part. */
+static void harness_on_tls(struct harness *h, struct tls_server *s, const char *tls)
+{
+    tu_stop_process(h->fx.pid, 5000);
+    h->fx.pid = 0;
+    ck_assert_int_eq(server_start(s, h->fx.dir, "tls", "server.crt", "server.key", 0, 0), 0);
+    h->fx.pid = s->pid;
+    snprintf(h->fx.sock, sizeof h->fx.sock, "%s", s->sock);
+    dq_close(h->c);
+    h->c = fixture_client(&h->fx);
+    struct h_conf hc;
+    h_conf_defaults(&hc);
+    h_write_conf(h, &hc);
+    /* the harness writes a unix_socket redis group first: swap it */
+    FILE *f = fopen(h->conf, "r");
+    ck_assert_ptr_nonnull(f);
+    static char text[16384];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    const char *rest = strchr(text, '\n');
+    ck_assert_ptr_nonnull(rest);
+    static char conf[17000];
+    snprintf(conf, sizeof conf, "redis = { host = \"127.0.0.1\"; port = %d;\n  tls = { %s };\n};%s",
+             s->tls_port, tls, rest);
+    h_write_file(h->conf, conf);
+}
+
+/* delayqd runs jobs with every one of its connections over TLS. */
+START_TEST(daemon_over_tls)
+{
+    struct harness h;
+    struct tls_server s = { 0 };
+    h_setup(&h);
+    char tls[600];
+    snprintf(tls, sizeof tls, "ca_file = \"%s\"; server_name = \"localhost\";",
+             cert("ca.crt"));
+    harness_on_tls(&h, &s, tls);
+    h_start(&h, 2);
+    h_enqueue_numbered(&h, 200, "tls", job_ok, NULL);
+    ck_assert_msg(h_wait_idle(&h, 30000), "jobs left; log: %s", h_log_tail(&h));
+    struct h_run *runs = NULL;
+    size_t n = h_records(&h, &runs);
+    int ends = 0;
+    for (size_t i = 0; i < n; i++)
+        ends += runs[i].end == 1;
+    free(runs);
+    ck_assert_int_eq(ends, 200);
+    /* the server has no plain TCP port: every TCP client came over TLS */
+    char err[256], needle[64];
+    redisContext *rc = tu_redis_connect(s.sock, 2000, err, sizeof err);
+    ck_assert_msg(rc, "%s", err);
+    snprintf(needle, sizeof needle, "laddr=127.0.0.1:%d", s.tls_port);
+    int tls_clients = tu_redis_clients_with(rc, needle);
+    redisFree(rc);
+    ck_assert_int_ge(tls_clients, 3);   /* 2 workers and the reaper, at least */
+    ck_assert_int_eq(h_stop(&h, 10000), 0);
+    h_teardown(&h);
+}
+END_TEST
+
+/* A daemon that does not trust the server says why, once per outage. */
+START_TEST(daemon_unknown_ca_logged)
+{
+    struct harness h;
+    struct tls_server s = { 0 };
+    h_setup(&h);
+    char tls[600];
+    snprintf(tls, sizeof tls, "ca_file = \"%s\";", cert("other-ca.crt"));
+    harness_on_tls(&h, &s, tls);
+    char *const argv[] = { (char *)fixture_build_path("delayqd"), "-f", "-c", h.conf, NULL };
+    h.pid = tu_spawn(argv, h.log, 0, err_buf, sizeof err_buf);
+    ck_assert_int_gt(h.pid, 0);
+    ck_assert_msg(h_wait_log(&h, "not signed by a trusted CA", 1, 10000),
+                  "log: %s", h_log_tail(&h));
+    tu_sleep_ms(1500);  /* several reconnect attempts */
+    /* one line per connection's outage, not one per attempt */
+    ck_assert_int_le(h_log_count(&h, "not signed by a trusted CA"), 8);
+    h_teardown(&h);
+}
+END_TEST
+
 int main(void)
 {
     make_certs();
@@ -354,6 +450,8 @@ int main(void)
     tcase_add_test(tc, error_client_cert_required);
     tcase_add_test(tc, error_client_cert_refused);
     tcase_add_test(tc, error_unreadable_file);
+    tcase_add_test(tc, daemon_over_tls);
+    tcase_add_test(tc, daemon_unknown_ca_logged);
     int rv = fixture_run_suite(s);
     tu_remove_tree(certs);
     return rv;

@@ -342,9 +342,12 @@ static int read_tls_path(struct conf_reader *r, const config_setting_t *s, int d
     if (!file)
         return conf_fail(r, s, "out of memory");
     struct stat st;
-    int bad = stat(file, &st) < 0 ? errno : (dir ? !S_ISDIR(st.st_mode) : S_ISDIR(st.st_mode))
-                                                    ? (dir ? ENOTDIR : EISDIR) : 0;
-    if (!bad && access(file, R_OK) < 0)
+    int bad = 0;
+    if (stat(file, &st) < 0)
+        bad = errno;
+    else if (dir != !!S_ISDIR(st.st_mode))
+        bad = dir ? ENOTDIR : EISDIR;
+    else if (access(file, R_OK) < 0)
         bad = errno;
     if (bad) {
         conf_fail(r, s, "redis.tls.%s: cannot read %s: %s", config_setting_name(s), file,
@@ -371,13 +374,14 @@ static int read_tls(struct conf_reader *r, const config_setting_t *s,
     if (conf_bool(r, config_setting_get_member(s, "enable"), TLS_PREFIX, &t->enable) < 0
         || conf_bool(r, config_setting_get_member(s, "verify"), TLS_PREFIX, &t->verify) < 0)
         return -1;
-    if (((v = config_setting_get_member(s, "ca_file")) && read_tls_path(r, v, 0, &t->ca_file) < 0)
-        || ((v = config_setting_get_member(s, "ca_dir")) && read_tls_path(r, v, 1, &t->ca_dir) < 0)
-        || ((v = config_setting_get_member(s, "cert_file"))
-            && read_tls_path(r, v, 0, &t->cert_file) < 0)
-        || ((v = config_setting_get_member(s, "key_file"))
-            && read_tls_path(r, v, 0, &t->key_file) < 0))
-        return -1;
+    const struct { const char *name; int dir; char **dst; } paths[] = {
+        { "ca_file", 0, &t->ca_file }, { "ca_dir", 1, &t->ca_dir },
+        { "cert_file", 0, &t->cert_file }, { "key_file", 0, &t->key_file },
+    };
+    for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++)
+        if ((v = config_setting_get_member(s, paths[i].name))
+            && read_tls_path(r, v, paths[i].dir, paths[i].dst) < 0)
+            return -1;
     if ((v = config_setting_get_member(s, "server_name"))) {
         const char *name;
         if (conf_string(r, v, TLS_PREFIX, &name) < 0)

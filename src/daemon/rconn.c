@@ -60,8 +60,8 @@ static void note_failure(struct rconn *rc, const char *why)
 }
 
 /* Tear the connection down now (from a timer, never from one of its
- * callbacks).  Pending requests get a NULL reply through rconn_io.  `why` is NULL when
- * drop_soon noted the failure already. */
+ * callbacks).  Pending requests get a NULL reply through rconn_io.  `why`
+ * is NULL when drop_soon noted the failure already. */
 static void drop(struct rconn *rc, const char *why)
 {
     struct rconn_io *io = rc->io;
@@ -80,8 +80,8 @@ static void drop(struct rconn *rc, const char *why)
 }
 
 /* Note the failure now and drop the connection from the connect timer at
- * once: inside one of its callbacks the connection must not be freed.  Until
- * then no request is taken. */
+ * once: inside one of its callbacks the connection must not be freed.
+ * Until then no request is taken. */
 static void drop_soon(struct rconn *rc, const char *why)
 {
     if (rc->dropping)
