@@ -352,11 +352,13 @@ static void job_ok(int i, void *arg, const char **payload, int64_t *at_ms)
 /* Replace the harness's plain server by a TLS one on the same directory
  * (its unix socket, for the harness's own checks and client), and write
  * the daemon's configuration with `tls` as its redis group's TLS part. */
-static void harness_on_tls(struct harness *h, struct tls_server *s, const char *tls)
+static void harness_on_tls(struct harness *h, struct tls_server *s, const char *tls,
+                           int plain)
 {
     tu_stop_process(h->fx.pid, 5000);
     h->fx.pid = 0;
-    ck_assert_int_eq(server_start(s, h->fx.dir, "tls", "server.crt", "server.key", 0, 0), 0);
+    ck_assert_int_eq(server_start(s, h->fx.dir, "tls", "server.crt", "server.key", 0, plain),
+                     0);
     h->fx.pid = s->pid;
     snprintf(h->fx.sock, sizeof h->fx.sock, "%s", s->sock);
     dq_close(h->c);
@@ -374,8 +376,9 @@ static void harness_on_tls(struct harness *h, struct tls_server *s, const char *
     const char *rest = strchr(text, '\n');
     ck_assert_ptr_nonnull(rest);
     static char conf[17000];
-    snprintf(conf, sizeof conf, "redis = { host = \"127.0.0.1\"; port = %d;\n  tls = { %s };\n};%s",
-             s->tls_port, tls, rest);
+    snprintf(conf, sizeof conf,
+             "redis = { host = \"127.0.0.1\"; port = %d; connect_timeout = \"1s\";\n"
+             "  tls = { %s };\n};%s", plain ? s->plain_port : s->tls_port, tls, rest);
     h_write_file(h->conf, conf);
 }
 
@@ -388,7 +391,7 @@ START_TEST(daemon_over_tls)
     char tls[600];
     snprintf(tls, sizeof tls, "ca_file = \"%s\"; server_name = \"localhost\";",
              cert("ca.crt"));
-    harness_on_tls(&h, &s, tls);
+    harness_on_tls(&h, &s, tls, 0);
     h_start(&h, 2);
     h_enqueue_numbered(&h, 200, "tls", job_ok, NULL);
     ck_assert_msg(h_wait_idle(&h, 30000), "jobs left; log: %s", h_log_tail(&h));
@@ -412,6 +415,19 @@ START_TEST(daemon_over_tls)
 }
 END_TEST
 
+/* Start the daemon (it cannot connect): each connection logs `phrase`
+ * once for its outage, not at every attempt. */
+static void daemon_logs_once(struct harness *h, const char *phrase)
+{
+    char *const argv[] = { (char *)fixture_build_path("delayqd"), "-f", "-c", h->conf, NULL };
+    h->pid = tu_spawn(argv, h->log, 0, err_buf, sizeof err_buf);
+    ck_assert_int_gt(h->pid, 0);
+    ck_assert_msg(h_wait_log(h, phrase, 1, 10000), "log: %s", h_log_tail(h));
+    tu_sleep_ms(2500);  /* several reconnect attempts */
+    /* 4 connections (2 of the worker, the reaper's, the supervisor's) */
+    ck_assert_int_le(h_log_count(h, phrase), 8);
+}
+
 /* A daemon that does not trust the server says why, once per outage. */
 START_TEST(daemon_unknown_ca_logged)
 {
@@ -420,15 +436,22 @@ START_TEST(daemon_unknown_ca_logged)
     h_setup(&h);
     char tls[600];
     snprintf(tls, sizeof tls, "ca_file = \"%s\";", cert("other-ca.crt"));
-    harness_on_tls(&h, &s, tls);
-    char *const argv[] = { (char *)fixture_build_path("delayqd"), "-f", "-c", h.conf, NULL };
-    h.pid = tu_spawn(argv, h.log, 0, err_buf, sizeof err_buf);
-    ck_assert_int_gt(h.pid, 0);
-    ck_assert_msg(h_wait_log(&h, "not signed by a trusted CA", 1, 10000),
-                  "log: %s", h_log_tail(&h));
-    tu_sleep_ms(1500);  /* several reconnect attempts */
-    /* one line per connection's outage, not one per attempt */
-    ck_assert_int_le(h_log_count(&h, "not signed by a trusted CA"), 8);
+    harness_on_tls(&h, &s, tls, 0);
+    daemon_logs_once(&h, "not signed by a trusted CA");
+    h_teardown(&h);
+}
+END_TEST
+
+/* A daemon told to speak TLS to a plain port names that cause. */
+START_TEST(daemon_plain_server_logged)
+{
+    struct harness h;
+    struct tls_server s = { 0 };
+    h_setup(&h);
+    char tls[600];
+    snprintf(tls, sizeof tls, "ca_file = \"%s\";", cert("ca.crt"));
+    harness_on_tls(&h, &s, tls, 1);
+    daemon_logs_once(&h, "does not speak TLS on this port");
     h_teardown(&h);
 }
 END_TEST
@@ -452,6 +475,7 @@ int main(void)
     tcase_add_test(tc, error_unreadable_file);
     tcase_add_test(tc, daemon_over_tls);
     tcase_add_test(tc, daemon_unknown_ca_logged);
+    tcase_add_test(tc, daemon_plain_server_logged);
     int rv = fixture_run_suite(s);
     tu_remove_tree(certs);
     return rv;

@@ -358,7 +358,10 @@ static void on_connect_timer(evutil_socket_t fd, short what, void *arg)
     if (rc->io && rc->dropping)
         drop(rc, NULL);
     else if (rc->io)
-        drop(rc, "connect or handshake timed out");
+        drop(rc, rconn_io_silent_tls(rc->io)
+                 ? "TLS: the server does not speak TLS on this port (no answer to the "
+                   "TLS hello within the connect timeout)"
+                 : "connect or handshake timed out");
 }
 
 /* Next attempt after the backoff, with +-25% jitter so that many workers

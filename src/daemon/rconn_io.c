@@ -316,6 +316,13 @@ void rconn_io_keepalive(struct rconn_io *io)
     (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt);
 }
 
+int rconn_io_silent_tls(const struct rconn_io *io)
+{
+    BIO *rbio = io->ssl ? SSL_get_rbio(io->ssl) : NULL;
+    return rbio && !io->connected && BIO_number_written(rbio) > 0
+           && BIO_number_read(rbio) == 0;
+}
+
 int rconn_io_fd(const struct rconn_io *io)
 {
     return io && io->bev ? (int)bufferevent_getfd(io->bev) : -1;

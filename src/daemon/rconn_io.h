@@ -63,6 +63,12 @@ int rconn_io_command(struct rconn_io *io, rconn_io_reply_fn fn, void *privdata,
 /* TCP keepalive on the connection's socket (as hiredis's redisKeepAlive). */
 void rconn_io_keepalive(struct rconn_io *io);
 
+/* Whether a TLS handshake is under way on a connected socket and the
+ * server has sent nothing: what a plain Redis does with a TLS hello (it
+ * waits for the end of an inline command), so a connect timeout then
+ * names that cause. */
+int rconn_io_silent_tls(const struct rconn_io *io);
+
 /* The socket, or -1. */
 int rconn_io_fd(const struct rconn_io *io);
 
