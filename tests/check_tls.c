@@ -415,44 +415,39 @@ START_TEST(daemon_over_tls)
 }
 END_TEST
 
-/* Start the daemon (it cannot connect): each connection logs `phrase`
- * once for its outage, not at every attempt. */
-static void daemon_logs_once(struct harness *h, const char *phrase)
-{
-    char *const argv[] = { (char *)fixture_build_path("delayqd"), "-f", "-c", h->conf, NULL };
-    h->pid = tu_spawn(argv, h->log, 0, err_buf, sizeof err_buf);
-    ck_assert_int_gt(h->pid, 0);
-    ck_assert_msg(h_wait_log(h, phrase, 1, 10000), "log: %s", h_log_tail(h));
-    tu_sleep_ms(2500);  /* several reconnect attempts */
-    /* 4 connections (2 of the worker, the reaper's, the supervisor's) */
-    ck_assert_int_le(h_log_count(h, phrase), 8);
-}
-
-/* A daemon that does not trust the server says why, once per outage. */
-START_TEST(daemon_unknown_ca_logged)
+/* Start the daemon trusting `ca` on the TLS port (or, `plain`, the plain
+ * one), which it cannot use: each connection logs `phrase` once for its
+ * outage, not at every attempt. */
+static void daemon_refused(const char *ca, int plain, const char *phrase)
 {
     struct harness h;
     struct tls_server s = { 0 };
     h_setup(&h);
     char tls[600];
-    snprintf(tls, sizeof tls, "ca_file = \"%s\";", cert("other-ca.crt"));
-    harness_on_tls(&h, &s, tls, 0);
-    daemon_logs_once(&h, "not signed by a trusted CA");
+    snprintf(tls, sizeof tls, "ca_file = \"%s\";", cert(ca));
+    harness_on_tls(&h, &s, tls, plain);
+    char *const argv[] = { (char *)fixture_build_path("delayqd"), "-f", "-c", h.conf, NULL };
+    h.pid = tu_spawn(argv, h.log, 0, err_buf, sizeof err_buf);
+    ck_assert_int_gt(h.pid, 0);
+    ck_assert_msg(h_wait_log(&h, phrase, 1, 10000), "log: %s", h_log_tail(&h));
+    tu_sleep_ms(2500);  /* several reconnect attempts */
+    /* 4 connections (2 of the worker, the reaper's, the supervisor's) and
+     * the start-up check */
+    ck_assert_int_le(h_log_count(&h, phrase), 8);
     h_teardown(&h);
+}
+
+/* A daemon that does not trust the server says why. */
+START_TEST(daemon_unknown_ca_logged)
+{
+    daemon_refused("other-ca.crt", 0, "not signed by a trusted CA");
 }
 END_TEST
 
 /* A daemon told to speak TLS to a plain port names that cause. */
 START_TEST(daemon_plain_server_logged)
 {
-    struct harness h;
-    struct tls_server s = { 0 };
-    h_setup(&h);
-    char tls[600];
-    snprintf(tls, sizeof tls, "ca_file = \"%s\";", cert("ca.crt"));
-    harness_on_tls(&h, &s, tls, 1);
-    daemon_logs_once(&h, "does not speak TLS on this port");
-    h_teardown(&h);
+    daemon_refused("ca.crt", 1, "does not speak TLS on this port");
 }
 END_TEST
 
