@@ -90,6 +90,13 @@ extern int bench_keep;
  * daemon and the bench's clients use durability "replicated". */
 extern int bench_replica;
 
+/* --tcp: the daemon reaches Redis over TCP on loopback instead of the
+ * unix socket; --tls DIR: over TLS, with the certificates that
+ * tests/tls-certs.sh made in DIR (ca.crt, server.crt, server.key).  The
+ * bench's own client stays on the unix socket. */
+extern int bench_tcp;
+extern const char *bench_tls_dir;
+
 /* A client of the server listening on `sock`; NULL with the reason. */
 dq_client *bench_client(const char *sock, char *err, size_t errlen);
 

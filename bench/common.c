@@ -14,6 +14,8 @@
 volatile int bench_interrupted;
 int bench_keep;
 int bench_replica;
+int bench_tcp;
+const char *bench_tls_dir;
 
 const char bench_payload[BENCH_PAYLOAD_LEN + 1] = "0123456789abcdef0123456789abcdef";
 

@@ -28,15 +28,24 @@ static int write_conf(const struct daemon_proc *d, const struct bench_env *env,
                  spec->lateness_file);
     /* Only what a run varies is set; the reaper and the rest keep the
      * daemon's defaults, as a deployment would. */
+    char redis[PATH_MAX + 128];
+    if (r->port && bench_tls_dir)
+        snprintf(redis, sizeof redis, "host = \"127.0.0.1\"; port = %d; "
+                 "tls = { ca_file = \"%s/ca.crt\"; };", r->port, bench_tls_dir);
+    else if (r->port)
+        snprintf(redis, sizeof redis, "host = \"127.0.0.1\"; port = %d;", r->port);
+    else
+        snprintf(redis, sizeof redis, "unix_socket = \"%s\";", r->sock);
     fprintf(fp,
-            "redis = { unix_socket = \"%s\";%s };\n"
+            "redis = { %s%s };\n"
             "handler_dir = \"%s\";\n"
             "log = { level = \"info\"; target = \"stderr\"; };\n"
             "shutdown_timeout = \"10s\";\n"
             "queues = ( { name = \"" BENCH_QUEUE "\"; workers = %d; batch = %d;\n"
             "             lease = \"60s\"; max_attempts = 3; } );\n"
             "handlers = ( { type = \"*\"; file = \"noop.so\"; timeout = \"10s\";%s } );\n",
-            r->sock, bench_replica ? " durability = \"replicated\";" : "", env->handler_dir, spec->workers, spec->batch, settings);
+            redis, bench_replica ? " durability = \"replicated\";" : "", env->handler_dir,
+            spec->workers, spec->batch, settings);
     if (fclose(fp) != 0) {
         snprintf(err, errlen, "%s: %s", d->conf, strerror(errno));
         return -1;

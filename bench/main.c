@@ -2,6 +2,7 @@
  * delayq-bench: options, the programs to run, the runs, the report.
  *
  *   delayq-bench [-n N] [--quick] [--only RUN,...] [--json FILE] [--csv FILE]
+ *                [--tcp | --tls CERTDIR]
  *                [--redis-server PATH] [--delayqd PATH] [--scale-10m]
  *                [--idle-seconds S] [--lateness-seconds S] [--lateness-workers N]
  *                [--lateness-batch B] [--keep]
@@ -62,6 +63,9 @@ static void usage(FILE *to)
             "  --keep                keep each run's directory (logs, config, records)\n"
             "  --replica             give each redis-server a replica and use durability\n"
             "                        \"replicated\" (every write waits for the replica)\n"
+            "  --tcp                 the daemon reaches Redis over loopback TCP\n"
+            "  --tls DIR             ... over TLS, with the certificates that\n"
+            "                        tests/tls-certs.sh DIR made\n"
             "exit codes: 0 done, 1 a run failed, 64 usage, 69 a program is missing\n");
 }
 
@@ -95,7 +99,7 @@ static int parse_only(const char *list, unsigned *bits)
 static int parse_args(int argc, char **argv, struct bench_opts *o)
 {
     enum { O_QUICK = 256, O_ONLY, O_JSON, O_CSV, O_REDIS, O_DAEMON, O_10M, O_IDLE, O_LATE,
-           O_KEEP, O_LWORKERS, O_LBATCH, O_REPLICA };
+           O_KEEP, O_LWORKERS, O_LBATCH, O_REPLICA, O_TCP, O_TLS };
     static const struct option longopts[] = {
         { "quick", no_argument, NULL, O_QUICK },
         { "only", required_argument, NULL, O_ONLY },
@@ -108,6 +112,8 @@ static int parse_args(int argc, char **argv, struct bench_opts *o)
         { "lateness-seconds", required_argument, NULL, O_LATE },
         { "keep", no_argument, NULL, O_KEEP },
         { "replica", no_argument, NULL, O_REPLICA },
+        { "tcp", no_argument, NULL, O_TCP },
+        { "tls", required_argument, NULL, O_TLS },
         { "lateness-workers", required_argument, NULL, O_LWORKERS },
         { "lateness-batch", required_argument, NULL, O_LBATCH },
         { "help", no_argument, NULL, 'h' },
@@ -141,6 +147,8 @@ static int parse_args(int argc, char **argv, struct bench_opts *o)
         case O_10M: o->scale_10m = 1; break;
         case O_KEEP: bench_keep = 1; break;
         case O_REPLICA: bench_replica = 1; break;
+        case O_TCP: bench_tcp = 1; break;
+        case O_TLS: bench_tls_dir = optarg; break;
         case O_LWORKERS:
         case O_LBATCH: {
             long v = strtol(optarg, &end, 10);
@@ -169,6 +177,11 @@ static int parse_args(int argc, char **argv, struct bench_opts *o)
         case 'h': usage(stdout); exit(0);
         default: usage(stderr); return -1;
         }
+    }
+    if (bench_replica && bench_tls_dir) {
+        /* The replica would need TLS replication set up too. */
+        fprintf(stderr, "delayq-bench: --replica and --tls cannot be combined\n");
+        return -1;
     }
     if (optind < argc) {
         fprintf(stderr, "delayq-bench: unexpected argument '%s'\n", argv[optind]);

@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "bench/bench.h"
 #include "tests/testutil.h"
@@ -25,7 +27,25 @@ int redis_proc_start(struct redis_proc *r, const char *server, char *err, size_t
         return -1;
     snprintf(r->sock, sizeof r->sock, "%s/redis.sock", r->dir);
     snprintf(r->log, sizeof r->log, "%s/redis.log", r->dir);
-    if (tu_redis_spawn(server, r->dir, r->sock, TU_DIE_WITH_PARENT, &r->pid, err, errlen) < 0) {
+    char port[16], crt[PATH_MAX], key[PATH_MAX], ca[PATH_MAX];
+    char *extra[16] = { NULL };
+    if (bench_tcp || bench_tls_dir) {
+        if ((r->port = tu_free_port()) < 0) {
+            snprintf(err, errlen, "no free port: %s", strerror(errno));
+            redis_proc_stop(r);
+            return -1;
+        }
+        snprintf(port, sizeof port, "%d", r->port);
+        snprintf(crt, sizeof crt, "%s/server.crt", bench_tls_dir ? bench_tls_dir : "");
+        snprintf(key, sizeof key, "%s/server.key", bench_tls_dir ? bench_tls_dir : "");
+        snprintf(ca, sizeof ca, "%s/ca.crt", bench_tls_dir ? bench_tls_dir : "");
+        char *tcp[] = { "--port", port, NULL };
+        char *tls[] = { "--tls-port", port, "--tls-cert-file", crt, "--tls-key-file", key,
+                        "--tls-ca-cert-file", ca, "--tls-auth-clients", "no", NULL };
+        memcpy(extra, bench_tls_dir ? tls : tcp, bench_tls_dir ? sizeof tls : sizeof tcp);
+    }
+    if (tu_redis_spawn_with(server, r->dir, r->sock, extra, TU_DIE_WITH_PARENT, &r->pid, err,
+                            errlen) < 0) {
         redis_proc_stop(r);
         return -1;
     }
@@ -72,7 +92,7 @@ static long long command_on(const char *sock, const char *fmt, ...)
 static int start_replica(struct redis_proc *r, const char *server, char *err, size_t errlen)
 {
     char port[16];
-    snprintf(port, sizeof port, "%d", tu_free_port());
+    snprintf(port, sizeof port, "%d", r->port ? r->port : tu_free_port());
     struct redis_proc *rep = calloc(1, sizeof *rep);
     int saved = bench_replica;
     bench_replica = 0;          /* the replica has none of its own */
@@ -85,7 +105,7 @@ static int start_replica(struct redis_proc *r, const char *server, char *err, si
         return -1;
     }
     r->replica = rep;
-    if (command_on(r->sock, "CONFIG SET port %s", port) != 0
+    if ((!r->port && command_on(r->sock, "CONFIG SET port %s", port) != 0)
         || command_on(rep->sock, "REPLICAOF 127.0.0.1 %s", port) != 0
         || command_on(r->sock, "SET bench-replica-probe 1") != 0) {
         snprintf(err, errlen, "could not make %s a replica of port %s", rep->sock, port);

@@ -20,6 +20,7 @@ struct redis_proc {
     char log[PATH_MAX];     /* DIR/redis.log */
     pid_t pid;              /* 0 when not running */
     struct redis_proc *replica; /* with --replica: its replica, or NULL */
+    int port;               /* loopback TCP (--tcp) or TLS (--tls) port, or 0 */
 };
 
 /* Start `server` (tu_redis_spawn; it dies with the bench); wait until it

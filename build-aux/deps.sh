@@ -12,7 +12,8 @@
 # time zones (and their daylight-saving tests).
 # shellcheck disable=SC2034 # used by the scripts that source this file
 DEPS_PACKAGES=(build-essential autoconf automake libtool pkg-config
-    libhiredis-dev libevent-dev libconfig-dev redis-server check faketime mandoc tzdata)
+    libhiredis-dev libevent-dev libssl-dev libconfig-dev redis-server check faketime mandoc
+    tzdata openssl)
 
 # deps_missing PKG...: print, one a line, the packages dpkg does not have
 # installed (unknown, removed, or half-installed).

@@ -388,6 +388,45 @@ START_TEST(read_from_a_parsed_file)
 }
 END_TEST
 
+/* The tls group: on by its presence, files relative to the config file
+ * and readable now, the pairs that need each other. */
+START_TEST(tls_group)
+{
+    struct redis_conf rc;
+    write_file("ca.crt", "not read here\n");
+    write_file("client.crt", "x\n");
+    load_ok(&rc, "redis = { tls = { ca_file = \"ca.crt\"; cert_file = \"client.crt\";\n"
+                 "  server_name = \"redis.example\"; }; };\n");
+    ck_assert_int_eq(rc.tls.enable, 1);
+    ck_assert_int_eq(rc.tls.verify, 1);
+    char want[300];
+    snprintf(want, sizeof want, "%s/ca.crt", dir);
+    ck_assert_str_eq(rc.tls.ca_file, want);
+    ck_assert_ptr_null(rc.tls.key_file);
+    dq_options opt;
+    redis_conf_to_options(&rc, &opt);
+    ck_assert_int_eq(opt.tls.enable, 1);
+    ck_assert_str_eq(opt.tls.server_name, "redis.example");
+    ck_assert_str_eq(opt.tls.ca_file, want);
+    redis_conf_free(&rc);
+    load_ok(&rc, "redis = { tls = { enable = false; verify = false; }; };\n");
+    ck_assert_int_eq(rc.tls.enable, 0);
+    ck_assert_int_eq(rc.tls.verify, 0);
+    redis_conf_free(&rc);
+    load_ok(&rc, "redis = { port = 6380; };\n");
+    ck_assert_int_eq(rc.tls.enable, 0);
+    ck_assert_int_eq(rc.tls.verify, 1);
+    redis_conf_free(&rc);
+    load_bad("redis = {\n  tls = {\n    ca_file = \"missing.crt\";\n  };\n};\n", 3,
+             "redis.tls.ca_file: cannot read");
+    load_bad("redis = { tls = {\n  ca_dir = \"ca.crt\"; }; };\n", 2, "Not a directory");
+    load_bad("redis = { tls = {\n  key_file = \"client.crt\"; }; };\n", 2,
+             "redis.tls.key_file needs redis.tls.cert_file");
+    load_bad("redis = { tls = {\n  cafile = \"ca.crt\"; }; };\n", 2, "redis.tls.cafile");
+    load_bad("redis = {\n  tls = true;\n};\n", 2, "expected a group");
+}
+END_TEST
+
 int main(void)
 {
     make_dir();
@@ -410,6 +449,7 @@ int main(void)
     tcase_add_test(tc, failed_load_keeps_the_old_settings);
     tcase_add_test(tc, read_from_a_parsed_file);
     tcase_add_test(tc, durability_is_read);
+    tcase_add_test(tc, tls_group);
     suite_add_tcase(s, tc);
     int status = fixture_run_suite(s);
     remove_dir();

@@ -305,6 +305,12 @@ static int wait_for_ping(const char *sock, pid_t pid)
 int tu_redis_spawn(const char *server, const char *dir, const char *sock, int flags,
                    pid_t *pid, char *err, size_t errlen)
 {
+    return tu_redis_spawn_with(server, dir, sock, NULL, flags, pid, err, errlen);
+}
+
+int tu_redis_spawn_with(const char *server, const char *dir, const char *sock,
+                        char *const *extra, int flags, pid_t *pid, char *err, size_t errlen)
+{
     *pid = 0;
     if (strlen(sock) >= sizeof ((struct sockaddr_un *)0)->sun_path) {
         snprintf(err, errlen, "%s: too long for a unix socket (set a shorter TMPDIR)", sock);
@@ -312,11 +318,15 @@ int tu_redis_spawn(const char *server, const char *dir, const char *sock, int fl
     }
     char log[4200];
     snprintf(log, sizeof log, "%s/redis.log", dir);
-    char *const argv[] = {
+    char *argv[64] = {
         (char *)server, "--port", "0", "--unixsocket", (char *)sock,
         "--unixsocketperm", "700", "--save", "", "--appendonly", "no",
         "--dir", (char *)dir, "--logfile", log, "--daemonize", "no", NULL
     };
+    size_t n = 17;
+    for (size_t i = 0; extra && extra[i] && n < sizeof argv / sizeof argv[0] - 1; i++)
+        argv[n++] = extra[i];
+    argv[n] = NULL;
     pid_t child = tu_spawn(argv, NULL, flags, err, errlen);
     if (child < 0)
         return -1;

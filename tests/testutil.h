@@ -117,6 +117,11 @@ int tu_redis_find(const char *given, char *out, size_t outlen);
 int tu_redis_spawn(const char *server, const char *dir, const char *sock, int flags,
                    pid_t *pid, char *err, size_t errlen);
 
+/* The same with `extra` arguments (NULL-ended, may be NULL) after the
+ * others: a later "--port" replaces the first, "--tls-port" adds TLS. */
+int tu_redis_spawn_with(const char *server, const char *dir, const char *sock,
+                        char *const *extra, int flags, pid_t *pid, char *err, size_t errlen);
+
 /* A blocking connection to the unix socket `sock`; connecting and each
  * command time out after `timeout_ms`.  NULL with the reason. */
 redisContext *tu_redis_connect(const char *sock, int timeout_ms, char *err, size_t errlen);

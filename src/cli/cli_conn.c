@@ -29,6 +29,13 @@ const struct option cli_conn_longopts[] = {
     { "replication-timeout", required_argument, NULL, CLI_CONN_OPT_REPLICATION_TIMEOUT },
     { "sentinel", required_argument, NULL, CLI_CONN_OPT_SENTINEL },
     { "master", required_argument, NULL, CLI_CONN_OPT_MASTER },
+    { "tls", no_argument, NULL, CLI_CONN_OPT_TLS },
+    { "cacert", required_argument, NULL, CLI_CONN_OPT_CACERT },
+    { "cacertdir", required_argument, NULL, CLI_CONN_OPT_CACERTDIR },
+    { "cert", required_argument, NULL, CLI_CONN_OPT_CERT },
+    { "key", required_argument, NULL, CLI_CONN_OPT_KEY },
+    { "sni", required_argument, NULL, CLI_CONN_OPT_SNI },
+    { "insecure", no_argument, NULL, CLI_CONN_OPT_INSECURE },
     { NULL, 0, NULL, 0 }
 };
 
@@ -114,6 +121,13 @@ int cli_conn_option(struct cli_conn *cc, int opt, const char *arg, char *err,
     case CLI_CONN_OPT_REPLICATION_TIMEOUT:
         return take_duration("replication timeout", arg, &cc->replication_timeout_ms, err,
                              errlen);
+    case CLI_CONN_OPT_TLS: cc->tls.on = 1; return 1;
+    case CLI_CONN_OPT_CACERT: cc->tls.cacert = arg; return 1;
+    case CLI_CONN_OPT_CACERTDIR: cc->tls.cacertdir = arg; return 1;
+    case CLI_CONN_OPT_CERT: cc->tls.cert = arg; return 1;
+    case CLI_CONN_OPT_KEY: cc->tls.key = arg; return 1;
+    case CLI_CONN_OPT_SNI: cc->tls.sni = arg; return 1;
+    case CLI_CONN_OPT_INSECURE: cc->tls.insecure = 1; return 1;
     case 'p':
         if ((r = take_number("port", arg, 1, 65535, &v, err, errlen)) > 0)
             cc->port = (int)v;
@@ -153,6 +167,44 @@ static void apply_flags(struct cli_session *s, const struct cli_conn *cc)
         o->durability = (dq_durability)cc->durability;
     if (cc->replication_timeout_ms > 0)
         o->replication_timeout_ms = (int)cc->replication_timeout_ms;
+}
+
+/*
+ * Lay the TLS flags over the -c file's TLS settings: --tls turns TLS on,
+ * the others replace the file's values.  They mean nothing without TLS,
+ * so one given while TLS is off is a usage error rather than ignored.
+ * Returns 0, or an exit code with the message in `err`.
+ */
+static int apply_tls_flags(struct cli_session *s, const struct cli_conn *cc, char *err,
+                           size_t errlen)
+{
+    dq_tls_options *t = &s->opt.tls;
+    const char *given = cc->tls.cacert ? "--cacert" : cc->tls.cacertdir ? "--cacertdir"
+                        : cc->tls.cert ? "--cert" : cc->tls.key ? "--key"
+                        : cc->tls.sni ? "--sni" : cc->tls.insecure ? "--insecure" : NULL;
+    if (cc->tls.on)
+        t->enable = 1;
+    if (given && !t->enable) {
+        snprintf(err, errlen, "%s needs --tls (or tls in the -c file's redis group)", given);
+        return CLI_EXIT_USAGE;
+    }
+    if (cc->tls.key && !cc->tls.cert && !t->cert_file) {
+        snprintf(err, errlen, "--key needs --cert");
+        return CLI_EXIT_USAGE;
+    }
+    if (cc->tls.cacert || cc->tls.cacertdir) {
+        t->ca_file = cc->tls.cacert;
+        t->ca_dir = cc->tls.cacertdir;
+    }
+    if (cc->tls.cert) {
+        t->cert_file = cc->tls.cert;
+        t->key_file = cc->tls.key;
+    }
+    if (cc->tls.sni)
+        t->server_name = cc->tls.sni;
+    if (cc->tls.insecure)
+        t->verify = 0;
+    return CLI_EXIT_OK;
 }
 
 /* An environment variable's value; NULL when unset or empty. */
@@ -250,7 +302,8 @@ int cli_session_options(struct cli_session *s, const struct cli_conn *cc,
         return code;
     redis_conf_to_options(&s->conf, &s->opt);
     apply_flags(s, cc);
-    return choose_password(s, cc, err, errlen);
+    code = apply_tls_flags(s, cc, err, errlen);
+    return code != CLI_EXIT_OK ? code : choose_password(s, cc, err, errlen);
 }
 
 int cli_session_connect(struct cli_session *s, char *err, size_t errlen)

@@ -38,6 +38,13 @@ enum cli_conn_opt {
     CLI_CONN_OPT_REPLICATION_TIMEOUT,
     CLI_CONN_OPT_SENTINEL,
     CLI_CONN_OPT_MASTER,
+    CLI_CONN_OPT_TLS,
+    CLI_CONN_OPT_CACERT,
+    CLI_CONN_OPT_CACERTDIR,
+    CLI_CONN_OPT_CERT,
+    CLI_CONN_OPT_KEY,
+    CLI_CONN_OPT_SNI,
+    CLI_CONN_OPT_INSECURE,
     CLI_CONN_OPT_END
 };
 
@@ -59,6 +66,15 @@ struct cli_conn {
                                        given */
     const char *sentinel;       /* --sentinel HOST:PORT[,HOST:PORT...] */
     const char *master;         /* --master NAME */
+    struct {                    /* TLS, as redis-cli spells it */
+        int on;                 /* --tls */
+        const char *cacert;     /* --cacert */
+        const char *cacertdir;  /* --cacertdir */
+        const char *cert;       /* --cert */
+        const char *key;        /* --key */
+        const char *sni;        /* --sni */
+        int insecure;           /* --insecure */
+    } tls;
 };
 
 /* A connection in use: the settings it was made from and the client. */

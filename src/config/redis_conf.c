@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <unistd.h>
 
 #include "config/conf_reader.h"
 #include "lib/keys.h"
@@ -32,6 +33,7 @@ void redis_conf_init(struct redis_conf *rc)
     rc->max_payload = def.max_payload;
     rc->durability = def.durability;
     rc->replication_timeout_ms = def.replication_timeout_ms;
+    rc->tls.verify = def.tls.verify;
 }
 
 void redis_conf_free(struct redis_conf *rc)
@@ -43,6 +45,7 @@ void redis_conf_free(struct redis_conf *rc)
     free(rc->password_in);
     free(rc->prefix);
     sentinel_conf_free(&rc->sentinel);
+    tls_settings_free(&rc->tls);
     redis_conf_init(rc);
 }
 
@@ -65,6 +68,13 @@ void redis_conf_to_options(const struct redis_conf *rc, dq_options *opt)
     opt->durability = rc->durability;
     opt->replication_timeout_ms = (int)rc->replication_timeout_ms;
     sentinel_conf_to_options(&rc->sentinel, &opt->sentinel);
+    opt->tls.enable = rc->tls.enable;
+    opt->tls.ca_file = rc->tls.ca_file;
+    opt->tls.ca_dir = rc->tls.ca_dir;
+    opt->tls.cert_file = rc->tls.cert_file;
+    opt->tls.key_file = rc->tls.key_file;
+    opt->tls.server_name = rc->tls.server_name;
+    opt->tls.verify = rc->tls.verify;
 }
 
 void redis_conf_queue_keys(const struct redis_conf *rc, const char *queue,
@@ -372,6 +382,80 @@ static int read_sentinel(struct conf_reader *r, const config_setting_t *s,
     return 0;
 }
 
+/* ---- the tls group ------------------------------------------------------ */
+
+#define TLS_PREFIX "redis.tls."
+
+/* A file (or directory) setting of the tls group: resolved against the
+ * configuration file's directory and checked to be readable now, so that
+ * a wrong path is named at FILE:LINE rather than at the first connect. */
+static int read_tls_path(struct conf_reader *r, const config_setting_t *s, int dir,
+                         char **dst)
+{
+    const char *v;
+    if (conf_string(r, s, TLS_PREFIX, &v) < 0)
+        return -1;
+    if (!*v)
+        return conf_fail(r, s, "redis.tls.%s is empty", config_setting_name(s));
+    char *file = resolve_path(r->path, v);
+    if (!file)
+        return conf_fail(r, s, "out of memory");
+    struct stat st;
+    int bad = 0;
+    if (stat(file, &st) < 0)
+        bad = errno;
+    else if (dir != !!S_ISDIR(st.st_mode))
+        bad = dir ? ENOTDIR : EISDIR;
+    else if (access(file, R_OK) < 0)
+        bad = errno;
+    if (bad) {
+        conf_fail(r, s, "redis.tls.%s: cannot read %s: %s", config_setting_name(s), file,
+                  strerror(bad));
+        free(file);
+        return -1;
+    }
+    free(*dst);
+    *dst = file;
+    return 0;
+}
+
+/* The `tls` group: present means TLS on unless `enable = false`. */
+static int read_tls(struct conf_reader *r, const config_setting_t *s,
+                    struct redis_conf *rc)
+{
+    static const char *const known[] = { "enable", "ca_file", "ca_dir", "cert_file",
+                                         "key_file", "server_name", "verify", NULL };
+    if (conf_check_keys(r, s, TLS_PREFIX, known) < 0)
+        return -1;
+    struct tls_settings *t = &rc->tls;
+    const config_setting_t *v;
+    t->enable = 1;
+    if (conf_bool(r, config_setting_get_member(s, "enable"), TLS_PREFIX, &t->enable) < 0
+        || conf_bool(r, config_setting_get_member(s, "verify"), TLS_PREFIX, &t->verify) < 0)
+        return -1;
+    const struct { const char *name; int dir; char **dst; } paths[] = {
+        { "ca_file", 0, &t->ca_file }, { "ca_dir", 1, &t->ca_dir },
+        { "cert_file", 0, &t->cert_file }, { "key_file", 0, &t->key_file },
+    };
+    for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++)
+        if ((v = config_setting_get_member(s, paths[i].name))
+            && read_tls_path(r, v, paths[i].dir, paths[i].dst) < 0)
+            return -1;
+    if ((v = config_setting_get_member(s, "server_name"))) {
+        const char *name;
+        if (conf_string(r, v, TLS_PREFIX, &name) < 0)
+            return -1;
+        if (!*name)
+            return conf_fail(r, v, "redis.tls.server_name is empty");
+        if (dup_string_of(r, v, name, &t->server_name) < 0)
+            return -1;
+    }
+    if (t->key_file && !t->cert_file)
+        return conf_fail(r, config_setting_get_member(s, "key_file"),
+                         "redis.tls.key_file needs redis.tls.cert_file");
+    return 0;
+}
+
 typedef int (*key_reader)(struct conf_reader *, const config_setting_t *,
                           struct redis_conf *);
 
@@ -394,6 +478,7 @@ static const struct {
     { "durability", read_durability },
     { "replication_timeout", read_replication_timeout },
     { "sentinel", read_sentinel },
+    { "tls", read_tls },
 };
 
 #define CONF_NKEYS (sizeof conf_keys / sizeof conf_keys[0])

@@ -15,7 +15,19 @@
  *     keepalive = true;
  *     max_payload = 1048576;   # bytes
  *     sentinel = { ... };      # instead of host/unix_socket: sentinel_conf.h
+ *     tls = {                  # TLS over TCP; the group turns it on
+ *       enable = true;         # false keeps the settings but connects plain
+ *       ca_file = "ca.crt";    # or ca_dir; neither: the system's CAs
+ *       cert_file = "client.crt";  # a client certificate, when Redis asks
+ *       key_file = "client.key";   # (tls-auth-clients yes)
+ *       server_name = "redis.example"; # SNI and the name checked; default host
+ *       verify = true;         # false: any certificate (tests only)
+ *     };
  *   };
+ *
+ * Relative file names (password_file, the tls files) are relative to the
+ * directory of the configuration file; the tls files must be readable
+ * when the file is read.
  *
  * A missing group means every default.  Every problem is reported as one
  * line "FILE:LINE: message" in the caller's buffer.
@@ -28,6 +40,7 @@
 #include <stdint.h>
 
 #include "config/sentinel_conf.h"
+#include "lib/tls.h"
 
 struct config_t; /* libconfig's config_t */
 
@@ -48,6 +61,7 @@ struct redis_conf {
     dq_durability durability;   /* "local" (default) or "replicated" */
     int64_t replication_timeout_ms; /* WAIT's timeout, default 1000 */
     struct sentinel_conf sentinel; /* master NULL: no Sentinel */
+    struct tls_settings tls;    /* default off, verify on; paths resolved */
 };
 
 /* Fill `rc` with the defaults; it owns no memory yet. */
@@ -82,7 +96,7 @@ int redis_conf_read(struct redis_conf *rc, const struct config_t *cfg,
 int redis_conf_password_from_file(struct redis_conf *rc, const char *file,
                                   const char **why) __attribute__((warn_unused_result));
 
-/* Fill `opt` (all of it) from `rc`.  The strings are borrowed: `rc` must
+/* Fill `opt` (all of it) from `rc`, its TLS settings too.  The strings are borrowed: `rc` must
  * outlive every use of `opt`. */
 void redis_conf_to_options(const struct redis_conf *rc, dq_options *opt);
 

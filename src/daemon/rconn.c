@@ -1,7 +1,5 @@
 #include "daemon/rconn.h"
 
-#include <hiredis/adapters/libevent.h>
-#include <hiredis/async.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +7,7 @@
 #include <unistd.h>
 
 #include "daemon/log.h"
+#include "daemon/rconn_io.h"
 #include "daemon/slots.h"
 #include "lib/redis_conn.h"
 #include "lib/scripts.h"
@@ -16,7 +15,7 @@
 
 struct rconn {
     struct event_base *base;
-    redisAsyncContext *ac;      /* NULL while down; hiredis frees it */
+    struct rconn_io *io;        /* NULL while down; frees itself on failure */
     int up;                     /* handshake done */
     int dropping;               /* to be dropped by the connect timer */
     int demoted;                /* dropped on a failover reply; no master yet */
@@ -55,7 +54,7 @@ struct request {
     int script;
     int resent;
     struct event *deadline;
-    redisAsyncContext *ac;      /* the connection it was sent on */
+    struct rconn_io *io;        /* the connection it was sent on */
 };
 
 static void schedule_reconnect(struct rconn *rc);
@@ -89,29 +88,29 @@ static void note_failure(struct rconn *rc, const char *why)
     }
 }
 
-/* Tear the context down now (from a timer, never from a hiredis callback).
- * Pending requests get a NULL reply through hiredis.  `why` is NULL when
- * drop_soon noted the failure already. */
+/* Tear the connection down now (from a timer, never from one of its
+ * callbacks).  Pending requests get a NULL reply through rconn_io.  `why`
+ * is NULL when drop_soon noted the failure already. */
 static void drop(struct rconn *rc, const char *why)
 {
-    redisAsyncContext *ac = rc->ac;
+    struct rconn_io *io = rc->io;
     int was_up = rc->up;
-    rc->ac = NULL;
+    rc->io = NULL;
     rc->up = 0;
     rc->dropping = 0;
     evtimer_del(rc->connect_timer);
     if (why)
         note_failure(rc, why);
-    if (ac)
-        redisAsyncFree(ac);
+    if (io)
+        rconn_io_free(io);
     if (was_up && rc->ev.on_down)
         rc->ev.on_down(rc, rc->ev.arg);
     schedule_reconnect(rc);
 }
 
 /* Note the failure now and drop the connection from the connect timer at
- * once: inside a hiredis callback the context must not be freed.  Until
- * then no request is taken. */
+ * once: inside one of its callbacks the connection must not be freed.
+ * Until then no request is taken. */
 static void drop_soon(struct rconn *rc, const char *why)
 {
     if (rc->dropping)
@@ -155,18 +154,17 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
     (void)what;
     struct request *req = arg;
     struct rconn *rc = req->rc;
-    if (rc->ac == req->ac && rc->ac)
+    if (rc->io == req->io && rc->io)
         drop(rc, "no reply within the command timeout");
 }
 
-static void on_reply(redisAsyncContext *ac, void *r, void *privdata);
+static void on_reply(struct rconn_io *io, redisReply *reply, void *privdata);
 
 static int request_write(struct request *req)
 {
     struct rconn *rc = req->rc;
-    req->ac = rc->ac;
-    if (redisAsyncFormattedCommand(rc->ac, on_reply, req, req->formatted,
-                                   (size_t)req->len) != REDIS_OK)
+    req->io = rc->io;
+    if (rconn_io_send(rc->io, req->formatted, (size_t)req->len, on_reply, req, 0) < 0)
         return -1;
     if (rc->opt.command_timeout_ms > 0) {
         /* Under "replicated" any request may queue behind a WAIT. */
@@ -179,16 +177,15 @@ static int request_write(struct request *req)
 
 static void send_script_load(struct rconn *rc, int script);
 
-static void on_reply(redisAsyncContext *ac, void *r, void *privdata)
+static void on_reply(struct rconn_io *io, redisReply *reply, void *privdata)
 {
-    (void)ac;
+    (void)io;
     struct request *req = privdata;
     struct rconn *rc = req->rc;
-    redisReply *reply = r;
     evtimer_del(req->deadline);
     /* The script vanished (SCRIPT FLUSH): load it and send once more; the
      * script did not run, so this is safe. */
-    if (redis_conn_is_noscript(reply) && !req->resent && req->script >= 0 && rc->ac == req->ac
+    if (redis_conn_is_noscript(reply) && !req->resent && req->script >= 0 && rc->io == req->io
         && rc->up && !rc->dropping) {
         req->resent = 1;
         send_script_load(rc, req->script);
@@ -199,7 +196,7 @@ static void on_reply(redisAsyncContext *ac, void *r, void *privdata)
     /* The server is a replica now, or loading (a failover moved the master
      * elsewhere): nothing ran, so the caller sees a lost connection and
      * sends again once a new one is up; the outage is logged once. */
-    if (redis_conn_is_failover(reply) && rc->ac) {
+    if (redis_conn_is_failover(reply) && rc->io) {
         rc->demoted = 1;
         drop_soon(rc, reply->str);
         reply = NULL;
@@ -224,7 +221,7 @@ static int send_replicated(struct rconn *rc, const struct cmd *cmd, int script,
 static int send_request(struct rconn *rc, const struct cmd *cmd, int script,
                         rconn_reply_fn fn, void *arg)
 {
-    if (!rc->up || rc->dropping || !rc->ac || cmd->oom)
+    if (!rc->up || rc->dropping || !rc->io || cmd->oom)
         return -1;
     struct request *req = calloc(1, sizeof *req);
     if (!req)
@@ -269,11 +266,10 @@ static void handshake_done(struct rconn *rc)
 
 /* Replies to the handshake (AUTH, SELECT, SCRIPT LOAD, SUBSCRIBE's first
  * reply): any error fails the connection attempt. */
-static void on_handshake_reply(redisAsyncContext *ac, void *r, void *privdata)
+static void on_handshake_reply(struct rconn_io *io, redisReply *reply, void *privdata)
 {
     struct rconn *rc = privdata;
-    redisReply *reply = r;
-    if (rc->ac != ac || !reply)
+    if (rc->io != io || !reply)
         return;
     if (reply->type == REDIS_REPLY_ERROR) {
         char why[300];
@@ -285,11 +281,10 @@ static void on_handshake_reply(redisAsyncContext *ac, void *r, void *privdata)
         handshake_done(rc);
 }
 
-static void on_message(redisAsyncContext *ac, void *r, void *privdata)
+static void on_message(struct rconn_io *io, redisReply *reply, void *privdata)
 {
     struct rconn *rc = privdata;
-    redisReply *reply = r;
-    if (rc->ac != ac || !reply || reply->type != REDIS_REPLY_ARRAY || reply->elements < 3)
+    if (rc->io != io || !reply || reply->type != REDIS_REPLY_ARRAY || reply->elements < 3)
         return;
     const redisReply *kind = reply->element[0];
     if (kind->type == REDIS_REPLY_STRING && strcmp(kind->str, "subscribe") == 0) {
@@ -305,63 +300,71 @@ static void on_message(redisAsyncContext *ac, void *r, void *privdata)
 
 static void send_script_load(struct rconn *rc, int script)
 {
-    redisAsyncCommand(rc->ac, NULL, NULL, "SCRIPT LOAD %s", dq_scripts[script].text);
+    const char *argv[3] = { "SCRIPT", "LOAD", dq_scripts[script].text };
+    (void)rconn_io_command(rc->io, NULL, NULL, 0, 3, argv, NULL);
+}
+
+/* Queue a handshake command; a failure to queue fails the attempt. */
+static void handshake_command(struct rconn *rc, rconn_io_reply_fn fn, int persistent,
+                              int argc, const char **argv)
+{
+    rc->pending++;
+    if (rconn_io_command(rc->io, fn, rc, persistent, argc, argv, NULL) < 0)
+        drop_soon(rc, "out of memory sending the handshake");
 }
 
 static void start_handshake(struct rconn *rc)
 {
-    redisAsyncContext *ac = rc->ac;
     rc->pending = 0;
     const char *auth[3];
     int argc = redis_conn_auth_argv(&rc->opt, auth);
-    if (argc) {
-        rc->pending++;
-        redisAsyncCommandArgv(ac, on_handshake_reply, rc, argc, auth, NULL);
-    }
+    if (argc)
+        handshake_command(rc, on_handshake_reply, 0, argc, auth);
     if (rc->opt.db) {
-        rc->pending++;
-        redisAsyncCommand(ac, on_handshake_reply, rc, "SELECT %d", rc->opt.db);
+        char db[16];
+        snprintf(db, sizeof db, "%d", rc->opt.db);
+        const char *sel[2] = { "SELECT", db };
+        handshake_command(rc, on_handshake_reply, 0, 2, sel);
     }
     if (rc->channel) {
-        rc->pending++;
-        redisAsyncCommand(ac, on_message, rc, "SUBSCRIBE %s", rc->channel);
+        const char *sub[2] = { "SUBSCRIBE", rc->channel };
+        handshake_command(rc, on_message, 1, 2, sub);
         return;
     }
     for (int s = 0; s < DQ_SCRIPT_COUNT; s++) {
-        rc->pending++;
-        redisAsyncCommand(ac, on_handshake_reply, rc, "SCRIPT LOAD %s", dq_scripts[s].text);
+        const char *load[3] = { "SCRIPT", "LOAD", dq_scripts[s].text };
+        handshake_command(rc, on_handshake_reply, 0, 3, load);
     }
 }
 
-static void on_connect(const redisAsyncContext *ac, int status)
+static void on_connect(struct rconn_io *io, int ok, const char *why, void *arg)
 {
-    struct rconn *rc = ac->data;
-    if (rc->ac != ac)
+    struct rconn *rc = arg;
+    if (rc->io != io)
         return;
-    if (status != REDIS_OK) {
-        /* hiredis frees the context after this callback. */
-        rc->ac = NULL;
+    if (!ok) {
+        /* rconn_io frees the connection after this callback. */
+        rc->io = NULL;
         evtimer_del(rc->connect_timer);
-        note_failure(rc, ac->errstr);
+        note_failure(rc, why);
         schedule_reconnect(rc);
         return;
     }
     if (!rc->opt.unix_path && rc->opt.keepalive)
-        redisEnableKeepAlive((redisContext *)&ac->c);
+        rconn_io_keepalive(io);
     start_handshake(rc);
 }
 
-static void on_disconnect(const redisAsyncContext *ac, int status)
+static void on_disconnect(struct rconn_io *io, const char *why, void *arg)
 {
-    struct rconn *rc = ac->data;
-    (void)status;
-    if (rc->ac != ac)
+    struct rconn *rc = arg;
+    if (rc->io != io)
         return;         /* we dropped it ourselves */
     int was_up = rc->up;
-    rc->ac = NULL;      /* hiredis frees the context after this callback */
+    rc->io = NULL;      /* rconn_io frees the connection after this callback */
     rc->up = 0;
     evtimer_del(rc->connect_timer);
-    note_failure(rc, ac->errstr[0] ? ac->errstr : "connection closed");
+    note_failure(rc, why && *why ? why : "connection closed");
     if (was_up && rc->ev.on_down)
         rc->ev.on_down(rc, rc->ev.arg);
     schedule_reconnect(rc);
@@ -398,25 +401,15 @@ static void connect_now(struct rconn *rc)
     rc->dropping = 0;   /* a drop_soon the server beat to it is moot */
     if (rc->sentinel && locate_master(rc) < 0)
         return;
-    redisAsyncContext *ac = rc->opt.unix_path ? redisAsyncConnectUnix(rc->opt.unix_path)
-                                              : redisAsyncConnect(rc->opt.host, rc->opt.port);
-    if (!ac) {
-        note_failure(rc, "out of memory");
+    const struct rconn_io_events ev = { on_connect, on_disconnect, rc };
+    char err[sizeof rc->last_failure];
+    struct rconn_io *io = rconn_io_connect(rc->base, &rc->opt, &ev, err, sizeof err);
+    if (!io) {
+        note_failure(rc, err);
         schedule_reconnect(rc);
         return;
     }
-    if (ac->err) {
-        note_failure(rc, ac->errstr);
-        redisAsyncFree(ac);
-        schedule_reconnect(rc);
-        return;
-    }
-    ac->data = rc;
-    rc->ac = ac;
-    /* The adapter first, then the callbacks (hiredis's own order). */
-    redisLibeventAttach(ac, rc->base);
-    redisAsyncSetConnectCallback(ac, on_connect);
-    redisAsyncSetDisconnectCallback(ac, on_disconnect);
+    rc->io = io;
     struct timeval tv = { rc->opt.connect_timeout_ms / 1000,
                           (rc->opt.connect_timeout_ms % 1000) * 1000 };
     evtimer_add(rc->connect_timer, &tv);
@@ -434,10 +427,13 @@ static void on_connect_timer(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     struct rconn *rc = arg;
-    if (rc->ac && rc->dropping)
+    if (rc->io && rc->dropping)
         drop(rc, NULL);
-    else if (rc->ac)
-        drop(rc, "connect or handshake timed out");
+    else if (rc->io)
+        drop(rc, rconn_io_silent_tls(rc->io)
+                 ? "TLS: the server does not speak TLS on this port (no answer to the "
+                   "TLS hello within the connect timeout)"
+                 : "connect or handshake timed out");
 }
 
 /* Next attempt after the backoff, with +-25% jitter so that many workers
@@ -461,9 +457,9 @@ static void on_switch_signal(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     struct rconn *rc = arg;
-    if (rc->dropping || (rc->ac && !rc->up))
+    if (rc->dropping || (rc->io && !rc->up))
         return;
-    if (!rc->ac && !evtimer_pending(rc->retry_timer, NULL))
+    if (!rc->io && !evtimer_pending(rc->retry_timer, NULL))
         return;         /* not started */
     if (rc->up) {
         char was[300], why[400];
@@ -537,7 +533,7 @@ struct rconn *rconn_from_conf(struct event_base *base, const struct redis_conf *
 
 void rconn_start(struct rconn *rc)
 {
-    if (!rc->ac)
+    if (!rc->io)
         connect_now(rc);
 }
 
@@ -564,12 +560,12 @@ void rconn_free(struct rconn *rc)
 {
     if (!rc)
         return;
-    redisAsyncContext *ac = rc->ac;
-    rc->ac = NULL;
+    struct rconn_io *io = rc->io;
+    rc->io = NULL;
     rc->up = 0;
     rc->ev.on_down = NULL;
-    if (ac)
-        redisAsyncFree(ac);
+    if (io)
+        rconn_io_free(io);
     if (rc->connect_timer)
         event_free(rc->connect_timer);
     if (rc->retry_timer)
@@ -585,8 +581,8 @@ void rconn_free(struct rconn *rc)
 
 void rconn_close_in_child(struct rconn *rc)
 {
-    if (rc && rc->ac && rc->ac->c.fd >= 0)
-        close(rc->ac->c.fd);
+    if (rc && rc->io && rconn_io_fd(rc->io) >= 0)
+        close(rconn_io_fd(rc->io));
 }
 
 /* ---- replicated durability ----------------------------------------------- */

@@ -1,12 +1,13 @@
 /*
  * rconn: one asynchronous Redis connection on a libevent loop that stays
- * up by itself.  The daemon's only user of hiredis's async API.
+ * up by itself, over plain TCP, a unix socket or TLS (the bytes move in
+ * rconn_io.c, with hiredis as the RESP codec only).
  *
- * hiredis 0.14 has no timeouts in its async API, so rconn arms its own
- * timers: one for the connect (and handshake), one per request.  A request
- * that misses its deadline drops the connection, which is then re-made on
- * a timer with jittered exponential backoff (never inside a hiredis
- * callback).  An outage is logged once when it starts and once when it
+ * The connection has no timeouts of its own, so rconn arms its own
+ * timers: one for the connect (and TLS and Redis handshake), one per
+ * request.  A request that misses its deadline drops the connection,
+ * which is then re-made on a timer with jittered exponential backoff
+ * (never inside one of the connection's callbacks).  An outage is logged once when it starts and once when it
  * ends, not at every attempt.
  *
  * On every (re)connect rconn authenticates, selects the database, loads

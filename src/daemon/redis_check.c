@@ -7,6 +7,7 @@
 #include "daemon/log.h"
 #include "lib/redis_conn.h"
 #include "lib/sentinel.h"
+#include "lib/redis_io.h"
 
 #define CHECK_TIMEOUT_MS 2000
 
@@ -27,7 +28,8 @@ static const char *info_field(const char *info, const char *field, char *buf, si
 
 static void check_version(redisContext *c)
 {
-    redisReply *r = redisCommand(c, "INFO server");
+    const char *argv[2] = { "INFO", "server" };
+    redisReply *r = redis_io_command(c, 2, argv, NULL);
     char v[32];
     if (r && r->type == REDIS_REPLY_STRING
         && info_field(r->str, "redis_version:", v, sizeof v) && atoi(v) < 7)
@@ -38,7 +40,8 @@ static void check_version(redisContext *c)
 
 static void check_eviction(redisContext *c)
 {
-    redisReply *r = redisCommand(c, "CONFIG GET maxmemory-policy");
+    const char *argv[3] = { "CONFIG", "GET", "maxmemory-policy" };
+    redisReply *r = redis_io_command(c, 3, argv, NULL);
     if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 2
         && r->element[1]->type == REDIS_REPLY_STRING
         && strcmp(r->element[1]->str, "noeviction") != 0)
@@ -66,8 +69,8 @@ void redis_check_server(const struct redis_conf *rc)
                       : opt.sentinel.master ? NULL
                                             : redis_conn_open(&o, &st, err, sizeof err);
     sentinel_free(sn);
-    redis_conn_opts_free(&o);
     if (!c) {
+        redis_conn_opts_free(&o);
         if (st == DQ_ERR_AUTH)
             log_err("%s", err);
         else
@@ -76,5 +79,6 @@ void redis_check_server(const struct redis_conf *rc)
     }
     check_version(c);
     check_eviction(c);
-    redisFree(c);
+    redis_io_free(c);
+    redis_conn_opts_free(&o);
 }

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/redis_io.h"
 #include "lib/scripts.h"
 
 dq_status client_fail(dq_client *c, dq_status st, const char *fmt, ...)
@@ -174,7 +175,7 @@ void dq_close(dq_client *c)
     if (!c)
         return;
     if (c->rc)
-        redisFree(c->rc);
+        redis_io_free(c->rc);
     redis_conn_opts_free(&c->conn);
     sentinel_free(c->sentinel);
     free(c->prefix);
@@ -197,7 +198,7 @@ static dq_status ensure_open(dq_client *c)
     if (c->rc && !c->rc->err)
         return DQ_OK;
     if (c->rc) {
-        redisFree(c->rc);
+        redis_io_free(c->rc);
         c->rc = NULL;
     }
     return client_open(c);
@@ -207,14 +208,15 @@ static dq_status ensure_open(dq_client *c)
 static dq_status broken(dq_client *c, const char *what)
 {
     dq_status st = redis_conn_context_error(&c->conn, c->rc, what, c->err, sizeof c->err);
-    redisFree(c->rc);
+    redis_io_free(c->rc);
     c->rc = NULL;
     return st;
 }
 
 static dq_status load_script(dq_client *c, enum dq_script_id s)
 {
-    redisReply *r = redisCommand(c->rc, "SCRIPT LOAD %s", dq_scripts[s].text);
+    const char *argv[3] = { "SCRIPT", "LOAD", dq_scripts[s].text };
+    redisReply *r = redis_io_command(c->rc, 3, argv, NULL);
     if (!r)
         return broken(c, "SCRIPT LOAD");
     dq_status st = DQ_OK;
@@ -258,7 +260,7 @@ static dq_status await_master(dq_client *c, redisReply *r, struct failover_wait 
     redis_conn_describe(&c->conn, addr, sizeof addr);
     snprintf(text, sizeof text, "%s", r->str);
     freeReplyObject(r);
-    redisFree(c->rc);
+    redis_io_free(c->rc);
     c->rc = NULL;
     if (fw->waited_ms >= c->conn.connect_timeout_ms)
         return client_fail(c, DQ_ERR_CONNECT, "redis %s: %s (no master within %d ms)",
@@ -284,7 +286,7 @@ static dq_status run_unguarded(dq_client *c, struct cmd *cmd, int s,
     struct failover_wait fw = FAILOVER_WAIT_INIT;
     int loaded = 0;
     for (;;) {
-        redisReply *r = redisCommandArgv(c->rc, cmd->argc, cmd->argv, cmd->lens);
+        redisReply *r = redis_io_command(c->rc, cmd->argc, cmd->argv, cmd->lens);
         if (!r)
             return broken(c, what);
         if (redis_conn_is_failover(r)) {
@@ -341,16 +343,14 @@ static dq_status pipeline_round(dq_client *c, struct cmd *cmds, size_t n,
             st = client_fail(c, DQ_ERR_NOMEM, "out of memory queueing commands");
             break;
         }
-        int done = 0;
-        while (!done)
-            if (redisBufferWrite(c->rc, &done) != REDIS_OK)
-                return broken(c, "pipeline");
+        if (redis_io_flush(c->rc) != REDIS_OK)
+            return broken(c, "pipeline");
     }
     for (size_t i = 0; i < sent; i++) {
         if (replies[i])
             continue;
         void *r = NULL;
-        if (redisGetReply(c->rc, &r) != REDIS_OK)
+        if (redis_io_get_reply(c->rc, &r) != REDIS_OK)
             return broken(c, "pipeline");
         replies[i] = r;
     }
@@ -446,12 +446,12 @@ static dq_status register_unguarded(dq_client *c, const char *queue)
     char key[KEYS_NAME_MAX];
     keys_registry(key, sizeof key, c->prefix);
     const char *argv[3] = { "SADD", key, queue };
-    redisReply *r = redisCommandArgv(c->rc, 3, argv, NULL);
+    redisReply *r = redis_io_command(c->rc, 3, argv, NULL);
     struct failover_wait fw = FAILOVER_WAIT_INIT;
     while (r && redis_conn_is_failover(r)) {
         if ((st = await_master(c, r, &fw)) != DQ_OK)
             return st;
-        r = redisCommandArgv(c->rc, 3, argv, NULL);
+        r = redis_io_command(c->rc, 3, argv, NULL);
     }
     if (!r)
         return broken(c, "SADD");

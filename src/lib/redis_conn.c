@@ -3,6 +3,8 @@
  */
 #include "lib/redis_conn.h"
 
+#include "lib/redis_io.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,6 +50,7 @@ void redis_conn_opts_free(struct redis_conn_opts *o)
     free(o->unix_path);
     free(o->user);
     redis_conn_free_secret(o->password);
+    tls_settings_free(&o->tls);
     memset(o, 0, sizeof *o);
 }
 
@@ -69,6 +72,11 @@ int redis_conn_opts_copy(struct redis_conn_opts *o, const dq_options *opt,
                                                         : REDIS_CONN_DEFAULT_TIMEOUT_MS;
     o->command_timeout_ms = opt->command_timeout_ms > 0 ? opt->command_timeout_ms : 0;
     o->keepalive = opt->keepalive;
+    if (tls_settings_copy(&o->tls, &opt->tls) < 0) {
+        redis_conn_opts_free(o);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
     if (!o->host || (opt->unix_path && !o->unix_path) || (opt->user && !o->user)
         || (opt->password && !o->password)) {
         redis_conn_opts_free(o);
@@ -139,7 +147,8 @@ dq_status redis_conn_context_error(const struct redis_conn_opts *o,
     if (rc->err == REDIS_ERR_EOF)
         snprintf(err, errlen, "redis %s: connection closed by server", addr);
     else
-        snprintf(err, errlen, "redis %s: %s", addr, rc->errstr[0] ? rc->errstr : what);
+        snprintf(err, errlen, "redis %s: %s", addr,
+                 redis_io_errstr(rc)[0] ? redis_io_errstr(rc) : what);
     return DQ_ERR_CONNECT;
 }
 
@@ -153,7 +162,7 @@ static struct timeval ms_to_tv(int ms)
 static dq_status handshake(const struct redis_conn_opts *o, redisContext *rc, int argc,
                            const char **argv, char *err, size_t errlen)
 {
-    redisReply *r = redisCommandArgv(rc, argc, argv, NULL);
+    redisReply *r = redis_io_command(rc, argc, argv, NULL);
     if (!r)
         return redis_conn_context_error(o, rc, argv[0], err, errlen);
     dq_status st = DQ_OK;
@@ -163,6 +172,27 @@ static dq_status handshake(const struct redis_conn_opts *o, redisContext *rc, in
     }
     freeReplyObject(r);
     return st;
+}
+
+/* The TLS handshake on a fresh context (under the connect timeout, which
+ * hiredis left on the socket).  On failure the context is freed, *st and
+ * err say why, and 0 is returned. */
+static int start_tls(const struct redis_conn_opts *o, redisContext *rc, dq_status *st,
+                     char *err, size_t errlen)
+{
+    char why[400];
+    struct timeval tv = ms_to_tv(o->connect_timeout_ms);
+    *st = redisSetTimeout(rc, tv) == REDIS_OK
+          ? redis_io_start_tls(rc, &o->tls, o->host, why, sizeof why) : DQ_ERR_CONNECT;
+    if (*st == DQ_ERR_CONNECT && rc->err)
+        snprintf(why, sizeof why, "%s", rc->errstr);
+    if (*st == DQ_OK)
+        return 1;
+    char addr[300];
+    redis_conn_describe(o, addr, sizeof addr);
+    snprintf(err, errlen, "cannot connect to redis at %s: %s", addr, why);
+    redisFree(rc);
+    return 0;
 }
 
 redisContext *redis_conn_open(const struct redis_conn_opts *o, dq_status *st,
@@ -186,7 +216,10 @@ redisContext *redis_conn_open(const struct redis_conn_opts *o, dq_status *st,
         redisFree(rc);
         return NULL;
     }
-    if (o->command_timeout_ms > 0)
+    if (o->tls.enable && !o->unix_path && !start_tls(o, rc, st, err, errlen))
+        return NULL;
+    /* (After TLS the connect timeout is on the socket: 0 undoes it.) */
+    if (o->command_timeout_ms > 0 || (o->tls.enable && !o->unix_path))
         redisSetTimeout(rc, ms_to_tv(o->command_timeout_ms));
     if (o->keepalive && !o->unix_path)
         redisEnableKeepAlive(rc);
@@ -203,7 +236,7 @@ redisContext *redis_conn_open(const struct redis_conn_opts *o, dq_status *st,
         *st = handshake(o, rc, 1, ping, err, errlen);
     }
     if (*st != DQ_OK) {
-        redisFree(rc);
+        redis_io_free(rc);
         return NULL;
     }
     return rc;

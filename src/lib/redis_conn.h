@@ -16,6 +16,8 @@
 #include <hiredis/hiredis.h>
 #include <stddef.h>
 
+#include "lib/tls.h"
+
 #define REDIS_CONN_DEFAULT_HOST "127.0.0.1"
 #define REDIS_CONN_DEFAULT_PORT 6379
 #define REDIS_CONN_DEFAULT_TIMEOUT_MS 5000  /* connect, and each command */
@@ -36,6 +38,7 @@ struct redis_conn_opts {
     int connect_timeout_ms;     /* > 0 */
     int command_timeout_ms;     /* 0: wait for ever */
     int keepalive;              /* TCP keepalive (not on a unix socket) */
+    struct tls_settings tls;    /* TLS over TCP (a unix socket is plain) */
 };
 
 /*
@@ -72,7 +75,9 @@ int redis_conn_auth_argv(const struct redis_conn_opts *o, const char *argv[3]);
  * Connect (blocking) and hand-shake: AUTH when there is a password, SELECT
  * when db is not 0, else PING (so that a server wanting a password fails
  * here, not at the first real command).  The command timeout and TCP
- * keepalive are set on the context.  Returns the context, or NULL with
+ * keepalive are set on the context; over TCP with TLS on, the TLS
+ * handshake comes first (redis_io.c moves the bytes: use redis_io_* on the
+ * context, and redis_io_free).  Returns the context, or NULL with
  * *st set (DQ_ERR_CONNECT, DQ_ERR_TIMEOUT, DQ_ERR_AUTH, DQ_ERR_NOMEM) and
  * one line in err.  The caller must have SIGPIPE dealt with.
  */

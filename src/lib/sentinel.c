@@ -2,6 +2,7 @@
  * Finding the master through Redis Sentinel (see sentinel.h).
  */
 #include "lib/sentinel.h"
+#include "lib/redis_io.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -138,7 +139,7 @@ static const char *field(const redisReply *r, const char *key)
 static void refresh_nodes(struct sentinel *s, redisContext *rc)
 {
     const char *argv[3] = { "SENTINEL", "sentinels", s->master };
-    redisReply *r = redisCommandArgv(rc, 3, argv, NULL);
+    redisReply *r = redis_io_command(rc, 3, argv, NULL);
     if (r && r->type == REDIS_REPLY_ARRAY)
         for (size_t i = 0; i < r->elements; i++) {
             const char *ip = field(r->element[i], "ip");
@@ -164,7 +165,7 @@ static int ask_one(struct sentinel *s, size_t i, char *host, size_t hostlen, int
     if (!rc)
         return -1;
     const char *argv[3] = { "SENTINEL", "get-master-addr-by-name", s->master };
-    redisReply *r = redisCommandArgv(rc, 3, argv, NULL);
+    redisReply *r = redis_io_command(rc, 3, argv, NULL);
     int rv = -1;
     if (!r)
         redis_conn_context_error(&o, rc, "SENTINEL", err, errlen);
@@ -187,7 +188,7 @@ static int ask_one(struct sentinel *s, size_t i, char *host, size_t hostlen, int
         freeReplyObject(r);
     if (rv == 0)
         refresh_nodes(s, rc);
-    redisFree(rc);
+    redis_io_free(rc);
     return rv;
 }
 
@@ -228,7 +229,8 @@ int sentinel_resolve(struct sentinel *s, struct redis_conn_opts *conn, char *err
 int sentinel_is_master(redisContext *rc, const struct redis_conn_opts *conn, char *err,
                        size_t errlen)
 {
-    redisReply *r = redisCommand(rc, "ROLE");
+    const char *argv[1] = { "ROLE" };
+    redisReply *r = redis_io_command(rc, 1, argv, NULL);
     if (!r) {
         redis_conn_context_error(conn, rc, "ROLE", err, errlen);
         return -1;
@@ -265,7 +267,7 @@ int sentinel_locate(struct sentinel *s, struct redis_conn_opts *conn, char *err,
     if (!rc)
         return -1;
     int master = sentinel_is_master(rc, conn, err, errlen);
-    redisFree(rc);
+    redis_io_free(rc);
     return master == 1 ? changed : -1;
 }
 
@@ -296,7 +298,7 @@ redisContext *sentinel_connect(struct sentinel *s, struct redis_conn_opts *conn,
             int master = sentinel_is_master(rc, conn, err, errlen);
             if (master == 1)
                 return rc;
-            redisFree(rc);
+            redis_io_free(rc);
         }
         /* Only a lost master is worth waiting for: a refused password or
          * no memory will not get better. */
