@@ -627,8 +627,7 @@ static redisReply *reply_copy(const redisReply *r)
         c->element = calloc(r->elements ? r->elements : 1, sizeof *c->element);
         if (!c->element)
             goto fail;
-        c->elements = r->elements;
-        for (size_t i = 0; i < r->elements; i++)
+        for (size_t i = 0; i < r->elements; i++, c->elements = i)
             if (r->element[i] && !(c->element[i] = reply_copy(r->element[i])))
                 goto fail;
     }
