@@ -37,7 +37,8 @@ cache=${SYSTEMD_TEST_CACHE:-/var/cache/delayq-systemd-test}
 debs=${SYSTEMD_TEST_DEBS:-}
 # The packages of the cached tree: systemd, and what the delayq packages
 # and the test need inside (dpkg -i runs there without a network).
-include=(systemd systemd-sysv dbus redis-server adduser procps libhiredis0.14 libevent-2.1-7 libconfig9)
+include=(systemd systemd-sysv dbus redis-server adduser procps libhiredis0.14 libevent-2.1-7
+    libevent-openssl-2.1-7 libssl3 libconfig9)
 cgroup_name=delayq-systemd-test.$$
 work=
 own_debs=
