@@ -9,9 +9,11 @@
  * run of delayqd with 4 workers survives a kill -9 of the master, the
  * sentinels promoting the replica: the daemon follows without a restart,
  * and the test counts the jobs lost (never ran) and run twice, and the gap
- * without claims.  DELAYQ_SENTINEL_DURABILITY=replicated runs the same
- * with redis.durability = "replicated" (and min-replicas-to-write 1),
- * where no job whose enqueue returned OK may be lost; DELAYQ_SENTINEL_JOBS
+ * without claims; a second run does the same with redis.durability =
+ * "replicated" (and min-replicas-to-write 1), where no job whose enqueue
+ * returned OK may be lost and none may run twice
+ * (DELAYQ_SENTINEL_DURABILITY=replicated makes the first run replicated
+ * too); DELAYQ_SENTINEL_JOBS
  * changes the number of jobs.
  */
 #include <check.h>
@@ -415,11 +417,14 @@ static void keep_log(const char *path)
         fclose(in);
 }
 
-START_TEST(daemon_follows_a_sentinel_failover)
+/*
+ * The stress run under `durability` ("local" or "replicated"): counts
+ * printed, and asserted as far as the durability promises.
+ */
+static void stress_failover(const char *durability)
 {
     const char *env = getenv("DELAYQ_SENTINEL_JOBS");
-    const char *durability = getenv("DELAYQ_SENTINEL_DURABILITY");
-    int replicated = durability && strcmp(durability, "replicated") == 0;
+    int replicated = strcmp(durability, "replicated") == 0;
     struct stress s = { .n = env && atoi(env) > 0 ? atoi(env) : 5000 };
     s.ids = calloc((size_t)s.n, sizeof *s.ids);
     s.accepted = calloc((size_t)s.n, 1);
@@ -439,9 +444,7 @@ START_TEST(daemon_follows_a_sentinel_failover)
     snprintf(handler, sizeof handler,
              "{ type = \"*\"; file = \"testhandler.so\"; timeout = \"500ms\";\n"
              "  settings = { record = \"%s\"; lock_dir = \"%s\"; }; }", H.record, locks);
-    if (durability)
-        snprintf(durability_line, sizeof durability_line, " durability = \"%s\";",
-                 durability);
+    snprintf(durability_line, sizeof durability_line, " durability = \"%s\";", durability);
     snprintf(redis, sizeof redis,
              "sentinel = { master = \"" MASTER_NAME "\"; nodes = [ \"127.0.0.1:%d\", "
              "\"127.0.0.1:%d\", \"127.0.0.1:%d\" ]; }; connect_timeout = \"2s\"; "
@@ -518,7 +521,7 @@ START_TEST(daemon_follows_a_sentinel_failover)
     printf("sentinel failover: lost=%d dup=%d gap_ms=%lld (durability %s; %d jobs, %d "
            "accepted, promoted %lld ms after the kill, gap from %+lld ms; dead %lld; "
            "failovers counted %d)\n",
-           lost, dup, (long long)gap, durability ? durability : "local", s.n, accepted,
+           lost, dup, (long long)gap, durability, s.n, accepted,
            (long long)(t_promoted - t_kill), (long long)(gap_at - t_kill),
            (long long)st.dead, fo ? atoi(fo + 24) : -1);
     keep_log(getenv("DELAYQ_SENTINEL_LOG"));
@@ -530,13 +533,32 @@ START_TEST(daemon_follows_a_sentinel_failover)
     ck_assert_msg(h_log_count(&H, "(outage ") >= 1, "log:\n%s", h_log_tail(&H));
     ck_assert_msg(tu_process_running(H.pid), "delayqd exited; log:\n%s", h_log_tail(&H));
     ck_assert_int_eq(st.dead, 0);
-    if (replicated)
+    /* Replicated: an enqueue that returned OK is on the replica the
+     * sentinels promote, and so is every acknowledgement (one not yet
+     * confirmed is sent again, and settles the job on the new master). */
+    if (replicated) {
         ck_assert_msg(lost_accepted == 0, "%d jobs whose enqueue returned OK never ran",
                       lost_accepted);
+        ck_assert_msg(dup == 0, "%d jobs ran again after their run was acknowledged", dup);
+    }
     dq_close(c);
     free(s.ids);
     free(s.accepted);
     ck_assert_int_eq(h_stop(&H, 10000), 0);
+}
+
+START_TEST(daemon_follows_a_sentinel_failover)
+{
+    const char *durability = getenv("DELAYQ_SENTINEL_DURABILITY");
+    stress_failover(durability ? durability : "local");
+}
+END_TEST
+
+/* The same with every write confirmed by a replica: nothing lost, nothing
+ * run twice. */
+START_TEST(replicated_failover_loses_and_repeats_nothing)
+{
+    stress_failover("replicated");
 }
 END_TEST
 
@@ -739,6 +761,7 @@ int main(void)
     tcase_add_test(tc, client_finds_the_master_and_follows_a_failover);
     tcase_add_test(tc, cli_finds_the_master_through_the_sentinels);
     tcase_add_test(tc, daemon_follows_a_sentinel_failover);
+    tcase_add_test(tc, replicated_failover_loses_and_repeats_nothing);
     tcase_add_test(tc, daemon_and_client_follow_a_manual_failover);
     TCase *conf = fixture_tcase(s, "config", 30, NULL, NULL, conf_setup, conf_teardown);
     tcase_add_test(conf, config_errors_name_file_and_line);
