@@ -451,6 +451,64 @@ START_TEST(daemon_plain_server_logged)
 }
 END_TEST
 
+/*
+ * A sentinel that speaks only TLS, monitoring the good server over TLS:
+ * the library asks it for the master (with the same TLS settings, as the
+ * sentinels are reached) and runs a job there.  Its port, or 0 when it
+ * did not start.
+ */
+static int sentinel_start(pid_t *pid)
+{
+    char dir[300], conf[400], log[400], err[300];
+    snprintf(dir, sizeof dir, "%s/sentinel", certs);
+    if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+        return 0;
+    snprintf(conf, sizeof conf, "%s/sentinel.conf", dir);
+    snprintf(log, sizeof log, "%s/sentinel.log", dir);
+    int port = fixture_free_port();
+    FILE *f = fopen(conf, "w");
+    if (!f)
+        return 0;
+    fprintf(f, "port 0\ntls-port %d\ntls-cert-file %s\ntls-key-file %s\n"
+            "tls-ca-cert-file %s\ntls-auth-clients no\ntls-replication yes\n"
+            "dir %s\nlogfile %s\nsentinel monitor jobs 127.0.0.1 %d 1\n",
+            port, cert("server.crt"), cert("server.key"), cert("ca.crt"), dir, log,
+            good.tls_port);
+    if (fclose(f) != 0)
+        return 0;
+    char *const argv[] = { redis_bin, conf, "--sentinel", NULL };
+    *pid = tu_spawn(argv, NULL, TU_DIE_WITH_PARENT, err, sizeof err);
+    return *pid > 0 ? port : 0;
+}
+
+START_TEST(library_through_a_tls_sentinel)
+{
+    pid_t pid = 0;
+    int port = sentinel_start(&pid);
+    ck_assert_msg(port > 0, "the sentinel did not start");
+    char node[32];
+    snprintf(node, sizeof node, "127.0.0.1:%d", port);
+    const char *nodes[] = { node };
+    dq_options opt;
+    tls_options(&opt, &good);
+    opt.host = NULL;
+    opt.port = 0;
+    opt.sentinel.master = "jobs";
+    opt.sentinel.nodes = nodes;
+    opt.sentinel.nnodes = 1;
+    opt.connect_timeout_ms = 10000;  /* the sentinel may need a moment */
+    round_trip(&opt);
+    /* Without TLS the same sentinel cannot be asked: it speaks only TLS. */
+    opt.tls.enable = 0;
+    opt.connect_timeout_ms = 1000;
+    char err[512];
+    dq_client *c = dq_connect(&opt, err, sizeof err, NULL);
+    ck_assert_ptr_null(c);
+    ck_assert_msg(strstr(err, "no sentinel gave the address"), "%s", err);
+    tu_stop_process(pid, 5000);
+}
+END_TEST
+
 int main(void)
 {
     make_certs();
@@ -460,6 +518,7 @@ int main(void)
     tcase_add_test(tc, library_with_client_cert);
     tcase_add_test(tc, library_unknown_ca);
     tcase_add_test(tc, cli_over_tls);
+    tcase_add_test(tc, library_through_a_tls_sentinel);
     tcase_add_test(tc, config_names_missing_file);
     tcase_add_test(tc, error_unknown_ca);
     tcase_add_test(tc, error_name_mismatch);
