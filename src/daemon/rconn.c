@@ -8,6 +8,7 @@
 
 #include "daemon/log.h"
 #include "daemon/rconn_io.h"
+#include "daemon/rconn_wait.h"
 #include "daemon/slots.h"
 #include "lib/redis_conn.h"
 #include "lib/scripts.h"
@@ -34,8 +35,7 @@ struct rconn {
     int was_ever_up;
     char last_failure[320];     /* why the connection last failed */
     int replicated;             /* writes wait for a replica (WAIT) */
-    int replication_timeout_ms; /* WAIT's timeout */
-    int unreplicated;           /* the last WAIT timed out (logged once) */
+    struct rconn_replication repl; /* how (rconn_wait.c) */
     int64_t down_since_ms;      /* start of the outage (monotonic) */
     struct sentinel *sentinel;  /* NULL: opt names the server; else asked
                                    before every attempt (locate_master) */
@@ -168,7 +168,7 @@ static int request_write(struct request *req)
         return -1;
     if (rc->opt.command_timeout_ms > 0) {
         /* Under "replicated" any request may queue behind a WAIT. */
-        int ms = rc->opt.command_timeout_ms + (rc->replicated ? rc->replication_timeout_ms : 0);
+        int ms = rc->opt.command_timeout_ms + (rc->replicated ? rc->repl.timeout_ms : 0);
         struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
         evtimer_add(req->deadline, &tv);
     }
@@ -214,9 +214,6 @@ const char *rconn_last_failure(const struct rconn *rc)
     return rc->last_failure[0] ? rc->last_failure : "connection to Redis lost";
 }
 
-static int send_replicated(struct rconn *rc, const struct cmd *cmd, int script,
-                           rconn_reply_fn fn, void *arg);
-
 /* rconn_send without WAIT. */
 static int send_request(struct rconn *rc, const struct cmd *cmd, int script,
                         rconn_reply_fn fn, void *arg)
@@ -243,7 +240,7 @@ int rconn_send(struct rconn *rc, const struct cmd *cmd, int script,
                rconn_reply_fn fn, void *arg)
 {
     if (rc->replicated && redis_conn_script_writes(script))
-        return send_replicated(rc, cmd, script, fn, arg);
+        return rconn_wait_send(rc, &rc->repl, cmd, script, fn, arg);
     return send_request(rc, cmd, script, fn, arg);
 }
 
@@ -508,9 +505,11 @@ struct rconn *rconn_new(struct event_base *base, const dq_options *opt,
     rc->name = strdup(name);
     rc->backoff_ms = REDIS_CONN_BACKOFF_MIN_MS;
     rc->replicated = opt->durability == DQ_DURABILITY_REPLICATED;
-    rc->replication_timeout_ms = opt->replication_timeout_ms > 0
-                                 ? opt->replication_timeout_ms
-                                 : DQ_DEFAULT_REPLICATION_TIMEOUT_MS;
+    rc->repl.timeout_ms = opt->replication_timeout_ms > 0 ? opt->replication_timeout_ms
+                                                          : DQ_DEFAULT_REPLICATION_TIMEOUT_MS;
+    rc->repl.name = rc->name;
+    rc->repl.opt = &rc->opt;
+    rc->repl.send = send_request;
     if (ev)
         rc->ev = *ev;
     rc->connect_timer = evtimer_new(base, on_connect_timer, rc);
@@ -583,173 +582,4 @@ void rconn_close_in_child(struct rconn *rc)
 {
     if (rc && rc->io && rconn_io_fd(rc->io) >= 0)
         close(rconn_io_fd(rc->io));
-}
-
-/* ---- replicated durability ----------------------------------------------- */
-
-/*
- * Under durability "replicated" a script that writes is sent with
- * "WAIT 1 <timeout>" right behind it on the same connection (pipelined:
- * Redis runs one, then the other), and its caller hears of it only once
- * WAIT has answered: the write's reply when a replica has it, a
- * NOTREPLICATED error reply when none confirmed it in time (the write is
- * on the master only, and a failover now would lose it), NULL when the
- * connection was lost before both replies came.  Callers already treat an
- * error reply as "not done, try again later", which is what it is.
- */
-struct replicated_req {
-    struct rconn *rc;
-    rconn_reply_fn fn;
-    void *arg;
-    redisReply *reply;          /* the write's, copied, until WAIT answers */
-    int write_done;             /* the write's reply (or NULL) came */
-    int lost;                   /* ... and it was NULL */
-    int wait_unsent;            /* no WAIT could be queued behind it */
-};
-
-/* A deep copy of `r`: hiredis frees a reply when its callback returns,
- * and the write's must wait for WAIT's.  NULL when out of memory. */
-static redisReply *reply_copy(const redisReply *r)
-{
-    redisReply *c = calloc(1, sizeof *c);
-    if (!c)
-        return NULL;
-    c->type = r->type;
-    c->integer = r->integer;
-    if (r->str) {
-        c->str = malloc(r->len + 1);
-        if (!c->str)
-            goto fail;
-        memcpy(c->str, r->str, r->len + 1);
-        c->len = r->len;
-    }
-    if (r->element) {
-        c->element = calloc(r->elements ? r->elements : 1, sizeof *c->element);
-        if (!c->element)
-            goto fail;
-        for (size_t i = 0; i < r->elements; i++, c->elements = i)
-            if (r->element[i] && !(c->element[i] = reply_copy(r->element[i])))
-                goto fail;
-    }
-    return c;
-fail:
-    freeReplyObject(c);
-    return NULL;
-}
-
-/* The error reply a write not replicated in time is answered with. */
-static redisReply *unreplicated_reply(const struct rconn *rc)
-{
-    redisReply *r = calloc(1, sizeof *r);
-    char text[160];
-    int len = snprintf(text, sizeof text, "%s not replicated within %d ms (the write is "
-                       "on the master only)", RCONN_NOT_REPLICATED, rc->replication_timeout_ms);
-    if (r && (r->str = strdup(text)) != NULL) {
-        r->type = REDIS_REPLY_ERROR;
-        r->len = (size_t)len;
-        return r;
-    }
-    free(r);
-    return NULL;
-}
-
-/* Log the start and the end of a spell of writes not replicated, once. */
-static void note_replication(struct rconn *rc, int replicated)
-{
-    char addr[300];
-    if (replicated == !rc->unreplicated)
-        return;
-    rc->unreplicated = !replicated;
-    redis_conn_describe(&rc->opt, addr, sizeof addr);
-    if (replicated)
-        log_info("redis %s (%s connection): writes reach a replica again", addr, rc->name);
-    else
-        log_warn("redis %s (%s connection): a write was not replicated within %d ms; "
-                 "it is not taken as done", addr, rc->name, rc->replication_timeout_ms);
-}
-
-/* Hand the caller its answer: `verdict` is WAIT's count of replicas, or
- * -1 when the connection was lost. */
-static void replicated_finish(struct replicated_req *d, long long verdict)
-{
-    struct rconn *rc = d->rc;
-    redisReply *answer = NULL;
-    if (verdict >= 1 && !d->lost && d->reply) {
-        note_replication(rc, 1);
-        answer = d->reply;
-        d->reply = NULL;
-    } else if (verdict >= 0 && !d->lost) {
-        note_replication(rc, 0);
-        answer = unreplicated_reply(rc);
-    }
-    d->fn(rc, answer, d->arg);
-    if (answer)
-        freeReplyObject(answer);
-    if (d->reply)
-        freeReplyObject(d->reply);
-    free(d);
-}
-
-static void on_replicated_write(struct rconn *rc, redisReply *reply, void *arg)
-{
-    (void)rc;
-    struct replicated_req *d = arg;
-    d->write_done = 1;
-    d->lost = !reply;
-    if (reply && !(d->reply = reply_copy(reply)))
-        d->lost = 1;            /* out of memory: as good as lost */
-    if (d->wait_unsent)
-        replicated_finish(d, 0);
-}
-
-static int send_wait(struct replicated_req *d);
-
-static void on_replicated_wait(struct rconn *rc, redisReply *reply, void *arg)
-{
-    (void)rc;
-    struct replicated_req *d = arg;
-    /* WAIT answered before the write: the write was sent again after it
-     * (NOSCRIPT), so this WAIT does not cover it; one more does. */
-    if (reply && !d->write_done) {
-        if (send_wait(d) < 0)
-            d->wait_unsent = 1;     /* on_replicated_write finishes */
-        return;
-    }
-    if (!reply)
-        replicated_finish(d, -1);
-    else
-        replicated_finish(d, reply->type == REDIS_REPLY_INTEGER ? reply->integer : 0);
-}
-
-static int send_wait(struct replicated_req *d)
-{
-    struct cmd w;
-    redis_conn_wait_cmd(&w, d->rc->replication_timeout_ms);
-    int rc = send_request(d->rc, &w, -1, on_replicated_wait, d);
-    cmd_free(&w);
-    return rc;
-}
-
-static int send_replicated(struct rconn *rc, const struct cmd *cmd, int script,
-                           rconn_reply_fn fn, void *arg)
-{
-    struct replicated_req *d = calloc(1, sizeof *d);
-    if (!d)
-        return -1;
-    d->rc = rc;
-    d->fn = fn;
-    d->arg = arg;
-    if (send_request(rc, cmd, script, on_replicated_write, d) < 0) {
-        free(d);
-        return -1;
-    }
-    if (send_wait(d) < 0)
-        d->wait_unsent = 1;     /* answered as not replicated */
-    return 0;
-}
-
-int rconn_is_not_replicated(const redisReply *r)
-{
-    size_t n = strlen(RCONN_NOT_REPLICATED);
-    return r && r->type == REDIS_REPLY_ERROR && strncmp(r->str, RCONN_NOT_REPLICATED, n) == 0;
 }
