@@ -218,6 +218,38 @@ START_TEST(a_write_not_replicated_in_time_is_an_error)
 }
 END_TEST
 
+/*
+ * A claim no replica confirmed hands the caller no job, and gives its jobs
+ * back at once: still due, no attempt counted, claimed normally once the
+ * replica confirms again.
+ */
+START_TEST(a_claim_not_replicated_gives_its_jobs_back)
+{
+    dq_client *c = client_at(H.fx.sock, DQ_DURABILITY_REPLICATED, 300);
+    ck_assert_int_eq(enqueue(c, "due", 0), DQ_OK);
+    signal_server(&B, SIGSTOP);
+    dq_claim_result cr;
+    ck_assert_int_eq(dq_claim(c, H_QUEUE, 10, 30000, &cr), DQ_ERR_TIMEOUT);
+    ck_assert_msg(strstr(dq_errmsg(c), "not replicated within 300 ms: the claim's 1 job was "
+                                       "given back"), "%s", dq_errmsg(c));
+    ck_assert_uint_eq(cr.n, 0);
+    dq_stats st;
+    ck_assert_int_eq(dq_stats_get(c, H_QUEUE, &st), DQ_OK);
+    ck_assert_int_eq(st.processing, 0);
+    ck_assert_int_eq(st.due, 1);
+    signal_server(&B, SIGCONT);
+    dq_status got = DQ_ERR_TIMEOUT;
+    for (int i = 0; i < 20 && got == DQ_ERR_TIMEOUT; i++)
+        got = dq_claim(c, H_QUEUE, 10, 30000, &cr);
+    ck_assert_msg(got == DQ_OK, "%s", dq_errmsg(c));
+    ck_assert_uint_eq(cr.n, 1);
+    ck_assert_str_eq(cr.jobs[0].id, "due");
+    ck_assert_int_eq(cr.jobs[0].attempt, 1);   /* the given-back claim did not count */
+    dq_claim_result_free(&cr);
+    dq_close(c);
+}
+END_TEST
+
 /* ---- the daemon ------------------------------------------------------------- */
 
 /* The harness's configuration with `redis_extra` inside its redis group
@@ -459,6 +491,7 @@ int main(void)
     TCase *tc = fixture_tcase(s, "replicated", 120, NULL, NULL, setup, teardown);
     tcase_add_test(tc, replicated_writes_are_on_the_replica_when_they_return);
     tcase_add_test(tc, a_write_not_replicated_in_time_is_an_error);
+    tcase_add_test(tc, a_claim_not_replicated_gives_its_jobs_back);
     tcase_add_test(tc, daemon_runs_no_job_whose_claim_was_not_replicated);
     tcase_add_test(tc, failover_loses_nothing_replicated);
     tcase_add_test(tc, failover_after_a_partition_loses_nothing_replicated);

@@ -100,8 +100,9 @@ typedef struct dq_sentinel_options {
  * trip (one WAIT after a pipeline), and succeeds only once a replica has
  * the write; a WAIT that times out fails the call with DQ_ERR_TIMEOUT
  * ("not replicated within N ms"), the write done on the master but not yet
- * on a replica (a claim's jobs are then not returned and stay leased until
- * their lease expires; the reaper gives them back, an attempt counted).
+ * on a replica (a claim's jobs are then not returned to the caller but
+ * given back at once, as dq_release does: no attempt counted, due time
+ * kept; the message says whether that worked).
  * Reads wait for nothing.  The wait for a write's reply is
  * command_timeout_ms plus replication_timeout_ms.
  */

@@ -492,7 +492,7 @@ static dq_status check_wait(dq_client *c, const redisReply *r)
  */
 static dq_status pipeline_replicated(dq_client *c, struct cmd *cmds, size_t n,
                                      enum dq_script_id s, redisReply **replies,
-                                     const struct pipe_builder *b)
+                                     const struct pipe_builder *b, int keep_unconfirmed)
 {
     struct cmd *all = calloc(n + 1, sizeof *all);
     redisReply **got = calloc(n + 1, sizeof *got);
@@ -508,10 +508,12 @@ static dq_status pipeline_replicated(dq_client *c, struct cmd *cmds, size_t n,
     cmd_free(&all[n]);
     if (st == DQ_OK)
         st = check_wait(c, got[n]);
+    /* Not confirmed, but the caller wants the replies (to undo them). */
+    int keep = st == DQ_OK || (keep_unconfirmed && st == DQ_ERR_TIMEOUT && got[n]);
     for (size_t i = 0; i <= n; i++) {
         if (i < n)
-            replies[i] = st == DQ_OK ? got[i] : NULL;
-        if (got[i] && (i == n || st != DQ_OK))
+            replies[i] = keep ? got[i] : NULL;
+        if (got[i] && (i == n || !keep))
             freeReplyObject(got[i]);
     }
     free(all);
@@ -520,15 +522,32 @@ static dq_status pipeline_replicated(dq_client *c, struct cmd *cmds, size_t n,
 }
 
 /* client_run under REPLICATED: the command and WAIT in one write. */
-static dq_status run_replicated(dq_client *c, struct cmd *cmd, int s, redisReply **reply)
+static dq_status run_replicated(dq_client *c, struct cmd *cmd, int s, redisReply **reply,
+                                int keep_unconfirmed)
 {
     redisReply *r = NULL;
-    dq_status st = pipeline_replicated(c, cmd, 1, (enum dq_script_id)s, &r, NULL);
+    dq_status st = pipeline_replicated(c, cmd, 1, (enum dq_script_id)s, &r, NULL,
+                                       keep_unconfirmed);
     *reply = NULL;
-    if (st == DQ_OK && (st = check_reply(c, r, dq_scripts[s].name)) != DQ_OK)
+    if (!r)
+        return st;
+    dq_status rst = check_reply(c, r, dq_scripts[s].name);
+    if (rst != DQ_OK) {
         freeReplyObject(r);
-    else if (st == DQ_OK)
-        *reply = r;
+        return rst;
+    }
+    *reply = r;
+    return st;
+}
+
+dq_status client_run_unconfirmed(dq_client *c, struct cmd *cmd, int s, redisReply **reply)
+{
+    if (!wants_wait(c, s))
+        return client_run(c, cmd, s, reply);
+    struct pipe_guard g;
+    pipe_guard_enter(&g);
+    dq_status st = run_replicated(c, cmd, s, reply, 1);
+    pipe_guard_leave(&g);
     return st;
 }
 
@@ -536,7 +555,7 @@ dq_status client_run(dq_client *c, struct cmd *cmd, int s, redisReply **reply)
 {
     struct pipe_guard g;
     pipe_guard_enter(&g);
-    dq_status st = wants_wait(c, s) ? run_replicated(c, cmd, s, reply)
+    dq_status st = wants_wait(c, s) ? run_replicated(c, cmd, s, reply, 0)
                                     : run_unguarded(c, cmd, s, reply);
     pipe_guard_leave(&g);
     return st;
@@ -557,7 +576,7 @@ dq_status client_pipeline_build(dq_client *c, struct cmd *cmds, size_t n,
     struct pipe_guard g;
     pipe_guard_enter(&g);
     dq_status st = wants_wait(c, (int)s)
-                   ? pipeline_replicated(c, cmds, n, s, replies, build ? &b : NULL)
+                   ? pipeline_replicated(c, cmds, n, s, replies, build ? &b : NULL, 0)
                    : pipeline_unguarded(c, cmds, n, s, replies, build ? &b : NULL, 0);
     pipe_guard_leave(&g);
     return st;

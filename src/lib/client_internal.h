@@ -50,6 +50,14 @@ dq_status client_queue_keys(dq_client *c, const char *queue,
 dq_status client_run(dq_client *c, struct cmd *cmd, int s, redisReply **reply);
 
 /*
+ * client_run for a write that must be undone when no replica confirmed
+ * it (durability REPLICATED): then DQ_ERR_TIMEOUT with the reply still in
+ * *reply (when the script succeeded), for the caller to undo and free.
+ * Otherwise as client_run.
+ */
+dq_status client_run_unconfirmed(dq_client *c, struct cmd *cmd, int s, redisReply **reply);
+
+/*
  * Send `n` commands in one write and read their replies into replies[]
  * (all NULL on failure).  EVALSHA commands of script `s` that meet NOSCRIPT
  * are re-sent after loading it.  Error replies are left in replies[] for

@@ -52,6 +52,43 @@ static dq_status read_claim(const redisReply *r, void *out)
     return proto_claim_reply(r, out);
 }
 
+/*
+ * A claim under durability REPLICATED that no replica confirmed: its jobs
+ * are leased on the master only, and a failover now would make them due
+ * on the promoted replica, where another consumer would run them.  So the
+ * caller gets none of them, and they are given back at once (release: no
+ * attempt counted, due time kept) rather than left to expire, which would
+ * count an attempt each time and, with a replica down for long, send them
+ * to the dead letters.  The release may not be confirmed either: then
+ * whichever server ends up the master has the jobs due, or leased until
+ * the reaper returns them.
+ */
+static dq_status claim_replicated(dq_client *c, const char *queue, struct cmd *cmd,
+                                  dq_claim_result *out)
+{
+    redisReply *r = NULL;
+    dq_status st = client_run_unconfirmed(c, cmd, DQ_SCRIPT_CLAIM, &r);
+    cmd_free(cmd);
+    if (!r)
+        return st;
+    dq_status rst = proto_claim_reply(r, out);
+    freeReplyObject(r);
+    if (rst != DQ_OK)
+        return client_fail(c, rst, "unexpected reply from the claim script "
+                           "(is another delayq version using this Redis?)");
+    if (st == DQ_OK)
+        return DQ_OK;
+    size_t held = out->n, back = 0;
+    dq_status bst = held ? dq_release(c, queue, out->jobs, held, &back) : DQ_OK;
+    dq_claim_result_free(out);
+    const char *fate = bst == DQ_OK ? "given back"
+                       : bst == DQ_ERR_TIMEOUT ? "given back on the master only"
+                                               : "left leased until the reaper returns them";
+    return client_fail(c, st, "not replicated within %d ms: the claim's %zu job%s %s %s",
+                       c->replication_timeout_ms, held, held == 1 ? "" : "s",
+                       held == 1 ? "was" : "were", fate);
+}
+
 dq_status dq_claim(dq_client *c, const char *queue, int max, int64_t lease_ms,
                    dq_claim_result *out)
 {
@@ -68,6 +105,8 @@ dq_status dq_claim(dq_client *c, const char *queue, int max, int64_t lease_ms,
     struct cmd cmd;
     cmd_init(&cmd);
     proto_claim_cmd(&cmd, &k, max, lease_ms, NULL);
+    if (c->durability == DQ_DURABILITY_REPLICATED)
+        return claim_replicated(c, queue, &cmd, out);
     return run_and_read(c, &cmd, DQ_SCRIPT_CLAIM, read_claim, out);
 }
 
