@@ -130,7 +130,18 @@ typedef struct dq_options {
     dq_durability durability;  /* default DQ_DURABILITY_LOCAL */
     int replication_timeout_ms; /* WAIT's timeout; default
                                    DQ_DEFAULT_REPLICATION_TIMEOUT_MS */
-    void *reserved[8];         /* zeroed by dq_options_init: room for later
+    /*
+     * Redis Cluster: with `cluster` 1 the client reads the slot map
+     * (CLUSTER SLOTS) from the seed nodes, "HOST:PORT" each (none: host and
+     * port above are the one seed), keeps one connection per master it
+     * needs, and follows MOVED, ASK, TRYAGAIN, CLUSTERDOWN and failovers.
+     * A queue's keys share one hash slot, or one per partition (see
+     * dq_queue_partitions); db must be 0, and Sentinel is not used.
+     */
+    int cluster;               /* default 0: one server (or Sentinel) */
+    const char *const *nodes;  /* seed nodes; NULL: host:port */
+    size_t nnodes;
+    void *reserved[5];         /* zeroed by dq_options_init: room for later
                                   settings without changing the struct's size */
 } dq_options;
 

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 void cmd_init(struct cmd *c)
 {
@@ -144,4 +145,26 @@ void cmd_eval_sched(struct cmd *c, enum dq_script_id s, const struct queue_keys 
         cmd_push_str(c, k->key[i]);
     cmd_push_str(c, sk->defs);
     cmd_push_str(c, sk->due);
+}
+
+/* Whether argument i is `word` (any case). */
+static int arg_is(const struct cmd *c, int i, const char *word)
+{
+    size_t n = strlen(word);
+    return c->lens[i] == n && strncasecmp(c->argv[i], word, n) == 0;
+}
+
+const char *cmd_route_key(const struct cmd *c, size_t *len)
+{
+    int at = 1;
+    if (c->argc >= 1 && (arg_is(c, 0, "EVALSHA") || arg_is(c, 0, "EVAL"))) {
+        /* numkeys: no keys ("0") routes nowhere */
+        if (c->argc < 4 || (c->lens[2] == 1 && c->argv[2][0] == '0'))
+            return NULL;
+        at = 3;
+    }
+    if (c->argc <= at)
+        return NULL;
+    *len = c->lens[at];
+    return c->argv[at];
 }

@@ -37,6 +37,11 @@ void cmd_eval(struct cmd *c, enum dq_script_id s, const struct queue_keys *k);
 void cmd_eval_sched(struct cmd *c, enum dq_script_id s, const struct queue_keys *k,
                     const struct sched_keys *sk);
 
+/* The key a cluster routes `c` by: the first key of an EVALSHA/EVAL
+ * (when it has one), else the first argument; NULL for a command with
+ * none (PING).  *len gets its length. */
+const char *cmd_route_key(const struct cmd *c, size_t *len);
+
 void cmd_push(struct cmd *c, const void *p, size_t len);
 void cmd_push_str(struct cmd *c, const char *s);
 /* Push a copy of `len` bytes, kept by the command until cmd_free. */

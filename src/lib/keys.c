@@ -1,5 +1,7 @@
 #include "lib/keys.h"
 
+#include "lib/cluster_map.h"
+
 #include <delayq/client.h>
 #include <stdio.h>
 #include <string.h>
@@ -14,6 +16,34 @@ void keys_build(struct queue_keys *k, const char *prefix, const char *queue)
         snprintf(k->key[i], sizeof k->key[i], "%s:{%s}:%s", prefix, queue,
                  key_suffix[i]);
     snprintf(k->wake, sizeof k->wake, "%s:{%s}:wake", prefix, queue);
+}
+
+void keys_build_part(struct queue_keys *k, const char *prefix, const char *queue,
+                     unsigned part, unsigned nparts)
+{
+    if (nparts <= 1) {
+        keys_build(k, prefix, queue);
+        return;
+    }
+    for (int i = 0; i < KEYS_PER_SCRIPT; i++)
+        snprintf(k->key[i], sizeof k->key[i], "%s:{%s:%u}:%s", prefix, queue, part,
+                 key_suffix[i]);
+    snprintf(k->wake, sizeof k->wake, "%s:{%s:%u}:wake", prefix, queue, part);
+}
+
+unsigned keys_partition_of(const char *id, unsigned nparts)
+{
+    if (nparts <= 1)
+        return 0;
+    size_t len = strlen(id);
+    if (len > 0 && strspn(id, "0123456789") == len) {
+        /* mod as the digits come: any length, no overflow */
+        unsigned r = 0;
+        for (const char *p = id; *p; p++)
+            r = (unsigned)(((unsigned long)r * 10 + (unsigned)(*p - '0')) % nparts);
+        return r;
+    }
+    return cluster_crc16(id, len) % nparts;
 }
 
 void keys_build_sched(struct sched_keys *k, const char *prefix, const char *queue)

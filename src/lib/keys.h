@@ -39,6 +39,29 @@ void keys_build_sched(struct sched_keys *k, const char *prefix, const char *queu
  * keys_check_queue (and the prefix keys_check_prefix). */
 void keys_build(struct queue_keys *k, const char *prefix, const char *queue);
 
+/*
+ * Partitioned queues.  A queue of N > 1 partitions keeps N sets of the
+ * keys above, partition i tagged {Q:i} instead of {Q} (P:{Q:i}:jobs ...,
+ * its wake channel P:{Q:i}:wake), so that Redis Cluster spreads them over
+ * its masters; with N = 1 the keys are the unpartitioned ones, unchanged.
+ * The queue's partition count is kept in the unpartitioned meta hash,
+ * P:{Q}:meta, field KEYS_PARTITIONS_FIELD (absent: 1).
+ */
+#define KEYS_PARTITIONS_MAX 256
+#define KEYS_PARTITIONS_FIELD "partitions"
+
+/* keys_build for partition `part` of a queue of `nparts` partitions. */
+void keys_build_part(struct queue_keys *k, const char *prefix, const char *queue,
+                     unsigned part, unsigned nparts);
+
+/*
+ * The partition of job `id` in a queue of `nparts` partitions: a
+ * generated id (all digits, made as seq * nparts + partition) is its
+ * number mod nparts; any other id is CRC16 of the id (cluster_crc16) mod
+ * nparts.  Every caller reaches a job by this, without a lookup.
+ */
+unsigned keys_partition_of(const char *id, unsigned nparts);
+
 /* The registry set's name: "<prefix>:queues". */
 void keys_registry(char *out, size_t outlen, const char *prefix);
 

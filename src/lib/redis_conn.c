@@ -6,12 +6,19 @@
 #include "lib/redis_io.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "lib/cmd.h"
 #include "lib/scripts.h"
+
+/* The cluster settings came out of the reserved tail: the struct, and so
+ * the soname, stays as it was. */
+_Static_assert(offsetof(dq_options, reserved) + sizeof(((dq_options *)0)->reserved)
+                   - offsetof(dq_options, cluster) == 8 * sizeof(void *),
+               "dq_options keeps its size");
 
 void dq_options_init(dq_options *opt)
 {
