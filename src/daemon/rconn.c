@@ -7,9 +7,11 @@
 #include <unistd.h>
 
 #include "daemon/log.h"
+#include "daemon/rconn_cluster.h"
 #include "daemon/rconn_io.h"
 #include "daemon/rconn_wait.h"
 #include "daemon/slots.h"
+#include "lib/cluster_map.h"
 #include "lib/redis_conn.h"
 #include "lib/scripts.h"
 #include "lib/sentinel.h"
@@ -41,6 +43,10 @@ struct rconn {
                                    before every attempt (locate_master) */
     struct event *switch_ev;    /* SIGUSR2: look the master up now */
     int located;                /* the sentinels named a master once */
+    struct rcluster *cluster;   /* cluster mode: routes to node rconns
+                                   (rconn_cluster.c); the rest is unused */
+    int cluster_node;           /* one of those nodes: redirections are
+                                   not logged as errors */
 };
 
 /* One request in flight: the formatted command is kept so that it can be
@@ -177,6 +183,14 @@ static int request_write(struct request *req)
 
 static void send_script_load(struct rconn *rc, int script);
 
+/* A cluster's answer that the routing connection acts on (MOVED, ASK,
+ * TRYAGAIN, CLUSTERDOWN): not an error of the command. */
+static int is_redirection(const redisReply *reply)
+{
+    return strncmp(reply->str, "MOVED ", 6) == 0 || strncmp(reply->str, "ASK ", 4) == 0
+           || cluster_is_retry_later(reply->str);
+}
+
 static void on_reply(struct rconn_io *io, redisReply *reply, void *privdata)
 {
     (void)io;
@@ -203,7 +217,7 @@ static void on_reply(struct rconn_io *io, redisReply *reply, void *privdata)
     } else if (reply && rc->demoted) {
         note_recovery(rc);
     }
-    if (reply && reply->type == REDIS_REPLY_ERROR)
+    if (reply && reply->type == REDIS_REPLY_ERROR && !(rc->cluster_node && is_redirection(reply)))
         log_warn("redis error (%s connection): %s", rc->name, reply->str);
     req->fn(rc, reply, req->arg);
     request_free(req);
@@ -211,6 +225,8 @@ static void on_reply(struct rconn_io *io, redisReply *reply, void *privdata)
 
 const char *rconn_last_failure(const struct rconn *rc)
 {
+    if (rc->cluster)
+        return rcluster_last_failure(rc->cluster);
     return rc->last_failure[0] ? rc->last_failure : "connection to Redis lost";
 }
 
@@ -239,6 +255,8 @@ static int send_request(struct rconn *rc, const struct cmd *cmd, int script,
 int rconn_send(struct rconn *rc, const struct cmd *cmd, int script,
                rconn_reply_fn fn, void *arg)
 {
+    if (rc->cluster)
+        return rcluster_send(rc->cluster, cmd, script, fn, arg);
     if (rc->replicated && redis_conn_script_writes(script))
         return rconn_wait_send(rc, &rc->repl, cmd, script, fn, arg);
     return send_request(rc, cmd, script, fn, arg);
@@ -489,9 +507,43 @@ static int rconn_sentinel_setup(struct rconn *rc, const dq_options *opt)
     return 0;
 }
 
+/* One master's connection for the cluster module: an ordinary rconn. */
+static struct rconn *cluster_node_new(struct event_base *base, const dq_options *opt,
+                                      const char *name, const struct rconn_events *ev)
+{
+    struct rconn *rc = rconn_new(base, opt, name, ev);
+    if (rc)
+        rc->cluster_node = 1;
+    return rc;
+}
+
+static const struct rcluster_node_ops cluster_node_ops = {
+    cluster_node_new, rconn_start, rconn_is_up, rconn_send, rconn_subscribe,
+    rconn_count_reconnects, rconn_close_in_child, rconn_last_failure, rconn_free,
+};
+
+/* Cluster mode: an rconn that only holds the routing part. */
+static struct rconn *cluster_new(struct event_base *base, const dq_options *opt,
+                                 const char *name, const struct rconn_events *ev)
+{
+    struct rconn *rc = calloc(1, sizeof *rc);
+    if (!rc)
+        return NULL;
+    rc->base = base;
+    if (!(rc->name = strdup(name))
+        || !(rc->cluster = rcluster_new(base, opt, name, rc, ev, &cluster_node_ops))) {
+        free(rc->name);
+        free(rc);
+        return NULL;
+    }
+    return rc;
+}
+
 struct rconn *rconn_new(struct event_base *base, const dq_options *opt,
                         const char *name, const struct rconn_events *ev)
 {
+    if (opt->cluster)
+        return cluster_new(base, opt, name, ev);
     struct rconn *rc = calloc(1, sizeof *rc);
     if (!rc)
         return NULL;
@@ -532,18 +584,26 @@ struct rconn *rconn_from_conf(struct event_base *base, const struct redis_conf *
 
 void rconn_start(struct rconn *rc)
 {
-    if (!rc->io)
+    if (rc->cluster)
+        rcluster_start(rc->cluster);
+    else if (!rc->io)
         connect_now(rc);
 }
 
 int rconn_is_up(const struct rconn *rc)
 {
+    if (rc->cluster)
+        return rcluster_is_up(rc->cluster);
     return rc->up && !rc->dropping;
 }
 
 void rconn_subscribe(struct rconn *rc, const char *channel, rconn_message_fn fn,
                      void *arg)
 {
+    if (rc->cluster) {
+        rcluster_subscribe(rc->cluster, channel, fn, arg);
+        return;
+    }
     free(rc->channel);
     rc->channel = strdup(channel);
     rc->on_message = fn;
@@ -552,6 +612,8 @@ void rconn_subscribe(struct rconn *rc, const char *channel, rconn_message_fn fn,
 
 void rconn_count_reconnects(struct rconn *rc, uint64_t *counter)
 {
+    if (rc->cluster)
+        rcluster_count_reconnects(rc->cluster, counter);
     rc->reconnects = counter;
 }
 
@@ -559,6 +621,12 @@ void rconn_free(struct rconn *rc)
 {
     if (!rc)
         return;
+    if (rc->cluster) {
+        rcluster_free(rc->cluster);
+        free(rc->name);
+        free(rc);
+        return;
+    }
     struct rconn_io *io = rc->io;
     rc->io = NULL;
     rc->up = 0;
@@ -580,6 +648,8 @@ void rconn_free(struct rconn *rc)
 
 void rconn_close_in_child(struct rconn *rc)
 {
-    if (rc && rc->io && rconn_io_fd(rc->io) >= 0)
+    if (rc && rc->cluster)
+        rcluster_close_in_child(rc->cluster);
+    else if (rc && rc->io && rconn_io_fd(rc->io) >= 0)
         close(rconn_io_fd(rc->io));
 }
