@@ -18,6 +18,7 @@
 #include "config/conf_reader.h"
 #include "lib/keys.h"
 #include "lib/redis_conn.h"
+#include "lib/sentinel.h"
 
 #define REDIS_CONF_PAYLOAD_MAX (512L * 1024 * 1024) /* Redis's string limit */
 
@@ -45,6 +46,9 @@ void redis_conf_free(struct redis_conf *rc)
     free(rc->password_in);
     free(rc->prefix);
     sentinel_conf_free(&rc->sentinel);
+    for (size_t i = 0; i < rc->nnodes; i++)
+        free(rc->nodes[i]);
+    free(rc->nodes);
     tls_settings_free(&rc->tls);
     redis_conf_init(rc);
 }
@@ -68,6 +72,9 @@ void redis_conf_to_options(const struct redis_conf *rc, dq_options *opt)
     opt->durability = rc->durability;
     opt->replication_timeout_ms = (int)rc->replication_timeout_ms;
     sentinel_conf_to_options(&rc->sentinel, &opt->sentinel);
+    opt->cluster = rc->cluster;
+    opt->nodes = (const char *const *)rc->nodes;
+    opt->nnodes = rc->nnodes;
     opt->tls.enable = rc->tls.enable;
     opt->tls.ca_file = rc->tls.ca_file;
     opt->tls.ca_dir = rc->tls.ca_dir;
@@ -319,6 +326,36 @@ static int read_keepalive(struct conf_reader *r, const config_setting_t *s,
     return conf_bool(r, s, PREFIX, &rc->keepalive);
 }
 
+static int read_cluster(struct conf_reader *r, const config_setting_t *s,
+                        struct redis_conf *rc)
+{
+    return conf_bool(r, s, PREFIX, &rc->cluster);
+}
+
+/* redis.nodes: the cluster's seed nodes, each "HOST:PORT". */
+static int read_nodes(struct conf_reader *r, const config_setting_t *s,
+                      struct redis_conf *rc)
+{
+    if (!config_setting_is_array(s) && !config_setting_is_list(s))
+        return conf_fail(r, s, PREFIX "nodes: expected a list of \"HOST:PORT\" strings");
+    int n = config_setting_length(s);
+    if (n == 0 || !(rc->nodes = calloc((size_t)n, sizeof *rc->nodes)))
+        return conf_fail(r, s, n ? "out of memory" : PREFIX "nodes is empty");
+    for (int i = 0; i < n; i++) {
+        const config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
+        const char *v, *why;
+        char host[256];
+        int port;
+        if (conf_string(r, e, PREFIX "nodes", &v) < 0)
+            return -1;
+        if (sentinel_parse_node(v, host, sizeof host, &port, &why) < 0)
+            return conf_fail(r, e, PREFIX "nodes[%d]: '%s': %s", i, v, why);
+        if (!(rc->nodes[rc->nnodes++] = strdup(v)))
+            return conf_fail(r, e, "out of memory");
+    }
+    return 0;
+}
+
 static int read_max_payload(struct conf_reader *r, const config_setting_t *s,
                             struct redis_conf *rc)
 {
@@ -478,6 +515,8 @@ static const struct {
     { "durability", read_durability },
     { "replication_timeout", read_replication_timeout },
     { "sentinel", read_sentinel },
+    { "cluster", read_cluster },
+    { "nodes", read_nodes },
     { "tls", read_tls },
 };
 
@@ -533,6 +572,10 @@ static int read_group(struct conf_reader *r, const config_setting_t *group,
     for (size_t k = 0; k < CONF_NKEYS; k++)
         if (seen[k] && conf_keys[k].read(r, seen[k], rc) < 0)
             return -1;
+    const config_setting_t *cl = seen_key(seen, "cluster");
+    if (rc->cluster && (seen_key(seen, "sentinel") || rc->db != 0))
+        return conf_fail(r, cl, "redis.cluster: a cluster has no %s",
+                         rc->db ? "database but 0 (remove redis.db)" : "Sentinel (keep one)");
     const config_setting_t *user = seen_key(seen, "user");
     if (user && !rc->password)
         return conf_fail(r, user, "redis.user needs redis.password or redis.password_file");

@@ -61,6 +61,9 @@ struct redis_conf {
     dq_durability durability;   /* "local" (default) or "replicated" */
     int64_t replication_timeout_ms; /* WAIT's timeout, default 1000 */
     struct sentinel_conf sentinel; /* master NULL: no Sentinel */
+    int cluster;                /* Redis Cluster (cluster = true) */
+    char **nodes;               /* its seed nodes "HOST:PORT"; none: host:port */
+    size_t nnodes;
     struct tls_settings tls;    /* default off, verify on; paths resolved */
 };
 
