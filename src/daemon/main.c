@@ -89,6 +89,11 @@ static void log_summary(const struct daemon_conf *conf, const struct handler_tab
     if (r->sentinel.master)
         snprintf(addr, sizeof addr, "master '%s' of the sentinels %s%s", r->sentinel.master,
                  r->sentinel.nodes[0], r->sentinel.nnodes > 1 ? ", ..." : "");
+    else if (r->cluster) {
+        char seed[260];
+        snprintf(seed, sizeof seed, "%.250s", r->nnodes ? r->nodes[0] : addr);
+        snprintf(addr, sizeof addr, "cluster (seeds %s%s)", seed, r->nnodes > 1 ? ", ..." : "");
+    }
     log_info("starting: config %s, redis %s db %d", conf->path, addr, r->db);
     for (size_t i = 0; i < conf->nqueues; i++) {
         const struct queue_conf *q = &conf->queues[i];

@@ -58,7 +58,8 @@ struct rcluster {
     char *channel;
     rconn_message_fn on_message;
     void *message_arg;
-    struct rconn *sub;          /* the node subscribed on */
+    struct rconn *sub;          /* the node subscribed on ... */
+    struct cluster_node sub_at; /* ... at this address */
     size_t sub_next;            /* the next candidate to subscribe on */
     struct event *sub_timer;    /* not up in time, or lost: the next one */
 };
@@ -111,12 +112,13 @@ static void note_outage(struct rcluster *cl, const char *why)
     log_warn("redis cluster (%s connection): %s; following the cluster", cl->name, why);
 }
 
-static void note_recovery(struct rcluster *cl)
+/* The outage is over: `what` says how ("3 masters", "subscribed on
+ * HOST:PORT"). */
+static void note_recovery(struct rcluster *cl, const char *what)
 {
     if (cl->failing)
-        log_info("redis cluster (%s connection): up again, %zu master%s (outage %.1f s)",
-                 cl->name, cl->map.nnodes, cl->map.nnodes == 1 ? "" : "s",
-                 (double)(monotonic_ms() - cl->down_since_ms) / 1000.0);
+        log_info("redis cluster (%s connection): up again, %s (outage %.1f s)", cl->name,
+                 what, (double)(monotonic_ms() - cl->down_since_ms) / 1000.0);
     cl->failing = 0;
 }
 
@@ -338,7 +340,10 @@ static void check_state(struct rcluster *cl)
     cl->up = now;
     if (now) {
         cl->refresh_ms = RCLUSTER_REFRESH_MIN_MS;
-        note_recovery(cl);
+        char what[64];
+        snprintf(what, sizeof what, "%zu master%s", cl->map.nnodes,
+                 cl->map.nnodes == 1 ? "" : "s");
+        note_recovery(cl, what);
         if (cl->ev.on_up)
             cl->ev.on_up(cl->owner, cl->ev.arg);
     } else {
@@ -497,7 +502,9 @@ static void on_pause_end(evutil_socket_t fd, short what, void *arg)
 static void note_moved(struct rcluster *cl, unsigned slot, const char *host, int port)
 {
     int i = cluster_map_node(&cl->map, host, port);
-    if (i >= 0) {
+    if (i >= 0 && cl->map.slot[slot] != (uint16_t)i) {
+        log_info("redis cluster (%s connection): slot %u moved to %s:%d", cl->name, slot,
+                 host, port);
         cl->map.slot[slot] = (uint16_t)i;
         if (link_map(cl) < 0)
             log_warn("redis cluster (%s connection): out of memory following a MOVED",
@@ -524,6 +531,7 @@ static void on_node_reply(struct rconn *rc, redisReply *reply, void *arg)
         if (kind == CLUSTER_MOVED) {
             note_moved(cl, slot, host, port);
         } else {
+            log_debug("redis cluster (%s connection): %s", cl->name, reply->str);
             snprintf(q->ask_host, sizeof q->ask_host, "%s", host);
             q->ask_port = port;
         }
@@ -531,6 +539,7 @@ static void on_node_reply(struct rconn *rc, redisReply *reply, void *arg)
         return;
     }
     if (!kind && cluster_is_retry_later(reply->str)) {
+        log_debug("redis cluster (%s connection): %s", cl->name, reply->str);
         if (park(q) == 0)
             return;
         snprintf(cl->last_failure, sizeof cl->last_failure, "%s", reply->str);
@@ -596,7 +605,9 @@ static void on_sub_up(struct rconn *rc, void *arg)
     (void)rc;
     struct rcluster *cl = arg;
     cl->up = 1;
-    note_recovery(cl);
+    char what[CLUSTER_HOST_MAX + 32];
+    snprintf(what, sizeof what, "subscribed on %s:%d", cl->sub_at.host, cl->sub_at.port);
+    note_recovery(cl, what);
     if (cl->ev.on_up)
         cl->ev.on_up(cl->owner, cl->ev.arg);
 }
@@ -653,7 +664,8 @@ static void sub_connect(struct rcluster *cl)
     const struct cluster_node *at = cl->sub_next < cl->nseeds
                                     ? &cl->seeds[cl->sub_next]
                                     : &cl->map.nodes[cl->sub_next - cl->nseeds];
-    dq_options o = node_options(cl, at->host, at->port);
+    cl->sub_at = *at;
+    dq_options o = node_options(cl, cl->sub_at.host, cl->sub_at.port);
     const struct rconn_events ev = { on_sub_up, on_sub_down, cl };
     cl->sub = cl->ops.node_new(cl->base, &o, cl->name, &ev);
     if (cl->sub) {
