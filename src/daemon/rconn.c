@@ -217,7 +217,8 @@ static void on_reply(struct rconn_io *io, redisReply *reply, void *privdata)
     } else if (reply && rc->demoted) {
         note_recovery(rc);
     }
-    if (reply && reply->type == REDIS_REPLY_ERROR && !(rc->cluster_node && is_redirection(reply)))
+    if (reply && reply->type == REDIS_REPLY_ERROR
+        && !(rc->cluster_node && is_redirection(reply)))
         log_warn("redis error (%s connection): %s", rc->name, reply->str);
     req->fn(rc, reply, req->arg);
     request_free(req);
