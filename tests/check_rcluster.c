@@ -209,6 +209,74 @@ START_TEST(the_queue_slot_moved_mid_run_loses_and_repeats_nothing)
 }
 END_TEST
 
+/*
+ * The queue's slot half-way through a migration, held there: the keys
+ * moved one by one (a script that finds some of its keys gone meets
+ * TRYAGAIN), then all on the target while the source still owns the slot
+ * (ASK, and there TRYAGAIN again for a script some of whose keys do not
+ * exist), for `hold_ms`; then the slot handed over (MOVED).
+ */
+static void migrate_slowly(int from, int to, int hold_ms)
+{
+    redisReply *r = cluster_fx_cmd(&C, to, "CLUSTER SETSLOT %d IMPORTING %s", queue_slot,
+                                   C.id[from]);
+    ck_assert_msg(r && r->type == REDIS_REPLY_STATUS, "IMPORTING");
+    freeReplyObject(r);
+    r = cluster_fx_cmd(&C, from, "CLUSTER SETSLOT %d MIGRATING %s", queue_slot, C.id[to]);
+    ck_assert_msg(r && r->type == REDIS_REPLY_STATUS, "MIGRATING");
+    freeReplyObject(r);
+    redisReply *keys = cluster_fx_cmd(&C, from, "CLUSTER GETKEYSINSLOT %d 1000", queue_slot);
+    ck_assert(keys && keys->type == REDIS_REPLY_ARRAY && keys->elements > 0);
+    for (size_t i = 0; i < keys->elements; i++) {
+        r = cluster_fx_cmd(&C, from, "MIGRATE 127.0.0.1 %d %s 0 10000", C.port[to],
+                           keys->element[i]->str);
+        ck_assert_msg(r && r->type == REDIS_REPLY_STATUS, "MIGRATE %s: %s",
+                      keys->element[i]->str, r && r->str ? r->str : "no reply");
+        freeReplyObject(r);
+        tu_sleep_ms(50);
+    }
+    freeReplyObject(keys);
+    tu_sleep_ms(hold_ms);
+    char err[400];
+    ck_assert_msg(cluster_fx_move_slot(&C, queue_slot, to, err, sizeof err) == 0, "%s", err);
+}
+
+START_TEST(a_migration_held_half_way_is_followed_with_ask_and_tryagain)
+{
+    struct h_conf hc;
+    char redis[1024];
+    write_conf(&hc, redis, sizeof redis, 0);
+    hc.log_level = "debug";
+    h_write_conf(&H, &hc);
+    dq_client *c = queue_master_client();
+    int from = cluster_fx_master_of_slot(&C, queue_slot);
+    int to = (from + 1) % C.nmasters;
+    start_daemon();
+    enum { N = 600 };
+    enqueue_spread(c, "ask", N, 4000);
+    dq_close(c);
+    ck_assert_msg(h_wait_record(&H, "ask-60", 1, 1, 10000) == 1, "log:\n%s", h_log_tail(&H));
+    /* Held longer than the command timeout (2 s): the requests waiting
+     * for it fail, the connections go down and come up again, and the
+     * callers send again. */
+    migrate_slowly(from, to, 3000);
+    const char *missing = all_recorded("ask", N, 20000);
+    ck_assert_msg(!missing, "%s did not run; log:\n%s", missing, h_log_tail(&H));
+    struct tally t = tally_of("ask", N);
+    int asks = h_log_count(&H, "connection): ASK ");
+    int tryagains = h_log_count(&H, "connection): TRYAGAIN");
+    printf("migration held half-way: %d ASK, %d TRYAGAIN followed; lost %d, duplicated %d, "
+           "retried %d of %d\n", asks, tryagains, t.lost, t.duplicated, t.retried, N);
+    ck_assert_msg(t.lost == 0 && t.duplicated == 0, "lost %d, duplicated %d; log:\n%s",
+                  t.lost, t.duplicated, h_log_tail(&H));
+    ck_assert_msg(asks >= 1, "no ASK met; log:\n%s", h_log_tail(&H));
+    ck_assert_msg(h_log_count(&H, "not served within the command timeout") >= 1
+                  && h_log_count(&H, "still redirected") == 0, "log:\n%s", h_log_tail(&H));
+    ck_assert_msg(h_log_count(&H, "redis error") == 0, "log:\n%s", h_log_tail(&H));
+    ck_assert_int_eq(h_stop(&H, 10000), 0);
+}
+END_TEST
+
 /* The replica of the queue's master has every write the master had. */
 static int replica_caught_up(void *arg)
 {
@@ -297,6 +365,7 @@ int main(void)
     TCase *tc = fixture_tcase(s, "rcluster", 120, NULL, NULL, setup, teardown);
     tcase_add_test(tc, jobs_drain_exactly_once_on_a_cluster);
     tcase_add_test(tc, the_queue_slot_moved_mid_run_loses_and_repeats_nothing);
+    tcase_add_test(tc, a_migration_held_half_way_is_followed_with_ask_and_tryagain);
     tcase_add_test(tc, the_queue_master_killed_the_daemon_follows_the_promoted_replica);
     return fixture_run_suite(s);
 }

@@ -28,6 +28,8 @@ struct creq {
     int ask_port;
     int pause_ms;
     int64_t give_up_ms;         /* monotonic */
+    char last_error[128];       /* the last TRYAGAIN or CLUSTERDOWN */
+    struct cluster_node sent_to; /* where it went last */
     struct event *timer;        /* the pause; NULL until the first */
     struct creq *prev, *next;   /* in cl->parked during a pause */
 };
@@ -42,10 +44,26 @@ static void creq_free(struct creq *q)
     free(q);
 }
 
-static void deliver(struct creq *q, redisReply *reply)
+/* The caller's answer.  A NULL one (`why` it failed) takes the routing
+ * connection down first, as a lost connection does, so that the caller's
+ * sends fail until on_up, which comes once the map is read again. */
+static void deliver(struct creq *q, redisReply *reply, const char *why)
 {
-    q->fn(q->cl->owner, reply, q->arg);
+    struct rcluster *cl = q->cl;
+    if (!reply)
+        rcluster_drop(cl, why);
+    q->fn(cl->owner, reply, q->arg);
     creq_free(q);
+}
+
+/* NULL to the caller: the request's slot found no master that took it
+ * within the command timeout. */
+static void give_up(struct creq *q)
+{
+    char why[sizeof q->cl->last_failure];
+    snprintf(why, sizeof why, "slot %u not served within the command timeout (%.300s)",
+             q->slot, q->last_error[0] ? q->last_error : "its master is not up");
+    deliver(q, NULL, why);
 }
 
 /* The master for a request: its ASK target, its slot's master, or (no
@@ -84,6 +102,8 @@ static int dispatch(struct creq *q)
     struct rcluster_node *n = target(q);
     if (!n || !cl->ops.is_up(n->rc))
         return -1;
+    q->sent_to.port = n->port;
+    snprintf(q->sent_to.host, sizeof q->sent_to.host, "%s", n->host);
     if (q->ask_port > 0) {
         struct cmd asking;
         cmd_init(&asking);
@@ -110,16 +130,17 @@ static void unpark(struct creq *q)
     q->prev = q->next = NULL;
 }
 
-/* Send `q` again after a pause (100 ms, doubled each time): 0, or -1 when
- * the pause would end past its deadline. */
+/* Send `q` again after a pause (100 ms, doubled each time, the last one
+ * cut to the deadline): 0, or -1 when the deadline has passed. */
 static int park(struct creq *q)
 {
     struct rcluster *cl = q->cl;
-    if (cl->freeing || rcluster_now_ms() + q->pause_ms > q->give_up_ms)
+    int64_t left = q->give_up_ms - rcluster_now_ms();
+    if (cl->freeing || left <= 0)
         return -1;
     if (!q->timer && !(q->timer = evtimer_new(cl->base, on_pause_end, q)))
         return -1;
-    rcluster_arm(q->timer, q->pause_ms);
+    rcluster_arm(q->timer, q->pause_ms < left ? q->pause_ms : (int)left);
     q->pause_ms *= 2;
     q->next = cl->parked;
     if (q->next)
@@ -133,7 +154,7 @@ static int park(struct creq *q)
 static void resend(struct creq *q)
 {
     if (dispatch(q) < 0 && park(q) < 0)
-        deliver(q, NULL);
+        give_up(q);
 }
 
 static void on_pause_end(evutil_socket_t fd, short what, void *arg)
@@ -164,11 +185,17 @@ static void note_moved(struct rcluster *cl, unsigned slot, const char *host, int
 
 static void on_node_reply(struct rconn *rc, redisReply *reply, void *arg)
 {
-    (void)rc;
     struct creq *q = arg;
     struct rcluster *cl = q->cl;
-    if (!reply || reply->type != REDIS_REPLY_ERROR || cl->freeing) {
-        deliver(q, reply);
+    if (!reply) {
+        char why[sizeof cl->last_failure];
+        snprintf(why, sizeof why, "master %.200s:%d lost (%.200s)", q->sent_to.host,
+                 q->sent_to.port, cl->ops.last_failure(rc));
+        deliver(q, NULL, why);
+        return;
+    }
+    if (reply->type != REDIS_REPLY_ERROR || cl->freeing) {
+        deliver(q, reply, NULL);
         return;
     }
     char host[CLUSTER_HOST_MAX];
@@ -188,16 +215,16 @@ static void on_node_reply(struct rconn *rc, redisReply *reply, void *arg)
     }
     if (!kind && cluster_is_retry_later(reply->str)) {
         log_debug("redis cluster (%s connection): %s", cl->name, reply->str);
-        if (park(q) == 0)
-            return;
-        snprintf(cl->last_failure, sizeof cl->last_failure, "%s", reply->str);
-        deliver(q, NULL);
+        snprintf(q->last_error, sizeof q->last_error, "%s", reply->str);
+        q->redirects = 0;   /* an ASK, then TRYAGAIN there, and again */
+        if (park(q) < 0)
+            give_up(q);
         return;
     }
     if (kind)
         log_warn("redis cluster (%s connection): still redirected after %d redirections: %s",
                  cl->name, RCLUSTER_MAX_REDIRECTS, reply->str);
-    deliver(q, reply);
+    deliver(q, reply, NULL);
 }
 
 /* A copy of `cmd` to route and keep; NULL when memory ran out. */
@@ -401,7 +428,7 @@ void rcluster_free(struct rcluster *cl)
     while (cl->parked) {
         struct creq *q = cl->parked;
         unpark(q);
-        deliver(q, NULL);
+        deliver(q, NULL, NULL);
     }
     if (cl->sub)
         cl->ops.free(cl->sub);

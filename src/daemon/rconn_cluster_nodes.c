@@ -282,6 +282,17 @@ void rcluster_check_state(struct rcluster *cl)
     }
 }
 
+void rcluster_drop(struct rcluster *cl, const char *why)
+{
+    if (!cl->up || cl->freeing || cl->channel)
+        return;
+    rcluster_note_outage(cl, why ? why : "a request failed");
+    cl->up = 0;
+    rcluster_plan_refresh(cl, 0);
+    if (cl->ev.on_down)
+        cl->ev.on_down(cl->owner, cl->ev.arg);
+}
+
 void rcluster_plan_refresh(struct rcluster *cl, int ms)
 {
     if (!evtimer_pending(cl->refresh_timer, NULL))

@@ -105,6 +105,12 @@ int rcluster_refresh_map(struct rcluster *cl, char *err, size_t errlen);
 /* Up when every master of the map is: tell the caller of a change. */
 void rcluster_check_state(struct rcluster *cl);
 
+/* A request failed (`why`) while the routing connection was up: take it
+ * down (on_down) and read the map; it comes up again (on_up) once every
+ * master of the map is up, so that callers send again, as after a lost
+ * connection. */
+void rcluster_drop(struct rcluster *cl, const char *why);
+
 /* Read the map in `ms` (unless a read is planned already). */
 void rcluster_plan_refresh(struct rcluster *cl, int ms);
 
