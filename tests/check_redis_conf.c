@@ -252,6 +252,32 @@ START_TEST(durability_is_read)
 }
 END_TEST
 
+START_TEST(cluster_is_read)
+{
+    struct redis_conf rc;
+    load_ok(&rc, "redis = { cluster = true; nodes = [\"10.0.0.5:7000\", \"[::1]:7001\"]; };\n");
+    dq_options opt;
+    redis_conf_to_options(&rc, &opt);
+    ck_assert_int_eq(opt.cluster, 1);
+    ck_assert_uint_eq(opt.nnodes, 2);
+    ck_assert_str_eq(opt.nodes[1], "[::1]:7001");
+    redis_conf_free(&rc);
+    load_ok(&rc, "redis = { port = 7000; };\n");
+    redis_conf_to_options(&rc, &opt);
+    ck_assert_int_eq(opt.cluster, 0);
+    ck_assert_uint_eq(opt.nnodes, 0);
+    redis_conf_free(&rc);
+
+    load_bad("redis = {\n  db = 2;\n  cluster = true;\n};\n", 3,
+             "redis.cluster: a cluster has no database but 0");
+    load_bad("redis = {\n  cluster = true;\n  sentinel = { master = \"m\"; "
+             "nodes = [\"h:1\"]; };\n};\n", 2, "redis.cluster: a cluster has no Sentinel");
+    load_bad("redis = {\n  cluster = true;\n  nodes = [\"h\"];\n};\n", 3,
+             "redis.nodes[0]: 'h'");
+    load_bad("redis = { nodes = []; };\n", 1, "redis.nodes is empty");
+}
+END_TEST
+
 START_TEST(password_file_first_line)
 {
     struct redis_conf rc;
@@ -449,6 +475,7 @@ int main(void)
     tcase_add_test(tc, failed_load_keeps_the_old_settings);
     tcase_add_test(tc, read_from_a_parsed_file);
     tcase_add_test(tc, durability_is_read);
+    tcase_add_test(tc, cluster_is_read);
     tcase_add_test(tc, tls_group);
     suite_add_tcase(s, tc);
     int status = fixture_run_suite(s);

@@ -20,6 +20,11 @@
  * connection is dropped and re-made with the backoff, so that it follows
  * a moved address to the new master; the outage lasts, and is logged
  * once, until a server takes a command again.
+ *
+ * With the options' `cluster` set, the rconn routes every request to the
+ * master of its key's slot over a connection per master, and follows
+ * MOVED, ASK, TRYAGAIN and failovers: rconn_cluster.h says what "up" then
+ * means.  Callers use it exactly as a single connection.
  */
 #ifndef DQ_RCONN_H
 #define DQ_RCONN_H

@@ -264,7 +264,10 @@ int rcluster_send(struct rcluster *cl, const struct cmd *cmd, int script,
     struct creq *q = creq_new(cl, cmd, script, fn, arg);
     if (!q)
         return -1;
-    if (dispatch(q) < 0) {
+    /* Up, yet its master is not (a slot no master serves, or a MOVED to a
+     * node still connecting): the caller would wait for an on_up that
+     * does not come, so the request waits here, within its deadline. */
+    if (dispatch(q) < 0 && park(q) < 0) {
         creq_free(q);
         return -1;
     }
