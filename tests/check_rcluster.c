@@ -338,7 +338,13 @@ START_TEST(the_queue_master_killed_the_daemon_follows_the_promoted_replica)
      * once only if its wake message reaches it. */
     ck_assert_int_eq(H.pid, daemon);
     ck_assert(tu_process_running(daemon));
-    ck_assert_msg(outages >= 1 && recovered >= 1, "log:\n%s", h_log_tail(&H));
+    /* Each connection's outage logged once when it starts (by the routing
+     * connection: its nodes' own attempts are not logged) and once when it
+     * ends. */
+    ck_assert_msg(outages >= 1 && h_log_count(&H, "; reconnecting") == 0, "log:\n%s",
+                  h_log_tail(&H));
+    ck_assert_msg(h_wait_log(&H, "up again", outages, 10000) >= outages, "log:\n%s",
+                  h_log_tail(&H));
     ck_assert_msg(h_wait_log(&H, "(sub connection): up again, subscribed on", 1, 10000) >= 1,
                   "log:\n%s", h_log_tail(&H));
     tu_sleep_ms(500);
@@ -359,6 +365,34 @@ START_TEST(the_queue_master_killed_the_daemon_follows_the_promoted_replica)
 }
 END_TEST
 
+/* The start-up check and the routing connection name a seed that is not a
+ * cluster node, once each. */
+START_TEST(a_seed_that_is_not_a_cluster_node_is_named)
+{
+    int port = fixture_free_port();
+    ck_assert_int_eq(fixture_redis_int(&H.fx, "CONFIG SET port %d", port), 0);
+    struct h_conf hc;
+    char redis[256];
+    snprintf(redis, sizeof redis, "cluster = true; nodes = [\"127.0.0.1:%d\"];", port);
+    h_conf_defaults(&hc);
+    hc.redis = redis;
+    h_write_conf(&H, &hc);
+    char *const argv[] = { (char *)fixture_build_path("delayqd"), "-f", "-c", H.conf, NULL };
+    char err[300];
+    H.pid = tu_spawn(argv, H.log, 0, err, sizeof err);
+    ck_assert_msg(H.pid > 0, "%s", err);
+    char check[128];
+    snprintf(check, sizeof check, "redis cluster 127.0.0.1:%d: CLUSTER INFO failed", port);
+    ck_assert_msg(h_wait_log(&H, check, 1, 10000) == 1, "log:\n%s", h_log_tail(&H));
+    ck_assert_msg(h_wait_log(&H, "(cmd connection): cannot read the slot map", 2, 10000) >= 2,
+                  "log:\n%s", h_log_tail(&H));
+    tu_sleep_ms(1500);  /* several more map reads, still one line each */
+    ck_assert_int_eq(h_log_count(&H, "(cmd connection): cannot read the slot map"), 2);
+    ck_assert_int_eq(h_log_count(&H, "ready: every worker"), 0);
+    h_stop(&H, 10000);
+}
+END_TEST
+
 int main(void)
 {
     char why[300];
@@ -369,6 +403,7 @@ int main(void)
     Suite *s = suite_create("rcluster");
     TCase *tc = fixture_tcase(s, "rcluster", 120, NULL, NULL, setup, teardown);
     tcase_add_test(tc, jobs_drain_exactly_once_on_a_cluster);
+    tcase_add_test(tc, a_seed_that_is_not_a_cluster_node_is_named);
     tcase_add_test(tc, the_queue_slot_moved_mid_run_loses_and_repeats_nothing);
     tcase_add_test(tc, a_migration_held_half_way_is_followed_with_ask_and_tryagain);
     tcase_add_test(tc, the_queue_master_killed_the_daemon_follows_the_promoted_replica);

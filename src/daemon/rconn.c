@@ -45,8 +45,9 @@ struct rconn {
     int located;                /* the sentinels named a master once */
     struct rcluster *cluster;   /* cluster mode: routes to node rconns
                                    (rconn_cluster.c); the rest is unused */
-    int cluster_node;           /* one of those nodes: redirections are
-                                   not logged as errors */
+    int cluster_node;           /* one of those nodes: its outages and
+                                   redirections are logged by the routing
+                                   connection, not here */
 };
 
 /* One request in flight: the formatted command is kept so that it can be
@@ -82,12 +83,15 @@ static void describe(const struct rconn *rc, char *buf, size_t len)
         redis_conn_describe(&rc->opt, buf, len);
 }
 
-/* Note a failure: logged on the first failure of an outage only. */
+/* Note a failure: logged on the first failure of an outage only (a
+ * cluster's node: by the routing connection, rconn_cluster.c). */
 static void note_failure(struct rconn *rc, const char *why)
 {
     snprintf(rc->last_failure, sizeof rc->last_failure, "%s", why);
     if (rc->failures++ == 0) {
         rc->down_since_ms = monotonic_ms();
+        if (rc->cluster_node)
+            return;
         char addr[300];
         describe(rc, addr, sizeof addr);
         log_warn("redis %s (%s connection): %s; reconnecting", addr, rc->name, why);
@@ -131,7 +135,7 @@ static void drop_soon(struct rconn *rc, const char *why)
  * the minimum. */
 static void note_recovery(struct rconn *rc)
 {
-    if (rc->failures > 0) {
+    if (rc->failures > 0 && !rc->cluster_node) {
         char addr[300];
         redis_conn_describe(&rc->opt, addr, sizeof addr);
         log_info("redis %s (%s connection): connected again after %d attempt%s "

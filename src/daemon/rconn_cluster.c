@@ -295,7 +295,10 @@ static void on_sub_down(struct rconn *rc, void *arg)
     struct rcluster *cl = arg;
     if (cl->freeing)
         return;
-    rcluster_note_outage(cl, cl->ops.last_failure(rc));
+    char why[sizeof cl->last_failure];
+    snprintf(why, sizeof why, "subscription on %.200s:%d lost (%.200s)", cl->sub_at.host,
+             cl->sub_at.port, cl->ops.last_failure(rc));
+    rcluster_note_outage(cl, why);
     cl->up = 0;
     if (cl->ev.on_down)
         cl->ev.on_down(cl->owner, cl->ev.arg);
@@ -320,7 +323,10 @@ static void on_sub_timer(evutil_socket_t fd, short what, void *arg)
     if (cl->sub && cl->ops.is_up(cl->sub))
         return;
     if (cl->sub) {
-        rcluster_note_outage(cl, cl->ops.last_failure(cl->sub));
+        char why[sizeof cl->last_failure];
+        snprintf(why, sizeof why, "cannot subscribe on %.200s:%d (%.200s)", cl->sub_at.host,
+                 cl->sub_at.port, cl->ops.last_failure(cl->sub));
+        rcluster_note_outage(cl, why);
         cl->ops.free(cl->sub);
         cl->sub = NULL;
     }

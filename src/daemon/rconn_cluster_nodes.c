@@ -301,6 +301,22 @@ void rcluster_plan_refresh(struct rcluster *cl, int ms)
 
 /* Read the map and follow it: new masters connected, old ones let go;
  * again after a pause while not every master is up. */
+/* Down for a while though the map was read (a master that never came up,
+ * at start say): name the first master that is not up, once. */
+static void note_master_down(struct rcluster *cl)
+{
+    for (size_t i = 0; i < cl->map.nnodes; i++) {
+        struct rcluster_node *n = cl->bymap ? cl->bymap[i] : NULL;
+        if (n && cl->ops.is_up(n->rc))
+            continue;
+        char why[sizeof cl->last_failure];
+        snprintf(why, sizeof why, "master %.200s:%d not up (%.200s)", cl->map.nodes[i].host,
+                 cl->map.nodes[i].port, n ? cl->ops.last_failure(n->rc) : "out of memory");
+        rcluster_note_outage(cl, why);
+        return;
+    }
+}
+
 static void on_refresh_timer(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
@@ -316,6 +332,8 @@ static void on_refresh_timer(evutil_socket_t fd, short what, void *arg)
             rcluster_note_outage(cl, "out of memory following the slot map");
         retire_nodes(cl);
         rcluster_check_state(cl);
+        if (!cl->up && cl->refresh_ms == RCLUSTER_REFRESH_MAX_MS)
+            note_master_down(cl);
     }
     if (cl->up)
         return;
