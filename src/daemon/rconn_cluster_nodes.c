@@ -127,8 +127,11 @@ int rcluster_link_map(struct rcluster *cl)
 {
     size_t n = cl->map.nnodes ? cl->map.nnodes : 1;
     struct rcluster_node **by = realloc(cl->bymap, n * sizeof *by);
-    if (!by)
+    if (!by) {
+        free(cl->bymap);    /* stale and too short for the map: none */
+        cl->bymap = NULL;
         return -1;
+    }
     cl->bymap = by;
     int rv = 0;
     for (size_t i = 0; i < cl->map.nnodes; i++)
