@@ -23,12 +23,28 @@ static struct harness H;
 static struct cluster_fx C;
 static int queue_slot;          /* the slot of {orders} */
 
-static void setup(void)
+static const struct cluster_fx_opts acl = { .password = "pw-for-test", .user = "dq" };
+static const struct cluster_fx_opts *opts;   /* the cluster's: NULL or &acl */
+
+static void start(const struct cluster_fx_opts *o, int replicas)
 {
+    opts = o;
     h_setup(&H);
     char err[400];
-    ck_assert_msg(cluster_fx_start(&C, 3, 1, NULL, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(cluster_fx_start(&C, 3, replicas, o, err, sizeof err) == 0, "%s", err);
     queue_slot = (int)cluster_keyslot("{" H_QUEUE "}", strlen(H_QUEUE) + 2);
+}
+
+static void setup(void)
+{
+    start(NULL, 1);
+}
+
+static void setup_acl(void)
+{
+    /* Two replicas each, so that a promoted master still has one to
+     * confirm its writes. */
+    start(&acl, 2);
 }
 
 static void teardown(void)
@@ -50,8 +66,11 @@ static void write_conf(struct h_conf *hc, char *redis, size_t len, int queue_fir
     for (int i = 0; i < C.nmasters && first < 0; i++)
         if (i != m)
             first = i;
-    int n = snprintf(redis, len, "cluster = true; command_timeout = \"2s\"; "
-                     "nodes = [\"%s\"", C.addr[first]);
+    int n = snprintf(redis, len, "cluster = true; command_timeout = \"2s\"; ");
+    if (opts)
+        n += snprintf(redis + n, len - (size_t)n, "user = \"%s\"; password = \"%s\"; "
+                      "durability = \"replicated\"; ", opts->user, opts->password);
+    n += snprintf(redis + n, len - (size_t)n, "nodes = [\"%s\"", C.addr[first]);
     for (int i = 0; i < C.nnodes; i++)
         if (i != first)
             n += snprintf(redis + n, len - (size_t)n, ", \"%s\"", C.addr[i]);
@@ -78,6 +97,10 @@ static dq_client *queue_master_client(void)
     dq_options_init(&opt);
     opt.host = "127.0.0.1";
     opt.port = C.port[m];
+    if (opts) {
+        opt.user = opts->user;
+        opt.password = opts->password;
+    }
     dq_client *c = dq_connect(&opt, err, sizeof err, NULL);
     ck_assert_msg(c != NULL, "connect %s: %s", C.addr[m], err);
     return c;
@@ -352,6 +375,10 @@ START_TEST(the_queue_master_killed_the_daemon_follows_the_promoted_replica)
     dq_options_init(&opt);
     opt.host = "127.0.0.1";
     opt.port = C.port[promoted];
+    if (opts) {
+        opt.user = opts->user;
+        opt.password = opts->password;
+    }
     char err[400];
     c = dq_connect(&opt, err, sizeof err, NULL);
     ck_assert_msg(c != NULL, "connect %s: %s", C.addr[promoted], err);
@@ -407,5 +434,12 @@ int main(void)
     tcase_add_test(tc, the_queue_slot_moved_mid_run_loses_and_repeats_nothing);
     tcase_add_test(tc, a_migration_held_half_way_is_followed_with_ask_and_tryagain);
     tcase_add_test(tc, the_queue_master_killed_the_daemon_follows_the_promoted_replica);
+    /* The same with an ACL user (every node connection and every map read
+     * authenticates) and durability "replicated" (each write waits for a
+     * replica of its own master). */
+    TCase *acl_tc = fixture_tcase(s, "rcluster_acl_replicated", 120, NULL, NULL, setup_acl,
+                                  teardown);
+    tcase_add_test(acl_tc, jobs_drain_exactly_once_on_a_cluster);
+    tcase_add_test(acl_tc, the_queue_master_killed_the_daemon_follows_the_promoted_replica);
     return fixture_run_suite(s);
 }
