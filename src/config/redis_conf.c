@@ -45,6 +45,7 @@ void redis_conf_free(struct redis_conf *rc)
     free(rc->password_in);
     free(rc->prefix);
     sentinel_conf_free(&rc->sentinel);
+    conf_nodes_free(&rc->nodes, &rc->nnodes);
     tls_settings_free(&rc->tls);
     redis_conf_init(rc);
 }
@@ -68,6 +69,9 @@ void redis_conf_to_options(const struct redis_conf *rc, dq_options *opt)
     opt->durability = rc->durability;
     opt->replication_timeout_ms = (int)rc->replication_timeout_ms;
     sentinel_conf_to_options(&rc->sentinel, &opt->sentinel);
+    opt->cluster = rc->cluster;
+    opt->nodes = (const char *const *)rc->nodes;
+    opt->nnodes = rc->nnodes;
     opt->tls.enable = rc->tls.enable;
     opt->tls.ca_file = rc->tls.ca_file;
     opt->tls.ca_dir = rc->tls.ca_dir;
@@ -352,6 +356,19 @@ static int read_replication_timeout(struct conf_reader *r, const config_setting_
     return get_duration(r, s, 1, &rc->replication_timeout_ms);
 }
 
+static int read_cluster(struct conf_reader *r, const config_setting_t *s,
+                        struct redis_conf *rc)
+{
+    return conf_bool(r, s, PREFIX, &rc->cluster);
+}
+
+/* redis.nodes: a cluster's seed nodes, read as the sentinels' list is. */
+static int read_nodes(struct conf_reader *r, const config_setting_t *s,
+                      struct redis_conf *rc)
+{
+    return conf_nodes_read(r, s, PREFIX "nodes", "cluster node", &rc->nodes, &rc->nnodes);
+}
+
 /* redis.sentinel (sentinel_conf.c), its password_file read here by the
  * one password-file reader. */
 static int read_sentinel(struct conf_reader *r, const config_setting_t *s,
@@ -478,6 +495,8 @@ static const struct {
     { "durability", read_durability },
     { "replication_timeout", read_replication_timeout },
     { "sentinel", read_sentinel },
+    { "cluster", read_cluster },
+    { "nodes", read_nodes },
     { "tls", read_tls },
 };
 
@@ -511,6 +530,30 @@ static const config_setting_t *seen_key(const config_setting_t *const *seen,
     return seen[key_index(name)];
 }
 
+/* What a cluster cannot have: a Sentinel, a unix socket, a database but
+ * 0; and seed nodes mean nothing without it. */
+static int check_cluster(struct conf_reader *r, const config_setting_t *const *seen,
+                         const struct redis_conf *rc)
+{
+    const config_setting_t *cluster = seen_key(seen, "cluster");
+    const config_setting_t *nodes = seen_key(seen, "nodes");
+    if (!rc->cluster) {
+        if (nodes)
+            return conf_fail(r, nodes, "redis.nodes lists cluster nodes: it needs "
+                             "redis.cluster = true");
+        return 0;
+    }
+    if (seen_key(seen, "sentinel"))
+        return conf_fail(r, cluster, "redis.cluster and redis.sentinel are both set (a "
+                         "cluster does its own failover: keep one)");
+    if (seen_key(seen, "unix_socket"))
+        return conf_fail(r, cluster, "redis.cluster needs TCP nodes, not redis.unix_socket");
+    if (rc->db != 0)
+        return conf_fail(r, seen_key(seen, "db"), "redis.db must be 0 with redis.cluster "
+                         "(a cluster has only database 0)");
+    return 0;
+}
+
 /* Read every setting of the group into `rc`; the checks that involve two
  * settings come first, so that their message names both. */
 static int read_group(struct conf_reader *r, const config_setting_t *group,
@@ -536,7 +579,7 @@ static int read_group(struct conf_reader *r, const config_setting_t *group,
     const config_setting_t *user = seen_key(seen, "user");
     if (user && !rc->password)
         return conf_fail(r, user, "redis.user needs redis.password or redis.password_file");
-    return 0;
+    return check_cluster(r, seen, rc);
 }
 
 int redis_conf_read(struct redis_conf *rc, const struct config_t *cfg,
