@@ -373,7 +373,10 @@ START_TEST(a_killed_master_is_followed)
     }
     dq_close(w);
     cluster_fx_kill(&C, 0);
+    int64_t killed = tu_mono_ms();
     assert_job(c, q[0], "kept");    /* waits for the promotion */
+    printf("cluster failover: the client followed %lld ms after the kill\n",
+           (long long)(tu_mono_ms() - killed));
     enqueue(c, q[0], "new");
     assert_job(c, q[1], "kept");
     int promoted = cluster_fx_wait_promoted(&C, 0, 20000);

@@ -20,6 +20,11 @@
  * a bound for a cluster that keeps sending us around. */
 #define CLUSTER_ROUNDS_MAX 64
 
+/* The longest single pause between rounds: a failover's promotion takes
+ * a second or two, and the client should be there soon after, not at the
+ * end of a 5 s step of the reconnect backoff. */
+#define CLUSTER_PAUSE_MAX_MS 1000
+
 /* A master's connection: the client's settings with this node's address
  * (a shallow copy: only host is ours).  On the heap, because the TLS state
  * keeps a pointer to o.tls for the connection's life. */
@@ -474,8 +479,9 @@ static dq_status route_round(struct route *rt)
     return DQ_OK;
 }
 
-/* Sleep the next backoff step; DQ_OK, or the reason for the pause once
- * the connect timeout is spent. */
+/* Sleep the next backoff step (100 ms doubled, at most about
+ * CLUSTER_PAUSE_MAX_MS); DQ_OK, or the reason for the pause once the
+ * connect timeout is spent. */
 static dq_status route_sleep(struct route *rt)
 {
     dq_client *c = rt->c;
@@ -483,6 +489,8 @@ static dq_status route_sleep(struct route *rt)
         return client_fail(c, rt->pause_st, "%s (still after %d ms)", rt->pause_why,
                            rt->waited_ms);
     int ms = redis_conn_backoff_next(&rt->backoff_ms, (unsigned long)rand_r(&c->jitter_seed));
+    if (rt->backoff_ms > CLUSTER_PAUSE_MAX_MS)
+        rt->backoff_ms = CLUSTER_PAUSE_MAX_MS;
     struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
     while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
         ;
