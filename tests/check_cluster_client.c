@@ -98,6 +98,17 @@ static void assert_job(dq_client *c, const char *queue, const char *id)
     dq_job_info_free(&info);
 }
 
+/* A queue on each master, q[m] on master m, with job `id` enqueued by `w`
+ * and seen by `c`. */
+static void job_on_every_master(dq_client *w, dq_client *c, char q[3][32], const char *id)
+{
+    for (int m = 0; m < 3; m++) {
+        queue_on(m, q[m], sizeof q[m]);
+        enqueue(w, q[m], id);
+        assert_job(c, q[m], id);
+    }
+}
+
 /* How many keys of `queue` master `m` holds. */
 static long long keys_of(int m, const char *queue)
 {
@@ -366,11 +377,7 @@ START_TEST(a_killed_master_is_followed)
     opt.connect_timeout_ms = 20000;
     dq_client *c = connect_with(&opt, 6);
     char q[3][32];
-    for (int m = 0; m < 3; m++) {
-        queue_on(m, q[m], sizeof q[m]);
-        enqueue(w, q[m], "kept");
-        assert_job(c, q[m], "kept");
-    }
+    job_on_every_master(w, c, q, "kept");
     dq_close(w);
     cluster_fx_kill(&C, 0);
     int64_t killed = tu_mono_ms();
@@ -398,11 +405,7 @@ START_TEST(acl_user_on_every_master)
     opt.password = "s3cret";
     dq_client *c = connect_with(&opt, 0);
     char q[3][32];
-    for (int m = 0; m < 3; m++) {
-        queue_on(m, q[m], sizeof q[m]);
-        enqueue(c, q[m], "a");
-        assert_job(c, q[m], "a");
-    }
+    job_on_every_master(c, c, q, "a");
     dq_close(c);
     opt.password = "wrong";
     opt.cluster = 1;
@@ -437,11 +440,7 @@ START_TEST(tls_cluster)
     opt.tls.ca_file = ca;
     dq_client *c = connect_with(&opt, 0);
     char q[3][32];
-    for (int m = 0; m < 3; m++) {
-        queue_on(m, q[m], sizeof q[m]);
-        enqueue(c, q[m], "a");
-        assert_job(c, q[m], "a");
-    }
+    job_on_every_master(c, c, q, "a");
     dq_close(c);
     struct run_result *r = CLI_HOW(&(struct cli_run){ .no_socket = true }, "--cluster",
                                    "-p", port0, "--tls", "--cacert", ca, "stats");
