@@ -20,15 +20,6 @@
 #include "lib/redis_io.h"
 #include "lib/scripts.h"
 
-dq_status client_fail(dq_client *c, dq_status st, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(c->err, sizeof c->err, fmt, ap);
-    va_end(ap);
-    return st;
-}
-
 const char *dq_errmsg(const dq_client *c)
 {
     return c ? c->err : "no client";
@@ -215,33 +206,10 @@ static dq_status broken(dq_client *c, const char *what)
     return st;
 }
 
-dq_status client_script_load(dq_client *c, redisContext *rc, enum dq_script_id s)
-{
-    const char *argv[3] = { "SCRIPT", "LOAD", dq_scripts[s].text };
-    redisReply *r = redis_io_command(rc, 3, argv, NULL);
-    if (!r)
-        return DQ_ERR_CONNECT;
-    dq_status st = DQ_OK;
-    if (r->type == REDIS_REPLY_ERROR)
-        st = client_fail(c, DQ_ERR_REDIS, "redis refused the %s script: %s",
-                         dq_scripts[s].name, r->str);
-    freeReplyObject(r);
-    return st;
-}
-
 static dq_status load_script(dq_client *c, enum dq_script_id s)
 {
     dq_status st = client_script_load(c, c->rc, s);
     return st == DQ_ERR_CONNECT ? broken(c, "SCRIPT LOAD") : st;
-}
-
-dq_status client_check_reply(dq_client *c, const redisReply *r, const char *what)
-{
-    if (r->type != REDIS_REPLY_ERROR)
-        return DQ_OK;
-    if (strncmp(r->str, "NOAUTH", 6) == 0 || strncmp(r->str, "WRONGPASS", 9) == 0)
-        return client_fail(c, DQ_ERR_AUTH, "redis: %s", r->str);
-    return client_fail(c, DQ_ERR_REDIS, "redis error in %s: %s", what, r->str);
 }
 
 /* How long a call has waited for a master, across its reconnects. */
@@ -491,22 +459,6 @@ static dq_status register_unguarded(dq_client *c, const char *queue)
 }
 
 /* ---- replicated durability ---------------------------------------------- */
-
-int client_wants_wait(const dq_client *c, int s)
-{
-    return c->durability == DQ_DURABILITY_REPLICATED && redis_conn_script_writes(s);
-}
-
-dq_status client_check_wait(dq_client *c, const redisReply *r)
-{
-    if (r->type == REDIS_REPLY_INTEGER && r->integer >= 1)
-        return DQ_OK;
-    if (r->type == REDIS_REPLY_ERROR)
-        return client_fail(c, DQ_ERR_REDIS, "redis error in WAIT: %s", r->str);
-    return client_fail(c, DQ_ERR_TIMEOUT,
-                       "not replicated within %d ms (the write is on the master only)",
-                       c->replication_timeout_ms);
-}
 
 /*
  * client_pipeline_build under REPLICATED: the n commands and one WAIT in
