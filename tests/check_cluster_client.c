@@ -149,6 +149,28 @@ START_TEST(jobs_of_queues_on_every_master)
 }
 END_TEST
 
+/* A master that forgot the scripts (SCRIPT FLUSH) gets them loaded; one
+ * that closed the client's idle connection (CLIENT KILL) is reconnected
+ * to before the next command is written. */
+START_TEST(scripts_and_connections_per_master)
+{
+    dq_client *c = connect_with(NULL, 0);
+    char q[3][32];
+    job_on_every_master(c, c, q, "a");
+    for (int m = 0; m < 3; m++)
+        ck_assert_int_eq(cluster_fx_int(&C, m, "SCRIPT FLUSH"), 0);
+    for (int m = 0; m < 3; m++)
+        assert_job(c, q[m], "a");
+    for (int m = 0; m < 3; m++)
+        ck_assert_int_ge(cluster_fx_int(&C, m, "CLIENT KILL TYPE normal"), 1);
+    for (int m = 0; m < 3; m++) {
+        assert_job(c, q[m], "a");
+        enqueue(c, q[m], "b");
+    }
+    dq_close(c);
+}
+END_TEST
+
 /* One pipeline of jobs for three masters: each gets its own part, and
  * the results come back in the caller's order. */
 START_TEST(enqueue_many_is_split_per_master)
@@ -460,6 +482,7 @@ int main(void)
     Suite *s = suite_create("cluster_client");
     TCase *tc = fixture_tcase(s, "routing", 120, NULL, NULL, setup, teardown);
     tcase_add_test(tc, jobs_of_queues_on_every_master);
+    tcase_add_test(tc, scripts_and_connections_per_master);
     tcase_add_test(tc, enqueue_many_is_split_per_master);
     tcase_add_test(tc, cli_over_the_cluster);
     tcase_add_test(tc, bad_seeds_are_one_line_errors);
