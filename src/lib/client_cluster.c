@@ -16,9 +16,10 @@
 #include "lib/redis_io.h"
 #include "lib/scripts.h"
 
-/* Rounds one call may take (each a redirection, a refresh or a pause):
- * a bound for a cluster that keeps sending us around. */
-#define CLUSTER_ROUNDS_MAX 64
+/* Rounds without a pause one call may take (each a redirection): a
+ * bound for a cluster that keeps sending us around.  (Rounds that pause
+ * are bounded by the connect timeout.) */
+#define CLUSTER_REDIRECTS_MAX 64
 
 /* The longest single pause between rounds: a failover's promotion takes
  * a second or two, and the client should be there soon after, not at the
@@ -510,10 +511,8 @@ static int route_pending(const struct route *rt)
  * until every command has its reply. */
 static dq_status route_run(struct route *rt)
 {
-    for (int round = 0; route_pending(rt); round++) {
-        if (round == CLUSTER_ROUNDS_MAX)
-            return client_fail(rt->c, DQ_ERR_REDIS, "redis cluster: still redirected after "
-                               "%d rounds", CLUSTER_ROUNDS_MAX);
+    int redirected = 0;
+    while (route_pending(rt)) {
         rt->refresh = rt->pause = 0;
         dq_status st = route_round(rt);
         if (st != DQ_OK)
@@ -529,6 +528,9 @@ static dq_status route_run(struct route *rt)
         }
         if (rt->pause && (st = route_sleep(rt)) != DQ_OK)
             return st;
+        if (!rt->pause && ++redirected == CLUSTER_REDIRECTS_MAX)
+            return client_fail(rt->c, DQ_ERR_REDIS, "redis cluster: still redirected after "
+                               "%d rounds", CLUSTER_REDIRECTS_MAX);
     }
     return DQ_OK;
 }
