@@ -252,32 +252,6 @@ START_TEST(durability_is_read)
 }
 END_TEST
 
-START_TEST(cluster_is_read)
-{
-    struct redis_conf rc;
-    load_ok(&rc, "redis = { cluster = true; nodes = [\"10.0.0.5:7000\", \"[::1]:7001\"]; };\n");
-    dq_options opt;
-    redis_conf_to_options(&rc, &opt);
-    ck_assert_int_eq(opt.cluster, 1);
-    ck_assert_uint_eq(opt.nnodes, 2);
-    ck_assert_str_eq(opt.nodes[1], "[::1]:7001");
-    redis_conf_free(&rc);
-    load_ok(&rc, "redis = { port = 7000; };\n");
-    redis_conf_to_options(&rc, &opt);
-    ck_assert_int_eq(opt.cluster, 0);
-    ck_assert_uint_eq(opt.nnodes, 0);
-    redis_conf_free(&rc);
-
-    load_bad("redis = {\n  db = 2;\n  cluster = true;\n};\n", 3,
-             "redis.cluster: a cluster has no database but 0");
-    load_bad("redis = {\n  cluster = true;\n  sentinel = { master = \"m\"; "
-             "nodes = [\"h:1\"]; };\n};\n", 2, "redis.cluster: a cluster has no Sentinel");
-    load_bad("redis = {\n  cluster = true;\n  nodes = [\"h\"];\n};\n", 3,
-             "redis.nodes[0]: 'h'");
-    load_bad("redis = { nodes = []; };\n", 1, "redis.nodes is empty");
-}
-END_TEST
-
 START_TEST(password_file_first_line)
 {
     struct redis_conf rc;
@@ -354,6 +328,45 @@ START_TEST(other_problems)
     load_bad("redis = {\n  host = \"h\";\n  unix_socket = \"/s\";\n};\n", 3,
              "redis.host and redis.unix_socket are both set");
     load_bad("redis = { host = \"\"; };\n", 1, "redis.host is empty");
+}
+END_TEST
+
+START_TEST(cluster_settings)
+{
+    struct redis_conf rc;
+    dq_options opt;
+    load_ok(&rc, "redis = {\n  cluster = true;\n"
+                 "  nodes = [\"10.0.0.1:7000\", \"[::1]:7001\"];\n};\n");
+    redis_conf_to_options(&rc, &opt);
+    ck_assert_int_eq(opt.cluster, 1);
+    ck_assert_uint_eq(opt.nnodes, 2);
+    ck_assert_str_eq(opt.nodes[0], "10.0.0.1:7000");
+    ck_assert_str_eq(opt.nodes[1], "[::1]:7001");
+    redis_conf_free(&rc);
+    load_ok(&rc, "redis = { cluster = true; host = \"10.0.0.9\"; port = 7000; };\n");
+    redis_conf_to_options(&rc, &opt);
+    ck_assert_int_eq(opt.cluster, 1);
+    ck_assert_uint_eq(opt.nnodes, 0); /* host:port is the seed */
+    redis_conf_free(&rc);
+    load_ok(&rc, "redis = { port = 7000; };\n");
+    redis_conf_to_options(&rc, &opt);
+    ck_assert_int_eq(opt.cluster, 0);
+    redis_conf_free(&rc);
+    load_bad("redis = {\n  cluster = true;\n  nodes = [\"10.0.0.1\"];\n};\n", 3,
+             "redis.nodes[0]: '10.0.0.1': expected HOST:PORT");
+    load_bad("redis = {\n  cluster = true;\n  nodes = [];\n};\n", 3,
+             "redis.nodes is empty: list at least one cluster node");
+    load_bad("redis = {\n  cluster = true;\n  nodes = \"10.0.0.1:7000\";\n};\n", 3,
+             "redis.nodes: expected a list");
+    load_bad("redis = {\n  nodes = [\"10.0.0.1:7000\"];\n};\n", 2,
+             "redis.nodes lists cluster nodes: it needs redis.cluster = true");
+    load_bad("redis = {\n  cluster = true;\n  db = 3;\n};\n", 3,
+             "redis.db must be 0 with redis.cluster");
+    load_bad("redis = {\n  cluster = true;\n  sentinel = { master = \"m\"; "
+             "nodes = [\"h:1\"]; };\n};\n", 2, "redis.cluster and redis.sentinel");
+    load_bad("redis = {\n  cluster = true;\n  unix_socket = \"/s\";\n};\n", 2,
+             "redis.cluster needs TCP nodes");
+    load_bad("redis = {\n  cluster = 1;\n};\n", 2, "redis.cluster");
 }
 END_TEST
 
@@ -475,8 +488,8 @@ int main(void)
     tcase_add_test(tc, failed_load_keeps_the_old_settings);
     tcase_add_test(tc, read_from_a_parsed_file);
     tcase_add_test(tc, durability_is_read);
-    tcase_add_test(tc, cluster_is_read);
     tcase_add_test(tc, tls_group);
+    tcase_add_test(tc, cluster_settings);
     suite_add_tcase(s, tc);
     int status = fixture_run_suite(s);
     remove_dir();

@@ -36,6 +36,7 @@ const struct option cli_conn_longopts[] = {
     { "key", required_argument, NULL, CLI_CONN_OPT_KEY },
     { "sni", required_argument, NULL, CLI_CONN_OPT_SNI },
     { "insecure", no_argument, NULL, CLI_CONN_OPT_INSECURE },
+    { "cluster", no_argument, NULL, CLI_CONN_OPT_CLUSTER },
     { NULL, 0, NULL, 0 }
 };
 
@@ -128,6 +129,7 @@ int cli_conn_option(struct cli_conn *cc, int opt, const char *arg, char *err,
     case CLI_CONN_OPT_KEY: cc->tls.key = arg; return 1;
     case CLI_CONN_OPT_SNI: cc->tls.sni = arg; return 1;
     case CLI_CONN_OPT_INSECURE: cc->tls.insecure = 1; return 1;
+    case CLI_CONN_OPT_CLUSTER: cc->cluster = 1; return 1;
     case 'p':
         if ((r = take_number("port", arg, 1, 65535, &v, err, errlen)) > 0)
             cc->port = (int)v;
@@ -155,6 +157,12 @@ static void apply_flags(struct cli_session *s, const struct cli_conn *cc)
     }
     if (cc->unix_path)
         o->unix_path = cc->unix_path;
+    if (cc->cluster)
+        o->cluster = 1;
+    if (o->cluster && (cc->host || cc->port)) {
+        o->nodes = NULL;    /* -H/-p name the seed: the file's seeds go */
+        o->nnodes = 0;
+    }
     if (cc->user)
         o->user = cc->user;
     if (cc->db >= 0)
@@ -297,9 +305,16 @@ int cli_session_options(struct cli_session *s, const struct cli_conn *cc,
     }
     if (cc->config_path && redis_conf_load(&s->conf, cc->config_path, err, errlen) < 0)
         return CLI_EXIT_CONFIG;
+    if (cc->cluster && (cc->unix_path || cc->sentinel || cc->master)) {
+        snprintf(err, errlen, "--cluster reaches its nodes over TCP: it cannot be used with "
+                 "-s, --sentinel or --master");
+        return CLI_EXIT_USAGE;
+    }
     int code = choose_sentinel(s, cc, err, errlen);
     if (code != CLI_EXIT_OK)
         return code;
+    if (cc->cluster)
+        sentinel_conf_free(&s->conf.sentinel);
     redis_conf_to_options(&s->conf, &s->opt);
     apply_flags(s, cc);
     code = apply_tls_flags(s, cc, err, errlen);

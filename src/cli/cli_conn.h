@@ -45,6 +45,7 @@ enum cli_conn_opt {
     CLI_CONN_OPT_KEY,
     CLI_CONN_OPT_SNI,
     CLI_CONN_OPT_INSECURE,
+    CLI_CONN_OPT_CLUSTER,
     CLI_CONN_OPT_END
 };
 
@@ -66,6 +67,7 @@ struct cli_conn {
                                        given */
     const char *sentinel;       /* --sentinel HOST:PORT[,HOST:PORT...] */
     const char *master;         /* --master NAME */
+    int cluster;                /* --cluster */
     struct {                    /* TLS, as redis-cli spells it */
         int on;                 /* --tls */
         const char *cacert;     /* --cacert */

@@ -68,6 +68,8 @@ static const char usage_text[] =
     "                       find the master through these sentinels, instead\n"
     "                       of -H, -p and -s (needs --master)\n"
     "      --master NAME    the master's name at the sentinels\n"
+    "      --cluster        Redis Cluster: -H and -p name one of its nodes (the\n"
+    "                       seed), commands go to the master of their slot\n"
     "      --tls            connect with TLS (the options below need it)\n"
     "      --cacert FILE    trusted CA certificates (default: the system's)\n"
     "      --cacertdir DIR  a directory of hashed CA certificates\n"

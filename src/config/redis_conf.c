@@ -18,7 +18,6 @@
 #include "config/conf_reader.h"
 #include "lib/keys.h"
 #include "lib/redis_conn.h"
-#include "lib/sentinel.h"
 
 #define REDIS_CONF_PAYLOAD_MAX (512L * 1024 * 1024) /* Redis's string limit */
 
@@ -46,9 +45,7 @@ void redis_conf_free(struct redis_conf *rc)
     free(rc->password_in);
     free(rc->prefix);
     sentinel_conf_free(&rc->sentinel);
-    for (size_t i = 0; i < rc->nnodes; i++)
-        free(rc->nodes[i]);
-    free(rc->nodes);
+    conf_nodes_free(&rc->nodes, &rc->nnodes);
     tls_settings_free(&rc->tls);
     redis_conf_init(rc);
 }
@@ -326,36 +323,6 @@ static int read_keepalive(struct conf_reader *r, const config_setting_t *s,
     return conf_bool(r, s, PREFIX, &rc->keepalive);
 }
 
-static int read_cluster(struct conf_reader *r, const config_setting_t *s,
-                        struct redis_conf *rc)
-{
-    return conf_bool(r, s, PREFIX, &rc->cluster);
-}
-
-/* redis.nodes: the cluster's seed nodes, each "HOST:PORT". */
-static int read_nodes(struct conf_reader *r, const config_setting_t *s,
-                      struct redis_conf *rc)
-{
-    if (!config_setting_is_array(s) && !config_setting_is_list(s))
-        return conf_fail(r, s, PREFIX "nodes: expected a list of \"HOST:PORT\" strings");
-    int n = config_setting_length(s);
-    if (n == 0 || !(rc->nodes = calloc((size_t)n, sizeof *rc->nodes)))
-        return conf_fail(r, s, n ? "out of memory" : PREFIX "nodes is empty");
-    for (int i = 0; i < n; i++) {
-        const config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
-        const char *v, *why;
-        char host[256];
-        int port;
-        if (conf_string(r, e, PREFIX "nodes", &v) < 0)
-            return -1;
-        if (sentinel_parse_node(v, host, sizeof host, &port, &why) < 0)
-            return conf_fail(r, e, PREFIX "nodes[%d]: '%s': %s", i, v, why);
-        if (!(rc->nodes[rc->nnodes++] = strdup(v)))
-            return conf_fail(r, e, "out of memory");
-    }
-    return 0;
-}
-
 static int read_max_payload(struct conf_reader *r, const config_setting_t *s,
                             struct redis_conf *rc)
 {
@@ -387,6 +354,19 @@ static int read_replication_timeout(struct conf_reader *r, const config_setting_
                                     struct redis_conf *rc)
 {
     return get_duration(r, s, 1, &rc->replication_timeout_ms);
+}
+
+static int read_cluster(struct conf_reader *r, const config_setting_t *s,
+                        struct redis_conf *rc)
+{
+    return conf_bool(r, s, PREFIX, &rc->cluster);
+}
+
+/* redis.nodes: a cluster's seed nodes, read as the sentinels' list is. */
+static int read_nodes(struct conf_reader *r, const config_setting_t *s,
+                      struct redis_conf *rc)
+{
+    return conf_nodes_read(r, s, PREFIX "nodes", "cluster node", &rc->nodes, &rc->nnodes);
 }
 
 /* redis.sentinel (sentinel_conf.c), its password_file read here by the
@@ -550,6 +530,30 @@ static const config_setting_t *seen_key(const config_setting_t *const *seen,
     return seen[key_index(name)];
 }
 
+/* What a cluster cannot have: a Sentinel, a unix socket, a database but
+ * 0; and seed nodes mean nothing without it. */
+static int check_cluster(struct conf_reader *r, const config_setting_t *const *seen,
+                         const struct redis_conf *rc)
+{
+    const config_setting_t *cluster = seen_key(seen, "cluster");
+    const config_setting_t *nodes = seen_key(seen, "nodes");
+    if (!rc->cluster) {
+        if (nodes)
+            return conf_fail(r, nodes, "redis.nodes lists cluster nodes: it needs "
+                             "redis.cluster = true");
+        return 0;
+    }
+    if (seen_key(seen, "sentinel"))
+        return conf_fail(r, cluster, "redis.cluster and redis.sentinel are both set (a "
+                         "cluster does its own failover: keep one)");
+    if (seen_key(seen, "unix_socket"))
+        return conf_fail(r, cluster, "redis.cluster needs TCP nodes, not redis.unix_socket");
+    if (rc->db != 0)
+        return conf_fail(r, seen_key(seen, "db"), "redis.db must be 0 with redis.cluster "
+                         "(a cluster has only database 0)");
+    return 0;
+}
+
 /* Read every setting of the group into `rc`; the checks that involve two
  * settings come first, so that their message names both. */
 static int read_group(struct conf_reader *r, const config_setting_t *group,
@@ -572,14 +576,10 @@ static int read_group(struct conf_reader *r, const config_setting_t *group,
     for (size_t k = 0; k < CONF_NKEYS; k++)
         if (seen[k] && conf_keys[k].read(r, seen[k], rc) < 0)
             return -1;
-    const config_setting_t *cl = seen_key(seen, "cluster");
-    if (rc->cluster && (seen_key(seen, "sentinel") || rc->db != 0))
-        return conf_fail(r, cl, "redis.cluster: a cluster has no %s",
-                         rc->db ? "database but 0 (remove redis.db)" : "Sentinel (keep one)");
     const config_setting_t *user = seen_key(seen, "user");
     if (user && !rc->password)
         return conf_fail(r, user, "redis.user needs redis.password or redis.password_file");
-    return 0;
+    return check_cluster(r, seen, rc);
 }
 
 int redis_conf_read(struct redis_conf *rc, const struct config_t *cfg,

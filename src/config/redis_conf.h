@@ -15,6 +15,8 @@
  *     keepalive = true;
  *     max_payload = 1048576;   # bytes
  *     sentinel = { ... };      # instead of host/unix_socket: sentinel_conf.h
+ *     cluster = true;          # Redis Cluster (db 0, no sentinel, TCP only)
+ *     nodes = ["10.0.0.1:7000", "10.0.0.2:7000"]; # its seeds; none: host:port
  *     tls = {                  # TLS over TCP; the group turns it on
  *       enable = true;         # false keeps the settings but connects plain
  *       ca_file = "ca.crt";    # or ca_dir; neither: the system's CAs
@@ -61,9 +63,9 @@ struct redis_conf {
     dq_durability durability;   /* "local" (default) or "replicated" */
     int64_t replication_timeout_ms; /* WAIT's timeout, default 1000 */
     struct sentinel_conf sentinel; /* master NULL: no Sentinel */
-    int cluster;                /* Redis Cluster (cluster = true) */
-    char **nodes;               /* its seed nodes "HOST:PORT"; none: host:port */
-    size_t nnodes;
+    int cluster;                /* 1: Redis Cluster */
+    char **nodes;               /* the cluster's seeds "HOST:PORT", checked */
+    size_t nnodes;              /* 0: host:port is the seed */
     struct tls_settings tls;    /* default off, verify on; paths resolved */
 };
 

@@ -16,9 +16,7 @@
 void sentinel_conf_free(struct sentinel_conf *sc)
 {
     free(sc->master);
-    for (size_t i = 0; i < sc->nnodes; i++)
-        free(sc->nodes[i]);
-    free(sc->nodes);
+    conf_nodes_free(&sc->nodes, &sc->nnodes);
     free(sc->user);
     redis_conn_free_secret(sc->password);
     free(sc->password_in);
@@ -34,9 +32,9 @@ void sentinel_conf_to_options(const struct sentinel_conf *sc, dq_sentinel_option
     o->password = sc->password;
 }
 
-/* Append a copy of `node` after checking it; why: the problem, or NULL
- * when memory ran out. */
-static int add_node(struct sentinel_conf *sc, const char *node, size_t len,
+/* Append a copy of `node` to the list after checking it; why: the
+ * problem, or NULL when memory ran out. */
+static int add_node(char ***nodes, size_t *nnodes, const char *node, size_t len,
                     const char **why)
 {
     char host[SENTINEL_HOST_MAX];
@@ -49,37 +47,37 @@ static int add_node(struct sentinel_conf *sc, const char *node, size_t len,
         free(copy);
         return -1;
     }
-    char **grown = realloc(sc->nodes, (sc->nnodes + 1) * sizeof *grown);
+    char **grown = realloc(*nodes, (*nnodes + 1) * sizeof *grown);
     if (!grown) {
         free(copy);
         return -1;
     }
-    sc->nodes = grown;
-    sc->nodes[sc->nnodes++] = copy;
+    *nodes = grown;
+    grown[(*nnodes)++] = copy;
     return 0;
 }
 
-static void free_nodes(struct sentinel_conf *sc)
+void conf_nodes_free(char ***nodes, size_t *nnodes)
 {
-    for (size_t i = 0; i < sc->nnodes; i++)
-        free(sc->nodes[i]);
-    free(sc->nodes);
-    sc->nodes = NULL;
-    sc->nnodes = 0;
+    for (size_t i = 0; i < *nnodes; i++)
+        free((*nodes)[i]);
+    free(*nodes);
+    *nodes = NULL;
+    *nnodes = 0;
 }
 
 int sentinel_conf_set_nodes(struct sentinel_conf *sc, const char *list, char *err,
                             size_t errlen)
 {
-    free_nodes(sc);
+    conf_nodes_free(&sc->nodes, &sc->nnodes);
     const char *p = list;
     do {
         size_t len = strcspn(p, ",");
         const char *why;
-        if (len == 0 || add_node(sc, p, len, &why) < 0) {
+        if (len == 0 || add_node(&sc->nodes, &sc->nnodes, p, len, &why) < 0) {
             snprintf(err, errlen, "bad sentinel '%.*s': %s", (int)len, p,
                      len == 0 ? "empty" : why ? why : "out of memory");
-            free_nodes(sc);
+            conf_nodes_free(&sc->nodes, &sc->nnodes);
             return -1;
         }
         p += len;
@@ -113,21 +111,21 @@ static int read_string(struct conf_reader *r, const config_setting_t *s, char **
     return 0;
 }
 
-static int read_nodes(struct conf_reader *r, const config_setting_t *s,
-                      struct sentinel_conf *sc)
+int conf_nodes_read(struct conf_reader *r, const config_setting_t *s, const char *name,
+                    const char *what, char ***nodes, size_t *nnodes)
 {
     if (!config_setting_is_array(s) && !config_setting_is_list(s))
-        return conf_fail(r, s, PREFIX "nodes: expected a list of \"HOST:PORT\" strings");
+        return conf_fail(r, s, "%s: expected a list of \"HOST:PORT\" strings", name);
     int n = config_setting_length(s);
     if (n == 0)
-        return conf_fail(r, s, PREFIX "nodes is empty: list at least one sentinel");
+        return conf_fail(r, s, "%s is empty: list at least one %s", name, what);
     for (int i = 0; i < n; i++) {
         const config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
         const char *v, *why;
-        if (conf_string(r, e, PREFIX "nodes", &v) < 0)
+        if (conf_string(r, e, name, &v) < 0)
             return -1;
-        if (add_node(sc, v, strlen(v), &why) < 0)
-            return conf_fail(r, e, PREFIX "nodes[%d]: '%s': %s", i, v,
+        if (add_node(nodes, nnodes, v, strlen(v), &why) < 0)
+            return conf_fail(r, e, "%s[%d]: '%s': %s", name, i, v,
                              why ? why : "out of memory");
     }
     return 0;
@@ -154,7 +152,7 @@ int sentinel_conf_read(struct conf_reader *r, const config_setting_t *group,
     if (password && *password_file)
         return conf_fail(r, *password_file, PREFIX "password and " PREFIX
                          "password_file are both set (keep one)");
-    if (read_string(r, master, &sc->master) < 0 || read_nodes(r, nodes, sc) < 0
+    if (read_string(r, master, &sc->master) < 0 || conf_nodes_read(r, nodes, PREFIX "nodes", "sentinel", &sc->nodes, &sc->nnodes) < 0
         || (user && read_string(r, user, &sc->user) < 0)
         || (password && read_string(r, password, &sc->password) < 0))
         return -1;

@@ -56,6 +56,19 @@ int sentinel_conf_set_nodes(struct sentinel_conf *sc, const char *list, char *er
 /* The master's name as given (--master); -1 when out of memory. */
 int sentinel_conf_set_master(struct sentinel_conf *sc, const char *master);
 
+/*
+ * A list of "HOST:PORT" strings (redis.sentinel.nodes, and a cluster's
+ * redis.nodes) appended to *nodes, each checked.  `name` names the
+ * setting in messages ("redis.nodes"), `what` one element ("sentinel").
+ * Returns 0, or -1 after conf_fail; the list may then hold part: free it
+ * with conf_nodes_free.
+ */
+int conf_nodes_read(struct conf_reader *r, const struct config_setting_t *s,
+                    const char *name, const char *what, char ***nodes, size_t *nnodes);
+
+/* Free such a list and empty it. */
+void conf_nodes_free(char ***nodes, size_t *nnodes);
+
 /* Fill `o` from `sc`; the strings are borrowed. */
 void sentinel_conf_to_options(const struct sentinel_conf *sc, dq_sentinel_options *o);
 

@@ -16,17 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/client_cluster.h"
 #include "lib/redis_io.h"
 #include "lib/scripts.h"
-
-dq_status client_fail(dq_client *c, dq_status st, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(c->err, sizeof c->err, fmt, ap);
-    va_end(ap);
-    return st;
-}
 
 const char *dq_errmsg(const dq_client *c)
 {
@@ -154,7 +146,7 @@ dq_client *dq_connect(const dq_options *opt, char *err, size_t errlen,
      * command timeout plus the replication timeout. */
     if (c->durability == DQ_DURABILITY_REPLICATED && c->conn.command_timeout_ms > 0)
         c->conn.command_timeout_ms += c->replication_timeout_ms;
-    st = client_open(c);
+    st = opt->cluster ? cluster_setup(c, opt) : client_open(c);
     if (st != DQ_OK)
         goto fail;
     if (status)
@@ -176,6 +168,7 @@ void dq_close(dq_client *c)
         return;
     if (c->rc)
         redis_io_free(c->rc);
+    cluster_free(c->cluster);
     redis_conn_opts_free(&c->conn);
     sentinel_free(c->sentinel);
     free(c->prefix);
@@ -215,27 +208,8 @@ static dq_status broken(dq_client *c, const char *what)
 
 static dq_status load_script(dq_client *c, enum dq_script_id s)
 {
-    const char *argv[3] = { "SCRIPT", "LOAD", dq_scripts[s].text };
-    redisReply *r = redis_io_command(c->rc, 3, argv, NULL);
-    if (!r)
-        return broken(c, "SCRIPT LOAD");
-    dq_status st = DQ_OK;
-    if (r->type == REDIS_REPLY_ERROR)
-        st = client_fail(c, DQ_ERR_REDIS, "redis refused the %s script: %s",
-                         dq_scripts[s].name, r->str);
-    freeReplyObject(r);
-    return st;
-}
-
-/* Judge a reply to `what` (a script or command name): an error reply
- * becomes DQ_ERR_REDIS with its text. */
-static dq_status check_reply(dq_client *c, redisReply *r, const char *what)
-{
-    if (r->type != REDIS_REPLY_ERROR)
-        return DQ_OK;
-    if (strncmp(r->str, "NOAUTH", 6) == 0 || strncmp(r->str, "WRONGPASS", 9) == 0)
-        return client_fail(c, DQ_ERR_AUTH, "redis: %s", r->str);
-    return client_fail(c, DQ_ERR_REDIS, "redis error in %s: %s", what, r->str);
+    dq_status st = client_script_load(c, c->rc, s);
+    return st == DQ_ERR_CONNECT ? broken(c, "SCRIPT LOAD") : st;
 }
 
 /* How long a call has waited for a master, across its reconnects. */
@@ -302,7 +276,7 @@ static dq_status run_unguarded(dq_client *c, struct cmd *cmd, int s,
                 return st;
             continue;
         }
-        st = check_reply(c, r, what);
+        st = client_check_reply(c, r, what);
         if (st != DQ_OK) {
             freeReplyObject(r);
             return st;
@@ -312,12 +286,6 @@ static dq_status run_unguarded(dq_client *c, struct cmd *cmd, int s,
         return DQ_OK;
     }
 }
-
-/* Builds cmds[i] in place just before it is sent (see client_pipeline). */
-struct pipe_builder {
-    void (*build)(void *ctx, size_t i, struct cmd *cmd);
-    void *ctx;
-};
 
 /* Write the commands whose reply slot is NULL, then read their replies.
  * Each command is built (when a builder is given) and written just before
@@ -434,8 +402,33 @@ static dq_status pipeline_unguarded(dq_client *c, struct cmd *cmds, size_t n,
     return st;
 }
 
+/* The registry's SADD in cluster mode: routed like any command (the map's
+ * refresh forgets what was registered, as a reconnect does). */
+static dq_status register_routed(dq_client *c, const char *queue)
+{
+    if (strcmp(c->registered, queue) == 0)
+        return DQ_OK;
+    char key[KEYS_NAME_MAX];
+    keys_registry(key, sizeof key, c->prefix);
+    struct cmd cmd;
+    cmd_init(&cmd);
+    cmd_push_str(&cmd, "SADD");
+    cmd_push_str(&cmd, key);
+    cmd_push_str(&cmd, queue);
+    redisReply *r = NULL;
+    dq_status st = cluster_run(c, &cmd, -1, &r, 0);
+    cmd_free(&cmd);
+    if (r)
+        freeReplyObject(r);
+    if (st == DQ_OK)
+        snprintf(c->registered, sizeof c->registered, "%s", queue);
+    return st;
+}
+
 static dq_status register_unguarded(dq_client *c, const char *queue)
 {
+    if (c->cluster)
+        return register_routed(c, queue);
     /* Open first: a reconnect forgets what was registered, and the new
      * server (restarted, its data lost) may not have the queue. */
     dq_status st = ensure_open(c);
@@ -456,7 +449,7 @@ static dq_status register_unguarded(dq_client *c, const char *queue)
     if (!r)
         return broken(c, "SADD");
     if (r->type == REDIS_REPLY_ERROR) {
-        st = check_reply(c, r, "SADD");
+        st = client_check_reply(c, r, "SADD");
         freeReplyObject(r);
         return st;
     }
@@ -466,23 +459,6 @@ static dq_status register_unguarded(dq_client *c, const char *queue)
 }
 
 /* ---- replicated durability ---------------------------------------------- */
-
-static int wants_wait(const dq_client *c, int s)
-{
-    return c->durability == DQ_DURABILITY_REPLICATED && redis_conn_script_writes(s);
-}
-
-/* Judge WAIT's reply `r`: DQ_OK when a replica has the writes. */
-static dq_status check_wait(dq_client *c, const redisReply *r)
-{
-    if (r->type == REDIS_REPLY_INTEGER && r->integer >= 1)
-        return DQ_OK;
-    if (r->type == REDIS_REPLY_ERROR)
-        return client_fail(c, DQ_ERR_REDIS, "redis error in WAIT: %s", r->str);
-    return client_fail(c, DQ_ERR_TIMEOUT,
-                       "not replicated within %d ms (the write is on the master only)",
-                       c->replication_timeout_ms);
-}
 
 /*
  * client_pipeline_build under REPLICATED: the n commands and one WAIT in
@@ -507,7 +483,7 @@ static dq_status pipeline_replicated(dq_client *c, struct cmd *cmds, size_t n,
     memcpy(cmds, all, n * sizeof *cmds);
     cmd_free(&all[n]);
     if (st == DQ_OK)
-        st = check_wait(c, got[n]);
+        st = client_check_wait(c, got[n]);
     /* Not confirmed, but the caller wants the replies (to undo them). */
     int keep = st == DQ_OK || (keep_unconfirmed && st == DQ_ERR_TIMEOUT && got[n]);
     for (size_t i = 0; i <= n; i++) {
@@ -531,7 +507,7 @@ static dq_status run_replicated(dq_client *c, struct cmd *cmd, int s, redisReply
     *reply = NULL;
     if (!r)
         return st;
-    dq_status rst = check_reply(c, r, dq_scripts[s].name);
+    dq_status rst = client_check_reply(c, r, dq_scripts[s].name);
     if (rst != DQ_OK) {
         freeReplyObject(r);
         return rst;
@@ -542,11 +518,12 @@ static dq_status run_replicated(dq_client *c, struct cmd *cmd, int s, redisReply
 
 dq_status client_run_unconfirmed(dq_client *c, struct cmd *cmd, int s, redisReply **reply)
 {
-    if (!wants_wait(c, s))
+    if (!client_wants_wait(c, s))
         return client_run(c, cmd, s, reply);
     struct pipe_guard g;
     pipe_guard_enter(&g);
-    dq_status st = run_replicated(c, cmd, s, reply, 1);
+    dq_status st = c->cluster ? cluster_run(c, cmd, s, reply, 1)
+                              : run_replicated(c, cmd, s, reply, 1);
     pipe_guard_leave(&g);
     return st;
 }
@@ -555,8 +532,9 @@ dq_status client_run(dq_client *c, struct cmd *cmd, int s, redisReply **reply)
 {
     struct pipe_guard g;
     pipe_guard_enter(&g);
-    dq_status st = wants_wait(c, s) ? run_replicated(c, cmd, s, reply, 0)
-                                    : run_unguarded(c, cmd, s, reply);
+    dq_status st = c->cluster ? cluster_run(c, cmd, s, reply, 0)
+                   : client_wants_wait(c, s) ? run_replicated(c, cmd, s, reply, 0)
+                   : run_unguarded(c, cmd, s, reply);
     pipe_guard_leave(&g);
     return st;
 }
@@ -575,7 +553,9 @@ dq_status client_pipeline_build(dq_client *c, struct cmd *cmds, size_t n,
     struct pipe_builder b = { build, ctx };
     struct pipe_guard g;
     pipe_guard_enter(&g);
-    dq_status st = wants_wait(c, (int)s)
+    dq_status st = c->cluster
+                   ? cluster_pipeline(c, cmds, n, (int)s, replies, build ? &b : NULL, 0)
+                   : client_wants_wait(c, (int)s)
                    ? pipeline_replicated(c, cmds, n, s, replies, build ? &b : NULL, 0)
                    : pipeline_unguarded(c, cmds, n, s, replies, build ? &b : NULL, 0);
     pipe_guard_leave(&g);

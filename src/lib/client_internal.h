@@ -1,7 +1,8 @@
 /*
  * Inside libdelayq: the blocking connection and how scripts run over it.
- * client.c owns the connection; ops_*.c build commands with proto.c and
- * run them through client_run / client_pipeline.
+ * client.c owns the connection (client_cluster.c the connections of
+ * cluster mode); client_reply.c judges replies for both; ops_*.c build
+ * commands with proto.c and run them through client_run / client_pipeline.
  */
 #ifndef DQ_CLIENT_INTERNAL_H
 #define DQ_CLIENT_INTERNAL_H
@@ -19,6 +20,8 @@ struct dq_client {
     struct redis_conn_opts conn;
     struct sentinel *sentinel; /* NULL: conn's address is the master's;
                                   else asked on every (re)connect */
+    struct client_cluster *cluster; /* NULL: one server; else rc is unused
+                                       and client_cluster.c routes */
     unsigned jitter_seed;   /* for the reconnect backoff's jitter */
     char *prefix;
     size_t max_payload;
@@ -28,10 +31,30 @@ struct dq_client {
     char err[512];
 };
 
+/* ---- client_reply.c ---- */
+
 /* Record a failure message and return `st`, so callers can write
  * `return client_fail(c, DQ_ERR_INVALID, "...")`. */
 dq_status client_fail(dq_client *c, dq_status st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* Judge a reply to `what` (a script or command name): DQ_OK, or an error
+ * reply as DQ_ERR_AUTH / DQ_ERR_REDIS with its text in c->err. */
+dq_status client_check_reply(dq_client *c, const redisReply *r, const char *what);
+
+/* Whether script `s` (-1: a plain command) is followed by WAIT. */
+int client_wants_wait(const dq_client *c, int s);
+
+/* Judge WAIT's reply: DQ_OK when a replica has the writes, else
+ * DQ_ERR_TIMEOUT ("not replicated within N ms") or DQ_ERR_REDIS. */
+dq_status client_check_wait(dq_client *c, const redisReply *r);
+
+/* SCRIPT LOAD script `s` on `rc`: DQ_OK, DQ_ERR_REDIS (refused, the text
+ * in c->err), or DQ_ERR_CONNECT when the context broke (rc->err set, the
+ * caller reports it and drops the context). */
+dq_status client_script_load(dq_client *c, redisContext *rc, enum dq_script_id s);
+
+/* ---- client.c ---- */
 
 /* Check the queue name and build its keys; DQ_ERR_INVALID with a message. */
 dq_status client_queue_keys(dq_client *c, const char *queue,
@@ -74,6 +97,13 @@ dq_status client_pipeline_build(dq_client *c, struct cmd *cmds, size_t n,
                                 enum dq_script_id s, redisReply **replies,
                                 void (*build)(void *ctx, size_t i, struct cmd *cmd),
                                 void *ctx);
+
+/* Builds cmds[i] in place just before it is sent (see
+ * client_pipeline_build). */
+struct pipe_builder {
+    void (*build)(void *ctx, size_t i, struct cmd *cmd);
+    void *ctx;
+};
 
 /* Add `queue` to the registry of queue names (once per connection). */
 dq_status client_register_queue(dq_client *c, const char *queue);
