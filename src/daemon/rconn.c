@@ -522,8 +522,18 @@ static struct rconn *cluster_node_new(struct event_base *base, const dq_options 
     return rc;
 }
 
+/* The node's subscription: rconn takes one channel. */
+static int cluster_node_subscribe(struct rconn *rc, const char *const *channels, size_t n,
+                                  rconn_message_fn fn, void *arg)
+{
+    if (n != 1)
+        return -1;
+    rconn_subscribe(rc, channels[0], fn, arg);
+    return 0;
+}
+
 static const struct rcluster_node_ops cluster_node_ops = {
-    cluster_node_new, rconn_start, rconn_is_up, rconn_send, rconn_subscribe,
+    cluster_node_new, rconn_start, rconn_is_up, rconn_send, cluster_node_subscribe,
     rconn_count_reconnects, rconn_close_in_child, rconn_last_failure, rconn_free,
 };
 
@@ -606,7 +616,8 @@ void rconn_subscribe(struct rconn *rc, const char *channel, rconn_message_fn fn,
                      void *arg)
 {
     if (rc->cluster) {
-        rcluster_subscribe(rc->cluster, channel, fn, arg);
+        if (rcluster_subscribe(rc->cluster, &channel, 1, fn, arg) < 0)
+            log_err("redis connection %s: out of memory subscribing", rc->name);
         return;
     }
     free(rc->channel);

@@ -259,7 +259,7 @@ static struct creq *creq_new(struct rcluster *cl, const struct cmd *cmd, int scr
 int rcluster_send(struct rcluster *cl, const struct cmd *cmd, int script,
                   rconn_reply_fn fn, void *arg)
 {
-    if (!cl->up || cl->channel)
+    if (!cl->up || cl->nchannels)
         return -1;
     struct creq *q = creq_new(cl, cmd, script, fn, arg);
     if (!q)
@@ -352,21 +352,42 @@ static void sub_connect(struct rcluster *cl)
     dq_options o = rcluster_node_options(cl, cl->sub_at.host, cl->sub_at.port);
     const struct rconn_events ev = { on_sub_up, on_sub_down, cl };
     cl->sub = cl->ops.node_new(cl->base, &o, cl->name, &ev);
+    if (cl->sub && cl->ops.subscribe(cl->sub, (const char *const *)cl->channels,
+                                     cl->nchannels, on_sub_message, cl) < 0) {
+        cl->ops.free(cl->sub);  /* out of memory: the timer tries again */
+        cl->sub = NULL;
+    }
     if (cl->sub) {
-        cl->ops.subscribe(cl->sub, cl->channel, on_sub_message, cl);
         cl->ops.count_reconnects(cl->sub, cl->reconnects);
         cl->ops.start(cl->sub);
     }
     rcluster_arm(cl->sub_timer, cl->opt.connect_timeout_ms + 500);
 }
 
-void rcluster_subscribe(struct rcluster *cl, const char *channel, rconn_message_fn fn,
-                        void *arg)
+static void free_channels(struct rcluster *cl)
 {
-    free(cl->channel);
-    cl->channel = strdup(channel);
+    for (size_t i = 0; i < cl->nchannels; i++)
+        free(cl->channels[i]);
+    free(cl->channels);
+    cl->channels = NULL;
+    cl->nchannels = 0;
+}
+
+int rcluster_subscribe(struct rcluster *cl, const char *const *channels, size_t n,
+                       rconn_message_fn fn, void *arg)
+{
+    free_channels(cl);
+    if (!(cl->channels = calloc(n ? n : 1, sizeof *cl->channels)))
+        return -1;
+    for (size_t i = 0; i < n; i++, cl->nchannels = i)
+        if (!(cl->channels[i] = strdup(channels[i]))) {
+            free_channels(cl);
+            return -1;
+        }
+    cl->nchannels = n;
     cl->on_message = fn;
     cl->message_arg = arg;
+    return 0;
 }
 
 struct rcluster *rcluster_new(struct event_base *base, const dq_options *opt,
@@ -393,7 +414,7 @@ struct rcluster *rcluster_new(struct event_base *base, const dq_options *opt,
 
 void rcluster_start(struct rcluster *cl)
 {
-    if (cl->channel) {
+    if (cl->nchannels) {
         if (!cl->sub)
             sub_connect(cl);
     } else if (!cl->have_map) {
@@ -443,7 +464,7 @@ void rcluster_free(struct rcluster *cl)
         cl->ops.free(cl->sub);
     if (cl->sub_timer)
         event_free(cl->sub_timer);
-    free(cl->channel);
+    free_channels(cl);
     rcluster_nodes_free(cl);
     free(cl);
 }

@@ -55,7 +55,9 @@ struct rcluster_node_ops {
     int (*is_up)(const struct rconn *rc);
     int (*send)(struct rconn *rc, const struct cmd *cmd, int script, rconn_reply_fn fn,
                 void *arg);
-    void (*subscribe)(struct rconn *rc, const char *channel, rconn_message_fn fn, void *arg);
+    /* subscribe to channels[0..n) on every (re)connect: 0, or -1 */
+    int (*subscribe)(struct rconn *rc, const char *const *channels, size_t n,
+                     rconn_message_fn fn, void *arg);
     void (*count_reconnects)(struct rconn *rc, uint64_t *counter);
     void (*close_in_child)(struct rconn *rc);
     const char *(*last_failure)(const struct rconn *rc);
@@ -80,8 +82,10 @@ void rcluster_start(struct rcluster *cl);
 int rcluster_is_up(const struct rcluster *cl);
 int rcluster_send(struct rcluster *cl, const struct cmd *cmd, int script,
                   rconn_reply_fn fn, void *arg);
-void rcluster_subscribe(struct rcluster *cl, const char *channel, rconn_message_fn fn,
-                        void *arg);
+/* Subscription mode, on channels[0..n) (copied): 0, or -1 when memory ran
+ * out (then nothing is subscribed). */
+int rcluster_subscribe(struct rcluster *cl, const char *const *channels, size_t n,
+                       rconn_message_fn fn, void *arg);
 void rcluster_count_reconnects(struct rcluster *cl, uint64_t *counter);
 void rcluster_close_in_child(struct rcluster *cl);
 const char *rcluster_last_failure(const struct rcluster *cl);

@@ -264,7 +264,7 @@ static int all_masters_up(const struct rcluster *cl)
 /* Up or down (see rconn_cluster.h): tell the caller of a change. */
 void rcluster_check_state(struct rcluster *cl)
 {
-    if (cl->channel || cl->freeing)
+    if (cl->nchannels || cl->freeing)
         return;
     int now = all_masters_up(cl);
     if (now == cl->up)
@@ -287,7 +287,7 @@ void rcluster_check_state(struct rcluster *cl)
 
 void rcluster_drop(struct rcluster *cl, const char *why)
 {
-    if (!cl->up || cl->freeing || cl->channel)
+    if (!cl->up || cl->freeing || cl->nchannels)
         return;
     rcluster_note_outage(cl, why ? why : "a request failed");
     cl->up = 0;

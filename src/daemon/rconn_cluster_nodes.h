@@ -57,7 +57,8 @@ struct rcluster {
     struct creq *parked;        /* requests waiting for a pause to end */
     int freeing;
     /* subscription mode (rconn_subscribe) */
-    char *channel;
+    char **channels;            /* none: requests */
+    size_t nchannels;
     rconn_message_fn on_message;
     void *message_arg;
     struct rconn *sub;          /* the node subscribed on ... */
