@@ -18,6 +18,7 @@
 #include "client_test.h"
 
 #include "lib/keys.h"
+#include "lib/scripts.h"
 
 /* Whether a raw key exists. */
 static int key_exists(const char *key)
@@ -67,6 +68,49 @@ START_TEST(count_is_read_again_after_reconnect)
     dq_enqueued e = enq(NULL, "x", 60000, 0);
     ck_assert_int_ge(score_in(keys_partition_of(e.id, 4), "delayed", e.id), 0);
     ck_assert(!key_exists("dq:{" Q "}:delayed"));
+}
+END_TEST
+
+/* Run the partitions script as a caller that read `expected` would, and
+ * return its reply's status word (static). */
+static const char *cas(const char *expected, const char *n)
+{
+    static char word[32];
+    redisContext *rc = raw_connect();
+    struct queue_keys k;
+    keys_build(&k, "dq", Q);
+    const char *argv[] = { "EVAL", dq_scripts[DQ_SCRIPT_PARTITIONS].text, "6",
+                           k.key[0], k.key[1], k.key[2], k.key[3], k.key[4], k.key[5],
+                           expected, n };
+    redisReply *r = redisCommandArgv(rc, 11, argv, NULL);
+    ck_assert_ptr_nonnull(r);
+    if (r->type == REDIS_REPLY_ERROR)
+        snprintf(word, sizeof word, "error");
+    else
+        snprintf(word, sizeof word, "%s", r->element[0]->str);
+    freeReplyObject(r);
+    redisFree(rc);
+    return word;
+}
+
+START_TEST(partitions_script_compares_and_sets)
+{
+    ck_assert_str_eq(cas("2", "4"), "changed");   /* stored is 1 */
+    ck_assert_str_eq(cas("1", "4"), "ok");
+    ck_assert_str_eq(cas("1", "8"), "changed");   /* a concurrent setter lost */
+    unsigned n;
+    ck_assert_int_eq(dq_queue_partitions(cl, Q, &n), DQ_OK);
+    ck_assert_uint_eq(n, 4);
+    ck_assert_str_eq(cas("4", "1"), "ok");
+    /* arguments are checked before anything is read or written */
+    ck_assert_str_eq(cas("1", "0"), "error");
+    ck_assert_str_eq(cas("1", "257"), "error");
+    ck_assert_str_eq(cas("x", "2"), "error");
+    /* jobs in the unpartitioned keys: no N > 1 */
+    redisContext *rc = raw_connect();
+    ck_assert(raw_ok(rc, "ZADD dq:{%s}:processing 1 busy", Q));
+    redisFree(rc);
+    ck_assert_str_eq(cas("1", "2"), "jobs");
 }
 END_TEST
 
@@ -632,6 +676,7 @@ Suite *client_suite(void)
     tcase_add_test(tc, stats_partition_sees_one_partition);
     tcase_add_test(tc, schedule_ids_map_to_partition_0);
     tcase_add_test(tc, count_is_read_again_after_reconnect);
+    tcase_add_test(tc, partitions_script_compares_and_sets);
     tc = tcase(s, "jobs", 30);
     tcase_add_test(tc, generated_ids_name_their_partition);
     tcase_add_test(tc, producer_ids_go_by_their_hash);
