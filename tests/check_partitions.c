@@ -626,11 +626,16 @@ END_TEST
 
 START_TEST(schedules_live_and_fire_in_partition_0)
 {
-    set_parts(4);
     dq_schedule_req req = {
         .queue = Q, .name = "nightly", .type = "report", .expr = "@daily",
         .payload = "p", .payload_len = 1,
     };
+    /* a schedule of the unpartitioned queue would be left behind */
+    ck_assert_int_eq(dq_schedule_add(cl, &req, NULL), DQ_OK);
+    ck_assert_int_eq(dq_queue_set_partitions(cl, Q, 4), DQ_ERR_EXISTS);
+    ck_assert_ptr_nonnull(strstr(dq_errmsg(cl), "1 recurring schedule:"));
+    ck_assert_int_eq(dq_schedule_remove(cl, Q, "nightly"), DQ_OK);
+    set_parts(4);
     ck_assert_int_eq(dq_schedule_add(cl, &req, NULL), DQ_OK);
     ck_assert(key_exists("dq:{" Q ":0}:schedules"));
     ck_assert(!key_exists("dq:{" Q "}:schedules"));
@@ -646,7 +651,11 @@ START_TEST(schedules_live_and_fire_in_partition_0)
     show(out.id, &info);
     ck_assert_str_eq(info.job.type, "report");
     dq_job_info_free(&info);
+    ck_assert_int_eq(dq_cancel(cl, Q, out.id), DQ_OK);
+    ck_assert_int_eq(dq_queue_set_partitions(cl, Q, 8), DQ_OK);   /* still at {Q:0} */
+    ck_assert_int_eq(dq_queue_set_partitions(cl, Q, 1), DQ_ERR_EXISTS);
     ck_assert_int_eq(dq_schedule_remove(cl, Q, "nightly"), DQ_OK);
+    set_parts(1);
 }
 END_TEST
 

@@ -119,8 +119,9 @@ static const char partitions_help[] =
     "only while the queue holds no job, delayed, due, processing or dead\n"
     "(exit 1 otherwise: drain it first), and only while no producer or\n"
     "daemon uses the queue (they read the count when they connect).  The\n"
-    "recurring schedules of the queue are not moved: remove them first and\n"
-    "add them again after.\n";
+    "recurring schedules of the queue are not moved: a change between 1 and\n"
+    "more partitions is refused (exit 1) while it has any; remove them\n"
+    "first and add them again after.\n";
 
 /* The queue and the count asked for: from -q and the operands. */
 static int partitions_args(struct cli *cli, const char *opt_queue, const char **queue,

@@ -232,6 +232,37 @@ static dq_status count_jobs(dq_client *c, const char *queue, unsigned n, int64_t
     return DQ_OK;
 }
 
+/*
+ * The recurring schedules a change from `from` to `n` partitions would
+ * leave behind, into *count: they live with the unpartitioned keys when
+ * the count is 1 and with partition 0 otherwise, so only a change between
+ * 1 and more moves their home.
+ */
+static dq_status count_stranded_schedules(dq_client *c, const char *queue, unsigned from,
+                                          unsigned n, long long *count)
+{
+    *count = 0;
+    if ((from == 1) == (n == 1))
+        return DQ_OK;
+    struct sched_keys sk;
+    keys_build_sched_part(&sk, c->prefix, queue, from);
+    struct cmd cmd;
+    cmd_init(&cmd);
+    cmd_push_str(&cmd, "HLEN");
+    cmd_push_str(&cmd, sk.defs);
+    redisReply *r;
+    dq_status st = client_run(c, &cmd, -1, &r);
+    cmd_free(&cmd);
+    if (st != DQ_OK)
+        return st;
+    if (r->type == REDIS_REPLY_INTEGER)
+        *count = r->integer;
+    else
+        st = client_fail(c, DQ_ERR_REDIS, "unexpected reply to HLEN %s", sk.defs);
+    freeReplyObject(r);
+    return st;
+}
+
 /* Judge the partitions script's reply: {'ok'|'changed'|'jobs'|'bad', x}. */
 static dq_status set_reply(dq_client *c, const char *queue, unsigned from,
                            unsigned n, const redisReply *r)
@@ -272,6 +303,13 @@ dq_status dq_queue_set_partitions(dq_client *c, const char *queue, unsigned n)
                                "partitions: drain it first (not set to %u)", queue,
                                (long long)jobs, jobs == 1 ? "" : "s", from, n);
     }
+    long long schedules;
+    if ((st = count_stranded_schedules(c, queue, from, n, &schedules)) != DQ_OK)
+        return st;
+    if (schedules > 0)
+        return client_fail(c, DQ_ERR_EXISTS, "queue %s has %lld recurring schedule%s: "
+                           "remove them first and add them again after (not set to %u "
+                           "partitions)", queue, schedules, schedules == 1 ? "" : "s", n);
     struct queue_keys k;
     keys_build(&k, c->prefix, queue);
     struct cmd cmd;
