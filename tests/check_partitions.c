@@ -472,6 +472,44 @@ START_TEST(priority_orders_within_a_partition)
 }
 END_TEST
 
+START_TEST(a_failed_claim_gives_back_what_it_took)
+{
+    set_parts(2);
+    /* jobs in partition 0 only; partition 1's processing set is broken */
+    int added = 0;
+    char other[16] = "";
+    for (int i = 0; added < 4 || !*other; i++) {
+        char id[16];
+        snprintf(id, sizeof id, "z-%d", i);
+        if (keys_partition_of(id, 2) == 0 && added < 4) {
+            enq(id, "x", 0, 0);
+            added++;
+        } else if (keys_partition_of(id, 2) == 1 && !*other) {
+            enq(id, "x", 0, 0);   /* a due job there: its claim must write */
+            snprintf(other, sizeof other, "%s", id);
+        }
+    }
+    redisContext *rc = raw_connect();
+    ck_assert(raw_ok(rc, "SET dq:{%s:1}:processing broken", Q));
+    /* whichever partition a claim starts at, it meets the broken one
+     * before it is done; two claims start at both */
+    for (int round = 0; round < 2; round++) {
+        /* the failed claim script took the job off its delayed set (a
+         * script's writes before an error stay): put it back */
+        ck_assert(raw_ok(rc, "ZADD dq:{%s:1}:delayed 1 %s", Q, other));
+        dq_claim_result res;
+        ck_assert_int_eq(dq_claim(cl, Q, 10, 30000, &res), DQ_ERR_REDIS);
+        ck_assert_uint_eq(res.n, 0);
+        dq_claim_result_free(&res);
+        dq_stats one;
+        ck_assert_int_eq(dq_stats_partition(cl, Q, 0, &one), DQ_OK);
+        ck_assert_int_eq(one.processing, 0);
+        ck_assert_int_eq(one.due, 4);
+    }
+    redisFree(rc);
+}
+END_TEST
+
 /* ---- operating ---------------------------------------------------------- */
 
 START_TEST(stats_sum_the_partitions)
@@ -696,6 +734,7 @@ Suite *client_suite(void)
     tcase_add_test(tc, consumers_drain_every_partition_once);
     tcase_add_test(tc, claims_rotate_over_partitions);
     tcase_add_test(tc, priority_orders_within_a_partition);
+    tcase_add_test(tc, a_failed_claim_gives_back_what_it_took);
     tc = tcase(s, "operate", 30);
     tcase_add_test(tc, stats_sum_the_partitions);
     tcase_add_test(tc, dead_letters_across_partitions);
