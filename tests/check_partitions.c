@@ -114,6 +114,41 @@ START_TEST(partitions_script_compares_and_sets)
 }
 END_TEST
 
+/* The status word or "error" of an enqueue script call on partition
+ * `part`'s keys with the partition arguments `n` and `p`. */
+static const char *raw_enqueue(unsigned part, const char *n, const char *p)
+{
+    static char word[32];
+    redisContext *rc = raw_connect();
+    struct queue_keys k;
+    keys_build_part(&k, "dq", Q, part, 4);
+    const char *argv[] = { "EVAL", dq_scripts[DQ_SCRIPT_ENQUEUE].text, "6",
+                           k.key[0], k.key[1], k.key[2], k.key[3], k.key[4], k.key[5],
+                           k.wake, "", "t", "x", "delay", "0", "0", "0", "5", n, p };
+    redisReply *r = redisCommandArgv(rc, 20, argv, NULL);
+    ck_assert_ptr_nonnull(r);
+    if (r->type == REDIS_REPLY_ERROR)
+        snprintf(word, sizeof word, "error");
+    else
+        snprintf(word, sizeof word, "%s %s", r->element[0]->str, r->element[1]->str);
+    freeReplyObject(r);
+    redisFree(rc);
+    return word;
+}
+
+START_TEST(enqueue_script_checks_its_partition)
+{
+    ck_assert_str_eq(raw_enqueue(2, "4", "2"), "ok 6");   /* seq 1: 1 * 4 + 2 */
+    ck_assert_str_eq(raw_enqueue(2, "4", "2"), "ok 10");
+    ck_assert_str_eq(raw_enqueue(3, "4", "3"), "ok 7");   /* its own seq */
+    ck_assert_str_eq(raw_enqueue(2, "4", "4"), "error");
+    ck_assert_str_eq(raw_enqueue(2, "4", "-1"), "error");
+    ck_assert_str_eq(raw_enqueue(2, "0", "0"), "error");
+    ck_assert_str_eq(raw_enqueue(2, "257", "0"), "error");
+    ck_assert_str_eq(raw_enqueue(2, "4", "x"), "error");
+}
+END_TEST
+
 START_TEST(count_is_one_until_set)
 {
     unsigned n = 0;
@@ -724,6 +759,7 @@ Suite *client_suite(void)
     tcase_add_test(tc, schedule_ids_map_to_partition_0);
     tcase_add_test(tc, count_is_read_again_after_reconnect);
     tcase_add_test(tc, partitions_script_compares_and_sets);
+    tcase_add_test(tc, enqueue_script_checks_its_partition);
     tc = tcase(s, "jobs", 30);
     tcase_add_test(tc, generated_ids_name_their_partition);
     tcase_add_test(tc, producer_ids_go_by_their_hash);
