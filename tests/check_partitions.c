@@ -71,25 +71,42 @@ START_TEST(count_is_read_again_after_reconnect)
 }
 END_TEST
 
-/* Run the partitions script as a caller that read `expected` would, and
- * return its reply's status word (static). */
-static const char *cas(const char *expected, const char *n)
+/* Run script `s` (its text, as EVAL) on the keys `k` with `args`, and
+ * return its reply's first element, then a space and its second, or
+ * "error" for an error reply (static). */
+static const char *eval_words(enum dq_script_id s, const struct queue_keys *k,
+                              const char *const *args, int nargs)
 {
-    static char word[32];
+    static char words[64];
+    const char *argv[3 + KEYS_PER_SCRIPT + 16] = { "EVAL", dq_scripts[s].text, "6" };
+    int argc = 3;
+    ck_assert_int_le(nargs, 16);
+    for (int i = 0; i < KEYS_PER_SCRIPT; i++)
+        argv[argc++] = k->key[i];
+    for (int i = 0; i < nargs; i++)
+        argv[argc++] = args[i];
     redisContext *rc = raw_connect();
-    struct queue_keys k;
-    keys_build(&k, "dq", Q);
-    const char *argv[] = { "EVAL", dq_scripts[DQ_SCRIPT_PARTITIONS].text, "6",
-                           k.key[0], k.key[1], k.key[2], k.key[3], k.key[4], k.key[5],
-                           expected, n };
-    redisReply *r = redisCommandArgv(rc, 11, argv, NULL);
+    redisReply *r = redisCommandArgv(rc, argc, argv, NULL);
     ck_assert_ptr_nonnull(r);
     if (r->type == REDIS_REPLY_ERROR)
-        snprintf(word, sizeof word, "error");
+        snprintf(words, sizeof words, "error");
     else
-        snprintf(word, sizeof word, "%s", r->element[0]->str);
+        snprintf(words, sizeof words, "%s %s", r->element[0]->str, r->element[1]->str);
     freeReplyObject(r);
     redisFree(rc);
+    return words;
+}
+
+/* The partitions script run as a caller that read `expected` would: its
+ * status word. */
+static const char *cas(const char *expected, const char *n)
+{
+    struct queue_keys k;
+    keys_build(&k, "dq", Q);
+    const char *args[] = { expected, n };
+    static char word[32];
+    snprintf(word, sizeof word, "%s", eval_words(DQ_SCRIPT_PARTITIONS, &k, args, 2));
+    word[strcspn(word, " ")] = '\0';
     return word;
 }
 
@@ -114,26 +131,14 @@ START_TEST(partitions_script_compares_and_sets)
 }
 END_TEST
 
-/* The status word or "error" of an enqueue script call on partition
- * `part`'s keys with the partition arguments `n` and `p`. */
+/* The enqueue script on partition `part`'s keys (of 4) with the
+ * partition arguments `n` and `p`: "ok ID", or "error". */
 static const char *raw_enqueue(unsigned part, const char *n, const char *p)
 {
-    static char word[32];
-    redisContext *rc = raw_connect();
     struct queue_keys k;
     keys_build_part(&k, "dq", Q, part, 4);
-    const char *argv[] = { "EVAL", dq_scripts[DQ_SCRIPT_ENQUEUE].text, "6",
-                           k.key[0], k.key[1], k.key[2], k.key[3], k.key[4], k.key[5],
-                           k.wake, "", "t", "x", "delay", "0", "0", "0", "5", n, p };
-    redisReply *r = redisCommandArgv(rc, 20, argv, NULL);
-    ck_assert_ptr_nonnull(r);
-    if (r->type == REDIS_REPLY_ERROR)
-        snprintf(word, sizeof word, "error");
-    else
-        snprintf(word, sizeof word, "%s %s", r->element[0]->str, r->element[1]->str);
-    freeReplyObject(r);
-    redisFree(rc);
-    return word;
+    const char *args[] = { k.wake, "", "t", "x", "delay", "0", "0", "0", "5", n, p };
+    return eval_words(DQ_SCRIPT_ENQUEUE, &k, args, 11);
 }
 
 START_TEST(enqueue_script_checks_its_partition)
