@@ -273,6 +273,50 @@ START_TEST(generated_ids_name_their_partition)
 }
 END_TEST
 
+START_TEST(enqueue_many_mixes_queues_and_partitions)
+{
+    set_parts(3);
+    enum { N = 30 };
+    dq_enqueue_req reqs[N];
+    dq_enqueued outs[N];
+    dq_status sts[N];
+    char ids[N][16];
+    for (int i = 0; i < N; i++) {
+        snprintf(ids[i], sizeof ids[i], "m-%d", i);
+        reqs[i] = req_make(i % 4 == 0 ? ids[i] : NULL, "x", 60000, 0);
+        if (i % 3 == 1)
+            reqs[i].queue = "other";   /* unpartitioned, between Q's jobs */
+    }
+    reqs[7].type = "bad type";         /* refused alone */
+    ck_assert_int_eq(dq_enqueue_many(cl, reqs, N, outs, sts), DQ_ERR_INVALID);
+    redisContext *rc = raw_connect();
+    for (int i = 0; i < N; i++) {
+        if (i == 7) {
+            ck_assert_int_eq(sts[i], DQ_ERR_INVALID);
+            continue;
+        }
+        ck_assert_int_eq(sts[i], DQ_OK);
+        if (reqs[i].id)
+            ck_assert_str_eq(outs[i].id, reqs[i].id);
+        char key[64];
+        if (strcmp(reqs[i].queue, "other") == 0)
+            snprintf(key, sizeof key, "dq:{other}:delayed");
+        else
+            snprintf(key, sizeof key, "dq:{%s:%u}:delayed", Q,
+                     keys_partition_of(outs[i].id, 3));
+        redisReply *r = redisCommand(rc, "ZSCORE %s %s", key, outs[i].id);
+        ck_assert_msg(r->type == REDIS_REPLY_STRING, "%s not in %s", outs[i].id, key);
+        ck_assert_int_eq(atoll(r->str), outs[i].due_ms);
+        freeReplyObject(r);
+    }
+    redisFree(rc);
+    ck_assert_int_eq(stats().delayed, 20);
+    dq_stats o;
+    ck_assert_int_eq(dq_stats_get(cl, "other", &o), DQ_OK);
+    ck_assert_int_eq(o.delayed, 9);   /* job 7 was refused */
+}
+END_TEST
+
 START_TEST(producer_ids_go_by_their_hash)
 {
     set_parts(8);
@@ -768,6 +812,7 @@ Suite *client_suite(void)
     tc = tcase(s, "jobs", 30);
     tcase_add_test(tc, generated_ids_name_their_partition);
     tcase_add_test(tc, producer_ids_go_by_their_hash);
+    tcase_add_test(tc, enqueue_many_mixes_queues_and_partitions);
     tcase_add_test(tc, unpartitioned_layout_is_unchanged);
     tcase_add_test(tc, show_replace_cancel_reach_the_partition);
     tcase_add_test(tc, ack_and_fail_reach_the_partition);
