@@ -8,6 +8,7 @@
  */
 #include <check.h>
 #include <hiredis/hiredis.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -430,26 +431,43 @@ END_TEST
 
 /* ---- claims ------------------------------------------------------------- */
 
-/* A consumer process: claims from Q until it has found it empty three
- * times in a row, acks each job and writes its id, one a line, to `fd`. */
-static void consume_all(int fd)
+/*
+ * A consumer process: claims batches of 7 from Q, each job leased for
+ * `lease_ms`, until it has found Q empty three times in a row.  It writes
+ * each job's id, one a line, to `fd`, sleeps `pause_ms`, then acks the
+ * batch: killed in that window, its batch is left to the reaper.
+ */
+static void consume(int fd, int pause_ms, int64_t lease_ms)
 {
     dq_client *c = fixture_client(fx);
-    int empty = 0;
-    while (empty < 3) {
+    for (int empty = 0; empty < 3;) {
         dq_claim_result res;
-        if (dq_claim(c, Q, 7, 30000, &res) != DQ_OK)
+        if (dq_claim(c, Q, 7, lease_ms, &res) != DQ_OK)
             _exit(2);
         empty = res.n ? 0 : empty + 1;
-        for (size_t i = 0; i < res.n; i++) {
+        for (size_t i = 0; i < res.n; i++)
+            dprintf(fd, "%s\n", res.jobs[i].id);
+        struct timespec ts = { pause_ms / 1000, (pause_ms % 1000) * 1000L * 1000L };
+        nanosleep(&ts, NULL);
+        for (size_t i = 0; i < res.n; i++)
             if (dq_ack(c, Q, res.jobs[i].id, res.jobs[i].fence) != DQ_OK)
                 _exit(3);
-            dprintf(fd, "%s\n", res.jobs[i].id);
-        }
         dq_claim_result_free(&res);
     }
     dq_close(c);
     _exit(0);
+}
+
+/* Lines in the file at `path` (0 when there is none). */
+static int count_lines(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    int n = 0;
+    for (int ch; f && (ch = getc(f)) != EOF;)
+        n += ch == '\n';
+    if (f)
+        fclose(f);
+    return n;
 }
 
 START_TEST(consumers_drain_every_partition_once)
@@ -473,15 +491,15 @@ START_TEST(consumers_drain_every_partition_once)
         pids[k] = fork();
         ck_assert_int_ge(pids[k], 0);
         if (pids[k] == 0)
-            consume_all(fileno(f));
+            consume(fileno(f), 0, 30000);
     }
     for (int k = 0; k < CONSUMERS; k++) {
         int status;
         ck_assert_int_eq(waitpid(pids[k], &status, 0), pids[k]);
         ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     }
-    /* every id exactly once (lines are short: O_APPEND-free writes of
-     * one line each by dprintf do not interleave within a line) */
+    /* every id exactly once (each line is one write by dprintf to the
+     * shared file; lines are short) */
     rewind(f);
     int count = 0, producer = 0;
     char line[64];
@@ -498,6 +516,85 @@ START_TEST(consumers_drain_every_partition_once)
     fclose(f);
     ck_assert_int_eq(count, JOBS);
     ck_assert_int_eq(producer, JOBS / 3);
+    dq_stats s = stats();
+    ck_assert_int_eq(s.due + s.delayed + s.processing + s.dead, 0);
+}
+END_TEST
+
+START_TEST(a_killed_consumer_loses_no_job)
+{
+    enum { JOBS = 300 };
+    set_parts(4);
+    dq_enqueue_req reqs[JOBS];
+    for (int i = 0; i < JOBS; i++)
+        reqs[i] = req_make(NULL, "x", 0, 0);
+    ck_assert_int_eq(dq_enqueue_many(cl, reqs, JOBS, NULL, NULL), DQ_OK);
+    char path[3][256];
+    pid_t pids[3];
+    for (int k = 0; k < 3; k++) {
+        snprintf(path[k], sizeof path[k], "%s/claimed-%d", fx->dir, k);
+        FILE *f = fopen(path[k], "w");
+        ck_assert_ptr_nonnull(f);
+        pids[k] = fork();
+        ck_assert_int_ge(pids[k], 0);
+        if (pids[k] == 0)
+            consume(fileno(f), k == 0 ? 2000 : 1, k == 0 ? 500 : 30000);
+        fclose(f);
+        /* the slow one first holds a batch it has not acked */
+        for (int waited = 0; k == 0 && count_lines(path[0]) == 0 && waited < 10000;
+             waited += 5) {
+            struct timespec ts = { 0, 5 * 1000 * 1000 };
+            nanosleep(&ts, NULL);
+        }
+    }
+    ck_assert_int_gt(count_lines(path[0]), 0);
+    ck_assert_int_eq(kill(pids[0], SIGKILL), 0);
+    for (int k = 0; k < 3; k++) {
+        int status;
+        ck_assert_int_eq(waitpid(pids[k], &status, 0), pids[k]);
+        if (k > 0)
+            ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    }
+    /* its leases expire; the reaper returns the jobs to their partitions */
+    struct timespec ts = { 0, 600 * 1000 * 1000 };
+    nanosleep(&ts, NULL);
+    dq_retry_policy now;
+    policy_make(&now, 0, 0, 0, 5);
+    dq_reap_result rr;
+    ck_assert_int_eq(dq_reap(cl, Q, 100, &now, &rr), DQ_OK);
+    ck_assert_uint_ge(rr.retried, 1);
+    char again[256];
+    snprintf(again, sizeof again, "%s/claimed-again", fx->dir);
+    FILE *f = fopen(again, "w");
+    ck_assert_ptr_nonnull(f);
+    pid_t last = fork();
+    if (last == 0)
+        consume(fileno(f), 0, 30000);
+    fclose(f);
+    int status;
+    ck_assert_int_eq(waitpid(last, &status, 0), last);
+    ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+
+    /* every job ran at least once; only the killed batch twice */
+    redisContext *rc = raw_connect();
+    int lines = 0;
+    const char *files[] = { path[0], path[1], path[2], again };
+    for (int k = 0; k < 4; k++) {
+        FILE *in = fopen(files[k], "r");
+        ck_assert_ptr_nonnull(in);
+        char line[64];
+        while (fgets(line, sizeof line, in)) {
+            line[strcspn(line, "\n")] = '\0';
+            freeReplyObject(redisCommand(rc, "SADD seen %s", line));
+            lines++;
+        }
+        fclose(in);
+    }
+    redisReply *r = redisCommand(rc, "SCARD seen");
+    ck_assert_int_eq(r->integer, JOBS);
+    freeReplyObject(r);
+    redisFree(rc);
+    ck_assert_int_le(lines - JOBS, 7);
     dq_stats s = stats();
     ck_assert_int_eq(s.due + s.delayed + s.processing + s.dead, 0);
 }
@@ -818,6 +915,7 @@ Suite *client_suite(void)
     tcase_add_test(tc, ack_and_fail_reach_the_partition);
     tcase_add_test(tc, release_gives_back_to_each_partition);
     tcase_add_test(tc, consumers_drain_every_partition_once);
+    tcase_add_test(tc, a_killed_consumer_loses_no_job);
     tcase_add_test(tc, claims_rotate_over_partitions);
     tcase_add_test(tc, priority_orders_within_a_partition);
     tcase_add_test(tc, a_failed_claim_gives_back_what_it_took);
