@@ -90,6 +90,7 @@ static dq_status client_open_unguarded(dq_client *c)
         return st;
     c->rc = rc;
     c->registered[0] = '\0';
+    c->conn_gen++;   /* partition counts are read again */
     return DQ_OK;
 }
 
@@ -171,6 +172,7 @@ void dq_close(dq_client *c)
     cluster_free(c->cluster);
     redis_conn_opts_free(&c->conn);
     sentinel_free(c->sentinel);
+    free(c->parts.e);
     free(c->prefix);
     free(c);
 }
