@@ -346,6 +346,41 @@ typedef struct dq_stats {
 
 dq_status dq_stats_get(dq_client *c, const char *queue, dq_stats *out);
 
+/* ---- Partitions ----------------------------------------------------------- */
+
+/*
+ * A queue may be split into N partitions (1..DQ_PARTITIONS_MAX), each with
+ * its own keys (docs/protocol.md), so that Redis Cluster spreads one queue
+ * over its masters.  N is stored in Redis with the queue; every call of
+ * this library finds a job's partition from its id, spreads jobs without
+ * an id over the partitions in turn, and claims from all of them.  Order
+ * among due jobs (by priority, then due time) holds within a partition.
+ * A client reads N once per queue and connection: change it only while no
+ * producer or consumer is running.
+ */
+#define DQ_PARTITIONS_MAX 256
+
+/* The stored partition count of `queue`, read now: 1 for a queue that was
+ * never partitioned.  DQ_ERR_REDIS when the stored value is not a count. */
+dq_status dq_queue_partitions(dq_client *c, const char *queue, unsigned *n);
+
+/*
+ * Store `n` (1..DQ_PARTITIONS_MAX) as the partition count of `queue`.
+ * Setting the count it has changes nothing.  A change is refused with
+ * DQ_ERR_EXISTS, nothing written, when any partition of the stored count
+ * holds jobs (delayed, due, processing or dead), and when n > 1 while the
+ * unpartitioned queue holds jobs: "drain it first".  DQ_ERR_STALE when
+ * another caller changed the count between this call's read and its
+ * write (compare-and-set; nothing written).  Recurring schedules are not
+ * moved: remove them before a change and add them again after.
+ */
+dq_status dq_queue_set_partitions(dq_client *c, const char *queue, unsigned n);
+
+/* dq_stats_get of partition `part` (0..N-1) alone; DQ_ERR_INVALID when the
+ * queue has no such partition.  dq_stats_get sums the partitions. */
+dq_status dq_stats_partition(dq_client *c, const char *queue, unsigned part,
+                             dq_stats *out);
+
 /* The queues that have been enqueued to, sorted; free with dq_strv_free. */
 dq_status dq_queues(dq_client *c, char ***names, size_t *n);
 void dq_strv_free(char **v, size_t n);

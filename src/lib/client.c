@@ -98,6 +98,7 @@ static dq_status client_open_unguarded(dq_client *c)
         return st;
     c->rc = rc;
     c->registered[0] = '\0';
+    c->conn_gen++;   /* partition counts are read again */
     return DQ_OK;
 }
 
@@ -178,6 +179,7 @@ void dq_close(dq_client *c)
         redis_io_free(c->rc);
     redis_conn_opts_free(&c->conn);
     sentinel_free(c->sentinel);
+    free(c->parts.e);
     free(c->prefix);
     free(c);
 }

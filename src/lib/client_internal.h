@@ -14,6 +14,21 @@
 #include "lib/redis_conn.h"
 #include "lib/sentinel.h"
 
+/* A queue's partition count as the client read it (lib/partitions.c). */
+struct part_entry {
+    char queue[DQ_QUEUE_MAX + 1];
+    unsigned n;             /* partitions, 1..KEYS_PARTITIONS_MAX */
+    unsigned gen;           /* the connection generation it was read on */
+    unsigned next_enqueue;  /* round robin of jobs without an id */
+    unsigned next_claim;    /* round robin of the first partition claimed */
+};
+
+/* The queues a client works with are few: a plain array, in order. */
+struct part_cache {
+    struct part_entry *e;   /* owned; freed by dq_close */
+    size_t n, cap;
+};
+
 struct dq_client {
     redisContext *rc;       /* NULL or broken: reconnect on the next call */
     struct redis_conn_opts conn;
@@ -23,6 +38,8 @@ struct dq_client {
     char *prefix;
     size_t max_payload;
     char registered[DQ_QUEUE_MAX + 1]; /* last queue added to the registry */
+    unsigned conn_gen;      /* bumped at every (re)connect */
+    struct part_cache parts; /* partition counts read (lib/partitions.h) */
     dq_durability durability;   /* REPLICATED: writes are followed by WAIT */
     int replication_timeout_ms; /* WAIT's timeout */
     char err[512];

@@ -1,0 +1,244 @@
+/*
+ * libdelayq: partitioned queues.  The cache of partition counts, and the
+ * calls that read and set a queue's count and read one partition's stats.
+ */
+#include "lib/partitions.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/client_internal.h"
+#include "lib/proto.h"
+
+_Static_assert(KEYS_PARTITIONS_MAX == DQ_PARTITIONS_MAX, "one limit of partitions");
+
+void part_keys(const dq_client *c, const char *queue, unsigned part, unsigned n,
+               struct queue_keys *k)
+{
+    keys_build_part(k, c->prefix, queue, part, n);
+}
+
+/*
+ * Read the stored count of `queue` from Redis (HGET on the unpartitioned
+ * meta hash): 1 when the field is absent.  A field that is not a count in
+ * 1..KEYS_PARTITIONS_MAX is DQ_ERR_REDIS: every key would be guessed.
+ */
+static dq_status read_count(dq_client *c, const char *queue, unsigned *n)
+{
+    struct queue_keys k;
+    keys_build(&k, c->prefix, queue);
+    struct cmd cmd;
+    cmd_init(&cmd);
+    cmd_push_str(&cmd, "HGET");
+    cmd_push_str(&cmd, k.key[4]);
+    cmd_push_str(&cmd, KEYS_PARTITIONS_FIELD);
+    redisReply *r;
+    dq_status st = client_run(c, &cmd, -1, &r);
+    cmd_free(&cmd);
+    if (st != DQ_OK)
+        return st;
+    *n = 1;
+    if (r->type == REDIS_REPLY_STRING) {
+        char *end;
+        unsigned long v = strtoul(r->str, &end, 10);
+        if (r->len == 0 || *end || r->str[0] < '0' || r->str[0] > '9'
+            || v < 1 || v > KEYS_PARTITIONS_MAX)
+            st = client_fail(c, DQ_ERR_REDIS, "%s field %s is \"%.20s\", not a "
+                             "partition count (1..%d)", k.key[4], KEYS_PARTITIONS_FIELD,
+                             r->str, KEYS_PARTITIONS_MAX);
+        else
+            *n = (unsigned)v;
+    } else if (r->type != REDIS_REPLY_NIL) {
+        st = client_fail(c, DQ_ERR_REDIS, "unexpected reply to HGET %s", k.key[4]);
+    }
+    freeReplyObject(r);
+    return st;
+}
+
+/* The cache entry of `queue`, added (count unread: gen 0 never matches a
+ * connection) when there is none.  NULL when out of memory. */
+static struct part_entry *entry_of(dq_client *c, const char *queue)
+{
+    struct part_cache *pc = &c->parts;
+    for (size_t i = 0; i < pc->n; i++)
+        if (strcmp(pc->e[i].queue, queue) == 0)
+            return &pc->e[i];
+    if (pc->n == pc->cap) {
+        size_t cap = pc->cap ? pc->cap * 2 : 4;
+        struct part_entry *e = realloc(pc->e, cap * sizeof *e);
+        if (!e)
+            return NULL;
+        pc->e = e;
+        pc->cap = cap;
+    }
+    struct part_entry *e = &pc->e[pc->n++];
+    memset(e, 0, sizeof *e);
+    snprintf(e->queue, sizeof e->queue, "%s", queue);
+    return e;
+}
+
+/* Whether the entry was read on the connection the client holds now (a
+ * broken one is replaced at the next command: read again then). */
+static int entry_fresh(const dq_client *c, const struct part_entry *e)
+{
+    return e->gen != 0 && e->gen == c->conn_gen && c->rc && !c->rc->err;
+}
+
+struct part_entry *part_lookup(dq_client *c, const char *queue, dq_status *st)
+{
+    const char *why = keys_check_queue(queue);
+    if (why) {
+        *st = client_fail(c, DQ_ERR_INVALID, "%s", why);
+        return NULL;
+    }
+    struct part_entry *e = entry_of(c, queue);
+    if (!e) {
+        *st = client_fail(c, DQ_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    *st = DQ_OK;
+    if (entry_fresh(c, e))
+        return e;
+    unsigned n;
+    if ((*st = read_count(c, queue, &n)) != DQ_OK)
+        return NULL;
+    e->n = n;
+    e->gen = c->conn_gen;
+    return e;
+}
+
+dq_status part_count(dq_client *c, const char *queue, unsigned *n)
+{
+    dq_status st;
+    struct part_entry *e = part_lookup(c, queue, &st);
+    if (e)
+        *n = e->n;
+    return st;
+}
+
+dq_status dq_queue_partitions(dq_client *c, const char *queue, unsigned *n)
+{
+    dq_status st;
+    struct part_entry *e = part_lookup(c, queue, &st);
+    if (!e)
+        return st;
+    /* Asked for: the stored value now, not the one cached. */
+    if ((st = read_count(c, queue, n)) != DQ_OK)
+        return st;
+    e = part_lookup(c, queue, &st);   /* the read may have reconnected */
+    if (!e)
+        return st;
+    e->n = *n;
+    return DQ_OK;
+}
+
+/* Run the stats script on partition `part` of `n`. */
+static dq_status stats_of(dq_client *c, const char *queue, unsigned part,
+                          unsigned n, dq_stats *out)
+{
+    struct queue_keys k;
+    part_keys(c, queue, part, n, &k);
+    struct cmd cmd;
+    cmd_init(&cmd);
+    cmd_eval(&cmd, DQ_SCRIPT_STATS, &k);
+    redisReply *r;
+    dq_status st = client_run(c, &cmd, DQ_SCRIPT_STATS, &r);
+    cmd_free(&cmd);
+    if (st != DQ_OK)
+        return st;
+    st = proto_stats_reply(r, out);
+    freeReplyObject(r);
+    if (st == DQ_ERR_NOMEM)
+        return client_fail(c, st, "out of memory");
+    if (st != DQ_OK)
+        return client_fail(c, st, "unexpected reply from the stats script");
+    return DQ_OK;
+}
+
+dq_status dq_stats_partition(dq_client *c, const char *queue, unsigned part,
+                             dq_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    unsigned n;
+    dq_status st = part_count(c, queue, &n);
+    if (st != DQ_OK)
+        return st;
+    if (part >= n)
+        return client_fail(c, DQ_ERR_INVALID, "queue %s has %u partition%s: "
+                           "no partition %u", queue, n, n == 1 ? "" : "s", part);
+    return stats_of(c, queue, part, n, out);
+}
+
+/* The jobs held by the `n` partitions of `queue` (n > 1), in *jobs. */
+static dq_status count_jobs(dq_client *c, const char *queue, unsigned n, int64_t *jobs)
+{
+    *jobs = 0;
+    for (unsigned i = 0; i < n; i++) {
+        dq_stats s;
+        dq_status st = stats_of(c, queue, i, n, &s);
+        if (st != DQ_OK)
+            return st;
+        *jobs += s.delayed + s.due + s.processing + s.dead;
+    }
+    return DQ_OK;
+}
+
+/* Judge the partitions script's reply: {'ok'|'changed'|'jobs'|'bad', x}. */
+static dq_status set_reply(dq_client *c, const char *queue, unsigned from,
+                           unsigned n, const redisReply *r)
+{
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2
+        || r->element[0]->type != REDIS_REPLY_STRING
+        || r->element[1]->type != REDIS_REPLY_STRING)
+        return client_fail(c, DQ_ERR_REDIS, "unexpected reply from the partitions script");
+    const char *what = r->element[0]->str, *x = r->element[1]->str;
+    if (strcmp(what, "ok") == 0)
+        return DQ_OK;
+    if (strcmp(what, "changed") == 0)
+        return client_fail(c, DQ_ERR_STALE, "queue %s: its partition count changed "
+                           "from %u to %s meanwhile: not set to %u", queue, from, x, n);
+    if (strcmp(what, "jobs") == 0)
+        return client_fail(c, DQ_ERR_EXISTS, "queue %s holds %s jobs unpartitioned: "
+                           "drain it first (not set to %u partitions)", queue, x, n);
+    return client_fail(c, DQ_ERR_REDIS, "queue %s: stored partition count \"%.20s\" "
+                       "is not a number 1..%d", queue, x, KEYS_PARTITIONS_MAX);
+}
+
+dq_status dq_queue_set_partitions(dq_client *c, const char *queue, unsigned n)
+{
+    if (n < 1 || n > KEYS_PARTITIONS_MAX)
+        return client_fail(c, DQ_ERR_INVALID, "partitions %u is not in 1..%d", n,
+                           KEYS_PARTITIONS_MAX);
+    unsigned from;
+    dq_status st = dq_queue_partitions(c, queue, &from);
+    if (st != DQ_OK || from == n)
+        return st;
+    if (from > 1) {
+        int64_t jobs;
+        if ((st = count_jobs(c, queue, from, &jobs)) != DQ_OK)
+            return st;
+        if (jobs > 0)
+            return client_fail(c, DQ_ERR_EXISTS, "queue %s holds %lld jobs in its %u "
+                               "partitions: drain it first (not set to %u)", queue,
+                               (long long)jobs, from, n);
+    }
+    struct queue_keys k;
+    keys_build(&k, c->prefix, queue);
+    struct cmd cmd;
+    cmd_init(&cmd);
+    cmd_eval(&cmd, DQ_SCRIPT_PARTITIONS, &k);
+    cmd_push_i64(&cmd, from);
+    cmd_push_i64(&cmd, n);
+    redisReply *r;
+    st = client_run(c, &cmd, DQ_SCRIPT_PARTITIONS, &r);
+    cmd_free(&cmd);
+    if (st != DQ_OK)
+        return st;
+    st = set_reply(c, queue, from, n, r);
+    freeReplyObject(r);
+    struct part_entry *e = entry_of(c, queue);
+    if (e)
+        e->gen = 0;   /* read again at the next use */
+    return st;
+}
