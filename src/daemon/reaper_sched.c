@@ -286,7 +286,9 @@ struct reaper_sched *reaper_sched_new(struct event_base *base, struct rconn *con
         struct sched_queue *sq = &rs->queues[i];
         sq->rs = rs;
         sq->q = &dc->queues[i];
-        redis_conf_queue_keys(&dc->redis, sq->q->name, &sq->keys);
+        /* A partitioned queue's schedules fire into partition 0. */
+        keys_build_part(&sq->keys, dc->redis.prefix ? dc->redis.prefix : DQ_DEFAULT_PREFIX,
+                        sq->q->name, 0, (unsigned)sq->q->partitions);
         redis_conf_sched_keys(&dc->redis, sq->q->name, &sq->sk);
     }
     struct timeval tv = { SCHED_POLL_MS / 1000, (SCHED_POLL_MS % 1000) * 1000 };

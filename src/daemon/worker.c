@@ -751,7 +751,7 @@ static void keep_claim_ahead(struct worker *w, redisReply *reply)
     if (reply && read_claim(w, reply, &w->next) == DQ_OK) {
         observe_pause(w, proto_claim_paused(reply), w->next.now_ms, w->claim_sent_us);
         learn_server_clock(w, w->next.now_ms);
-        slot_table_publish(w->slot, w->table ^ 1, w->next.jobs, w->next.n);
+        slot_table_publish(w->slot, w->table ^ 1, w->claim_part, w->next.jobs, w->next.n);
         w->next_part = w->claim_part;
         note_partition_claimed(w, &w->next);
         w->ahead = AHEAD_READY;
@@ -815,7 +815,7 @@ static void on_claim(struct rconn *rc, redisReply *reply, void *arg)
     }
     dq_status st = read_claim(w, reply, &w->batch);
     if (st == DQ_OK) {
-        slot_table_publish(w->slot, w->table, w->batch.jobs, w->batch.n);
+        slot_table_publish(w->slot, w->table, w->claim_part, w->batch.jobs, w->batch.n);
         w->batch_part = w->claim_part;
         note_partition_claimed(w, &w->batch);
     }
