@@ -11,6 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "client_test.h"
 
@@ -28,12 +31,44 @@ static int key_exists(const char *key)
     return yes;
 }
 
+/* The score of `id` in partition `part`'s set `set` (delayed, dead ...),
+ * -1 when it is not there. */
+static long long score_in(unsigned part, const char *set, const char *id)
+{
+    redisContext *rc = raw_connect();
+    redisReply *r = redisCommand(rc, "ZSCORE dq:{%s:%u}:%s %s", Q, part, set, id);
+    ck_assert_ptr_nonnull(r);
+    long long v = r->type == REDIS_REPLY_STRING ? atoll(r->str) : -1;
+    freeReplyObject(r);
+    redisFree(rc);
+    return v;
+}
+
 static void set_parts(unsigned n)
 {
     ck_assert_msg(dq_queue_set_partitions(cl, Q, n) == DQ_OK, "%s", dq_errmsg(cl));
 }
 
 /* ---- the stored count --------------------------------------------------- */
+
+START_TEST(count_is_read_again_after_reconnect)
+{
+    dq_stats st;
+    ck_assert_int_eq(dq_stats_get(cl, Q, &st), DQ_OK);   /* reads 1 */
+    dq_client *other = fixture_client(fx);
+    ck_assert_int_eq(dq_queue_set_partitions(other, Q, 4), DQ_OK);
+    dq_close(other);
+    /* the cached count holds until the connection is made again */
+    redisContext *rc = raw_connect();
+    ck_assert(raw_ok(rc, "CLIENT KILL TYPE normal"));
+    redisFree(rc);
+    dq_status ignored = dq_stats_get(cl, Q, &st);   /* meets the closed one */
+    (void)ignored;
+    dq_enqueued e = enq(NULL, "x", 60000, 0);
+    ck_assert_int_ge(score_in(keys_partition_of(e.id, 4), "delayed", e.id), 0);
+    ck_assert(!key_exists("dq:{" Q "}:delayed"));
+}
+END_TEST
 
 START_TEST(count_is_one_until_set)
 {
@@ -115,6 +150,478 @@ START_TEST(stats_partition_sees_one_partition)
 }
 END_TEST
 
+
+/* ---- where jobs go ------------------------------------------------------- */
+
+START_TEST(generated_ids_name_their_partition)
+{
+    set_parts(4);
+    int per[4] = { 0 };
+    for (int i = 0; i < 8; i++) {
+        dq_enqueued e = enq(NULL, "x", 60000, 0);
+        unsigned p = keys_partition_of(e.id, 4);
+        ck_assert_int_ge(score_in(p, "delayed", e.id), 0);
+        per[p]++;
+    }
+    for (int p = 0; p < 4; p++)   /* round robin: two each */
+        ck_assert_int_eq(per[p], 2);
+
+    dq_enqueue_req reqs[41];
+    dq_enqueued outs[41];
+    dq_status sts[41];
+    for (int i = 0; i < 40; i++)
+        reqs[i] = req_make(NULL, "y", 60000, 0);
+    reqs[40] = req_make("mine", "y", 60000, 0);
+    ck_assert_int_eq(dq_enqueue_many(cl, reqs, 41, outs, sts), DQ_OK);
+    int many[4] = { 0 };
+    for (int i = 0; i < 41; i++) {
+        ck_assert_int_eq(sts[i], DQ_OK);
+        unsigned p = keys_partition_of(outs[i].id, 4);
+        ck_assert_msg(score_in(p, "delayed", outs[i].id) >= 0, "%s not in %u",
+                      outs[i].id, p);
+        if (i < 40)
+            many[p]++;
+    }
+    ck_assert_str_eq(outs[40].id, "mine");
+    for (int p = 0; p < 4; p++)
+        ck_assert_int_eq(many[p], 10);
+    ck_assert_int_eq(stats().delayed, 49);
+}
+END_TEST
+
+START_TEST(producer_ids_go_by_their_hash)
+{
+    set_parts(8);
+    int used[8] = { 0 }, parts = 0;
+    for (int i = 0; i < 40; i++) {
+        char id[32];
+        snprintf(id, sizeof id, "order-%d", i);
+        enq(id, "x", 60000, 0);
+        unsigned p = keys_partition_of(id, 8);
+        ck_assert_int_ge(score_in(p, "delayed", id), 0);
+        parts += !used[p]++;
+    }
+    ck_assert_int_gt(parts, 4);   /* spread, not all in one */
+}
+END_TEST
+
+START_TEST(unpartitioned_layout_is_unchanged)
+{
+    dq_enqueued e = enq(NULL, "x", 60000, 0);
+    ck_assert_str_eq(e.id, "1");
+    enq("a", "x", 60000, 0);
+    ck_assert(key_exists("dq:{" Q "}:delayed"));
+    ck_assert(key_exists("dq:{" Q "}:jobs"));
+    ck_assert(!key_exists("dq:{" Q ":0}:delayed"));
+    ck_assert(!key_exists("dq:{" Q ":0}:meta"));
+}
+END_TEST
+
+/* ---- reaching a job by its id ------------------------------------------ */
+
+START_TEST(show_replace_cancel_reach_the_partition)
+{
+    set_parts(5);
+    for (int i = 0; i < 10; i++) {
+        char id[16];
+        snprintf(id, sizeof id, "job-%d", i);
+        enq(id, "first", 60000, 0);
+        dq_job_info info;
+        show(id, &info);
+        ck_assert_int_eq(info.state, DQ_STATE_DELAYED);
+        ck_assert_str_eq(info.job.payload, "first");
+        dq_job_info_free(&info);
+
+        dq_enqueue_req r = req_make(id, "second", 120000, 0);
+        r.replace = true;
+        dq_enqueued out;
+        ck_assert_int_eq(dq_enqueue(cl, &r, &out), DQ_OK);
+        ck_assert(out.replaced);
+        show(id, &info);
+        ck_assert_str_eq(info.job.payload, "second");
+        dq_job_info_free(&info);
+        ck_assert_int_eq(dq_enqueue(cl, &(dq_enqueue_req){ .queue = Q, .type = "t",
+                                                           .id = id }, NULL),
+                         DQ_ERR_EXISTS);
+        ck_assert_int_eq(dq_cancel(cl, Q, id), DQ_OK);
+        ck_assert_int_eq(dq_show(cl, Q, id, &info), DQ_ERR_NOTFOUND);
+    }
+    dq_enqueued e = enq(NULL, "gen", 60000, 0);
+    dq_job_info info;
+    show(e.id, &info);
+    ck_assert_str_eq(info.job.payload, "gen");
+    dq_job_info_free(&info);
+    ck_assert_int_eq(dq_cancel(cl, Q, e.id), DQ_OK);
+    ck_assert_int_eq(stats().delayed, 0);
+}
+END_TEST
+
+START_TEST(ack_and_fail_reach_the_partition)
+{
+    set_parts(3);
+    for (int i = 0; i < 6; i++)
+        enq(NULL, "x", 0, 3);
+    dq_claim_result res;
+    claim_n(6, 30000, 6, &res);
+    /* ack half (one call: several partitions), fail the rest */
+    bool acked[3] = { false, false, false };
+    ck_assert_int_eq(dq_ack_many(cl, Q, res.jobs, 3, acked), DQ_OK);
+    ck_assert(acked[0] && acked[1] && acked[2]);
+    for (size_t i = 3; i < 6; i++) {
+        dq_fail_result fr;
+        ck_assert_int_eq(dq_fail(cl, Q, res.jobs[i].id, res.jobs[i].fence, "no",
+                                 DQ_FAIL_RETRY, 60000, NULL, &fr), DQ_OK);
+        ck_assert(!fr.dead);
+        unsigned p = keys_partition_of(res.jobs[i].id, 3);
+        ck_assert_int_ge(score_in(p, "delayed", res.jobs[i].id), 0);
+    }
+    ck_assert_int_eq(dq_ack(cl, Q, res.jobs[0].id, res.jobs[0].fence), DQ_ERR_STALE);
+    dq_claim_result_free(&res);
+    dq_stats s = stats();
+    ck_assert_int_eq(s.processing, 0);
+    ck_assert_int_eq(s.delayed, 3);
+}
+END_TEST
+
+START_TEST(release_gives_back_to_each_partition)
+{
+    set_parts(4);
+    for (int i = 0; i < 8; i++)
+        enq(NULL, "x", 0, 0);
+    dq_claim_result res;
+    claim_n(8, 30000, 8, &res);
+    size_t back = 0;
+    ck_assert_int_eq(dq_release(cl, Q, res.jobs, res.n, &back), DQ_OK);
+    ck_assert_uint_eq(back, 8);
+    dq_claim_result_free(&res);
+    dq_stats s = stats();
+    ck_assert_int_eq(s.due, 8);
+    ck_assert_int_eq(s.processing, 0);
+}
+END_TEST
+
+/* ---- claims ------------------------------------------------------------- */
+
+/* A consumer process: claims from Q until it has found it empty three
+ * times in a row, acks each job and writes its id, one a line, to `fd`. */
+static void consume_all(int fd)
+{
+    dq_client *c = fixture_client(fx);
+    int empty = 0;
+    while (empty < 3) {
+        dq_claim_result res;
+        if (dq_claim(c, Q, 7, 30000, &res) != DQ_OK)
+            _exit(2);
+        empty = res.n ? 0 : empty + 1;
+        for (size_t i = 0; i < res.n; i++) {
+            if (dq_ack(c, Q, res.jobs[i].id, res.jobs[i].fence) != DQ_OK)
+                _exit(3);
+            dprintf(fd, "%s\n", res.jobs[i].id);
+        }
+        dq_claim_result_free(&res);
+    }
+    dq_close(c);
+    _exit(0);
+}
+
+START_TEST(consumers_drain_every_partition_once)
+{
+    enum { JOBS = 600, CONSUMERS = 3 };
+    set_parts(6);
+    dq_enqueue_req reqs[JOBS];
+    char ids[JOBS][16];
+    for (int i = 0; i < JOBS; i++) {
+        /* a third with producer ids */
+        snprintf(ids[i], sizeof ids[i], "p-%d", i);
+        reqs[i] = req_make(i % 3 == 0 ? ids[i] : NULL, "x", 0, 0);
+    }
+    ck_assert_int_eq(dq_enqueue_many(cl, reqs, JOBS, NULL, NULL), DQ_OK);
+    char path[256];
+    snprintf(path, sizeof path, "%s/claimed", fx->dir);
+    FILE *f = fopen(path, "w+");
+    ck_assert_ptr_nonnull(f);
+    pid_t pids[CONSUMERS];
+    for (int k = 0; k < CONSUMERS; k++) {
+        pids[k] = fork();
+        ck_assert_int_ge(pids[k], 0);
+        if (pids[k] == 0)
+            consume_all(fileno(f));
+    }
+    for (int k = 0; k < CONSUMERS; k++) {
+        int status;
+        ck_assert_int_eq(waitpid(pids[k], &status, 0), pids[k]);
+        ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    }
+    /* every id exactly once (lines are short: O_APPEND-free writes of
+     * one line each by dprintf do not interleave within a line) */
+    rewind(f);
+    int count = 0, producer = 0;
+    char line[64];
+    redisContext *rc = raw_connect();
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = '\0';
+        redisReply *r = redisCommand(rc, "SADD seen %s", line);
+        ck_assert_int_eq(r->integer, 1);
+        freeReplyObject(r);
+        count++;
+        producer += line[0] == 'p';
+    }
+    redisFree(rc);
+    fclose(f);
+    ck_assert_int_eq(count, JOBS);
+    ck_assert_int_eq(producer, JOBS / 3);
+    dq_stats s = stats();
+    ck_assert_int_eq(s.due + s.delayed + s.processing + s.dead, 0);
+}
+END_TEST
+
+START_TEST(claims_rotate_over_partitions)
+{
+    set_parts(4);
+    for (int i = 0; i < 8; i++)
+        enq(NULL, "x", 0, 0);
+    /* one job per claim: four claims take one from each partition */
+    int seen[4] = { 0 };
+    for (int i = 0; i < 4; i++) {
+        dq_claim_result res;
+        claim_n(1, 30000, 1, &res);
+        seen[keys_partition_of(res.jobs[0].id, 4)]++;
+        dq_claim_result_free(&res);
+    }
+    for (int p = 0; p < 4; p++)
+        ck_assert_int_eq(seen[p], 1);
+    /* a claim of more fills from several partitions */
+    dq_claim_result res;
+    claim_n(10, 30000, 4, &res);
+    ck_assert_int_eq(res.next_due_in_ms, -1);
+    dq_claim_result_free(&res);
+}
+END_TEST
+
+START_TEST(priority_orders_within_a_partition)
+{
+    set_parts(2);
+    /* ids of one partition, enqueued least urgent first */
+    const char *ids[3];
+    char buf[3][16];
+    int found = 0;
+    for (int i = 0; found < 3; i++) {
+        snprintf(buf[found], sizeof buf[found], "pr-%d", i);
+        if (keys_partition_of(buf[found], 2) == 1) {
+            ids[found] = buf[found];
+            found++;
+        }
+    }
+    int prio[3] = { DQ_PRIORITY_LOW, DQ_PRIORITY_NORMAL, DQ_PRIORITY_HIGH };
+    for (int i = 0; i < 3; i++) {
+        dq_enqueue_req r = req_make(ids[i], "x", 0, 0);
+        r.priority = prio[i];
+        ck_assert_int_eq(dq_enqueue(cl, &r, NULL), DQ_OK);
+    }
+    dq_claim_result res;
+    claim_n(3, 30000, 3, &res);
+    ck_assert_str_eq(res.jobs[0].id, ids[2]);
+    ck_assert_str_eq(res.jobs[1].id, ids[1]);
+    ck_assert_str_eq(res.jobs[2].id, ids[0]);
+    ck_assert_int_eq(res.jobs[0].priority, 0);
+    dq_claim_result_free(&res);
+}
+END_TEST
+
+/* ---- operating ---------------------------------------------------------- */
+
+START_TEST(stats_sum_the_partitions)
+{
+    set_parts(3);
+    for (int i = 0; i < 9; i++)
+        enq(NULL, "x", 0, 0);
+    for (int i = 0; i < 4; i++)
+        enq(NULL, "x", 60000, 0);
+    dq_claim_result res;
+    claim_n(5, 30000, 5, &res);
+    dq_stats all = stats(), sum = { .next_due_in_ms = -1 };
+    for (unsigned p = 0; p < 3; p++) {
+        dq_stats one;
+        ck_assert_int_eq(dq_stats_partition(cl, Q, p, &one), DQ_OK);
+        sum.delayed += one.delayed;
+        sum.due += one.due;
+        sum.processing += one.processing;
+        sum.dead += one.dead;
+        sum.due_by_priority[5] += one.due_by_priority[5];
+        if (one.next_due_in_ms >= 0 && (sum.next_due_in_ms < 0
+                                        || one.next_due_in_ms < sum.next_due_in_ms))
+            sum.next_due_in_ms = one.next_due_in_ms;
+    }
+    ck_assert_int_eq(all.delayed, 4);
+    ck_assert_int_eq(all.due, 4);
+    ck_assert_int_eq(all.processing, 5);
+    ck_assert_int_eq(all.delayed, sum.delayed);
+    ck_assert_int_eq(all.due, sum.due);
+    ck_assert_int_eq(all.processing, sum.processing);
+    ck_assert_int_eq(all.dead, sum.dead);
+    ck_assert_int_eq(all.due_by_priority[5], sum.due_by_priority[5]);
+    ck_assert_int_le(all.next_due_in_ms, sum.next_due_in_ms);
+    ck_assert_int_eq(all.next_due_in_ms, 0);   /* jobs are due */
+    dq_claim_result_free(&res);
+}
+END_TEST
+
+START_TEST(dead_letters_across_partitions)
+{
+    set_parts(4);
+    /* eight dead jobs, dying in this order, in several partitions */
+    char ids[8][16];
+    for (int i = 0; i < 8; i++) {
+        snprintf(ids[i], sizeof ids[i], "dead-%d", i);
+        make_dead(ids[i]);
+        if (i % 3 == 0) {
+            struct timespec ts = { 0, 3 * 1000 * 1000 };
+            nanosleep(&ts, NULL);   /* distinct times of death */
+        }
+    }
+    dq_dead_page page;
+    ck_assert_int_eq(dq_dead_list(cl, Q, 0, 100, &page), DQ_OK);
+    ck_assert_int_eq(page.total, 8);
+    ck_assert_uint_eq(page.n, 8);
+    for (size_t i = 1; i < page.n; i++)
+        ck_assert_int_ge(page.entries[i].died_ms, page.entries[i - 1].died_ms);
+    ck_assert(!dq_dead_page_unreadable(&page, 0));
+    ck_assert_str_eq(page.entries[0].id, "dead-0");
+    ck_assert_str_eq(page.entries[0].last_error, "broken");
+    /* a page from the middle is that part of the whole */
+    dq_dead_page mid;
+    ck_assert_int_eq(dq_dead_list(cl, Q, 3, 2, &mid), DQ_OK);
+    ck_assert_uint_eq(mid.n, 2);
+    ck_assert_int_eq(mid.total, 8);
+    ck_assert_str_eq(mid.entries[0].id, page.entries[3].id);
+    ck_assert_str_eq(mid.entries[1].id, page.entries[4].id);
+    dq_dead_page_free(&mid);
+    dq_dead_page_free(&page);
+    ck_assert_int_eq(dq_dead_list(cl, Q, 8, 5, &page), DQ_OK);
+    ck_assert_uint_eq(page.n, 0);
+    dq_dead_page_free(&page);
+
+    ck_assert_int_eq(dq_requeue(cl, Q, "dead-5"), DQ_OK);
+    ck_assert_int_eq(dq_requeue(cl, Q, "dead-5"), DQ_ERR_NOTFOUND);
+    ck_assert_int_eq(dq_purge(cl, Q, "dead-6"), DQ_OK);
+    int64_t moved = 0, deleted = 0;
+    ck_assert_int_eq(dq_requeue_all(cl, Q, &moved), DQ_OK);
+    ck_assert_int_eq(moved, 6);
+    dq_stats s = stats();
+    ck_assert_int_eq(s.dead, 0);
+    ck_assert_int_eq(s.due, 7);
+    dq_claim_result res;
+    claim_n(10, 1, 7, &res);
+    for (size_t i = 0; i < res.n; i++)
+        ck_assert_int_eq(dq_fail(cl, Q, res.jobs[i].id, res.jobs[i].fence, "again",
+                                 DQ_FAIL_DEAD, -1, NULL, NULL), DQ_OK);
+    dq_claim_result_free(&res);
+    ck_assert_int_eq(dq_purge_all(cl, Q, &deleted), DQ_OK);
+    ck_assert_int_eq(deleted, 7);
+    ck_assert_int_eq(stats().dead, 0);
+}
+END_TEST
+
+START_TEST(pause_holds_every_partition)
+{
+    set_parts(3);
+    for (int i = 0; i < 6; i++)
+        enq(NULL, "x", 0, 0);
+    int64_t since = 0, state = 0;
+    ck_assert_int_eq(dq_pause(cl, Q, &since), DQ_OK);
+    ck_assert_int_gt(since, 0);
+    for (unsigned p = 0; p < 3; p++) {
+        char key[64];
+        snprintf(key, sizeof key, "dq:{%s:%u}:meta", Q, p);
+        ck_assert(key_exists(key));
+    }
+    ck_assert_int_eq(dq_paused(cl, Q, &state), DQ_OK);
+    ck_assert_int_eq(state, since);
+    dq_claim_result res;
+    claim_n(10, 30000, 0, &res);
+    ck_assert_int_eq(res.next_due_in_ms, -1);
+    dq_claim_result_free(&res);
+    int64_t was = 0;
+    ck_assert_int_eq(dq_resume(cl, Q, &was), DQ_OK);
+    ck_assert_int_eq(was, since);
+    ck_assert_int_eq(dq_paused(cl, Q, &state), DQ_OK);
+    ck_assert_int_eq(state, -1);
+    claim_n(10, 30000, 6, &res);
+    dq_claim_result_free(&res);
+}
+END_TEST
+
+START_TEST(reap_and_fsck_cover_every_partition)
+{
+    set_parts(3);
+    for (int i = 0; i < 6; i++)
+        enq(NULL, "x", 0, 5);
+    dq_claim_result res;
+    claim_n(6, 1, 6, &res);
+    dq_claim_result_free(&res);
+    struct timespec ts = { 0, 20 * 1000 * 1000 };
+    nanosleep(&ts, NULL);
+    dq_reap_result rr;
+    ck_assert_int_eq(dq_reap(cl, Q, 100, NULL, &rr), DQ_OK);
+    ck_assert_uint_eq(rr.retried, 6);
+    ck_assert_int_eq(stats().processing, 0);
+
+    /* a stray member in partition 2 is found and removed */
+    redisContext *rc = raw_connect();
+    ck_assert(raw_ok(rc, "ZADD dq:{%s:2}:delayed 1 ghost", Q));
+    redisFree(rc);
+    dq_fsck_result fr;
+    ck_assert_int_eq(dq_fsck(cl, Q, true, 0, &fr), DQ_OK);
+    ck_assert_int_eq(fr.members, 1);
+    ck_assert_int_eq(fr.repaired, 1);
+    ck_assert_uint_ge(fr.calls, 3);
+    dq_fsck_result_free(&fr);
+    ck_assert_int_eq(score_in(2, "delayed", "ghost"), -1);
+}
+END_TEST
+
+START_TEST(schedules_live_and_fire_in_partition_0)
+{
+    set_parts(4);
+    dq_schedule_req req = {
+        .queue = Q, .name = "nightly", .type = "report", .expr = "@daily",
+        .payload = "p", .payload_len = 1,
+    };
+    ck_assert_int_eq(dq_schedule_add(cl, &req, NULL), DQ_OK);
+    ck_assert(key_exists("dq:{" Q ":0}:schedules"));
+    ck_assert(!key_exists("dq:{" Q "}:schedules"));
+    dq_schedule_list l;
+    ck_assert_int_eq(dq_schedule_list_get(cl, Q, &l), DQ_OK);
+    ck_assert_uint_eq(l.n, 1);
+    dq_schedule_list_free(&l);
+    dq_enqueued out;
+    ck_assert_int_eq(dq_schedule_run_now(cl, Q, "nightly", &out), DQ_OK);
+    ck_assert_uint_eq(keys_partition_of(out.id, 4), 0);
+    ck_assert_int_ge(score_in(0, "delayed", out.id), 0);
+    dq_job_info info;
+    show(out.id, &info);
+    ck_assert_str_eq(info.job.type, "report");
+    dq_job_info_free(&info);
+    ck_assert_int_eq(dq_schedule_remove(cl, Q, "nightly"), DQ_OK);
+}
+END_TEST
+
+START_TEST(schedule_ids_map_to_partition_0)
+{
+    ck_assert(keys_is_schedule_id("nightly@2026-11-23T00:00:00Z"));
+    ck_assert(keys_is_schedule_id("n@now-2026-11-23T10:05:00.123Z"));
+    ck_assert(!keys_is_schedule_id("@2026-11-23T00:00:00Z"));
+    ck_assert(!keys_is_schedule_id("nightly@2026-11-23T00:00:00"));
+    ck_assert(!keys_is_schedule_id("nightly@2026-11-23"));
+    ck_assert(!keys_is_schedule_id("user@example.com"));
+    ck_assert(!keys_is_schedule_id("n@now-2026-11-23T10:05:00.Z"));
+    ck_assert_uint_eq(keys_partition_of("nightly@2026-11-23T00:00:00Z", 16), 0);
+    ck_assert_uint_eq(keys_partition_of("1234", 16), 1234 % 16);
+    /* longer than any integer type: (10^23 - 1) mod 7 is 4 */
+    ck_assert_uint_eq(keys_partition_of("99999999999999999999999", 7), 4);
+}
+END_TEST
+
 Suite *client_suite(void)
 {
     Suite *s = suite_create("partitions");
@@ -123,5 +630,23 @@ Suite *client_suite(void)
     tcase_add_test(tc, bad_counts_are_refused);
     tcase_add_test(tc, change_over_jobs_is_refused);
     tcase_add_test(tc, stats_partition_sees_one_partition);
+    tcase_add_test(tc, schedule_ids_map_to_partition_0);
+    tcase_add_test(tc, count_is_read_again_after_reconnect);
+    tc = tcase(s, "jobs", 30);
+    tcase_add_test(tc, generated_ids_name_their_partition);
+    tcase_add_test(tc, producer_ids_go_by_their_hash);
+    tcase_add_test(tc, unpartitioned_layout_is_unchanged);
+    tcase_add_test(tc, show_replace_cancel_reach_the_partition);
+    tcase_add_test(tc, ack_and_fail_reach_the_partition);
+    tcase_add_test(tc, release_gives_back_to_each_partition);
+    tcase_add_test(tc, consumers_drain_every_partition_once);
+    tcase_add_test(tc, claims_rotate_over_partitions);
+    tcase_add_test(tc, priority_orders_within_a_partition);
+    tc = tcase(s, "operate", 30);
+    tcase_add_test(tc, stats_sum_the_partitions);
+    tcase_add_test(tc, dead_letters_across_partitions);
+    tcase_add_test(tc, pause_holds_every_partition);
+    tcase_add_test(tc, reap_and_fsck_cover_every_partition);
+    tcase_add_test(tc, schedules_live_and_fire_in_partition_0);
     return s;
 }

@@ -3,6 +3,7 @@
 #include "lib/cluster_map.h"
 
 #include <delayq/client.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -31,9 +32,40 @@ void keys_build_part(struct queue_keys *k, const char *prefix, const char *queue
     snprintf(k->wake, sizeof k->wake, "%s:{%s:%u}:wake", prefix, queue, part);
 }
 
+/* Whether `s` matches `shape`, where '9' stands for any digit and every
+ * other character for itself; *rest receives what follows. */
+static int shaped(const char *s, const char *shape, const char **rest)
+{
+    for (; *shape; shape++, s++) {
+        if (*shape == '9' ? (*s < '0' || *s > '9') : *s != *shape)
+            return 0;
+    }
+    *rest = s;
+    return 1;
+}
+
+bool keys_is_schedule_id(const char *id)
+{
+    const char *at = strchr(id, '@'), *p;
+    if (!at || at == id)
+        return false;
+    p = at + 1;
+    if (strncmp(p, "now-", 4) == 0)
+        p += 4;
+    if (!shaped(p, "9999-99-99T99:99:99", &p))
+        return false;
+    if (*p == '.') {
+        size_t digits = strspn(p + 1, "0123456789");
+        if (digits == 0)
+            return false;
+        p += 1 + digits;
+    }
+    return strcmp(p, "Z") == 0;
+}
+
 unsigned keys_partition_of(const char *id, unsigned nparts)
 {
-    if (nparts <= 1)
+    if (nparts <= 1 || keys_is_schedule_id(id))
         return 0;
     size_t len = strlen(id);
     if (len > 0 && strspn(id, "0123456789") == len) {
@@ -50,6 +82,17 @@ void keys_build_sched(struct sched_keys *k, const char *prefix, const char *queu
 {
     snprintf(k->defs, sizeof k->defs, "%s:{%s}:schedules", prefix, queue);
     snprintf(k->due, sizeof k->due, "%s:{%s}:schedule_due", prefix, queue);
+}
+
+void keys_build_sched_part(struct sched_keys *k, const char *prefix, const char *queue,
+                           unsigned nparts)
+{
+    if (nparts <= 1) {
+        keys_build_sched(k, prefix, queue);
+        return;
+    }
+    snprintf(k->defs, sizeof k->defs, "%s:{%s:0}:schedules", prefix, queue);
+    snprintf(k->due, sizeof k->due, "%s:{%s:0}:schedule_due", prefix, queue);
 }
 
 void keys_registry(char *out, size_t outlen, const char *prefix)

@@ -15,6 +15,7 @@
 #ifndef DQ_KEYS_H
 #define DQ_KEYS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #define KEYS_SCHEMA_VERSION 2
@@ -54,13 +55,25 @@ void keys_build(struct queue_keys *k, const char *prefix, const char *queue);
 void keys_build_part(struct queue_keys *k, const char *prefix, const char *queue,
                      unsigned part, unsigned nparts);
 
+/* keys_build_sched for a queue of `nparts` partitions: the schedules live
+ * with partition 0 ({Q:0}), where they fire, when nparts > 1. */
+void keys_build_sched_part(struct sched_keys *k, const char *prefix, const char *queue,
+                           unsigned nparts);
+
 /*
  * The partition of job `id` in a queue of `nparts` partitions: a
  * generated id (all digits, made as seq * nparts + partition) is its
- * number mod nparts; any other id is CRC16 of the id (cluster_crc16) mod
- * nparts.  Every caller reaches a job by this, without a lookup.
+ * number mod nparts; a schedule's job id (keys_is_schedule_id) is 0, the
+ * partition whose keys hold the schedules and where they fire; any other
+ * id is CRC16 of the id (cluster_crc16) mod nparts.  Every caller reaches
+ * a job by this, without a lookup.
  */
 unsigned keys_partition_of(const char *id, unsigned nparts);
+
+/* Whether `id` has the form of a recurring schedule's job id: NAME@ and a
+ * tick "2026-11-23T00:00:00Z", or NAME@now- and a time with a fraction
+ * "2026-11-23T10:05:00.123Z" (sched_tick_id, sched_now_id). */
+bool keys_is_schedule_id(const char *id);
 
 /* The registry set's name: "<prefix>:queues". */
 void keys_registry(char *out, size_t outlen, const char *prefix);

@@ -4,36 +4,42 @@
 #include <string.h>
 
 #include "lib/client_internal.h"
+#include "lib/partitions.h"
 #include "lib/proto.h"
 
 #define ADMIN_BATCH 500  /* dead jobs moved per script call: keeps each short */
 #define DEAD_PAGE_MAX 10000  /* dead jobs in one page, as dead_list.lua allows */
 
 /*
- * Run an operator script on `queue` with optional string arguments.  When
- * `wake_first`, the queue's wake channel goes before them as the first
- * argument (requeue.lua takes it there).  The channel is asked for by this
- * flag, never by a marker among `args`: any string, "@wake" included, can be
- * a job id and must reach the script as it is.
+ * Run an operator script on the keys `k` (a queue's, or one partition's)
+ * with optional string arguments.  When `wake_first`, the keys' wake
+ * channel goes before them as the first argument (requeue.lua takes it
+ * there).  The channel is asked for by this flag, never by a marker among
+ * `args`: any string, "@wake" included, can be a job id and must reach the
+ * script as it is.
  */
-static dq_status run_admin(dq_client *c, enum dq_script_id s, const char *queue,
+static dq_status run_admin(dq_client *c, enum dq_script_id s, const struct queue_keys *k,
                            bool wake_first, const char *const *args, int nargs,
                            redisReply **r)
 {
-    struct queue_keys k;
-    dq_status st = client_queue_keys(c, queue, &k);
-    if (st != DQ_OK)
-        return st;
     struct cmd cmd;
     cmd_init(&cmd);
-    cmd_eval(&cmd, s, &k);
+    cmd_eval(&cmd, s, k);
     if (wake_first)
-        cmd_push_str(&cmd, k.wake);
+        cmd_push_str(&cmd, k->wake);
     for (int i = 0; i < nargs; i++)
         cmd_push_str(&cmd, args[i]);
-    st = client_run(c, &cmd, s, r);
+    dq_status st = client_run(c, &cmd, s, r);
     cmd_free(&cmd);
     return st;
+}
+
+/* Check the queue's name and read its partition count into *n. */
+static dq_status queue_parts(dq_client *c, const char *queue, unsigned *n)
+{
+    struct queue_keys k;
+    dq_status st = client_queue_keys(c, queue, &k);
+    return st == DQ_OK ? part_count(c, queue, n) : st;
 }
 
 static dq_status bad_reply(dq_client *c, dq_status st, enum dq_script_id s)
@@ -43,15 +49,38 @@ static dq_status bad_reply(dq_client *c, dq_status st, enum dq_script_id s)
     return client_fail(c, st, "unexpected reply from the %s script", dq_scripts[s].name);
 }
 
+/* Add one partition's stats to the sum: counts add up, the next due
+ * time is the soonest. */
+static void stats_add(dq_stats *sum, const dq_stats *one)
+{
+    sum->delayed += one->delayed;
+    sum->due += one->due;
+    sum->processing += one->processing;
+    sum->expired += one->expired;
+    sum->dead += one->dead;
+    for (int p = 0; p < DQ_PRIORITY_LEVELS; p++)
+        sum->due_by_priority[p] += one->due_by_priority[p];
+    if (one->next_due_in_ms >= 0
+        && (sum->next_due_in_ms < 0 || one->next_due_in_ms < sum->next_due_in_ms))
+        sum->next_due_in_ms = one->next_due_in_ms;
+    sum->now_ms = one->now_ms;
+}
+
 dq_status dq_stats_get(dq_client *c, const char *queue, dq_stats *out)
 {
-    redisReply *r;
-    dq_status st = run_admin(c, DQ_SCRIPT_STATS, queue, false, NULL, 0, &r);
-    if (st != DQ_OK)
-        return st;
-    st = proto_stats_reply(r, out);
-    freeReplyObject(r);
-    return st == DQ_OK ? st : bad_reply(c, st, DQ_SCRIPT_STATS);
+    memset(out, 0, sizeof *out);
+    unsigned n;
+    dq_status st = queue_parts(c, queue, &n);
+    if (st != DQ_OK || n == 1)
+        return st == DQ_OK ? dq_stats_partition(c, queue, 0, out) : st;
+    out->next_due_in_ms = -1;
+    for (unsigned p = 0; p < n; p++) {
+        dq_stats one;
+        if ((st = dq_stats_partition(c, queue, p, &one)) != DQ_OK)
+            return st;
+        stats_add(out, &one);
+    }
+    return DQ_OK;
 }
 
 dq_status dq_show(dq_client *c, const char *queue, const char *id,
@@ -60,10 +89,15 @@ dq_status dq_show(dq_client *c, const char *queue, const char *id,
     memset(out, 0, sizeof *out);
     if (!id || !*id)
         return client_fail(c, DQ_ERR_INVALID, "job id is empty");
+    struct queue_keys k;
+    dq_status st = client_queue_keys(c, queue, &k);
+    if (st == DQ_OK)
+        st = part_keys_of_id(c, queue, id, &k, NULL);
+    if (st != DQ_OK)
+        return st;
     redisReply *r;
     const char *args[] = { id };
-    dq_status st = run_admin(c, DQ_SCRIPT_SHOW, queue, false, args, 1, &r);
-    if (st != DQ_OK)
+    if ((st = run_admin(c, DQ_SCRIPT_SHOW, &k, false, args, 1, &r)) != DQ_OK)
         return st;
     st = proto_show_reply(r, out);
     freeReplyObject(r);
@@ -77,19 +111,16 @@ dq_status dq_show(dq_client *c, const char *queue, const char *id,
     return st == DQ_OK ? st : bad_reply(c, st, DQ_SCRIPT_SHOW);
 }
 
-dq_status dq_dead_list(dq_client *c, const char *queue, int64_t offset,
-                       int count, dq_dead_page *out)
+/* One page of the dead set whose keys are `k`. */
+static dq_status dead_page(dq_client *c, const struct queue_keys *k, int64_t offset,
+                           int count, dq_dead_page *out)
 {
-    memset(out, 0, sizeof *out);
-    if (offset < 0 || count < 1 || count > DEAD_PAGE_MAX)
-        return client_fail(c, DQ_ERR_INVALID, "bad page: offset %lld, count %d "
-                           "(1..%d)", (long long)offset, count, DEAD_PAGE_MAX);
     char off[24], cnt[24];
     snprintf(off, sizeof off, "%lld", (long long)offset);
     snprintf(cnt, sizeof cnt, "%d", count);
     const char *args[] = { off, cnt };
     redisReply *r;
-    dq_status st = run_admin(c, DQ_SCRIPT_DEAD_LIST, queue, false, args, 2, &r);
+    dq_status st = run_admin(c, DQ_SCRIPT_DEAD_LIST, k, false, args, 2, &r);
     if (st != DQ_OK)
         return st;
     st = proto_dead_list_reply(r, out);
@@ -97,14 +128,103 @@ dq_status dq_dead_list(dq_client *c, const char *queue, int64_t offset,
     return st == DQ_OK ? st : bad_reply(c, st, DQ_SCRIPT_DEAD_LIST);
 }
 
+/* A partition's place in the merge of the dead sets: its page in hand,
+ * where that page starts in its set and the next entry to look at. */
+struct dead_cursor {
+    struct queue_keys k;
+    dq_dead_page page;
+    int64_t page_at;
+    size_t next;
+};
+
+/* The next entry of cursor `d` (paging on with `size` entries a page), or
+ * false when its set has no more. */
+static dq_status dead_cursor_peek(dq_client *c, struct dead_cursor *d, int size, bool *more)
+{
+    *more = d->next < d->page.n;
+    if (*more || d->page_at + (int64_t)d->page.n >= d->page.total)
+        return DQ_OK;
+    d->page_at += (int64_t)d->page.n;
+    dq_dead_page_free(&d->page);
+    d->next = 0;
+    dq_status st = dead_page(c, &d->k, d->page_at, size, &d->page);
+    *more = st == DQ_OK && d->page.n > 0;
+    return st;
+}
+
 /*
- * Run requeue or purge: for one id once, for all in batches of ADMIN_BATCH
- * until none is left, so that no single script call blocks Redis for long.
- * *count receives how many jobs were moved.
+ * dq_dead_list of a queue of `n` > 1 partitions: the dead sets merged by
+ * time of death (the lower partition first on a tie), the page cut from
+ * that order.  Each set is read in pages as the merge goes.
  */
-static dq_status run_dead_batches(dq_client *c, enum dq_script_id s,
-                                  const char *queue, const char *id,
-                                  int64_t *count)
+static dq_status dead_list_merged(dq_client *c, const char *queue, unsigned n,
+                                  int64_t offset, int count, dq_dead_page *out)
+{
+    int size = offset + count < DEAD_PAGE_MAX ? (int)offset + count : DEAD_PAGE_MAX;
+    struct dead_cursor *d = calloc(n, sizeof *d);
+    if (!d)
+        return client_fail(c, DQ_ERR_NOMEM, "out of memory");
+    int64_t total = 0;
+    dq_status st = DQ_OK;
+    for (unsigned p = 0; p < n && st == DQ_OK; p++) {
+        part_keys(c, queue, p, n, &d[p].k);
+        st = dead_page(c, &d[p].k, 0, size, &d[p].page);
+        total += d[p].page.total;
+    }
+    if (st == DQ_OK && proto_dead_page_alloc(out, (size_t)count) != DQ_OK)
+        st = client_fail(c, DQ_ERR_NOMEM, "out of memory");
+    for (int64_t seen = 0; st == DQ_OK && out->n < (size_t)count; seen++) {
+        int best = -1;
+        for (unsigned p = 0; p < n && st == DQ_OK; p++) {
+            bool more;
+            st = dead_cursor_peek(c, &d[p], size, &more);
+            if (more && (best < 0 || d[p].page.entries[d[p].next].died_ms
+                                     < d[best].page.entries[d[best].next].died_ms))
+                best = (int)p;
+        }
+        if (best < 0)
+            break;
+        struct dead_cursor *b = &d[best];
+        if (seen >= offset)
+            proto_dead_entry_move(out, (size_t)count, &b->page, b->next);
+        b->next++;
+    }
+    proto_dead_page_seal(out, (size_t)count);
+    out->total = total;
+    for (unsigned p = 0; p < n; p++)
+        dq_dead_page_free(&d[p].page);
+    free(d);
+    if (st != DQ_OK)
+        dq_dead_page_free(out);
+    return st;
+}
+
+dq_status dq_dead_list(dq_client *c, const char *queue, int64_t offset,
+                       int count, dq_dead_page *out)
+{
+    memset(out, 0, sizeof *out);
+    if (offset < 0 || count < 1 || count > DEAD_PAGE_MAX)
+        return client_fail(c, DQ_ERR_INVALID, "bad page: offset %lld, count %d "
+                           "(1..%d)", (long long)offset, count, DEAD_PAGE_MAX);
+    unsigned n;
+    dq_status st = queue_parts(c, queue, &n);
+    if (st != DQ_OK)
+        return st;
+    if (n > 1)
+        return dead_list_merged(c, queue, n, offset, count, out);
+    struct queue_keys k;
+    part_keys(c, queue, 0, 1, &k);
+    return dead_page(c, &k, offset, count, out);
+}
+
+/*
+ * Run requeue or purge on the keys `k`: for one id once, for all in
+ * batches of ADMIN_BATCH until none is left, so that no single script call
+ * blocks Redis for long.  *count receives how many jobs were moved.
+ */
+static dq_status dead_batches_in(dq_client *c, enum dq_script_id s,
+                                 const struct queue_keys *k, const char *id,
+                                 int64_t *count)
 {
     char batch[16];
     snprintf(batch, sizeof batch, "%d", ADMIN_BATCH);
@@ -113,7 +233,7 @@ static dq_status run_dead_batches(dq_client *c, enum dq_script_id s,
     int64_t total = 0;
     for (;;) {
         redisReply *r;
-        dq_status st = run_admin(c, s, queue, wake_first, args, 2, &r);
+        dq_status st = run_admin(c, s, k, wake_first, args, 2, &r);
         if (st != DQ_OK)
             return st;
         int64_t moved, remaining;
@@ -126,6 +246,31 @@ static dq_status run_dead_batches(dq_client *c, enum dq_script_id s,
          * (records that cannot be requeued stay dead). */
         if (id || remaining == 0 || moved == 0)
             break;
+    }
+    *count = total;
+    return DQ_OK;
+}
+
+/* requeue or purge of one dead job (in its partition) or of all (in
+ * every partition, summed). */
+static dq_status run_dead_batches(dq_client *c, enum dq_script_id s,
+                                  const char *queue, const char *id,
+                                  int64_t *count)
+{
+    unsigned n;
+    dq_status st = queue_parts(c, queue, &n);
+    if (st != DQ_OK)
+        return st;
+    int64_t total = 0;
+    for (unsigned p = 0; p < n; p++) {
+        if (id && p != keys_partition_of(id, n))
+            continue;
+        struct queue_keys k;
+        part_keys(c, queue, p, n, &k);
+        int64_t moved = 0;
+        if ((st = dead_batches_in(c, s, &k, id, &moved)) != DQ_OK)
+            return st;
+        total += moved;
     }
     if (count)
         *count = total;
@@ -242,24 +387,19 @@ dq_status dq_server_time(dq_client *c, int64_t *now_ms)
     return DQ_OK;
 }
 
-dq_status dq_fsck(dq_client *c, const char *queue, bool repair, int count,
-                  dq_fsck_result *out)
+/* One fsck pass over the keys `k` (a queue's or a partition's), its
+ * findings added to `out`. */
+static dq_status fsck_keys(dq_client *c, const struct queue_keys *k, bool repair,
+                           int count, dq_fsck_result *out)
 {
-    memset(out, 0, sizeof *out);
-    if (count < 0 || count > 1000)
-        return client_fail(c, DQ_ERR_INVALID, "bad fsck count %d: from 1 to 1000 "
-                           "(0: %d)", count, DQ_FSCK_COUNT);
-    struct queue_keys k;
-    dq_status st = client_queue_keys(c, queue, &k);
-    if (st != DQ_OK)
-        return st;
+    dq_status st;
     /* The script's cursor is a phase letter and a SCAN cursor (an unsigned
      * 64-bit number): short. */
     char cursor[64] = "0";
     do {
         struct cmd cmd;
         cmd_init(&cmd);
-        proto_fsck_cmd(&cmd, &k, cursor, count, repair);
+        proto_fsck_cmd(&cmd, k, cursor, count, repair);
         redisReply *r;
         st = client_run(c, &cmd, DQ_SCRIPT_FSCK, &r);
         cmd_free(&cmd);
@@ -273,24 +413,54 @@ dq_status dq_fsck(dq_client *c, const char *queue, bool repair, int count,
     return DQ_OK;
 }
 
+dq_status dq_fsck(dq_client *c, const char *queue, bool repair, int count,
+                  dq_fsck_result *out)
+{
+    memset(out, 0, sizeof *out);
+    if (count < 0 || count > 1000)
+        return client_fail(c, DQ_ERR_INVALID, "bad fsck count %d: from 1 to 1000 "
+                           "(0: %d)", count, DQ_FSCK_COUNT);
+    unsigned n;
+    dq_status st = queue_parts(c, queue, &n);
+    if (st != DQ_OK)
+        return st;
+    for (unsigned p = 0; p < n; p++) {
+        struct queue_keys k;
+        part_keys(c, queue, p, n, &k);
+        if ((st = fsck_keys(c, &k, repair, count, out)) != DQ_OK)
+            return st;
+    }
+    return DQ_OK;
+}
+
 /* ---- pause, resume ------------------------------------------------------ */
 
-/* Run pause or resume (which take the wake channel), or pause_state;
- * *since_ms (may be NULL) receives the reply's since_ms. */
+/* Run pause or resume (which take the wake channel), or pause_state, on
+ * every partition of the queue (pause_state: partition 0 only, which
+ * holds the state as every partition does); *since_ms (may be NULL)
+ * receives partition 0's since_ms. */
 static dq_status run_pause_script(dq_client *c, enum dq_script_id s, const char *queue,
                                   int64_t *since_ms)
 {
-    redisReply *r;
-    dq_status st = run_admin(c, s, queue, s != DQ_SCRIPT_PAUSE_STATE, NULL, 0, &r);
+    unsigned n;
+    dq_status st = queue_parts(c, queue, &n);
     if (st != DQ_OK)
         return st;
-    int64_t now, since;
-    st = proto_pause_reply(r, &now, &since);
-    freeReplyObject(r);
-    if (st != DQ_OK)
-        return bad_reply(c, st, s);
-    if (since_ms)
-        *since_ms = since;
+    unsigned calls = s == DQ_SCRIPT_PAUSE_STATE ? 1 : n;
+    for (unsigned p = 0; p < calls; p++) {
+        struct queue_keys k;
+        part_keys(c, queue, p, n, &k);
+        redisReply *r;
+        if ((st = run_admin(c, s, &k, s != DQ_SCRIPT_PAUSE_STATE, NULL, 0, &r)) != DQ_OK)
+            return st;
+        int64_t now, since;
+        st = proto_pause_reply(r, &now, &since);
+        freeReplyObject(r);
+        if (st != DQ_OK)
+            return bad_reply(c, st, s);
+        if (since_ms && p == 0)
+            *since_ms = since;
+    }
     return DQ_OK;
 }
 

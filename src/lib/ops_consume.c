@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "lib/client_internal.h"
+#include "lib/partitions.h"
 #include "lib/proto.h"
 
 void dq_retry_policy_init(dq_retry_policy *p)
@@ -89,6 +90,75 @@ static dq_status claim_replicated(dq_client *c, const char *queue, struct cmd *c
                        held == 1 ? "was" : "were", fate);
 }
 
+/* One claim of up to `max` jobs from the keys `k`. */
+static dq_status claim_from(dq_client *c, const char *queue, const struct queue_keys *k,
+                            int max, int64_t lease_ms, dq_claim_result *out)
+{
+    struct cmd cmd;
+    cmd_init(&cmd);
+    proto_claim_cmd(&cmd, k, max, lease_ms, NULL);
+    if (c->durability == DQ_DURABILITY_REPLICATED)
+        return claim_replicated(c, queue, &cmd, out);
+    return run_and_read(c, &cmd, DQ_SCRIPT_CLAIM, read_claim, out);
+}
+
+/* Move the jobs of `part` to the end of `acc` (part is left empty) and
+ * merge its times: the soonest next due time of the two (0: more due). */
+static dq_status claim_merge(dq_client *c, dq_claim_result *acc, dq_claim_result *part)
+{
+    if (part->n) {
+        dq_job *jobs = realloc(acc->jobs, (acc->n + part->n) * sizeof *jobs);
+        if (!jobs)
+            return client_fail(c, DQ_ERR_NOMEM, "out of memory");
+        memcpy(jobs + acc->n, part->jobs, part->n * sizeof *jobs);
+        acc->jobs = jobs;
+        acc->n += part->n;
+        free(part->jobs);
+        part->jobs = NULL;
+        part->n = 0;
+    }
+    acc->now_ms = part->now_ms;
+    if (part->next_due_in_ms >= 0
+        && (acc->next_due_in_ms < 0 || part->next_due_in_ms < acc->next_due_in_ms))
+        acc->next_due_in_ms = part->next_due_in_ms;
+    return DQ_OK;
+}
+
+/*
+ * dq_claim of a queue of `n` > 1 partitions: from each in turn, starting
+ * one further at every call (so that every partition is drained while
+ * others have due jobs too), until `max` jobs are held or every partition
+ * was asked.  On a failure the jobs held are given back.
+ */
+static dq_status claim_partitions(dq_client *c, const char *queue, unsigned n,
+                                  unsigned start, int max, int64_t lease_ms,
+                                  dq_claim_result *out)
+{
+    out->next_due_in_ms = -1;
+    dq_status st = DQ_OK;
+    for (unsigned i = 0; i < n && out->n < (size_t)max; i++) {
+        struct queue_keys k;
+        part_keys(c, queue, (start + i) % n, n, &k);
+        dq_claim_result one;
+        st = claim_from(c, queue, &k, max - (int)out->n, lease_ms, &one);
+        if (st == DQ_OK)
+            st = claim_merge(c, out, &one);
+        dq_claim_result_free(&one);
+        if (st != DQ_OK)
+            break;
+    }
+    if (st != DQ_OK && out->n) {
+        char msg[sizeof c->err];
+        snprintf(msg, sizeof msg, "%s", c->err);
+        (void)dq_release(c, queue, out->jobs, out->n, NULL);
+        snprintf(c->err, sizeof c->err, "%s", msg);
+        dq_claim_result_free(out);
+    }
+    if (st == DQ_OK && out->n == (size_t)max)
+        out->next_due_in_ms = 0;   /* more may be due: claim again */
+    return st;
+}
+
 dq_status dq_claim(dq_client *c, const char *queue, int max, int64_t lease_ms,
                    dq_claim_result *out)
 {
@@ -102,12 +172,12 @@ dq_status dq_claim(dq_client *c, const char *queue, int max, int64_t lease_ms,
                            max, DQ_CLAIM_MAX);
     if (lease_ms < 1)
         return client_fail(c, DQ_ERR_INVALID, "lease must be at least 1 ms");
-    struct cmd cmd;
-    cmd_init(&cmd);
-    proto_claim_cmd(&cmd, &k, max, lease_ms, NULL);
-    if (c->durability == DQ_DURABILITY_REPLICATED)
-        return claim_replicated(c, queue, &cmd, out);
-    return run_and_read(c, &cmd, DQ_SCRIPT_CLAIM, read_claim, out);
+    struct part_entry *e = part_lookup(c, queue, &st);
+    if (!e)
+        return st;
+    if (e->n > 1)
+        return claim_partitions(c, queue, e->n, e->next_claim++ % e->n, max, lease_ms, out);
+    return claim_from(c, queue, &k, max, lease_ms, out);
 }
 
 void dq_claim_result_free(dq_claim_result *r)
@@ -131,6 +201,99 @@ static dq_status read_ack(const redisReply *r, void *out)
     return proto_ack_reply(r, a->n, a->acked);
 }
 
+/*
+ * The jobs of a partitioned queue grouped by partition: sub[] holds
+ * copies of the caller's jobs (their strings borrowed) in partition order,
+ * at[j] the index of sub[j] in the caller's array, and partition p's are
+ * sub[start[p]] .. sub[start[p + 1] - 1].
+ */
+struct job_groups {
+    dq_job *sub;
+    size_t *at;
+    size_t start[KEYS_PARTITIONS_MAX + 1];
+};
+
+static dq_status group_jobs(dq_client *c, const dq_job *jobs, size_t n, unsigned nparts,
+                            struct job_groups *g)
+{
+    memset(g->start, 0, sizeof g->start);
+    g->sub = calloc(n, sizeof *g->sub);
+    g->at = calloc(n, sizeof *g->at);
+    unsigned *part = calloc(n, sizeof *part);
+    if (!g->sub || !g->at || !part) {
+        free(part);
+        return client_fail(c, DQ_ERR_NOMEM, "out of memory");
+    }
+    size_t next[KEYS_PARTITIONS_MAX + 1] = { 0 };
+    for (size_t i = 0; i < n; i++) {
+        part[i] = keys_partition_of(jobs[i].id, nparts);
+        next[part[i] + 1]++;
+    }
+    for (unsigned p = 1; p <= nparts; p++)
+        next[p] += next[p - 1];
+    memcpy(g->start, next, sizeof next);
+    for (size_t i = 0; i < n; i++) {
+        size_t j = next[part[i]]++;
+        g->sub[j] = jobs[i];
+        g->at[j] = i;
+    }
+    free(part);
+    return DQ_OK;
+}
+
+static void job_groups_free(struct job_groups *g)
+{
+    free(g->sub);
+    free(g->at);
+}
+
+/* ack of jobs[0..n) whose keys are `k` (one partition's, or the queue's). */
+static dq_status ack_in(dq_client *c, const struct queue_keys *k, const dq_job *jobs,
+                        size_t n, bool *acked)
+{
+    struct cmd cmd;
+    cmd_init(&cmd);
+    proto_ack_cmd(&cmd, k, jobs, n);
+    struct ack_out out = { n, acked };
+    return run_and_read(c, &cmd, DQ_SCRIPT_ACK, read_ack, &out);
+}
+
+/* dq_ack_many of a queue of `nparts` > 1: one ack per partition held. */
+static dq_status ack_partitions(dq_client *c, const char *queue, unsigned nparts,
+                                const dq_job *jobs, size_t n, bool *acked)
+{
+    struct job_groups g;
+    bool *sub_acked = calloc(n, sizeof *sub_acked);
+    dq_status st = sub_acked ? group_jobs(c, jobs, n, nparts, &g)
+                             : client_fail(c, DQ_ERR_NOMEM, "out of memory");
+    if (st != DQ_OK) {
+        free(sub_acked);
+        return st;
+    }
+    for (unsigned p = 0; p < nparts && st == DQ_OK; p++) {
+        size_t from = g.start[p], cnt = g.start[p + 1] - from;
+        if (cnt == 0)
+            continue;
+        struct queue_keys k;
+        part_keys(c, queue, p, nparts, &k);
+        st = ack_in(c, &k, &g.sub[from], cnt, &sub_acked[from]);
+    }
+    for (size_t j = 0; st == DQ_OK && acked && j < n; j++)
+        acked[g.at[j]] = sub_acked[j];
+    job_groups_free(&g);
+    free(sub_acked);
+    return st;
+}
+
+/* Whether every job has an id: DQ_ERR_INVALID naming the first without. */
+static dq_status check_ids(dq_client *c, const dq_job *jobs, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!jobs[i].id || !*jobs[i].id)
+            return client_fail(c, DQ_ERR_INVALID, "job %zu has no id", i);
+    return DQ_OK;
+}
+
 dq_status dq_ack_many(dq_client *c, const char *queue, const dq_job *jobs,
                       size_t n, bool *acked)
 {
@@ -138,14 +301,14 @@ dq_status dq_ack_many(dq_client *c, const char *queue, const dq_job *jobs,
     dq_status st = client_queue_keys(c, queue, &k);
     if (st != DQ_OK || n == 0)
         return st;
-    for (size_t i = 0; i < n; i++)
-        if (!jobs[i].id || !*jobs[i].id)
-            return client_fail(c, DQ_ERR_INVALID, "job %zu has no id", i);
-    struct cmd cmd;
-    cmd_init(&cmd);
-    proto_ack_cmd(&cmd, &k, jobs, n);
-    struct ack_out out = { n, acked };
-    return run_and_read(c, &cmd, DQ_SCRIPT_ACK, read_ack, &out);
+    if ((st = check_ids(c, jobs, n)) != DQ_OK)
+        return st;
+    unsigned nparts;
+    if ((st = part_count(c, queue, &nparts)) != DQ_OK)
+        return st;
+    if (nparts > 1)
+        return ack_partitions(c, queue, nparts, jobs, n, acked);
+    return ack_in(c, &k, jobs, n, acked);
 }
 
 dq_status dq_ack(dq_client *c, const char *queue, const char *id, int64_t fence)
@@ -168,18 +331,49 @@ static dq_status read_count(const redisReply *r, void *out)
     return DQ_OK;
 }
 
+/* release of jobs[0..n) whose keys are `k`; *released counts them. */
+static dq_status release_in(dq_client *c, const struct queue_keys *k, const dq_job *jobs,
+                            size_t n, size_t *released)
+{
+    struct cmd cmd;
+    cmd_init(&cmd);
+    proto_release_cmd(&cmd, k, jobs, n);
+    return run_and_read(c, &cmd, DQ_SCRIPT_RELEASE, read_count, released);
+}
+
 dq_status dq_release(dq_client *c, const char *queue, const dq_job *jobs,
                      size_t n, size_t *released)
 {
-    size_t tmp;
+    size_t total = 0;
     struct queue_keys k;
     dq_status st = client_queue_keys(c, queue, &k);
     if (st != DQ_OK || n == 0)
+        goto done;
+    unsigned nparts;
+    if ((st = part_count(c, queue, &nparts)) != DQ_OK)
         return st;
-    struct cmd cmd;
-    cmd_init(&cmd);
-    proto_release_cmd(&cmd, &k, jobs, n);
-    return run_and_read(c, &cmd, DQ_SCRIPT_RELEASE, read_count, released ? released : &tmp);
+    if (nparts <= 1) {
+        st = release_in(c, &k, jobs, n, &total);
+        goto done;
+    }
+    if ((st = check_ids(c, jobs, n)) != DQ_OK)
+        return st;
+    struct job_groups g;
+    if ((st = group_jobs(c, jobs, n, nparts, &g)) != DQ_OK)
+        return st;
+    for (unsigned p = 0; p < nparts && st == DQ_OK; p++) {
+        size_t from = g.start[p], cnt = g.start[p + 1] - from, one = 0;
+        if (cnt == 0)
+            continue;
+        part_keys(c, queue, p, nparts, &k);
+        st = release_in(c, &k, &g.sub[from], cnt, &one);
+        total += one;
+    }
+    job_groups_free(&g);
+done:
+    if (st == DQ_OK && released)
+        *released = total;
+    return st;
 }
 
 static dq_status read_fail(const redisReply *r, void *out)
@@ -198,6 +392,8 @@ dq_status dq_fail(dq_client *c, const char *queue, const char *id,
         return st;
     if (!id || !*id)
         return client_fail(c, DQ_ERR_INVALID, "job id is empty");
+    if ((st = part_keys_of_id(c, queue, id, &k, NULL)) != DQ_OK)
+        return st;
     dq_retry_policy defaults;
     if (!policy) {
         dq_retry_policy_init(&defaults);
@@ -220,6 +416,16 @@ static dq_status read_reap(const redisReply *r, void *out)
     return proto_reap_reply(r, out);
 }
 
+/* Add one partition's reap to the sum: counts add up, the next expiry is
+ * the soonest (0: more have expired). */
+static void reap_merge(dq_reap_result *acc, const dq_reap_result *one)
+{
+    acc->retried += one->retried;
+    acc->dead += one->dead;
+    if (one->next_in_ms >= 0 && (acc->next_in_ms < 0 || one->next_in_ms < acc->next_in_ms))
+        acc->next_in_ms = one->next_in_ms;
+}
+
 dq_status dq_reap(dq_client *c, const char *queue, int batch,
                   const dq_retry_policy *policy, dq_reap_result *out)
 {
@@ -232,9 +438,21 @@ dq_status dq_reap(dq_client *c, const char *queue, int batch,
         dq_retry_policy_init(&defaults);
         policy = &defaults;
     }
-    dq_reap_result tmp;
-    struct cmd cmd;
-    cmd_init(&cmd);
-    proto_reap_cmd(&cmd, &k, proto_claim_batch(batch), policy, jitter_seed());
-    return run_and_read(c, &cmd, DQ_SCRIPT_REAP, read_reap, out ? out : &tmp);
+    unsigned nparts;
+    if ((st = part_count(c, queue, &nparts)) != DQ_OK)
+        return st;
+    dq_reap_result sum = { 0, 0, -1 };
+    for (unsigned p = 0; p < nparts && st == DQ_OK; p++) {
+        dq_reap_result one;
+        part_keys(c, queue, p, nparts, &k);
+        struct cmd cmd;
+        cmd_init(&cmd);
+        proto_reap_cmd(&cmd, &k, proto_claim_batch(batch), policy, jitter_seed());
+        st = run_and_read(c, &cmd, DQ_SCRIPT_REAP, read_reap, &one);
+        if (st == DQ_OK)
+            reap_merge(&sum, &one);
+    }
+    if (st == DQ_OK && out)
+        *out = sum;
+    return st;
 }

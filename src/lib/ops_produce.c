@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include "lib/client_internal.h"
+#include "lib/partitions.h"
 #include "lib/proto.h"
 
 /* This host's clock in Unix ms, for the bound of an absolute time only:
@@ -93,11 +94,14 @@ dq_status dq_enqueue(dq_client *c, const dq_enqueue_req *req, dq_enqueued *out)
         st = client_register_queue(c, req->queue);
     if (st != DQ_OK)
         return st;
+    unsigned n, part;
+    if ((st = part_assign(c, req->queue, req->id, &n, &part)) != DQ_OK)
+        return st;
     struct queue_keys k;
-    keys_build(&k, c->prefix, req->queue);
+    part_keys(c, req->queue, part, n, &k);
     struct cmd cmd;
     cmd_init(&cmd);
-    proto_enqueue_cmd(&cmd, &k, req);
+    proto_enqueue_cmd(&cmd, &k, req, n, part);
     redisReply *r;
     st = client_run(c, &cmd, DQ_SCRIPT_ENQUEUE, &r);
     cmd_free(&cmd);
@@ -111,10 +115,12 @@ dq_status dq_enqueue(dq_client *c, const dq_enqueue_req *req, dq_enqueued *out)
 
 #define ENQUEUE_CHUNK 1000  /* jobs per enqueue_many call: keeps each short */
 
-/* A run of consecutive jobs of one queue, sent as one enqueue_many. */
+/* A run of jobs of one queue and partition, sent as one enqueue_many. */
 struct chunk {
     size_t start;           /* into the list of jobs sent */
     size_t count;
+    unsigned nparts;        /* the queue's partitions */
+    unsigned part;          /* the partition the run goes to */
 };
 
 /* Remember the first failure's status and message: the caller reports it,
@@ -128,19 +134,76 @@ static void note_failure(dq_client *c, dq_status st, dq_status *first, char *msg
     }
 }
 
-/* Cut the jobs to send into chunks: a new one where the queue changes or
- * the chunk is full.  Returns the number of chunks. */
-static size_t make_chunks(const dq_enqueue_req *reqs, const size_t *send, size_t nsend,
-                          struct chunk *chunks)
+/*
+ * Order send[from..to) (jobs of one queue of `nparts` > 1 partitions) by
+ * partition, keeping the order within each: the partition of each job
+ * goes to part[], where the jobs without an id take the client's round
+ * robin.  `tmp` has room for to - from entries.
+ */
+static dq_status sort_by_partition(dq_client *c, const dq_enqueue_req *reqs, size_t *send,
+                                   unsigned *part, size_t from, size_t to, size_t *tmp,
+                                   unsigned *tmp_part)
+{
+    size_t count[KEYS_PARTITIONS_MAX + 1] = { 0 };
+    unsigned n = 1;
+    for (size_t i = from; i < to; i++) {
+        dq_status st = part_assign(c, reqs[send[i]].queue, reqs[send[i]].id, &n, &part[i]);
+        if (st != DQ_OK)
+            return st;
+        count[part[i] + 1]++;
+    }
+    for (unsigned p = 1; p <= n; p++)
+        count[p] += count[p - 1];
+    for (size_t i = from; i < to; i++) {
+        size_t at = count[part[i]]++;
+        tmp[at] = send[i];
+        tmp_part[at] = part[i];
+    }
+    memcpy(&send[from], tmp, (to - from) * sizeof *send);
+    memcpy(&part[from], tmp_part, (to - from) * sizeof *part);
+    return DQ_OK;
+}
+
+/*
+ * Cut the jobs to send into chunks: a new one where the queue or the
+ * partition changes or the chunk is full.  The jobs of a partitioned
+ * queue are first grouped by partition (sort_by_partition).  *nchunks
+ * receives the number of chunks.
+ */
+static dq_status make_chunks(dq_client *c, const dq_enqueue_req *reqs, size_t *send,
+                             size_t nsend, struct chunk *chunks, size_t *nchunks)
 {
     size_t n = 0;
-    for (size_t i = 0; i < nsend; i++) {
-        if (n == 0 || chunks[n - 1].count == ENQUEUE_CHUNK
-            || strcmp(reqs[send[i]].queue, reqs[send[i - 1]].queue) != 0)
-            chunks[n++] = (struct chunk){ i, 0 };
-        chunks[n - 1].count++;
+    unsigned *part = calloc(nsend ? nsend : 1, sizeof *part);
+    unsigned *tmp_part = calloc(nsend ? nsend : 1, sizeof *tmp_part);
+    size_t *tmp = calloc(nsend ? nsend : 1, sizeof *tmp);
+    dq_status st = DQ_OK;
+    if (!part || !tmp || !tmp_part) {
+        st = client_fail(c, DQ_ERR_NOMEM, "out of memory");
+        goto done;
     }
-    return n;
+    for (size_t i = 0, end; i < nsend; i = end) {
+        const char *queue = reqs[send[i]].queue;
+        for (end = i + 1; end < nsend && strcmp(reqs[send[end]].queue, queue) == 0; end++)
+            ;
+        unsigned nparts;
+        if ((st = part_count(c, queue, &nparts)) != DQ_OK)
+            goto done;
+        if (nparts > 1
+            && (st = sort_by_partition(c, reqs, send, part, i, end, tmp, tmp_part)) != DQ_OK)
+            goto done;
+        for (size_t j = i; j < end; j++) {
+            if (j == i || chunks[n - 1].count == ENQUEUE_CHUNK || part[j] != part[j - 1])
+                chunks[n++] = (struct chunk){ j, 0, nparts, part[j] };
+            chunks[n - 1].count++;
+        }
+    }
+    *nchunks = n;
+done:
+    free(part);
+    free(tmp);
+    free(tmp_part);
+    return st;
 }
 
 /* What build_chunk needs to turn chunk i into its enqueue_many command. */
@@ -156,8 +219,9 @@ static void build_chunk(void *ctx, size_t i, struct cmd *cmd)
 {
     struct chunk_builder *b = ctx;
     const struct chunk *ch = &b->chunks[i];
-    keys_build(&b->keys[i], b->c->prefix, b->reqs[b->send[ch->start]].queue);
-    proto_enqueue_many_cmd(cmd, &b->keys[i], b->reqs, &b->send[ch->start], ch->count);
+    part_keys(b->c, b->reqs[b->send[ch->start]].queue, ch->part, ch->nparts, &b->keys[i]);
+    proto_enqueue_many_cmd(cmd, &b->keys[i], b->reqs, &b->send[ch->start], ch->count,
+                           ch->nparts, ch->part);
 }
 
 dq_status dq_enqueue_many(dq_client *c, const dq_enqueue_req *reqs, size_t n,
@@ -190,7 +254,15 @@ dq_status dq_enqueue_many(dq_client *c, const dq_enqueue_req *reqs, size_t n,
         if (st == DQ_OK)
             send[nsend++] = i;
     }
-    nchunks = make_chunks(reqs, send, nsend, chunks);
+    if (nsend) {
+        dq_status st = make_chunks(c, reqs, send, nsend, chunks, &nchunks);
+        if (st != DQ_OK) {
+            for (size_t j = 0; statuses && j < nsend; j++)
+                statuses[send[j]] = st;
+            first = st;
+            goto done;
+        }
+    }
     /* A chunk holds jobs of one queue: register each chunk's. */
     for (size_t k = 0; k < nchunks; k++) {
         dq_status st = client_register_queue(c, reqs[send[chunks[k].start]].queue);
@@ -217,7 +289,8 @@ dq_status dq_enqueue_many(dq_client *c, const dq_enqueue_req *reqs, size_t n,
         size_t cnt = chunks[k].count;
         dq_status rst = replies[k]->type == REDIS_REPLY_ERROR
             ? client_fail(c, DQ_ERR_REDIS, "redis error in enqueue_many: %s", replies[k]->str)
-            : proto_enqueue_many_reply(replies[k], reqs, idx, cnt, outs, sts);
+            : proto_enqueue_many_reply(replies[k], reqs, idx, cnt, chunks[k].nparts,
+                                       chunks[k].part, outs, sts);
         if (rst != DQ_OK && replies[k]->type != REDIS_REPLY_ERROR)
             client_fail(c, rst, "unexpected reply from the enqueue_many script");
         for (size_t j = 0; j < cnt; j++) {
@@ -259,6 +332,8 @@ dq_status dq_cancel(dq_client *c, const char *queue, const char *id)
         return st;
     if (!id || !*id)
         return client_fail(c, DQ_ERR_INVALID, "job id is empty");
+    if ((st = part_keys_of_id(c, queue, id, &k, NULL)) != DQ_OK)
+        return st;
     struct cmd cmd;
     cmd_init(&cmd);
     cmd_eval(&cmd, DQ_SCRIPT_CANCEL, &k);

@@ -4,18 +4,25 @@
 #include <string.h>
 
 #include "lib/client_internal.h"
+#include "lib/partitions.h"
 #include "lib/sched.h"
 
 #define LIST_MAX 10000   /* schedules in one list, as sched_list.lua allows */
 
-/* The queue's keys, both sets, after checking its name. */
+/* The queue's keys, both sets, after checking its name: partition 0's of
+ * a partitioned queue, which hold its schedules and where they fire. */
 static dq_status sched_keys_of(dq_client *c, const char *queue, struct queue_keys *k,
                                struct sched_keys *sk)
 {
+    unsigned n;
     dq_status st = client_queue_keys(c, queue, k);
     if (st == DQ_OK)
-        keys_build_sched(sk, c->prefix, queue);
-    return st;
+        st = part_count(c, queue, &n);
+    if (st != DQ_OK)
+        return st;
+    part_keys(c, queue, 0, n, k);
+    keys_build_sched_part(sk, c->prefix, queue, n);
+    return DQ_OK;
 }
 
 static dq_status check_name(dq_client *c, const char *name)

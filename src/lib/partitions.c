@@ -117,6 +117,36 @@ dq_status part_count(dq_client *c, const char *queue, unsigned *n)
     return st;
 }
 
+dq_status part_assign(dq_client *c, const char *queue, const char *id,
+                      unsigned *n, unsigned *part)
+{
+    dq_status st;
+    struct part_entry *e = part_lookup(c, queue, &st);
+    if (!e)
+        return st;
+    *n = e->n;
+    if (e->n <= 1)
+        *part = 0;
+    else if (id && *id)
+        *part = keys_partition_of(id, e->n);
+    else
+        *part = e->next_enqueue++ % e->n;
+    return DQ_OK;
+}
+
+dq_status part_keys_of_id(dq_client *c, const char *queue, const char *id,
+                          struct queue_keys *k, unsigned *n)
+{
+    unsigned count;
+    dq_status st = part_count(c, queue, &count);
+    if (st != DQ_OK)
+        return st;
+    part_keys(c, queue, keys_partition_of(id ? id : "", count), count, k);
+    if (n)
+        *n = count;
+    return DQ_OK;
+}
+
 dq_status dq_queue_partitions(dq_client *c, const char *queue, unsigned *n)
 {
     dq_status st;

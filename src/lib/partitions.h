@@ -27,6 +27,19 @@ struct part_entry *part_lookup(dq_client *c, const char *queue, dq_status *st);
 /* The partition count of `queue` (cached; 1 for an unpartitioned queue). */
 dq_status part_count(dq_client *c, const char *queue, unsigned *n);
 
+/*
+ * Where a job of `queue` goes: *n receives the queue's count, *part the
+ * partition of `id` (keys_partition_of), or for a job without an id (NULL
+ * or "") the next partition of this client's round robin.
+ */
+dq_status part_assign(dq_client *c, const char *queue, const char *id,
+                      unsigned *n, unsigned *part);
+
+/* The keys of the partition that holds job `id` of `queue` (checked
+ * name), for calls that reach one job; *n (may be NULL) gets the count. */
+dq_status part_keys_of_id(dq_client *c, const char *queue, const char *id,
+                          struct queue_keys *k, unsigned *n);
+
 /* The keys of partition `part` of `queue` in a queue of `n` partitions
  * (the unpartitioned keys when n is 1). */
 void part_keys(const dq_client *c, const char *queue, unsigned part, unsigned n,

@@ -85,8 +85,10 @@ static dq_status read_job(const redisReply *r, size_t at, dq_job *j)
 
 /* ---- enqueue ------------------------------------------------------------ */
 
-/* A job's arguments after the wake channel, as enqueue takes them. */
-static void push_enqueue_args(struct cmd *c, const dq_enqueue_req *req)
+/* A job's arguments after the wake channel, as enqueue takes them; the
+ * partition pair after them when the queue is partitioned. */
+static void push_enqueue_args(struct cmd *c, const dq_enqueue_req *req,
+                              unsigned nparts, unsigned part)
 {
     cmd_push_str(c, req->id ? req->id : "");
     cmd_push_str(c, req->type);
@@ -99,14 +101,20 @@ static void push_enqueue_args(struct cmd *c, const dq_enqueue_req *req)
     /* Normal is the script's default: such a call is as before priorities. */
     if (req->priority && req->priority != DQ_PRIORITY_NORMAL)
         cmd_push_i64(c, req->priority - 1);
+    else if (nparts > 1)
+        cmd_push_i64(c, DQ_PRIORITY_NORMAL_LEVEL);
+    if (nparts > 1) {
+        cmd_push_i64(c, nparts);
+        cmd_push_i64(c, part);
+    }
 }
 
 void proto_enqueue_cmd(struct cmd *c, const struct queue_keys *k,
-                       const dq_enqueue_req *req)
+                       const dq_enqueue_req *req, unsigned nparts, unsigned part)
 {
     cmd_eval(c, DQ_SCRIPT_ENQUEUE, k);
     cmd_push_str(c, k->wake);
-    push_enqueue_args(c, req);
+    push_enqueue_args(c, req, nparts, part);
 }
 
 /* enqueue_many's "when": the delay, or "@" and the time, "r" first to
@@ -144,7 +152,8 @@ static void push_body_head(struct cmd *c, const dq_enqueue_req *req)
 }
 
 void proto_enqueue_many_cmd(struct cmd *c, const struct queue_keys *k,
-                            const dq_enqueue_req *reqs, const size_t *idx, size_t n)
+                            const dq_enqueue_req *reqs, const size_t *idx, size_t n,
+                            unsigned nparts, unsigned part)
 {
     cmd_eval(c, DQ_SCRIPT_ENQUEUE_MANY, k);
     cmd_push_str(c, k->wake);
@@ -153,6 +162,10 @@ void proto_enqueue_many_cmd(struct cmd *c, const struct queue_keys *k,
         cmd_push_str(c, req->id ? req->id : "");
         push_when(c, req);
         push_body_head(c, req);
+    }
+    if (nparts > 1) {
+        cmd_push_i64(c, nparts);
+        cmd_push_i64(c, part);
     }
 }
 
@@ -194,9 +207,11 @@ dq_status proto_enqueue_reply(const redisReply *r, dq_enqueued *out)
 /* enqueue_many replies only what the client cannot know (see the script):
  * fill in every job as sent, then apply the exceptions. */
 dq_status proto_enqueue_many_reply(const redisReply *r, const dq_enqueue_req *reqs,
-                                   const size_t *idx, size_t n, dq_enqueued *out,
-                                   dq_status *st)
+                                   const size_t *idx, size_t n, unsigned nparts,
+                                   unsigned part, dq_enqueued *out, dq_status *st)
 {
+    if (nparts < 1)
+        nparts = 1;
     if (!is_array(r, 2) || (r->elements - 2) % 3 != 0)
         return DQ_ERR_REDIS;
     int64_t now = elem_int(r, 0), seq = elem_int(r, 1);
@@ -206,7 +221,9 @@ dq_status proto_enqueue_many_reply(const redisReply *r, const dq_enqueue_req *re
             set_id(&out[i], req->id, strlen(req->id));
         } else {
             char buf[24];
-            set_id(&out[i], buf, (size_t)snprintf(buf, sizeof buf, "%lld", (long long)++seq));
+            ++seq;
+            set_id(&out[i], buf, (size_t)snprintf(buf, sizeof buf, "%lld",
+                                                  (long long)(seq * nparts + part)));
         }
         out[i].due_ms = req->at_ms > 0 ? req->at_ms
                                        : now + (req->delay_ms > 0 ? req->delay_ms : 0);
@@ -657,6 +674,31 @@ dq_status proto_dead_list_reply(const redisReply *r, dq_dead_page *out)
                             &dead_flags(out)[i]) != DQ_OK)
             return DQ_ERR_NOMEM;
     return DQ_OK;
+}
+
+dq_status proto_dead_page_alloc(dq_dead_page *p, size_t cap)
+{
+    memset(p, 0, sizeof *p);
+    if (cap == 0)
+        return DQ_OK;
+    p->entries = calloc(1, cap * (sizeof *p->entries + sizeof(bool)));
+    return p->entries ? DQ_OK : DQ_ERR_NOMEM;
+}
+
+void proto_dead_entry_move(dq_dead_page *to, size_t cap, dq_dead_page *from, size_t i)
+{
+    /* The flags follow the entries: those of `to` sit after its `cap`. */
+    bool *to_flags = (bool *)(to->entries + cap);
+    to->entries[to->n] = from->entries[i];
+    to_flags[to->n] = dead_flags(from)[i];
+    to->n++;
+    memset(&from->entries[i], 0, sizeof from->entries[i]);
+}
+
+void proto_dead_page_seal(dq_dead_page *p, size_t cap)
+{
+    if (p->entries && p->n < cap)
+        memmove(p->entries + p->n, p->entries + cap, p->n * sizeof(bool));
 }
 
 void dq_dead_page_free(dq_dead_page *p)

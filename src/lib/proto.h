@@ -18,19 +18,23 @@
 /* Clamp the claim batch into 1..DQ_CLAIM_MAX. */
 int proto_claim_batch(int max);
 
+/* `nparts` > 1: the queue is partitioned and `k` are partition `part`'s
+ * keys (generated ids are then seq * nparts + part); 1: as before. */
 void proto_enqueue_cmd(struct cmd *c, const struct queue_keys *k,
-                       const dq_enqueue_req *req);
+                       const dq_enqueue_req *req, unsigned nparts, unsigned part);
 dq_status proto_enqueue_reply(const redisReply *r, dq_enqueued *out);
 
-/* enqueue_many: `n` jobs of one queue (reqs[idx[0..n-1]]) in one call. */
+/* enqueue_many: `n` jobs of one queue (reqs[idx[0..n-1]]) in one call,
+ * to partition `part` of `nparts` (as proto_enqueue_cmd). */
 void proto_enqueue_many_cmd(struct cmd *c, const struct queue_keys *k,
-                            const dq_enqueue_req *reqs, const size_t *idx, size_t n);
+                            const dq_enqueue_req *reqs, const size_t *idx, size_t n,
+                            unsigned nparts, unsigned part);
 /* Each job's result (out[0..n-1]) and status (st[0..n-1]) from the
  * enqueue_many reply to the jobs sent as reqs[idx[0..n-1]].  DQ_ERR_REDIS
  * when the reply is not one. */
 dq_status proto_enqueue_many_reply(const redisReply *r, const dq_enqueue_req *reqs,
-                                   const size_t *idx, size_t n, dq_enqueued *out,
-                                   dq_status *st);
+                                   const size_t *idx, size_t n, unsigned nparts,
+                                   unsigned part, dq_enqueued *out, dq_status *st);
 
 /* `owner` (NULL: none) names the claiming worker, so that its claim can
  * be recovered if it dies before reading the reply (proto_recover_cmd). */
@@ -85,6 +89,14 @@ void proto_pause_cmd(struct cmd *c, const struct queue_keys *k, enum dq_script_i
 dq_status proto_pause_reply(const redisReply *r, int64_t *now_ms, int64_t *since_ms);
 dq_status proto_show_reply(const redisReply *r, dq_job_info *out);
 dq_status proto_dead_list_reply(const redisReply *r, dq_dead_page *out);
+/* Pages merged from several (the dead sets of a partitioned queue): an
+ * empty page with room for `cap` entries; entry i of `from` moved to the
+ * end of `to` (its strings now owned by `to`, its place in `from` left
+ * empty); once filled, proto_dead_page_seal(to, cap) makes it a page as
+ * dq_dead_page_unreadable and dq_dead_page_free read it. */
+dq_status proto_dead_page_alloc(dq_dead_page *p, size_t cap);
+void proto_dead_entry_move(dq_dead_page *to, size_t cap, dq_dead_page *from, size_t i);
+void proto_dead_page_seal(dq_dead_page *p, size_t cap);
 /* requeue and purge: {moved, remaining}. */
 dq_status proto_count_reply(const redisReply *r, int64_t *moved,
                             int64_t *remaining);

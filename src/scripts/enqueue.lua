@@ -2,7 +2,10 @@
 -- ARGV: wake_channel, id ('' = generate), type, payload, when ('delay'|'at'),
 --       ms (delay, or absolute Unix ms for 'at'), max_attempts (0 = the
 --       consumer's default), replace ('1' = reschedule an existing job),
---       optional priority (0..9, 0 the most urgent; absent = 5, normal)
+--       optional priority (0..9, 0 the most urgent; absent = 5, normal),
+--       then, for a partitioned queue, partitions N (1..256) and this
+--       partition p (0..N-1): a generated id is then seq * N + p, so that
+--       its number mod N names its partition (absent: N = 1, the id is seq)
 -- Returns {status, id, due_ms, now_ms}; status is 'ok', 'replaced',
 -- 'exists' (id taken and replace not asked) or 'running' (a job with this
 -- id is being processed: it cannot be replaced under its worker).
@@ -30,13 +33,19 @@ local max = arg_int(7, 'max_attempts', 0, MAX_ATTEMPTS)
 local replace = arg_one_of(8, 'replace', '0', '1') == '1'
 local prio = NORMAL
 if ARGV[9] then prio = arg_int(9, 'priority', 0, 9) end
+local nparts, part = 1, 0
+if ARGV[10] then
+  nparts = arg_int(10, 'partitions', 1, 256)
+  part = arg_int(11, 'partition', 0, nparts - 1)
+end
+if #ARGV > 11 then arg_bad('argument 12', ARGV[12], 'expected: enqueue takes at most 11') end
 if arg_fault then return arg_refusal('enqueue') end
 
 local status = 'ok'
 if id == '' then
   -- Generated ids are decimal; producers' own ids may not be all digits.
   repeat
-    id = format('%d', redis.call('HINCRBY', KEYS[5], 'seq', 1))
+    id = format('%d', redis.call('HINCRBY', KEYS[5], 'seq', 1) * nparts + part)
   until not get_record(id)
 elseif get_record(id) then
   if not replace then return { 'exists', id, 0, now } end

@@ -2,7 +2,9 @@
 -- with one command per batch rather than per job (libdelayq's dq_enqueue_many).
 -- The client sends each record's body already encoded, so that the script
 -- only stamps the times on it: this is the bulk producer's hot path.
--- ARGV: wake_channel, then per job three arguments:
+-- ARGV: wake_channel, then per job three arguments, then, for a
+-- partitioned queue, two more: partitions N (1..256) and this partition
+-- p (0..N-1), when a generated id is seq * N + p (see enqueue):
 --   id    '' = generate one
 --   when  a delay in ms ("5000"), or "@" and an absolute Unix time in ms
 --         ("@1767225600000"); an "r" in front of either ("r5000") replaces
@@ -16,12 +18,19 @@
 --         appends the priority).
 -- Returns {now_ms, seq, then per exception: index, status, id}.  Jobs are
 -- 'ok' with the id the client sent, a delay's due time being now_ms + delay,
--- and the k-th job sent without an id (counting from 1) getting seq + k;
+-- and the k-th job sent without an id (counting from 1) getting seq + k
+-- ((seq + k) * N + p in a partitioned queue);
 -- the exceptions (1-based index) are the jobs with another status, as
 -- enqueue's, or with a generated id drawn again because a producer's
 -- record held it.  A short reply: the client knows the rest.
 local now = now_ms()
 local n = (#ARGV - 1) / 3
+local nparts, part = 1, 0
+if #ARGV > 3 and (#ARGV - 1) % 3 == 2 then
+  n = (#ARGV - 3) / 3
+  nparts = arg_int(#ARGV - 1, 'partitions', 1, 256)
+  part = arg_int(#ARGV, 'partition', 0, nparts - 1)
+end
 local tonumber, pack = tonumber, cmsgpack.pack
 
 -- The length of the MessagePack str (or bin) whose header is at b[i], and
@@ -127,7 +136,7 @@ if generated > 0 then
   for i = 1, n do
     if ids[i] == '' then
       next_id = next_id + 1
-      ids[i] = format('%d', next_id)
+      ids[i] = format('%d', next_id * nparts + part)
     end
   end
 end
@@ -151,7 +160,7 @@ for i = 1, n do
     if ARGV[3 * i - 1] == '' then
       -- A generated id that a record holds already: draw again.
       repeat
-        id = format('%d', redis.call('HINCRBY', KEYS[5], 'seq', 1))
+        id = format('%d', redis.call('HINCRBY', KEYS[5], 'seq', 1) * nparts + part)
       until not get_record(id) and not taken[id]
     elseif not replace[i] then
       status = 'exists'
