@@ -339,6 +339,30 @@ START_TEST(a_change_of_partitions_over_jobs_is_refused)
 }
 END_TEST
 
+START_TEST(a_reload_that_changes_partitions_is_refused)
+{
+    struct h_conf hc;
+    h_conf_defaults(&hc);
+    hc.workers = 1;
+    hc.partitions = 4;
+    h_write_conf(&H, &hc);
+    h_start(&H, 1);
+    hc.partitions = 8;
+    h_write_conf(&H, &hc);
+    ck_assert_int_eq(kill(H.pid, SIGHUP), 0);
+    ck_assert_msg(h_wait_log(&H, "reload refused", 1, 10000) >= 1, "log:\n%s",
+                  h_log_tail(&H));
+    ck_assert_int_eq(h_log_count(&H, "a reload cannot change it"), 1);
+    /* The configuration in force still runs: a job is run. */
+    h_enqueue(&H, "after", NULL, "ok", 0, 0);
+    ck_assert_msg(h_wait_record(&H, "after", 1, 1, 10000) == 1, "log:\n%s", h_log_tail(&H));
+    unsigned stored;
+    ck_assert_int_eq(dq_queue_partitions(H.c, H_QUEUE, &stored), DQ_OK);
+    ck_assert_int_eq(stored, 4);
+    stop_clean();
+}
+END_TEST
+
 START_TEST(an_unpartitioned_queue_with_jobs_is_not_partitioned)
 {
     h_enqueue(&H, "u1", NULL, "ok", 60000, 0);
@@ -449,6 +473,7 @@ int main(void)
     tcase_add_test(tc, a_partition_without_its_home_worker_is_served_on_time);
     tcase_add_test(tc, metrics_sum_the_partitions);
     tcase_add_test(tc, a_change_of_partitions_over_jobs_is_refused);
+    tcase_add_test(tc, a_reload_that_changes_partitions_is_refused);
     tcase_add_test(tc, an_unpartitioned_queue_with_jobs_is_not_partitioned);
     tcase_add_test(tc, a_partition_named_queue_next_to_its_partitioned_queue_is_refused);
     tcase_add_test(tc, pause_and_priority_hold_on_a_partitioned_queue);
