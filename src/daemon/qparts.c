@@ -2,7 +2,6 @@
 
 #include <stdlib.h>
 
-
 /* Worker k's homes first (p % W == k; k % N when W > N), then the rest,
  * both in ascending order. */
 static void plan_order(struct qparts *p, unsigned k, unsigned nworkers)
@@ -24,7 +23,7 @@ static void plan_order(struct qparts *p, unsigned k, unsigned nworkers)
 }
 
 int qparts_init(struct qparts *p, const struct redis_conf *rc, const char *queue,
-                    unsigned nparts, unsigned k, unsigned nworkers)
+                unsigned nparts, unsigned k, unsigned nworkers)
 {
     *p = (struct qparts){ .n = nparts ? nparts : 1, .next_due = -1 };
     p->keys = calloc(p->n, sizeof *p->keys);
@@ -46,11 +45,6 @@ void qparts_free(struct qparts *p)
     free(p->order);
     p->keys = NULL;
     p->order = NULL;
-}
-
-unsigned qparts_of(const struct qparts *p, const char *id)
-{
-    return p->n <= 1 ? 0 : keys_partition_of(id, p->n);
 }
 
 /* Whether the sweep in progress is over: every partition answered, or

@@ -40,20 +40,16 @@ struct qparts {
  * claim order of worker `k` of `nworkers` (0 of 1 for a process that does
  * not claim).  -1 when out of memory. */
 int qparts_init(struct qparts *p, const struct redis_conf *rc, const char *queue,
-                    unsigned nparts, unsigned k, unsigned nworkers)
+                unsigned nparts, unsigned k, unsigned nworkers)
     __attribute__((warn_unused_result));
 
 void qparts_free(struct qparts *p);
 
 /* Partition i's keys. */
-static inline const struct queue_keys *qparts_keys(const struct qparts *p,
-                                                      unsigned i)
+static inline const struct queue_keys *qparts_keys(const struct qparts *p, unsigned i)
 {
     return &p->keys[i < p->n ? i : 0];
 }
-
-/* The partition holding job `id` (keys_partition_of). */
-unsigned qparts_of(const struct qparts *p, const char *id);
 
 /* The partition to claim from next: the sweep's next, or the first of a
  * new sweep when the last one ended. */

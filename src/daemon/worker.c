@@ -86,7 +86,7 @@ struct worker {
     const struct daemon_conf *dc;
     const struct queue_conf *q;
     unsigned rank;              /* this worker is number `rank` of q->workers */
-    struct qparts parts;    /* the queue's partitions: keys, claim order */
+    struct qparts parts;        /* the queue's partitions: keys, claim order */
     unsigned claim_part;        /* the partition of the claim in flight */
     unsigned batch_part;        /* ... of batch's jobs (all from one claim) */
     unsigned next_part;         /* ... of next's */
@@ -735,11 +735,11 @@ static void note_claim_outcome(struct worker *w, const redisReply *reply)
         slot_claims_ok(w->slot);
 }
 
-/* Tell the sweep (partitions.h) what the claim of `res` found. */
+/* Tell the sweep (qparts.h) what the claim of `res` found. */
 static void note_partition_claimed(struct worker *w, const dq_claim_result *res)
 {
     qparts_claimed(&w->parts, res->next_due_in_ms == 0,
-                       res->next_due_in_ms < 0 ? -1 : res->now_ms + res->next_due_in_ms);
+                   res->next_due_in_ms < 0 ? -1 : res->now_ms + res->next_due_in_ms);
 }
 
 /* A claim that was sent ahead came back before the reports of the batch
@@ -867,7 +867,8 @@ static int send_claim(struct worker *w)
     struct cmd cmd;
     cmd_init(&cmd);
     w->claim_part = qparts_next_claim(&w->parts);
-    proto_claim_cmd(&cmd, qparts_keys(&w->parts, w->claim_part), w->q->batch, w->q->lease_ms, w->owner);
+    proto_claim_cmd(&cmd, qparts_keys(&w->parts, w->claim_part), w->q->batch, w->q->lease_ms,
+                    w->owner);
     w->claim_sent_us = slots_now_us();
     /* Set before the claim can reach Redis: from then on its jobs may be
      * leased to this worker before it can list them. */
@@ -1026,7 +1027,7 @@ static int worker_setup(struct worker *w)
     if (!w->base)
         return DAEMON_EXIT_SOFTWARE;
     if (qparts_init(&w->parts, &w->dc->redis, w->q->name, (unsigned)w->q->partitions,
-                        w->rank, (unsigned)w->q->workers) < 0)
+                    w->rank, (unsigned)w->q->workers) < 0)
         return DAEMON_EXIT_SOFTWARE;
     struct rconn_events cmd_ev = { on_cmd_up, NULL, w };
     w->cmd = rconn_from_conf(w->base, &w->dc->redis, "cmd", &cmd_ev);
