@@ -8,6 +8,7 @@
  */
 #include <check.h>
 #include <hiredis/hiredis.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 #include "client_test.h"
 
 #include "lib/keys.h"
+#include "lib/scripts.h"
 
 /* Whether a raw key exists. */
 static int key_exists(const char *key)
@@ -67,6 +69,89 @@ START_TEST(count_is_read_again_after_reconnect)
     dq_enqueued e = enq(NULL, "x", 60000, 0);
     ck_assert_int_ge(score_in(keys_partition_of(e.id, 4), "delayed", e.id), 0);
     ck_assert(!key_exists("dq:{" Q "}:delayed"));
+}
+END_TEST
+
+/* Run script `s` (its text, as EVAL) on the keys `k` with `args`, and
+ * return its reply's first element, then a space and its second, or
+ * "error" for an error reply (static). */
+static const char *eval_words(enum dq_script_id s, const struct queue_keys *k,
+                              const char *const *args, int nargs)
+{
+    static char words[64];
+    const char *argv[3 + KEYS_PER_SCRIPT + 16] = { "EVAL", dq_scripts[s].text, "6" };
+    int argc = 3;
+    ck_assert_int_le(nargs, 16);
+    for (int i = 0; i < KEYS_PER_SCRIPT; i++)
+        argv[argc++] = k->key[i];
+    for (int i = 0; i < nargs; i++)
+        argv[argc++] = args[i];
+    redisContext *rc = raw_connect();
+    redisReply *r = redisCommandArgv(rc, argc, argv, NULL);
+    ck_assert_ptr_nonnull(r);
+    if (r->type == REDIS_REPLY_ERROR)
+        snprintf(words, sizeof words, "error");
+    else
+        snprintf(words, sizeof words, "%s %s", r->element[0]->str, r->element[1]->str);
+    freeReplyObject(r);
+    redisFree(rc);
+    return words;
+}
+
+/* The partitions script run as a caller that read `expected` would: its
+ * status word. */
+static const char *cas(const char *expected, const char *n)
+{
+    struct queue_keys k;
+    keys_build(&k, "dq", Q);
+    const char *args[] = { expected, n };
+    static char word[32];
+    snprintf(word, sizeof word, "%s", eval_words(DQ_SCRIPT_PARTITIONS, &k, args, 2));
+    word[strcspn(word, " ")] = '\0';
+    return word;
+}
+
+START_TEST(partitions_script_compares_and_sets)
+{
+    ck_assert_str_eq(cas("2", "4"), "changed");   /* stored is 1 */
+    ck_assert_str_eq(cas("1", "4"), "ok");
+    ck_assert_str_eq(cas("1", "8"), "changed");   /* a concurrent setter lost */
+    unsigned n;
+    ck_assert_int_eq(dq_queue_partitions(cl, Q, &n), DQ_OK);
+    ck_assert_uint_eq(n, 4);
+    ck_assert_str_eq(cas("4", "1"), "ok");
+    /* arguments are checked before anything is read or written */
+    ck_assert_str_eq(cas("1", "0"), "error");
+    ck_assert_str_eq(cas("1", "257"), "error");
+    ck_assert_str_eq(cas("x", "2"), "error");
+    /* jobs in the unpartitioned keys: no N > 1 */
+    redisContext *rc = raw_connect();
+    ck_assert(raw_ok(rc, "ZADD dq:{%s}:processing 1 busy", Q));
+    redisFree(rc);
+    ck_assert_str_eq(cas("1", "2"), "jobs");
+}
+END_TEST
+
+/* The enqueue script on partition `part`'s keys (of 4) with the
+ * partition arguments `n` and `p`: "ok ID", or "error". */
+static const char *raw_enqueue(unsigned part, const char *n, const char *p)
+{
+    struct queue_keys k;
+    keys_build_part(&k, "dq", Q, part, 4);
+    const char *args[] = { k.wake, "", "t", "x", "delay", "0", "0", "0", "5", n, p };
+    return eval_words(DQ_SCRIPT_ENQUEUE, &k, args, 11);
+}
+
+START_TEST(enqueue_script_checks_its_partition)
+{
+    ck_assert_str_eq(raw_enqueue(2, "4", "2"), "ok 6");   /* seq 1: 1 * 4 + 2 */
+    ck_assert_str_eq(raw_enqueue(2, "4", "2"), "ok 10");
+    ck_assert_str_eq(raw_enqueue(3, "4", "3"), "ok 7");   /* its own seq */
+    ck_assert_str_eq(raw_enqueue(2, "4", "4"), "error");
+    ck_assert_str_eq(raw_enqueue(2, "4", "-1"), "error");
+    ck_assert_str_eq(raw_enqueue(2, "0", "0"), "error");
+    ck_assert_str_eq(raw_enqueue(2, "257", "0"), "error");
+    ck_assert_str_eq(raw_enqueue(2, "4", "x"), "error");
 }
 END_TEST
 
@@ -189,6 +274,50 @@ START_TEST(generated_ids_name_their_partition)
 }
 END_TEST
 
+START_TEST(enqueue_many_mixes_queues_and_partitions)
+{
+    set_parts(3);
+    enum { N = 30 };
+    dq_enqueue_req reqs[N];
+    dq_enqueued outs[N];
+    dq_status sts[N];
+    char ids[N][16];
+    for (int i = 0; i < N; i++) {
+        snprintf(ids[i], sizeof ids[i], "m-%d", i);
+        reqs[i] = req_make(i % 4 == 0 ? ids[i] : NULL, "x", 60000, 0);
+        if (i % 3 == 1)
+            reqs[i].queue = "other";   /* unpartitioned, between Q's jobs */
+    }
+    reqs[7].type = "bad type";         /* refused alone */
+    ck_assert_int_eq(dq_enqueue_many(cl, reqs, N, outs, sts), DQ_ERR_INVALID);
+    redisContext *rc = raw_connect();
+    for (int i = 0; i < N; i++) {
+        if (i == 7) {
+            ck_assert_int_eq(sts[i], DQ_ERR_INVALID);
+            continue;
+        }
+        ck_assert_int_eq(sts[i], DQ_OK);
+        if (reqs[i].id)
+            ck_assert_str_eq(outs[i].id, reqs[i].id);
+        char key[64];
+        if (strcmp(reqs[i].queue, "other") == 0)
+            snprintf(key, sizeof key, "dq:{other}:delayed");
+        else
+            snprintf(key, sizeof key, "dq:{%s:%u}:delayed", Q,
+                     keys_partition_of(outs[i].id, 3));
+        redisReply *r = redisCommand(rc, "ZSCORE %s %s", key, outs[i].id);
+        ck_assert_msg(r->type == REDIS_REPLY_STRING, "%s not in %s", outs[i].id, key);
+        ck_assert_int_eq(atoll(r->str), outs[i].due_ms);
+        freeReplyObject(r);
+    }
+    redisFree(rc);
+    ck_assert_int_eq(stats().delayed, 20);
+    dq_stats o;
+    ck_assert_int_eq(dq_stats_get(cl, "other", &o), DQ_OK);
+    ck_assert_int_eq(o.delayed, 9);   /* job 7 was refused */
+}
+END_TEST
+
 START_TEST(producer_ids_go_by_their_hash)
 {
     set_parts(8);
@@ -302,26 +431,43 @@ END_TEST
 
 /* ---- claims ------------------------------------------------------------- */
 
-/* A consumer process: claims from Q until it has found it empty three
- * times in a row, acks each job and writes its id, one a line, to `fd`. */
-static void consume_all(int fd)
+/*
+ * A consumer process: claims batches of 7 from Q, each job leased for
+ * `lease_ms`, until it has found Q empty three times in a row.  It writes
+ * each job's id, one a line, to `fd`, sleeps `pause_ms`, then acks the
+ * batch: killed in that window, its batch is left to the reaper.
+ */
+static void consume(int fd, int pause_ms, int64_t lease_ms)
 {
     dq_client *c = fixture_client(fx);
-    int empty = 0;
-    while (empty < 3) {
+    for (int empty = 0; empty < 3;) {
         dq_claim_result res;
-        if (dq_claim(c, Q, 7, 30000, &res) != DQ_OK)
+        if (dq_claim(c, Q, 7, lease_ms, &res) != DQ_OK)
             _exit(2);
         empty = res.n ? 0 : empty + 1;
-        for (size_t i = 0; i < res.n; i++) {
+        for (size_t i = 0; i < res.n; i++)
+            dprintf(fd, "%s\n", res.jobs[i].id);
+        struct timespec ts = { pause_ms / 1000, (pause_ms % 1000) * 1000L * 1000L };
+        nanosleep(&ts, NULL);
+        for (size_t i = 0; i < res.n; i++)
             if (dq_ack(c, Q, res.jobs[i].id, res.jobs[i].fence) != DQ_OK)
                 _exit(3);
-            dprintf(fd, "%s\n", res.jobs[i].id);
-        }
         dq_claim_result_free(&res);
     }
     dq_close(c);
     _exit(0);
+}
+
+/* Lines in the file at `path` (0 when there is none). */
+static int count_lines(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    int n = 0;
+    for (int ch; f && (ch = getc(f)) != EOF;)
+        n += ch == '\n';
+    if (f)
+        fclose(f);
+    return n;
 }
 
 START_TEST(consumers_drain_every_partition_once)
@@ -345,15 +491,15 @@ START_TEST(consumers_drain_every_partition_once)
         pids[k] = fork();
         ck_assert_int_ge(pids[k], 0);
         if (pids[k] == 0)
-            consume_all(fileno(f));
+            consume(fileno(f), 0, 30000);
     }
     for (int k = 0; k < CONSUMERS; k++) {
         int status;
         ck_assert_int_eq(waitpid(pids[k], &status, 0), pids[k]);
         ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     }
-    /* every id exactly once (lines are short: O_APPEND-free writes of
-     * one line each by dprintf do not interleave within a line) */
+    /* every id exactly once (each line is one write by dprintf to the
+     * shared file; lines are short) */
     rewind(f);
     int count = 0, producer = 0;
     char line[64];
@@ -370,6 +516,85 @@ START_TEST(consumers_drain_every_partition_once)
     fclose(f);
     ck_assert_int_eq(count, JOBS);
     ck_assert_int_eq(producer, JOBS / 3);
+    dq_stats s = stats();
+    ck_assert_int_eq(s.due + s.delayed + s.processing + s.dead, 0);
+}
+END_TEST
+
+START_TEST(a_killed_consumer_loses_no_job)
+{
+    enum { JOBS = 300 };
+    set_parts(4);
+    dq_enqueue_req reqs[JOBS];
+    for (int i = 0; i < JOBS; i++)
+        reqs[i] = req_make(NULL, "x", 0, 0);
+    ck_assert_int_eq(dq_enqueue_many(cl, reqs, JOBS, NULL, NULL), DQ_OK);
+    char path[3][256];
+    pid_t pids[3];
+    for (int k = 0; k < 3; k++) {
+        snprintf(path[k], sizeof path[k], "%s/claimed-%d", fx->dir, k);
+        FILE *f = fopen(path[k], "w");
+        ck_assert_ptr_nonnull(f);
+        pids[k] = fork();
+        ck_assert_int_ge(pids[k], 0);
+        if (pids[k] == 0)
+            consume(fileno(f), k == 0 ? 2000 : 1, k == 0 ? 500 : 30000);
+        fclose(f);
+        /* the slow one first holds a batch it has not acked */
+        for (int waited = 0; k == 0 && count_lines(path[0]) == 0 && waited < 10000;
+             waited += 5) {
+            struct timespec ts = { 0, 5 * 1000 * 1000 };
+            nanosleep(&ts, NULL);
+        }
+    }
+    ck_assert_int_gt(count_lines(path[0]), 0);
+    ck_assert_int_eq(kill(pids[0], SIGKILL), 0);
+    for (int k = 0; k < 3; k++) {
+        int status;
+        ck_assert_int_eq(waitpid(pids[k], &status, 0), pids[k]);
+        if (k > 0)
+            ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    }
+    /* its leases expire; the reaper returns the jobs to their partitions */
+    struct timespec ts = { 0, 600 * 1000 * 1000 };
+    nanosleep(&ts, NULL);
+    dq_retry_policy now;
+    policy_make(&now, 0, 0, 0, 5);
+    dq_reap_result rr;
+    ck_assert_int_eq(dq_reap(cl, Q, 100, &now, &rr), DQ_OK);
+    ck_assert_uint_ge(rr.retried, 1);
+    char again[256];
+    snprintf(again, sizeof again, "%s/claimed-again", fx->dir);
+    FILE *f = fopen(again, "w");
+    ck_assert_ptr_nonnull(f);
+    pid_t last = fork();
+    if (last == 0)
+        consume(fileno(f), 0, 30000);
+    fclose(f);
+    int status;
+    ck_assert_int_eq(waitpid(last, &status, 0), last);
+    ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+
+    /* every job ran at least once; only the killed batch twice */
+    redisContext *rc = raw_connect();
+    int lines = 0;
+    const char *files[] = { path[0], path[1], path[2], again };
+    for (int k = 0; k < 4; k++) {
+        FILE *in = fopen(files[k], "r");
+        ck_assert_ptr_nonnull(in);
+        char line[64];
+        while (fgets(line, sizeof line, in)) {
+            line[strcspn(line, "\n")] = '\0';
+            freeReplyObject(redisCommand(rc, "SADD seen %s", line));
+            lines++;
+        }
+        fclose(in);
+    }
+    redisReply *r = redisCommand(rc, "SCARD seen");
+    ck_assert_int_eq(r->integer, JOBS);
+    freeReplyObject(r);
+    redisFree(rc);
+    ck_assert_int_le(lines - JOBS, 7);
     dq_stats s = stats();
     ck_assert_int_eq(s.due + s.delayed + s.processing + s.dead, 0);
 }
@@ -425,6 +650,44 @@ START_TEST(priority_orders_within_a_partition)
     ck_assert_str_eq(res.jobs[2].id, ids[0]);
     ck_assert_int_eq(res.jobs[0].priority, 0);
     dq_claim_result_free(&res);
+}
+END_TEST
+
+START_TEST(a_failed_claim_gives_back_what_it_took)
+{
+    set_parts(2);
+    /* jobs in partition 0 only; partition 1's processing set is broken */
+    int added = 0;
+    char other[16] = "";
+    for (int i = 0; added < 4 || !*other; i++) {
+        char id[16];
+        snprintf(id, sizeof id, "z-%d", i);
+        if (keys_partition_of(id, 2) == 0 && added < 4) {
+            enq(id, "x", 0, 0);
+            added++;
+        } else if (keys_partition_of(id, 2) == 1 && !*other) {
+            enq(id, "x", 0, 0);   /* a due job there: its claim must write */
+            snprintf(other, sizeof other, "%s", id);
+        }
+    }
+    redisContext *rc = raw_connect();
+    ck_assert(raw_ok(rc, "SET dq:{%s:1}:processing broken", Q));
+    /* whichever partition a claim starts at, it meets the broken one
+     * before it is done; two claims start at both */
+    for (int round = 0; round < 2; round++) {
+        /* the failed claim script took the job off its delayed set (a
+         * script's writes before an error stay): put it back */
+        ck_assert(raw_ok(rc, "ZADD dq:{%s:1}:delayed 1 %s", Q, other));
+        dq_claim_result res;
+        ck_assert_int_eq(dq_claim(cl, Q, 10, 30000, &res), DQ_ERR_REDIS);
+        ck_assert_uint_eq(res.n, 0);
+        dq_claim_result_free(&res);
+        dq_stats one;
+        ck_assert_int_eq(dq_stats_partition(cl, Q, 0, &one), DQ_OK);
+        ck_assert_int_eq(one.processing, 0);
+        ck_assert_int_eq(one.due, 4);
+    }
+    redisFree(rc);
 }
 END_TEST
 
@@ -582,11 +845,16 @@ END_TEST
 
 START_TEST(schedules_live_and_fire_in_partition_0)
 {
-    set_parts(4);
     dq_schedule_req req = {
         .queue = Q, .name = "nightly", .type = "report", .expr = "@daily",
         .payload = "p", .payload_len = 1,
     };
+    /* a schedule of the unpartitioned queue would be left behind */
+    ck_assert_int_eq(dq_schedule_add(cl, &req, NULL), DQ_OK);
+    ck_assert_int_eq(dq_queue_set_partitions(cl, Q, 4), DQ_ERR_EXISTS);
+    ck_assert_ptr_nonnull(strstr(dq_errmsg(cl), "1 recurring schedule:"));
+    ck_assert_int_eq(dq_schedule_remove(cl, Q, "nightly"), DQ_OK);
+    set_parts(4);
     ck_assert_int_eq(dq_schedule_add(cl, &req, NULL), DQ_OK);
     ck_assert(key_exists("dq:{" Q ":0}:schedules"));
     ck_assert(!key_exists("dq:{" Q "}:schedules"));
@@ -602,7 +870,11 @@ START_TEST(schedules_live_and_fire_in_partition_0)
     show(out.id, &info);
     ck_assert_str_eq(info.job.type, "report");
     dq_job_info_free(&info);
+    ck_assert_int_eq(dq_cancel(cl, Q, out.id), DQ_OK);
+    ck_assert_int_eq(dq_queue_set_partitions(cl, Q, 8), DQ_OK);   /* still at {Q:0} */
+    ck_assert_int_eq(dq_queue_set_partitions(cl, Q, 1), DQ_ERR_EXISTS);
     ck_assert_int_eq(dq_schedule_remove(cl, Q, "nightly"), DQ_OK);
+    set_parts(1);
 }
 END_TEST
 
@@ -632,16 +904,21 @@ Suite *client_suite(void)
     tcase_add_test(tc, stats_partition_sees_one_partition);
     tcase_add_test(tc, schedule_ids_map_to_partition_0);
     tcase_add_test(tc, count_is_read_again_after_reconnect);
+    tcase_add_test(tc, partitions_script_compares_and_sets);
+    tcase_add_test(tc, enqueue_script_checks_its_partition);
     tc = tcase(s, "jobs", 30);
     tcase_add_test(tc, generated_ids_name_their_partition);
     tcase_add_test(tc, producer_ids_go_by_their_hash);
+    tcase_add_test(tc, enqueue_many_mixes_queues_and_partitions);
     tcase_add_test(tc, unpartitioned_layout_is_unchanged);
     tcase_add_test(tc, show_replace_cancel_reach_the_partition);
     tcase_add_test(tc, ack_and_fail_reach_the_partition);
     tcase_add_test(tc, release_gives_back_to_each_partition);
     tcase_add_test(tc, consumers_drain_every_partition_once);
+    tcase_add_test(tc, a_killed_consumer_loses_no_job);
     tcase_add_test(tc, claims_rotate_over_partitions);
     tcase_add_test(tc, priority_orders_within_a_partition);
+    tcase_add_test(tc, a_failed_claim_gives_back_what_it_took);
     tc = tcase(s, "operate", 30);
     tcase_add_test(tc, stats_sum_the_partitions);
     tcase_add_test(tc, dead_letters_across_partitions);

@@ -372,7 +372,9 @@ dq_status dq_queue_partitions(dq_client *c, const char *queue, unsigned *n);
  * unpartitioned queue holds jobs: "drain it first".  DQ_ERR_STALE when
  * another caller changed the count between this call's read and its
  * write (compare-and-set; nothing written).  Recurring schedules are not
- * moved: remove them before a change and add them again after.
+ * moved: a change between 1 and more partitions (which moves their home)
+ * is refused with DQ_ERR_EXISTS while the queue has any; remove them
+ * before the change and add them again after.
  */
 dq_status dq_queue_set_partitions(dq_client *c, const char *queue, unsigned n);
 

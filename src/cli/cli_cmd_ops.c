@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/cli_cmd_partitions.h"
 #include "cli/cli_opts.h"
 #include "cli/cli_util.h"
 #include "util/timefmt.h"
@@ -24,6 +25,7 @@ struct ops_args {
     long long limit;
     long long offset;
     int64_t watch_ms;   /* stats --watch: redraw this often; 0: once */
+    bool partitions;    /* stats --partitions: a row per partition */
 };
 
 static int ops_opt(struct cli *cli, int opt, const char *arg, void *ctx)
@@ -33,6 +35,7 @@ static int ops_opt(struct cli *cli, int opt, const char *arg, void *ctx)
     case 'q': a->queue = arg; return 0;
     case CLI_OPT_JSON: a->json = true; return 0;
     case CLI_OPT_ALL: a->all = true; return 0;
+    case CLI_OPT_PARTITIONS: a->partitions = true; return 0;
     case CLI_OPT_WATCH: {
         const char *why = "must be from 100ms to 1d";
         if (timefmt_parse_duration(arg, &a->watch_ms, &why) == 0
@@ -199,7 +202,7 @@ static int watch_round(const struct cli *cli, dq_client *c, const struct ops_arg
     size_t n = 0;
     struct queue_figures *st = NULL;
     int code = stats_queues(cli, c, a->queue, &names, &n);
-    if (code == CLI_EXIT_OK)
+    if (code == CLI_EXIT_OK && !a->partitions)
         code = stats_collect(cli, c, names, n, &st);
     if (code == CLI_EXIT_OK && !watch_stop) {
         struct timespec now;
@@ -207,14 +210,20 @@ static int watch_round(const struct cli *cli, dq_client *c, const struct ops_arg
         clock_gettime(CLOCK_REALTIME, &now);
         timefmt_iso(when, sizeof when, (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000);
         if (a->json) {
-            stats_json(names, n, st);
+            if (a->partitions)
+                code = cli_partitions_stats(cli, c, names, n, true);
+            else
+                stats_json(names, n, st);
         } else {
             if (tty)
                 fputs("\033[H\033[2J", stdout);
             else if (round > 0)
                 putchar('\n');
             printf("%s\n", when);
-            stats_table(names, n, st);
+            if (a->partitions)
+                code = cli_partitions_stats(cli, c, names, n, false);
+            else
+                stats_table(names, n, st);
         }
     }
     free(st);
@@ -244,7 +253,7 @@ static int stats_watch(const struct cli *cli, dq_client *c, const struct ops_arg
 }
 
 static const char stats_help[] =
-    "Usage: delayq stats [-q QUEUE] [--json] [--watch N]\n"
+    "Usage: delayq stats [-q QUEUE] [--json] [--watch N] [--partitions]\n"
     "Per queue (every queue without -q): jobs delayed (not yet due), due,\n"
     "processing, dead, the time until the next is due, and whether the\n"
     "queue is paused (delayq pause) and since when; below, for a queue with\n"
@@ -257,7 +266,12 @@ static const char stats_help[] =
     "              2, 500ms) until interrupted (exit 0): on a terminal the\n"
     "              screen is redrawn; otherwise each table follows a blank\n"
     "              line and a timestamp (with --json: one array per line).\n"
-    "              A round that fails is reported and the next one tried.\n";
+    "              A round that fails is reported and the next one tried.\n"
+    "  --partitions  a row per partition of each queue (delayq partitions),\n"
+    "              PART 0..N-1, then its total row (PART total); without\n"
+    "              the pause column.  With --json each object has the\n"
+    "              queue, partitions (N), total and by_partition (an array\n"
+    "              of N objects of the counts and next_due_in_ms).\n";
 
 static int stats_run(struct cli *cli)
 {
@@ -265,6 +279,7 @@ static int stats_run(struct cli *cli)
         { "queue", required_argument, NULL, 'q' },
         { "json", no_argument, NULL, CLI_OPT_JSON },
         { "watch", required_argument, NULL, CLI_OPT_WATCH },
+        { "partitions", no_argument, NULL, CLI_OPT_PARTITIONS },
         { NULL, 0, NULL, 0 }
     };
     struct ops_args a = { 0 };
@@ -287,6 +302,12 @@ static int stats_run(struct cli *cli)
     }
     if (code == CLI_EXIT_OK)
         code = stats_queues(cli, s.client, a.queue, &names, &n);
+    if (code == CLI_EXIT_OK && a.partitions) {
+        code = cli_partitions_stats(cli, s.client, names, n, a.json);
+        dq_strv_free(names, n);
+        cli_session_close(&s);
+        return code;
+    }
     if (code == CLI_EXIT_OK)
         code = stats_collect(cli, s.client, names, n, &st);
     if (code == CLI_EXIT_OK && a.json)

@@ -29,7 +29,8 @@ enum cli_opt {
     CLI_OPT_NAME,
     CLI_OPT_CRON,
     CLI_OPT_TZ,
-    CLI_OPT_CATCH_UP
+    CLI_OPT_CATCH_UP,
+    CLI_OPT_PARTITIONS
 };
 
 /*

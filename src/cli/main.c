@@ -17,6 +17,7 @@
 #include "cli/cli_cmd_fsck.h"
 #include "cli/cli_cmd_jobs.h"
 #include "cli/cli_cmd_ops.h"
+#include "cli/cli_cmd_partitions.h"
 #include "cli/cli_cmd_pause.h"
 #include "cli/cli_cmd_schedule.h"
 #include "cli/cli_opts.h"
@@ -30,8 +31,12 @@ static const char usage_text[] =
     "      [--max-attempts N] [PAYLOAD | -]     schedule a job; prints its id\n"
     "  cancel -q QUEUE ID                      delete a job that is still waiting\n"
     "  show -q QUEUE ID [--json]               one job and where it stands\n"
-    "  stats [-q QUEUE] [--json] [--watch N]   job counts per queue (--watch:\n"
-    "                                          redrawn every N until Ctrl-C)\n"
+    "  stats [-q QUEUE] [--json] [--watch N] [--partitions]\n"
+    "                                          job counts per queue (--watch:\n"
+    "                                          redrawn every N until Ctrl-C;\n"
+    "                                          --partitions: per partition)\n"
+    "  partitions QUEUE [N]                    the queue's partition count, or\n"
+    "                                          set it (the queue must be empty)\n"
     "  dlq -q QUEUE list [--limit N] [--offset N] [--json]\n"
     "  dlq -q QUEUE requeue ID | requeue --all | purge [ID]\n"
     "                                          the dead-letter set\n"
@@ -87,7 +92,8 @@ static const char usage_text[] =
     "Exit codes:\n"
     "  0   done\n"
     "  1   not found or not done: unknown job, job running or dead, id taken;\n"
-    "      fsck found problems it did not repair\n"
+    "      fsck found problems it did not repair; a partition count not\n"
+    "      changed because the queue holds jobs\n"
     "  2   usage error: bad option, value, name; payload too large\n"
     "  69  Redis unreachable, refused (password, command) or timed out;\n"
     "      with --durability replicated, a write not replicated in time\n"
@@ -99,8 +105,8 @@ static const char usage_text[] =
 
 /* The commands, in the order of the help above. */
 static const struct cli_command *const commands[] = {
-    &cli_cmd_add, &cli_cmd_cancel, &cli_cmd_show, &cli_cmd_stats, &cli_cmd_dlq,
-    &cli_cmd_fsck, &cli_cmd_pause, &cli_cmd_resume, &cli_cmd_schedule,
+    &cli_cmd_add, &cli_cmd_cancel, &cli_cmd_show, &cli_cmd_stats, &cli_cmd_partitions,
+    &cli_cmd_dlq, &cli_cmd_fsck, &cli_cmd_pause, &cli_cmd_resume, &cli_cmd_schedule,
 };
 
 /* Flush standard output; a failed write is a failure of the command. */

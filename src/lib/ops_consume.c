@@ -139,7 +139,7 @@ static dq_status claim_partitions(dq_client *c, const char *queue, unsigned n,
     for (unsigned i = 0; i < n && out->n < (size_t)max; i++) {
         struct queue_keys k;
         part_keys(c, queue, (start + i) % n, n, &k);
-        dq_claim_result one;
+        dq_claim_result one = { 0 };
         st = claim_from(c, queue, &k, max - (int)out->n, lease_ms, &one);
         if (st == DQ_OK)
             st = claim_merge(c, out, &one);

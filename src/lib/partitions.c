@@ -4,9 +4,12 @@
  */
 #include "lib/partitions.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "lib/client_internal.h"
 #include "lib/proto.h"
@@ -56,6 +59,20 @@ static dq_status read_count(dq_client *c, const char *queue, unsigned *n)
     return st;
 }
 
+/* Where a new entry's round robins start: differently in each process
+ * and client, so that short-lived producers (one job per connection, as
+ * the command line) do not all start at partition 0. */
+static unsigned round_robin_start(const dq_client *c)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    uint32_t x = (uint32_t)ts.tv_nsec ^ ((uint32_t)getpid() << 12) ^ c->jitter_seed;
+    x ^= x >> 16;   /* mix the fast-changing low bits into the high ones */
+    x *= 0x45d9f3bu;
+    x ^= x >> 16;
+    return x;
+}
+
 /* The cache entry of `queue`, added (count unread: gen 0 never matches a
  * connection) when there is none.  NULL when out of memory. */
 static struct part_entry *entry_of(dq_client *c, const char *queue)
@@ -75,6 +92,7 @@ static struct part_entry *entry_of(dq_client *c, const char *queue)
     struct part_entry *e = &pc->e[pc->n++];
     memset(e, 0, sizeof *e);
     snprintf(e->queue, sizeof e->queue, "%s", queue);
+    e->next_enqueue = e->next_claim = round_robin_start(c);
     return e;
 }
 
@@ -214,6 +232,37 @@ static dq_status count_jobs(dq_client *c, const char *queue, unsigned n, int64_t
     return DQ_OK;
 }
 
+/*
+ * The recurring schedules a change from `from` to `n` partitions would
+ * leave behind, into *count: they live with the unpartitioned keys when
+ * the count is 1 and with partition 0 otherwise, so only a change between
+ * 1 and more moves their home.
+ */
+static dq_status count_stranded_schedules(dq_client *c, const char *queue, unsigned from,
+                                          unsigned n, long long *count)
+{
+    *count = 0;
+    if ((from == 1) == (n == 1))
+        return DQ_OK;
+    struct sched_keys sk;
+    keys_build_sched_part(&sk, c->prefix, queue, from);
+    struct cmd cmd;
+    cmd_init(&cmd);
+    cmd_push_str(&cmd, "HLEN");
+    cmd_push_str(&cmd, sk.defs);
+    redisReply *r;
+    dq_status st = client_run(c, &cmd, -1, &r);
+    cmd_free(&cmd);
+    if (st != DQ_OK)
+        return st;
+    if (r->type == REDIS_REPLY_INTEGER)
+        *count = r->integer;
+    else
+        st = client_fail(c, DQ_ERR_REDIS, "unexpected reply to HLEN %s", sk.defs);
+    freeReplyObject(r);
+    return st;
+}
+
 /* Judge the partitions script's reply: {'ok'|'changed'|'jobs'|'bad', x}. */
 static dq_status set_reply(dq_client *c, const char *queue, unsigned from,
                            unsigned n, const redisReply *r)
@@ -229,8 +278,9 @@ static dq_status set_reply(dq_client *c, const char *queue, unsigned from,
         return client_fail(c, DQ_ERR_STALE, "queue %s: its partition count changed "
                            "from %u to %s meanwhile: not set to %u", queue, from, x, n);
     if (strcmp(what, "jobs") == 0)
-        return client_fail(c, DQ_ERR_EXISTS, "queue %s holds %s jobs unpartitioned: "
-                           "drain it first (not set to %u partitions)", queue, x, n);
+        return client_fail(c, DQ_ERR_EXISTS, "queue %s holds %s job%s unpartitioned: "
+                           "drain it first (not set to %u partitions)", queue, x,
+                           strcmp(x, "1") == 0 ? "" : "s", n);
     return client_fail(c, DQ_ERR_REDIS, "queue %s: stored partition count \"%.20s\" "
                        "is not a number 1..%d", queue, x, KEYS_PARTITIONS_MAX);
 }
@@ -249,10 +299,17 @@ dq_status dq_queue_set_partitions(dq_client *c, const char *queue, unsigned n)
         if ((st = count_jobs(c, queue, from, &jobs)) != DQ_OK)
             return st;
         if (jobs > 0)
-            return client_fail(c, DQ_ERR_EXISTS, "queue %s holds %lld jobs in its %u "
+            return client_fail(c, DQ_ERR_EXISTS, "queue %s holds %lld job%s in its %u "
                                "partitions: drain it first (not set to %u)", queue,
-                               (long long)jobs, from, n);
+                               (long long)jobs, jobs == 1 ? "" : "s", from, n);
     }
+    long long schedules;
+    if ((st = count_stranded_schedules(c, queue, from, n, &schedules)) != DQ_OK)
+        return st;
+    if (schedules > 0)
+        return client_fail(c, DQ_ERR_EXISTS, "queue %s has %lld recurring schedule%s: "
+                           "remove them first and add them again after (not set to %u "
+                           "partitions)", queue, schedules, schedules == 1 ? "" : "s", n);
     struct queue_keys k;
     keys_build(&k, c->prefix, queue);
     struct cmd cmd;
