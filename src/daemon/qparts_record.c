@@ -36,10 +36,14 @@ static enum qparts_outcome check_one(dq_client *c, const struct daemon_conf *dc,
     int64_t jobs = count_jobs(c, q->name, stored);
     if (jobs == 0)
         return QPARTS_OK;       /* start-up would change it */
+    char held[300];
+    if (jobs < 0)
+        snprintf(held, sizeof held, "jobs it cannot count (%s)", dq_errmsg(c));
+    else
+        snprintf(held, sizeof held, "%lld job%s", (long long)jobs, jobs == 1 ? "" : "s");
     snprintf(err, errlen, "%s:%d: queue %s: partitions = %d, but Redis holds it with %u "
-             "partition%s and %s jobs: drain it first, or keep partitions = %u", dc->path,
-             q->line, q->name, q->partitions, stored, stored == 1 ? "" : "s",
-             jobs < 0 ? "maybe" : "has", stored);
+             "partition%s and %s: drain it first, or keep partitions = %u", dc->path,
+             q->line, q->name, q->partitions, stored, stored == 1 ? "" : "s", held, stored);
     return QPARTS_REFUSED;
 }
 
@@ -55,11 +59,13 @@ static enum qparts_outcome record_one(dq_client *c, const struct daemon_conf *dc
                  dq_errmsg(c));
         return QPARTS_UNREACHABLE;
     }
+    char why[300];
+    snprintf(why, sizeof why, "%s", dq_errmsg(c));     /* the next call resets it */
     if (dq_queue_partitions(c, q->name, &stored) != DQ_OK)
         stored = 0;
     snprintf(err, errlen, "%s:%d: queue %s: partitions = %d refused: Redis holds it with %u "
              "partition%s: %s", dc->path, q->line, q->name, q->partitions, stored,
-             stored == 1 ? "" : "s", dq_errmsg(c));
+             stored == 1 ? "" : "s", why);
     return QPARTS_REFUSED;
 }
 
