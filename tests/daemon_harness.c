@@ -113,7 +113,9 @@ void h_write_conf(const struct harness *h, const struct h_conf *hc)
     const char *hs = hc->handlers;
     if (!hs)
         hs = h_handler(h, handlers, sizeof handlers, "*", "1s", 0);
-    char text[8192], redis[1024];
+    char text[8192], redis[1024], parts[64] = "";
+    if (hc->partitions > 0)
+        snprintf(parts, sizeof parts, " partitions = %d;", hc->partitions);
     if (hc->redis)
         snprintf(redis, sizeof redis, "%s", hc->redis);
     else
@@ -122,14 +124,14 @@ void h_write_conf(const struct harness *h, const struct h_conf *hc)
              "redis = { %s };\n"
              "handler_dir = \"%s\";\n"
              "queues = ( { name = \"" H_QUEUE "\"; workers = %d; lease = \"%s\"; batch = %d;\n"
-             "             max_attempts = %d;\n"
+             "             max_attempts = %d;%s\n"
              "             backoff = { base = \"%s\"; cap = \"%s\"; jitter = %.2f; }; } );\n"
              "handlers = ( %s );\n"
              "reaper = { interval = \"%s\"; batch = 100; };\n"
              "shutdown_timeout = \"%s\";\n"
              "log = { level = \"%s\"; target = \"stderr\"; };\n%s",
              redis, h->handler_dir, hc->workers, hc->lease, hc->batch,
-             hc->max_attempts, hc->backoff_base, hc->backoff_cap, hc->jitter, hs,
+             hc->max_attempts, parts, hc->backoff_base, hc->backoff_cap, hc->jitter, hs,
              hc->reaper_interval, hc->shutdown_timeout, hc->log_level,
              hc->extra ? hc->extra : "");
     h_write_file(h->conf, text);

@@ -50,6 +50,7 @@ struct h_conf {
     const char *extra;          /* NULL, or text appended to the file */
     const char *redis;          /* the text inside redis = { ... }; NULL:
                                    the fixture's unix_socket */
+    int partitions;             /* 0: not set (1) */
 };
 
 void h_conf_defaults(struct h_conf *hc);

@@ -65,6 +65,24 @@ static void owner_name(const struct supervisor *s, pid_t pid, char *buf, size_t 
     snprintf(buf, len, "%s.%d", s->owner_nonce, (int)pid);
 }
 
+/* A rank for worker `c` (0 ..): the lowest that no other row of the same
+ * queue and configuration generation holds, so that the queue's workers
+ * have distinct ranks, and so distinct home partitions, even when a reload
+ * fills the rows out of order. */
+static unsigned worker_rank(const struct supervisor *s, const struct child *c)
+{
+    for (unsigned rank = 0;; rank++) {
+        int taken = 0;
+        for (int i = 0; i < MAX_CHILDREN && !taken; i++) {
+            const struct child *o = &s->children[i];
+            taken = o != c && o->role == ROLE_WORKER && o->gen == c->gen
+                    && o->queue == c->queue && o->rank == rank;
+        }
+        if (!taken)
+            return rank;
+    }
+}
+
 /* In the child: drop what belongs to the supervisor, then run the role.
  * Never returns. */
 static void become_child(struct supervisor *s, struct child *c)
@@ -87,12 +105,15 @@ static void become_child(struct supervisor *s, struct child *c)
     const struct daemon_conf *dc = c->gen->conf;
     int rc = c->role == ROLE_REAPER
                  ? reaper_main(dc, &s->slots[child_index(s, c)])
-                 : worker_main(dc, &dc->queues[c->queue], &s->slots[child_index(s, c)], owner);
+                 : worker_main(dc, &dc->queues[c->queue], c->rank,
+                               &s->slots[child_index(s, c)], owner);
     _exit(rc);
 }
 
 int children_spawn(struct supervisor *s, struct child *c)
 {
+    if (c->role == ROLE_WORKER)
+        c->rank = worker_rank(s, c);
     slot_reset(&s->slots[child_index(s, c)]);
     fflush(NULL);
     /* Signals stay blocked across fork until the child has its own

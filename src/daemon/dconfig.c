@@ -73,13 +73,14 @@ static void read_queue(struct conf_reader *r, const config_setting_t *q, size_t 
     qc->workers = 1;
     qc->lease_ms = 5 * 60 * 1000;
     qc->batch = 16;
+    qc->partitions = 1;
     dq_retry_policy_init(&qc->retry);
     if (!config_setting_is_group(q)) {
         conf_fail(r, q, "queues.[%zu]: expected a group { name = ...; }", i);
         return;
     }
     static const char *const known[] = { "name", "workers", "lease", "batch",
-                                         "max_attempts", "backoff", NULL };
+                                         "max_attempts", "backoff", "partitions", NULL };
     conf_check_keys(r, q, where, known);
     const char *name = NULL;
     get_string(r, q, where, "name", &name);
@@ -94,6 +95,43 @@ static void read_queue(struct conf_reader *r, const config_setting_t *q, size_t 
     get_int(r, q, where, "batch", 1, DQ_CLAIM_MAX, &qc->batch);
     get_int(r, q, where, "max_attempts", 1, 1000000, &qc->retry.default_max_attempts);
     read_backoff(r, q, where, &qc->retry);
+    get_int(r, q, where, "partitions", 1, KEYS_PARTITIONS_MAX, &qc->partitions);
+}
+
+/* Whether `name` is "X:<digits>": the key tag of partition <digits> of a
+ * queue named X ({X:<digits>}).  *xlen is then X's length. */
+static int is_partition_tag(const char *name, size_t *xlen)
+{
+    const char *colon = strrchr(name, ':');
+    if (!colon || colon == name || !colon[1])
+        return 0;
+    for (const char *p = colon + 1; *p; p++)
+        if (*p < '0' || *p > '9')
+            return 0;
+    *xlen = (size_t)(colon - name);
+    return 1;
+}
+
+/* A queue named "X:<digits>" next to a partitioned queue X would share
+ * the key tag {X:<digits>} with one of X's partitions: refused. */
+static void check_partition_names(struct conf_reader *r, const struct daemon_conf *dc,
+                                  const config_setting_t *qs)
+{
+    for (size_t i = 0; i < dc->nqueues && !r->failed; i++) {
+        size_t xlen;
+        if (!is_partition_tag(dc->queues[i].name, &xlen))
+            continue;
+        for (size_t j = 0; j < dc->nqueues; j++)
+            if (dc->queues[j].partitions > 1 && strlen(dc->queues[j].name) == xlen
+                && strncmp(dc->queues[j].name, dc->queues[i].name, xlen) == 0) {
+                conf_fail(r, config_setting_get_member(config_setting_get_elem(qs, (unsigned)i),
+                                                       "name"),
+                          "queues.[%zu].name: '%s' collides with the keys of partitioned "
+                          "queue '%s' (line %d)", i, dc->queues[i].name, dc->queues[j].name,
+                          dc->queues[j].line);
+                break;
+            }
+    }
 }
 
 static void read_handler(struct conf_reader *r, const config_setting_t *h, size_t i,
@@ -313,6 +351,7 @@ static void check_consistency(struct conf_reader *r, struct daemon_conf *dc)
                     "queues.[%zu].lease: %llds must be longer than the longest handler "
                     "timeout (%llds) plus 1s", i, (long long)dc->queues[i].lease_ms / 1000,
                     (long long)longest / 1000);
+    check_partition_names(r, dc, qs);
     if (!r->failed && dc->nqueues == 0)
         conf_fail(r, NULL, "no queues configured (queues = ( { name = \"...\"; } );)");
 }

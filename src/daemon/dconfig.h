@@ -26,6 +26,7 @@ struct queue_conf {
     int64_t lease_ms;           /* claim lease; longer than any timeout */
     int batch;                  /* jobs per claim */
     dq_retry_policy retry;      /* backoff and default max attempts */
+    int partitions;             /* key partitions, 1..KEYS_PARTITIONS_MAX */
     int line;
 };
 

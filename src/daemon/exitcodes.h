@@ -9,6 +9,9 @@
 
 #define DAEMON_EXIT_OK 0
 #define DAEMON_EXIT_USAGE 64    /* EX_USAGE: bad command line */
+#define DAEMON_EXIT_UNAVAILABLE 69 /* EX_UNAVAILABLE: Redis unreachable at start
+                                      while a partitioned queue's count must
+                                      be recorded */
 #define DAEMON_EXIT_SOFTWARE 70 /* EX_SOFTWARE: a child could not set up */
 #define DAEMON_EXIT_OSERR 71    /* EX_OSERR: memory, fork, the event loop, the
                                    metrics address */

@@ -4,7 +4,9 @@
  *   delayqd -c FILE [-t] [-f]
  *
  * Exit codes (sysexits): 0 stopped cleanly / configuration OK; 64 usage;
- * 71 could not set up; 78 configuration error.
+ * 69 Redis unreachable while a partitioned queue's count must be recorded;
+ * 71 could not set up; 78 configuration error (or a partition count Redis
+ * refuses).
  */
 #include "config.h"
 
@@ -19,6 +21,7 @@
 #include "daemon/exitcodes.h"
 #include "daemon/handlers.h"
 #include "daemon/log.h"
+#include "daemon/qparts_record.h"
 #include "daemon/redis_check.h"
 #include "daemon/supervisor.h"
 #include "lib/redis_conn.h"
@@ -53,7 +56,8 @@ static void usage(FILE *to)
             "  -t        check the configuration and every handler, then exit\n"
             "  -f        stay in the foreground (as under systemd)\n"
             "  -h        this help; -V the version\n"
-            "exit codes: 0 ok, 64 usage, 71 cannot set up, 78 configuration error\n");
+            "exit codes: 0 ok, 64 usage, 69 redis unavailable, 71 cannot set up,\n"
+            "            78 configuration error\n");
 }
 
 /* Detach from the terminal: the classic double fork, a new session, and
@@ -109,6 +113,51 @@ static void log_summary(const struct daemon_conf *conf, const struct handler_tab
     }
 }
 
+static int any_partitioned(const struct daemon_conf *conf)
+{
+    for (size_t i = 0; i < conf->nqueues; i++)
+        if (conf->queues[i].partitions > 1)
+            return 1;
+    return 0;
+}
+
+/* -t: a partition count Redis holds differently, over jobs, is a
+ * configuration error; Redis out of reach is only noted (a configuration
+ * is often checked where its Redis is not). */
+static int check_partitions(const struct daemon_conf *conf)
+{
+    char err[800];
+    enum qparts_outcome out = qparts_record(conf, 1, 0, err, sizeof err);
+    if (out == QPARTS_REFUSED) {
+        fprintf(stderr, "delayqd: %s\n", err);
+        return DAEMON_EXIT_CONFIG;
+    }
+    if (out == QPARTS_UNREACHABLE && any_partitioned(conf))
+        fprintf(stderr, "delayqd: partition counts not checked: %s\n", err);
+    return 0;
+}
+
+/* Start-up: each queue's partition count is recorded in Redis before any
+ * worker claims.  A refusal stops the daemon (78).  Redis out of reach
+ * stops it only when a queue is partitioned (69): its producers would
+ * otherwise enqueue into the unpartitioned keys no worker reads. */
+static int record_partitions(const struct daemon_conf *conf)
+{
+    char err[800];
+    enum qparts_outcome out = qparts_record(conf, 0, 0, err, sizeof err);
+    if (out == QPARTS_REFUSED) {
+        log_err("%s", err);
+        return DAEMON_EXIT_CONFIG;
+    }
+    if (out == QPARTS_UNREACHABLE && any_partitioned(conf)) {
+        log_err("cannot record the partition counts of the queues: %s", err);
+        return DAEMON_EXIT_UNAVAILABLE;
+    }
+    if (out == QPARTS_UNREACHABLE)
+        log_warn("partition counts not checked: %s", err);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *path = SYSCONFDIR "/delayq/delayqd.conf";
@@ -142,6 +191,12 @@ int main(int argc, char **argv)
         if (secret_exposed)
             fprintf(stderr, "delayqd: %s\n", exposed);
         handlers_close(&handlers);
+        int bad = check_partitions(conf);
+        if (bad) {
+            dconfig_free(conf);
+            free(conf);
+            return bad;
+        }
         printf("delayqd: %s: configuration OK (%zu queue%s, %zu handler%s)\n", path,
                conf->nqueues, conf->nqueues == 1 ? "" : "s", conf->nhandlers,
                conf->nhandlers == 1 ? "" : "s");
@@ -162,5 +217,11 @@ int main(int argc, char **argv)
     /* Each worker loads its own copy after fork; this one only checked. */
     handlers_close(&handlers);
     redis_check_server(&conf->redis);
+    int refused = record_partitions(conf);
+    if (refused) {
+        dconfig_free(conf);
+        free(conf);
+        return refused;
+    }
     return supervisor_run(conf, path);
 }

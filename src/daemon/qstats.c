@@ -10,18 +10,23 @@
 
 #define CONNECT_TIMEOUT_MS 1000
 
-/* The argument of one queue's request: which entry its reply fills. */
+/* The argument of one partition's request: which entry its reply fills,
+ * and which queue that partition is of. */
 struct qstats_req {
     struct qstats *q;
     size_t i;
+    size_t queue;
 };
 
 struct qstats {
     const struct daemon_conf *dc;
     struct rconn *conn;
     struct event *timer;
-    struct queue_keys *keys;    /* one per queue */
-    struct qstats_req *reqs;    /* one per queue */
+    size_t nparts;              /* partitions over all queues */
+    struct queue_keys *keys;    /* one per partition */
+    struct qstats_req *reqs;    /* one per partition */
+    dq_stats *parts;            /* the round in flight's, per partition */
+    int64_t *parts_paused;
     dq_stats *cur;              /* the last complete set */
     dq_stats *next;             /* the round in flight fills it */
     int64_t *paused_cur;        /* cur's and next's paused_since, per queue */
@@ -36,12 +41,47 @@ struct qstats {
     int freeing;
 };
 
+/* Add partition figures `p` into the queue's `sum`. */
+static void add_partition(dq_stats *sum, const dq_stats *p, int first)
+{
+    if (first) {
+        *sum = *p;
+        return;
+    }
+    sum->delayed += p->delayed;
+    sum->due += p->due;
+    sum->processing += p->processing;
+    sum->expired += p->expired;
+    sum->dead += p->dead;
+    if (p->next_due_in_ms >= 0
+        && (sum->next_due_in_ms < 0 || p->next_due_in_ms < sum->next_due_in_ms))
+        sum->next_due_in_ms = p->next_due_in_ms;
+    if (p->now_ms > sum->now_ms)
+        sum->now_ms = p->now_ms;
+    for (int l = 0; l < DQ_PRIORITY_LEVELS; l++)
+        sum->due_by_priority[l] += p->due_by_priority[l];
+}
+
+/* A queue's figures are its partitions' summed; its pause state is
+ * partition 0's (pause writes every partition's). */
+static void sum_partitions(struct qstats *q)
+{
+    for (size_t i = 0; i < q->nparts; i++) {
+        size_t qi = q->reqs[i].queue;
+        int first = i == 0 || q->reqs[i - 1].queue != qi;
+        add_partition(&q->next[qi], &q->parts[i], first);
+        if (first)
+            q->paused_next[qi] = q->parts_paused[i];
+    }
+}
+
 static void round_done(struct qstats *q)
 {
     if (q->round_failed) {
         q->last_failed = 1;
         return;
     }
+    sum_partitions(q);
     dq_stats *t = q->cur;
     q->cur = q->next;
     q->next = t;
@@ -67,11 +107,11 @@ static void on_stats_reply(struct rconn *rc, redisReply *reply, void *arg)
     } else if (reply->type == REDIS_REPLY_ERROR) {
         q->round_failed = 1;
         snprintf(q->err, sizeof q->err, "%s", reply->str);
-    } else if (proto_stats_reply(reply, &q->next[req->i]) != DQ_OK) {
+    } else if (proto_stats_reply(reply, &q->parts[req->i]) != DQ_OK) {
         q->round_failed = 1;
         snprintf(q->err, sizeof q->err, "unexpected reply from the stats script");
     } else {
-        q->paused_next[req->i] = proto_stats_paused(reply);
+        q->parts_paused[req->i] = proto_stats_paused(reply);
     }
     if (--q->awaiting == 0)
         round_done(q);
@@ -90,7 +130,7 @@ static void refresh(struct qstats *q)
     }
     q->round_failed = 0;
     q->asked_ms = slots_now_ms();
-    for (size_t i = 0; i < q->dc->nqueues; i++) {
+    for (size_t i = 0; i < q->nparts; i++) {
         struct cmd cmd;
         cmd_init(&cmd);
         cmd_eval(&cmd, DQ_SCRIPT_STATS, &q->keys[i]);
@@ -135,8 +175,11 @@ static struct rconn *supervisor_conn_new(struct event_base *base,
     redis_conf_to_options(&dc->redis, &opt);
     opt.connect_timeout_ms = CONNECT_TIMEOUT_MS;
     opt.command_timeout_ms = QSTATS_STALE_MS;
+    const char *prefix = dc->redis.prefix ? dc->redis.prefix : DQ_DEFAULT_PREFIX;
     for (size_t i = 0; i < dc->nqueues; i++)
-        redis_conf_queue_keys(&dc->redis, dc->queues[i].name, &keys[i]);
+        for (int p = 0; p < dc->queues[i].partitions; p++)
+            keys_build_part(keys++, prefix, dc->queues[i].name, (unsigned)p,
+                            (unsigned)dc->queues[i].partitions);
     return rconn_new(base, &opt, "stats", ev);
 }
 
@@ -147,18 +190,25 @@ struct qstats *qstats_new(struct event_base *base, const struct daemon_conf *dc)
         return NULL;
     size_t n = dc->nqueues ? dc->nqueues : 1;
     q->dc = dc;
-    q->keys = calloc(n, sizeof *q->keys);
-    q->reqs = calloc(n, sizeof *q->reqs);
+    for (size_t i = 0; i < dc->nqueues; i++)
+        q->nparts += (size_t)dc->queues[i].partitions;
+    size_t np = q->nparts ? q->nparts : 1;
+    q->keys = calloc(np, sizeof *q->keys);
+    q->reqs = calloc(np, sizeof *q->reqs);
+    q->parts = calloc(np, sizeof *q->parts);
+    q->parts_paused = calloc(np, sizeof *q->parts_paused);
     q->cur = calloc(n, sizeof *q->cur);
     q->next = calloc(n, sizeof *q->next);
     q->paused_cur = calloc(n, sizeof *q->paused_cur);
     q->paused_next = calloc(n, sizeof *q->paused_next);
     q->timer = event_new(base, -1, EV_PERSIST, on_timer, q);
-    if (!q->keys || !q->reqs || !q->cur || !q->next || !q->paused_cur || !q->paused_next
-        || !q->timer)
+    if (!q->keys || !q->reqs || !q->parts || !q->parts_paused || !q->cur || !q->next
+        || !q->paused_cur || !q->paused_next || !q->timer)
         goto fail;
+    size_t at = 0;
     for (size_t i = 0; i < dc->nqueues; i++)
-        q->reqs[i] = (struct qstats_req){ q, i };
+        for (int p = 0; p < dc->queues[i].partitions; p++, at++)
+            q->reqs[at] = (struct qstats_req){ q, at, i };
     struct rconn_events ev = { on_up, NULL, q };
     if (!(q->conn = supervisor_conn_new(base, dc, q->keys, &ev)))
         goto fail;
@@ -184,6 +234,8 @@ void qstats_free(struct qstats *q)
         event_free(q->timer);
     free(q->keys);
     free(q->reqs);
+    free(q->parts);
+    free(q->parts_paused);
     free(q->cur);
     free(q->next);
     free(q->paused_cur);

@@ -30,7 +30,8 @@ struct rconn {
     int backoff_ms;
     int failures;               /* attempts since the connection was last up */
     int pending;                /* handshake replies still expected */
-    char *channel;              /* subscribed channel, or NULL */
+    char **channels;            /* subscribed channels, or NULL */
+    size_t nchannels;
     rconn_message_fn on_message;
     void *message_arg;
     uint64_t *reconnects;       /* counted on each re-connect; may be NULL */
@@ -333,6 +334,23 @@ static void handshake_command(struct rconn *rc, rconn_io_reply_fn fn, int persis
         drop_soon(rc, "out of memory sending the handshake");
 }
 
+/* One SUBSCRIBE for every channel; each is confirmed by a reply of its
+ * own (on_message), all of which the handshake waits for. */
+static void subscribe_all(struct rconn *rc)
+{
+    const char **argv = calloc(rc->nchannels + 1, sizeof *argv);
+    if (!argv) {
+        drop_soon(rc, "out of memory sending the handshake");
+        return;
+    }
+    argv[0] = "SUBSCRIBE";
+    for (size_t i = 0; i < rc->nchannels; i++)
+        argv[i + 1] = rc->channels[i];
+    rc->pending += (int)rc->nchannels - 1;
+    handshake_command(rc, on_message, 1, (int)rc->nchannels + 1, argv);
+    free(argv);
+}
+
 static void start_handshake(struct rconn *rc)
 {
     rc->pending = 0;
@@ -346,9 +364,8 @@ static void start_handshake(struct rconn *rc)
         const char *sel[2] = { "SELECT", db };
         handshake_command(rc, on_handshake_reply, 0, 2, sel);
     }
-    if (rc->channel) {
-        const char *sub[2] = { "SUBSCRIBE", rc->channel };
-        handshake_command(rc, on_message, 1, 2, sub);
+    if (rc->nchannels) {
+        subscribe_all(rc);
         return;
     }
     for (int s = 0; s < DQ_SCRIPT_COUNT; s++) {
@@ -522,18 +539,8 @@ static struct rconn *cluster_node_new(struct event_base *base, const dq_options 
     return rc;
 }
 
-/* The node's subscription: rconn takes one channel. */
-static int cluster_node_subscribe(struct rconn *rc, const char *const *channels, size_t n,
-                                  rconn_message_fn fn, void *arg)
-{
-    if (n != 1)
-        return -1;
-    rconn_subscribe(rc, channels[0], fn, arg);
-    return 0;
-}
-
 static const struct rcluster_node_ops cluster_node_ops = {
-    cluster_node_new, rconn_start, rconn_is_up, rconn_send, cluster_node_subscribe,
+    cluster_node_new, rconn_start, rconn_is_up, rconn_send, rconn_subscribe_many,
     rconn_count_reconnects, rconn_close_in_child, rconn_last_failure, rconn_free,
 };
 
@@ -612,18 +619,41 @@ int rconn_is_up(const struct rconn *rc)
     return rc->up && !rc->dropping;
 }
 
+static void free_channels(struct rconn *rc)
+{
+    for (size_t i = 0; i < rc->nchannels; i++)
+        free(rc->channels[i]);
+    free(rc->channels);
+    rc->channels = NULL;
+    rc->nchannels = 0;
+}
+
+int rconn_subscribe_many(struct rconn *rc, const char *const *channels, size_t n,
+                         rconn_message_fn fn, void *arg)
+{
+    if (rc->cluster)
+        return rcluster_subscribe(rc->cluster, channels, n, fn, arg);
+    free_channels(rc);
+    if (!(rc->channels = calloc(n ? n : 1, sizeof *rc->channels)))
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        if (!(rc->channels[i] = strdup(channels[i]))) {
+            rc->nchannels = i;
+            free_channels(rc);
+            return -1;
+        }
+    }
+    rc->nchannels = n;
+    rc->on_message = fn;
+    rc->message_arg = arg;
+    return 0;
+}
+
 void rconn_subscribe(struct rconn *rc, const char *channel, rconn_message_fn fn,
                      void *arg)
 {
-    if (rc->cluster) {
-        if (rcluster_subscribe(rc->cluster, &channel, 1, fn, arg) < 0)
-            log_err("redis connection %s: out of memory subscribing", rc->name);
-        return;
-    }
-    free(rc->channel);
-    rc->channel = strdup(channel);
-    rc->on_message = fn;
-    rc->message_arg = arg;
+    if (rconn_subscribe_many(rc, &channel, 1, fn, arg) < 0)
+        rc->on_message = NULL;  /* out of memory: subscribed to nothing */
 }
 
 void rconn_count_reconnects(struct rconn *rc, uint64_t *counter)
@@ -658,7 +688,7 @@ void rconn_free(struct rconn *rc)
     sentinel_free(rc->sentinel);
     free(rc->name);
     redis_conn_opts_free(&rc->opt);
-    free(rc->channel);
+    free_channels(rc);
     free(rc);
 }
 

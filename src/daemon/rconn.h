@@ -96,6 +96,13 @@ int rconn_send(struct rconn *rc, const struct cmd *cmd, int script,
 void rconn_subscribe(struct rconn *rc, const char *channel,
                      rconn_message_fn fn, void *arg);
 
+/* The same for `n` channels in one SUBSCRIBE (the partitions of a queue);
+ * the connection is up once every one is confirmed.  -1 when out of
+ * memory (nothing is then subscribed). */
+int rconn_subscribe_many(struct rconn *rc, const char *const *channels, size_t n,
+                         rconn_message_fn fn, void *arg)
+    __attribute__((warn_unused_result));
+
 /*
  * Durability "replicated" (the options' durability): rconn_send follows
  * a script that writes with "WAIT 1 <replication timeout>" on the same

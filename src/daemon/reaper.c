@@ -15,10 +15,11 @@
 
 struct reaper;
 
+/* One partition of a queue (the queue itself when it has one). */
 struct reaped_queue {
     struct reaper *r;
     const struct queue_conf *q;
-    struct queue_keys keys;
+    struct queue_keys keys;     /* its partition's */
     struct event *timer;
     int busy;           /* a reap is in flight */
 };
@@ -28,7 +29,8 @@ struct reaper {
     struct event_base *base;
     struct rconn *conn;
     struct event *stop_poll;
-    struct reaped_queue *queues;
+    struct reaped_queue *queues;    /* every partition of every queue */
+    size_t nqueues;
     struct reaper_fsck *fsck;   /* the periodic fsck passes */
     struct reaper_sched *sched; /* the recurring schedules */
 };
@@ -100,7 +102,7 @@ static void on_up(struct rconn *rc, void *arg)
 {
     (void)rc;
     struct reaper *r = arg;
-    for (size_t i = 0; i < r->dc->nqueues; i++) {
+    for (size_t i = 0; i < r->nqueues; i++) {
         evtimer_del(r->queues[i].timer);
         r->queues[i].busy = 0;
         schedule(&r->queues[i], 0);
@@ -118,13 +120,36 @@ static void on_stop_poll(evutil_socket_t fd, short what, void *arg)
         event_base_loopbreak(r->base);
 }
 
+/* The entries of r->queues: each partition of each queue, with its keys. */
+static int list_partitions(struct reaper *r)
+{
+    const struct daemon_conf *dc = r->dc;
+    const char *prefix = dc->redis.prefix ? dc->redis.prefix : DQ_DEFAULT_PREFIX;
+    size_t n = 0;
+    for (size_t i = 0; i < dc->nqueues; i++)
+        n += (size_t)dc->queues[i].partitions;
+    if (!(r->queues = calloc(n ? n : 1, sizeof *r->queues)))
+        return -1;
+    for (size_t i = 0; i < dc->nqueues; i++) {
+        const struct queue_conf *q = &dc->queues[i];
+        for (int p = 0; p < q->partitions; p++) {
+            struct reaped_queue *rq = &r->queues[r->nqueues++];
+            rq->r = r;
+            rq->q = q;
+            keys_build_part(&rq->keys, prefix, q->name, (unsigned)p, (unsigned)q->partitions);
+            if (!(rq->timer = evtimer_new(r->base, on_timer, rq)))
+                return -1;
+        }
+    }
+    return 0;
+}
+
 int reaper_main(const struct daemon_conf *dc, struct worker_slot *slot)
 {
     struct reaper r = { .dc = dc };
     int rc = DAEMON_EXIT_SOFTWARE;
     r.base = event_base_new();
-    r.queues = calloc(dc->nqueues ? dc->nqueues : 1, sizeof *r.queues);
-    if (!r.base || !r.queues)
+    if (!r.base || list_partitions(&r) < 0)
         goto done;
     struct rconn_events ev = { on_up, NULL, &r };
     r.conn = rconn_from_conf(r.base, &dc->redis, "reap", &ev);
@@ -136,14 +161,6 @@ int reaper_main(const struct daemon_conf *dc, struct worker_slot *slot)
     if (!(r.sched = reaper_sched_new(r.base, r.conn, dc)))
         goto done;
     rconn_count_reconnects(r.conn, &slot->redis_reconnects);
-    for (size_t i = 0; i < dc->nqueues; i++) {
-        struct reaped_queue *rq = &r.queues[i];
-        rq->r = &r;
-        rq->q = &dc->queues[i];
-        redis_conf_queue_keys(&dc->redis, rq->q->name, &rq->keys);
-        if (!(rq->timer = evtimer_new(r.base, on_timer, rq)))
-            goto done;
-    }
     struct timeval poll = { 0, STOP_POLL_MS * 1000 };
     evtimer_add(r.stop_poll, &poll);
     rconn_start(r.conn);
@@ -153,7 +170,7 @@ done:
     rconn_free(r.conn);         /* first: pending fsck steps get their NULL */
     reaper_fsck_free(r.fsck);
     reaper_sched_free(r.sched);
-    for (size_t i = 0; r.queues && i < dc->nqueues; i++)
+    for (size_t i = 0; r.queues && i < r.nqueues; i++)
         if (r.queues[i].timer)
             event_free(r.queues[i].timer);
     free(r.queues);

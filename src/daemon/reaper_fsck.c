@@ -18,10 +18,12 @@ struct bad_key {
     int seen;                   /* found again by the pass under way */
 };
 
+/* One partition of a queue (the queue itself when it has one); the
+ * partitions of a queue share its slot entry. */
 struct fsck_queue {
     struct reaper_fsck *f;
     const struct queue_conf *q;
-    struct queue_keys keys;
+    struct queue_keys keys;     /* its partition's */
     struct slot_fsck_queue *entry;  /* NULL: counted nowhere (cannot be) */
     struct event *timer;
     int busy;                   /* a step is in flight */
@@ -234,18 +236,24 @@ struct reaper_fsck *reaper_fsck_new(struct event_base *base, struct rconn *conn,
     f->slot = slot;
     if (dc->fsck_interval_ms <= 0 || dc->nqueues == 0)
         return f;
-    f->queues = calloc(dc->nqueues, sizeof *f->queues);
+    size_t n = 0;
+    for (size_t i = 0; i < dc->nqueues; i++)
+        n += (size_t)dc->queues[i].partitions;
+    f->queues = calloc(n, sizeof *f->queues);
     if (!f->queues)
         goto fail;
-    f->nqueues = dc->nqueues;
+    const char *prefix = dc->redis.prefix ? dc->redis.prefix : DQ_DEFAULT_PREFIX;
     for (size_t i = 0; i < dc->nqueues; i++) {
-        struct fsck_queue *fq = &f->queues[i];
-        fq->f = f;
-        fq->q = &dc->queues[i];
-        redis_conf_queue_keys(&dc->redis, fq->q->name, &fq->keys);
-        fq->entry = slot_fsck_entry(slot, fq->q->name);
-        if (!(fq->timer = evtimer_new(base, on_timer, fq)))
-            goto fail;
+        const struct queue_conf *q = &dc->queues[i];
+        for (int p = 0; p < q->partitions; p++) {
+            struct fsck_queue *fq = &f->queues[f->nqueues++];
+            fq->f = f;
+            fq->q = q;
+            keys_build_part(&fq->keys, prefix, q->name, (unsigned)p, (unsigned)q->partitions);
+            fq->entry = slot_fsck_entry(slot, q->name);
+            if (!(fq->timer = evtimer_new(base, on_timer, fq)))
+                goto fail;
+        }
     }
     return f;
 fail:

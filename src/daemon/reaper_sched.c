@@ -286,8 +286,11 @@ struct reaper_sched *reaper_sched_new(struct event_base *base, struct rconn *con
         struct sched_queue *sq = &rs->queues[i];
         sq->rs = rs;
         sq->q = &dc->queues[i];
-        redis_conf_queue_keys(&dc->redis, sq->q->name, &sq->keys);
-        redis_conf_sched_keys(&dc->redis, sq->q->name, &sq->sk);
+        /* A partitioned queue's schedules fire into partition 0. */
+        keys_build_part(&sq->keys, dc->redis.prefix ? dc->redis.prefix : DQ_DEFAULT_PREFIX,
+                        sq->q->name, 0, (unsigned)sq->q->partitions);
+        keys_build_sched_part(&sq->sk, dc->redis.prefix ? dc->redis.prefix : DQ_DEFAULT_PREFIX,
+                              sq->q->name, (unsigned)sq->q->partitions);
     }
     struct timeval tv = { SCHED_POLL_MS / 1000, (SCHED_POLL_MS % 1000) * 1000 };
     if (event_add(rs->timer, &tv) < 0) {

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "daemon/log.h"
+#include "daemon/qparts.h"
 #include "daemon/rconn.h"
 #include "lib/proto.h"
 
@@ -26,7 +27,10 @@ struct settle_cmd {
 struct settle_task {
     struct settler *st;
     struct settle_task *next;
-    struct queue_keys keys;
+    struct qparts parts;        /* the keys of the queue's partitions */
+    size_t table_end[SLOT_TABLES];  /* t->e[..table_end[0]) came from table
+                                   0, then table 1's */
+    unsigned table_part[SLOT_TABLES];   /* the partition of each table's */
     char queue[DQ_QUEUE_MAX + 1];
     char who[16];
     char cause[128];
@@ -34,7 +38,7 @@ struct settle_task {
     struct slot_entry *e;       /* copies of the entries to act on */
     dq_job *jobs;               /* their ids and fences, for the builders */
     size_t n;
-    struct settle_cmd *cmds;    /* the last one is recover */
+    struct settle_cmd *cmds;    /* the last parts.n are the recovers */
     size_t ncmds;
     int64_t give_up_ms;
     int error_logged;
@@ -94,6 +98,7 @@ static void task_free(struct settle_task *t)
     free(t->cmds);
     free(t->jobs);
     free(t->e);
+    qparts_free(&t->parts);
     free(t);
 }
 
@@ -194,18 +199,22 @@ static void send_cmd(struct settler *st, struct settle_cmd *c)
 }
 
 /* Send what a task may send now: its settling commands, then, once they
- * are all confirmed, recover.  Returns 1 when the task is finished. */
+ * are all confirmed, the recovers.  Returns 1 when the task is finished. */
 static int advance(struct settler *st, struct settle_task *t)
 {
-    size_t last = t->ncmds - 1, done = 0, sent = 0;
+    size_t last = t->ncmds - t->parts.n, done = 0, sent = 0, recovered = 0;
     for (size_t i = 0; i < last; i++) {
         send_cmd(st, &t->cmds[i]);
         done += t->cmds[i].state == C_DONE;
         sent += t->cmds[i].state == C_SENT;
     }
-    if (done == last)
-        send_cmd(st, &t->cmds[last]);
-    if (t->cmds[last].state == C_DONE) {
+    for (size_t i = last; i < t->ncmds; i++) {
+        if (done == last)
+            send_cmd(st, &t->cmds[i]);
+        recovered += t->cmds[i].state == C_DONE;
+        sent += t->cmds[i].state == C_SENT;
+    }
+    if (recovered == t->parts.n) {
         size_t moved = t->acked + t->failed + t->released;
         if (t->n > 0 || t->recovered > 0)
             log_info("%s: settled the %zu job%s it held: %zu acked, %zu failed, %zu given "
@@ -214,7 +223,7 @@ static int advance(struct settler *st, struct settle_task *t)
                      t->n > moved ? t->n - moved : 0, t->recovered);
         return 1;
     }
-    if (slots_now_ms() >= t->give_up_ms && sent == 0 && t->cmds[last].state != C_SENT) {
+    if (slots_now_ms() >= t->give_up_ms && sent == 0) {
         log_err("%s: its claimed jobs could not be settled in time; the reaper returns "
                 "them as their leases expire", t->who);
         return 1;
@@ -261,6 +270,8 @@ static int copy_entries(struct settle_task *t, const struct worker_slot *slot)
             t->jobs[t->n].fence = t->e[t->n].fence;
             t->n++;
         }
+        t->table_end[k] = t->n;
+        t->table_part[k] = __atomic_load_n(&slot->tables[k].part, __ATOMIC_ACQUIRE);
     }
     return 0;
 }
@@ -274,19 +285,19 @@ static struct settle_cmd *add_cmd(struct settle_task *t, int script)
     return c;
 }
 
-/* The entries in state `state`, gathered in t->jobs[from..): their count.
- * Reorders t->e and t->jobs together. */
-static size_t gather(struct settle_task *t, size_t from, int state)
+/* The entries of t->e[from..end) in state `state`, gathered in
+ * t->jobs[from..): their count.  Reorders t->e and t->jobs together. */
+static size_t gather(struct settle_task *t, size_t from, size_t end, int state)
 {
     size_t k = from;
-    for (size_t i = from; i < t->n; i++)
+    for (size_t i = from; i < end; i++)
         if (t->e[i].state == state) {
             struct slot_entry e = t->e[k];
             t->e[k] = t->e[i];
             t->e[i] = e;
             k++;
         }
-    for (size_t i = from; i < t->n; i++) {
+    for (size_t i = from; i < end; i++) {
         t->jobs[i].id = t->e[i].id;
         t->jobs[i].fence = t->e[i].fence;
     }
@@ -294,7 +305,7 @@ static size_t gather(struct settle_task *t, size_t from, int state)
 }
 
 static void add_fail(struct settle_task *t, const struct settle_req *req,
-                     const struct slot_entry *e)
+                     const struct queue_keys *keys, const struct slot_entry *e)
 {
     struct settle_cmd *c = add_cmd(t, DQ_SCRIPT_FAIL);
     const char *type = e->state == SE_RUNNING ? req->slot->job.type : e->type;
@@ -302,38 +313,54 @@ static void add_fail(struct settle_task *t, const struct settle_req *req,
     policy.default_max_attempts = dconfig_max_attempts(req->dc, req->q, type);
     if (e->state == SE_RUNNING) {
         c->running = e;
-        proto_fail_cmd(&c->cmd, &t->keys, e->id, e->fence, t->cause, DQ_FAIL_RETRY, -1,
+        proto_fail_cmd(&c->cmd, keys, e->id, e->fence, t->cause, DQ_FAIL_RETRY, -1,
                        &policy, (uint32_t)random());
     } else {
-        proto_fail_cmd(&c->cmd, &t->keys, e->id, e->fence, e->error,
+        proto_fail_cmd(&c->cmd, keys, e->id, e->fence, e->error,
                        e->state == SE_DEAD ? DQ_FAIL_DEAD : DQ_FAIL_RETRY,
                        e->retry_delay_ms, &policy, (uint32_t)random());
     }
 }
 
-/* The commands, in t->cmds: one ack, a fail per failed or running job,
- * one release, and recover last. */
-static int build_cmds(struct settle_task *t, const struct settle_req *req)
+/* The commands of table entries t->e[at..end), all of partition `keys`:
+ * one ack, a fail per failed or running job, one release. */
+static void build_table_cmds(struct settle_task *t, const struct settle_req *req,
+                             const struct queue_keys *keys, size_t at, size_t end)
 {
-    t->cmds = calloc(t->n + 3, sizeof *t->cmds);
-    if (!t->cmds)
-        return -1;
-    size_t at = 0, k;
-    if ((k = gather(t, at, SE_OK)) > 0)
-        proto_ack_cmd(&add_cmd(t, DQ_SCRIPT_ACK)->cmd, &t->keys, &t->jobs[at], k);
+    size_t k;
+    if ((k = gather(t, at, end, SE_OK)) > 0)
+        proto_ack_cmd(&add_cmd(t, DQ_SCRIPT_ACK)->cmd, keys, &t->jobs[at], k);
     at += k;
-    size_t failed = gather(t, at, SE_RETRY);
-    failed += gather(t, at + failed, SE_DEAD);
-    failed += gather(t, at + failed, SE_RUNNING);
+    size_t failed = gather(t, at, end, SE_RETRY);
+    failed += gather(t, at + failed, end, SE_DEAD);
+    failed += gather(t, at + failed, end, SE_RUNNING);
     for (size_t i = at; i < at + failed; i++) {
         if (t->e[i].state == SE_RUNNING)
             snprintf(t->e[i].type, sizeof t->e[i].type, "%s", req->slot->job.type);
-        add_fail(t, req, &t->e[i]);
+        add_fail(t, req, keys, &t->e[i]);
     }
     at += failed;
-    if ((k = gather(t, at, SE_PENDING)) > 0)
-        proto_release_cmd(&add_cmd(t, DQ_SCRIPT_RELEASE)->cmd, &t->keys, &t->jobs[at], k);
-    proto_recover_cmd(&add_cmd(t, DQ_SCRIPT_RECOVER)->cmd, &t->keys, t->owner);
+    if ((k = gather(t, at, end, SE_PENDING)) > 0)
+        proto_release_cmd(&add_cmd(t, DQ_SCRIPT_RELEASE)->cmd, keys, &t->jobs[at], k);
+}
+
+/* The commands, in t->cmds: each table's (build_table_cmds, on the
+ * partition it was claimed from), then recover on every partition, last:
+ * a claim in flight when the worker died may have leased jobs in any. */
+static int build_cmds(struct settle_task *t, const struct settle_req *req)
+{
+    t->cmds = calloc(t->n + 2 * SLOT_TABLES + t->parts.n, sizeof *t->cmds);
+    if (!t->cmds)
+        return -1;
+    size_t at = 0;
+    for (int k = 0; k < SLOT_TABLES; k++) {
+        build_table_cmds(t, req, qparts_keys(&t->parts, t->table_part[k]), at,
+                         t->table_end[k]);
+        at = t->table_end[k];
+    }
+    for (unsigned p = 0; p < t->parts.n; p++)
+        proto_recover_cmd(&add_cmd(t, DQ_SCRIPT_RECOVER)->cmd, qparts_keys(&t->parts, p),
+                          t->owner);
     for (size_t i = 0; i < t->ncmds; i++)
         if (t->cmds[i].cmd.oom)
             return -1;
@@ -350,7 +377,9 @@ void settler_settle(struct settler *st, const struct settle_req *req)
     snprintf(t->who, sizeof t->who, "%s", req->who);
     snprintf(t->cause, sizeof t->cause, "%s", req->cause);
     snprintf(t->owner, sizeof t->owner, "%s", req->owner);
-    redis_conf_queue_keys(&req->dc->redis, req->q->name, &t->keys);
+    if (qparts_init(&t->parts, &req->dc->redis, req->q->name,
+                    (unsigned)req->q->partitions, 0, 1) < 0)
+        goto oom;
     t->give_up_ms = slots_now_ms() + req->q->lease_ms;
     if (copy_entries(t, req->slot) < 0 || build_cmds(t, req) < 0)
         goto oom;

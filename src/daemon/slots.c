@@ -26,9 +26,11 @@ void slot_reset(struct worker_slot *s)
         s->tables[t].n = 0;
 }
 
-void slot_table_publish(struct worker_slot *s, int t, const dq_job *jobs, size_t n)
+void slot_table_publish(struct worker_slot *s, int t, unsigned part, const dq_job *jobs,
+                        size_t n)
 {
     struct slot_table *tb = &s->tables[t];
+    tb->part = part;
     for (size_t i = 0; i < n; i++) {
         struct slot_entry *e = &tb->e[i];
         e->state = SE_PENDING;

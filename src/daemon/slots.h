@@ -91,6 +91,8 @@ struct slot_entry {
 #define SLOT_TABLES 2
 struct slot_table {
     uint32_t n;                 /* entries in use; 0: nothing held */
+    uint32_t part;              /* the queue partition they were claimed
+                                   from (written before n) */
     struct slot_entry e[DQ_CLAIM_MAX];
 };
 
@@ -159,8 +161,10 @@ void slot_reset(struct worker_slot *s);
 
 /* ---- the tables: worker side -------------------------------------------- */
 
-/* Publish `n` claimed jobs (ids and fences) as table `t`, all pending. */
-void slot_table_publish(struct worker_slot *s, int t, const dq_job *jobs, size_t n);
+/* Publish `n` claimed jobs (ids and fences) of partition `part` as table
+ * `t`, all pending. */
+void slot_table_publish(struct worker_slot *s, int t, unsigned part, const dq_job *jobs,
+                        size_t n);
 /* Move entry `i` of table `t` to `state`. */
 void slot_entry_set(struct worker_slot *s, int t, size_t i, enum slot_entry_state state);
 /* Record a failure of entry `i` (SE_RETRY or SE_DEAD) with its details. */

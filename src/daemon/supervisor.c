@@ -22,6 +22,7 @@
 #include "daemon/log.h"
 #include "daemon/metrics.h"
 #include "daemon/notify.h"
+#include "daemon/qparts_record.h"
 #include "daemon/signals.h"
 #include "daemon/slots.h"
 #include "daemon/strays.h"
@@ -293,8 +294,14 @@ static void reload(struct supervisor *s)
         notify_send("RELOADING=1");
     struct handler_table t;
     struct daemon_conf *conf = handlers_load_config(s->config_path, &t, err, sizeof err);
-    if (conf)
+    if (conf) {
         handlers_close(&t);     /* checked; each worker opens its own */
+        if (qparts_reload_check(s->cur->conf, conf, err, sizeof err) < 0) {
+            dconfig_free(conf);
+            free(conf);
+            conf = NULL;
+        }
+    }
     struct generation *g = conf ? generation_new(s->base, conf, s->metrics) : NULL;
     if (s->ready_sent)
         notify_send("READY=1");

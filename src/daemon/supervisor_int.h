@@ -30,6 +30,8 @@ struct child {
     enum child_role role;
     pid_t pid;                  /* 0: not running (waiting to respawn) */
     int queue;                  /* index into gen->conf->queues (workers) */
+    unsigned rank;              /* which of the queue's workers (workers):
+                                   picks its home partitions */
     struct generation *gen;     /* the configuration it was started with */
     int retiring;               /* asked to stop; not respawned */
     int64_t started_ms;

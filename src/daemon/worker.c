@@ -8,6 +8,7 @@
 #include "daemon/exitcodes.h"
 #include "daemon/handlers.h"
 #include "daemon/log.h"
+#include "daemon/qparts.h"
 #include "daemon/rconn.h"
 #include "daemon/signals.h"
 #include "daemon/wake.h"
@@ -84,7 +85,11 @@ struct worker {
     struct event_base *base;
     const struct daemon_conf *dc;
     const struct queue_conf *q;
-    struct queue_keys keys;
+    unsigned rank;              /* this worker is number `rank` of q->workers */
+    struct qparts parts;        /* the queue's partitions: keys, claim order */
+    unsigned claim_part;        /* the partition of the claim in flight */
+    unsigned batch_part;        /* ... of batch's jobs (all from one claim) */
+    unsigned next_part;         /* ... of next's */
     struct worker_slot *slot;
     struct handler_table handlers;
     struct rconn *cmd, *sub;
@@ -136,6 +141,13 @@ static int64_t server_now_us(const struct worker *w)
 static int64_t server_now(const struct worker *w)
 {
     return server_now_us(w) / 1000;
+}
+
+/* The keys of the batch's partition: its reports go there, since every
+ * job of a claim comes from the partition claimed. */
+static const struct queue_keys *batch_keys(const struct worker *w)
+{
+    return qparts_keys(&w->parts, w->batch_part);
 }
 
 /* Learn the server's clock from a claim's reply.  The script read TIME
@@ -343,6 +355,7 @@ static void finish_batch(struct worker *w)
     if (w->ahead == AHEAD_READY) {
         w->ahead = AHEAD_NONE;
         w->batch = w->next;
+        w->batch_part = w->next_part;
         w->table ^= 1;          /* keep_claim_ahead listed them there */
         memset(&w->next, 0, sizeof w->next);
         start_batch(w);
@@ -462,7 +475,7 @@ static void report_failure(struct worker *w, size_t i, dq_fail_mode mode,
     policy.default_max_attempts = dconfig_max_attempts(w->dc, w->q, job->type);
     snprintf(r->error, sizeof r->error, "%s", error);
     r->counts = slot_type_entry(w->slot, job->type);
-    proto_fail_cmd(&r->cmd, &w->keys, job->id, job->fence, r->error, mode, delay_ms,
+    proto_fail_cmd(&r->cmd, batch_keys(w), job->id, job->fence, r->error, mode, delay_ms,
                    &policy, (uint32_t)random());
     snprintf(r->what, sizeof r->what, "job failed: queue=%s id=%s type=%s attempt=%d/%d error=%s",
              w->q->name, job->id, job->type, job->attempt, attempts_allowed(w, job), error);
@@ -541,7 +554,7 @@ static void report_successes(struct worker *w)
 {
     if (w->nok == 0)
         return;
-    proto_ack_cmd(&add_report(w, DQ_SCRIPT_ACK)->cmd, &w->keys, w->ok, w->nok);
+    proto_ack_cmd(&add_report(w, DQ_SCRIPT_ACK)->cmd, batch_keys(w), w->ok, w->nok);
     w->nok = 0;
 }
 
@@ -556,7 +569,7 @@ static void start_renewal(struct worker *w)
     report_successes(w);
     cmd_free(&w->renew);
     cmd_init(&w->renew);
-    proto_renew_cmd(&w->renew, &w->keys, w->q->lease_ms, &w->batch.jobs[w->run_i],
+    proto_renew_cmd(&w->renew, batch_keys(w), w->q->lease_ms, &w->batch.jobs[w->run_i],
                     w->batch.n - w->run_i);
     w->renew_sent = w->renew_done = 0;
     w->state = W_RENEWING;
@@ -675,7 +688,7 @@ static void on_run(evutil_socket_t fd, short what, void *arg)
         log_info("%s: giving back %zu claimed job%s not started",
                  w->pause.paused ? "paused" : "stopping", b->n - w->run_i,
                  b->n - w->run_i == 1 ? "" : "s");
-        proto_release_cmd(&add_report(w, DQ_SCRIPT_RELEASE)->cmd, &w->keys,
+        proto_release_cmd(&add_report(w, DQ_SCRIPT_RELEASE)->cmd, batch_keys(w),
                           &b->jobs[w->run_i], b->n - w->run_i);
     }
     w->state = W_REPORTING;
@@ -687,7 +700,7 @@ static void on_run(evutil_socket_t fd, short what, void *arg)
         return;
     }
     send_reports(w);
-    if (w->awaiting == unsent && b->next_due_in_ms == 0 && !signals_stop_requested()
+    if (w->awaiting == unsent && qparts_claim_now(&w->parts) && !signals_stop_requested()
         && !w->pause.paused)
         claim_ahead(w);
 }
@@ -722,6 +735,13 @@ static void note_claim_outcome(struct worker *w, const redisReply *reply)
         slot_claims_ok(w->slot);
 }
 
+/* Tell the sweep (qparts.h) what the claim of `res` found. */
+static void note_partition_claimed(struct worker *w, const dq_claim_result *res)
+{
+    qparts_claimed(&w->parts, res->next_due_in_ms == 0,
+                   res->next_due_in_ms < 0 ? -1 : res->now_ms + res->next_due_in_ms);
+}
+
 /* A claim that was sent ahead came back before the reports of the batch
  * before were all settled (one is being retried after an error, or the
  * connection was lost): keep its jobs for finish_batch. */
@@ -731,7 +751,9 @@ static void keep_claim_ahead(struct worker *w, redisReply *reply)
     if (reply && read_claim(w, reply, &w->next) == DQ_OK) {
         observe_pause(w, proto_claim_paused(reply), w->next.now_ms, w->claim_sent_us);
         learn_server_clock(w, w->next.now_ms);
-        slot_table_publish(w->slot, w->table ^ 1, w->next.jobs, w->next.n);
+        slot_table_publish(w->slot, w->table ^ 1, w->claim_part, w->next.jobs, w->next.n);
+        w->next_part = w->claim_part;
+        note_partition_claimed(w, &w->next);
         w->ahead = AHEAD_READY;
     } else {
         dq_claim_result_free(&w->next);
@@ -765,7 +787,7 @@ static void give_back_unreplicated(struct worker *w)
 {
     struct cmd cmd;
     cmd_init(&cmd);
-    proto_recover_cmd(&cmd, &w->keys, w->owner);
+    proto_recover_cmd(&cmd, qparts_keys(&w->parts, w->claim_part), w->owner);
     if (rconn_send(w->cmd, &cmd, DQ_SCRIPT_RECOVER, on_recover_reply, w) < 0)
         log_warn("queue=%s: a claim was not replicated and its jobs cannot be given back "
                  "now; the reaper returns them when their leases expire", w->q->name);
@@ -792,8 +814,11 @@ static void on_claim(struct rconn *rc, redisReply *reply, void *arg)
         return;                 /* connection lost: on_cmd_up claims again */
     }
     dq_status st = read_claim(w, reply, &w->batch);
-    if (st == DQ_OK)
-        slot_table_publish(w->slot, w->table, w->batch.jobs, w->batch.n);
+    if (st == DQ_OK) {
+        slot_table_publish(w->slot, w->table, w->claim_part, w->batch.jobs, w->batch.n);
+        w->batch_part = w->claim_part;
+        note_partition_claimed(w, &w->batch);
+    }
     w->slot->claim_in_flight = 0;
     if (st != DQ_OK) {
         dq_claim_result_free(&w->batch);
@@ -810,8 +835,10 @@ static void on_claim(struct rconn *rc, redisReply *reply, void *arg)
 /* The claim's jobs are in w->batch: run them, or sleep if there are none. */
 static void start_batch(struct worker *w)
 {
-    w->next_due_server = w->batch.next_due_in_ms < 0 ? -1
-                         : w->batch.now_ms + w->batch.next_due_in_ms;
+    /* Now when the sweep goes on (with N = 1: when the claim found more
+     * due), else the soonest due time the sweep saw. */
+    w->next_due_server = qparts_claim_now(&w->parts) ? w->batch.now_ms
+                         : qparts_next_due(&w->parts);
     if (w->batch.n == 0) {
         dq_claim_result_free(&w->batch);
         if (signals_stop_requested())
@@ -839,7 +866,9 @@ static int send_claim(struct worker *w)
 {
     struct cmd cmd;
     cmd_init(&cmd);
-    proto_claim_cmd(&cmd, &w->keys, w->q->batch, w->q->lease_ms, w->owner);
+    w->claim_part = qparts_next_claim(&w->parts);
+    proto_claim_cmd(&cmd, qparts_keys(&w->parts, w->claim_part), w->q->batch, w->q->lease_ms,
+                    w->owner);
     w->claim_sent_us = slots_now_us();
     /* Set before the claim can reach Redis: from then on its jobs may be
      * leased to this worker before it can list them. */
@@ -881,7 +910,7 @@ static int send_pause_poll(struct worker *w)
 {
     struct cmd cmd;
     cmd_init(&cmd);
-    proto_pause_cmd(&cmd, &w->keys, DQ_SCRIPT_PAUSE_STATE);
+    proto_pause_cmd(&cmd, qparts_keys(&w->parts, 0), DQ_SCRIPT_PAUSE_STATE);
     w->poll_sent_us = slots_now_us();
     int rc = rconn_send(w->cmd, &cmd, DQ_SCRIPT_PAUSE_STATE, on_pause_state, w);
     cmd_free(&cmd);
@@ -966,6 +995,20 @@ static void on_stop_poll(evutil_socket_t fd, short what, void *arg)
 
 /* ---- set-up ------------------------------------------------------------- */
 
+/* Every partition's wake channel: a job due sooner in any partition may
+ * be this worker's to steal. */
+static int subscribe_wake(struct worker *w)
+{
+    const char **ch = calloc(w->parts.n, sizeof *ch);
+    if (!ch)
+        return -1;
+    for (unsigned i = 0; i < w->parts.n; i++)
+        ch[i] = qparts_keys(&w->parts, i)->wake;
+    int rc = rconn_subscribe_many(w->sub, ch, w->parts.n, on_wake_message, w);
+    free(ch);
+    return rc;
+}
+
 static int worker_setup(struct worker *w)
 {
     char err[800];
@@ -983,7 +1026,9 @@ static int worker_setup(struct worker *w)
         event_config_free(cfg);
     if (!w->base)
         return DAEMON_EXIT_SOFTWARE;
-    redis_conf_queue_keys(&w->dc->redis, w->q->name, &w->keys);
+    if (qparts_init(&w->parts, &w->dc->redis, w->q->name, (unsigned)w->q->partitions,
+                    w->rank, (unsigned)w->q->workers) < 0)
+        return DAEMON_EXIT_SOFTWARE;
     struct rconn_events cmd_ev = { on_cmd_up, NULL, w };
     w->cmd = rconn_from_conf(w->base, &w->dc->redis, "cmd", &cmd_ev);
     struct rconn_events sub_ev = { on_sub_up, NULL, w };
@@ -1002,7 +1047,8 @@ static int worker_setup(struct worker *w)
         return DAEMON_EXIT_SOFTWARE;
     rconn_count_reconnects(w->cmd, &w->slot->redis_reconnects);
     rconn_count_reconnects(w->sub, &w->slot->redis_reconnects);
-    rconn_subscribe(w->sub, w->keys.wake, on_wake_message, w);
+    if (subscribe_wake(w) < 0)
+        return DAEMON_EXIT_SOFTWARE;
     struct timeval poll = { 0, STOP_POLL_MS * 1000 };
     evtimer_add(w->stop_poll, &poll);
     return DAEMON_EXIT_OK;
@@ -1028,12 +1074,13 @@ static void worker_teardown(struct worker *w)
     dq_claim_result_free(&w->batch);
     dq_claim_result_free(&w->next);
     handlers_close(&w->handlers);
+    qparts_free(&w->parts);
 }
 
-int worker_main(const struct daemon_conf *dc, const struct queue_conf *q,
+int worker_main(const struct daemon_conf *dc, const struct queue_conf *q, unsigned rank,
                 struct worker_slot *slot, const char *owner)
 {
-    struct worker w = { .dc = dc, .q = q, .slot = slot, .owner = owner,
+    struct worker w = { .dc = dc, .q = q, .rank = rank, .slot = slot, .owner = owner,
                         .next_due_server = -1, .woken_due = -1 };
     int rc = worker_setup(&w);
     if (rc == DAEMON_EXIT_OK) {

@@ -16,11 +16,12 @@
  * supervisor dies.  Every job claimed is listed in `slot`'s tables as it
  * moves on, and every claim names `owner` (unique to this process among
  * all delayqd processes on the queue), so that the supervisor can settle
- * the batch of a worker that dies (settle.h).  Returns the process's exit
+ * the batch of a worker that dies (settle.h).  `rank` (0 .. q->workers - 1)
+ * picks its home partitions (partitions.h).  Returns the process's exit
  * code (exitcodes.h:
  * DAEMON_EXIT_CONFIG when its handlers cannot start).
  */
-int worker_main(const struct daemon_conf *dc, const struct queue_conf *q,
+int worker_main(const struct daemon_conf *dc, const struct queue_conf *q, unsigned rank,
                 struct worker_slot *slot, const char *owner);
 
 #endif

@@ -1,0 +1,107 @@
+/*
+ * The order a worker claims a partitioned queue's partitions in
+ * (src/daemon/qparts.c): homes in turn, the others only when the homes
+ * have nothing due, and with one partition exactly the unpartitioned
+ * worker's behaviour (claim again only when a claim found more due).
+ */
+#include <check.h>
+#include <string.h>
+
+#include "daemon/qparts.h"
+#include "fixture.h"
+
+static struct redis_conf RC;
+
+/* One sweep's claims, each answered `more`/`due` as given, into out[]. */
+static unsigned sweep(struct qparts *p, unsigned *out, unsigned max, int64_t due)
+{
+    unsigned n = 0;
+    do {
+        out[n++] = qparts_next_claim(p);
+        qparts_claimed(p, false, due);
+    } while (qparts_claim_now(p) && n < max);
+    return n;
+}
+
+START_TEST(one_partition_claims_again_only_when_more_is_due)
+{
+    struct qparts p;
+    ck_assert_int_eq(qparts_init(&p, &RC, "q", 1, 0, 3), 0);
+    for (int i = 0; i < 3; i++) {
+        ck_assert_uint_eq(qparts_next_claim(&p), 0);
+        qparts_claimed(&p, true, -1);
+        ck_assert(qparts_claim_now(&p));
+    }
+    ck_assert_uint_eq(qparts_next_claim(&p), 0);
+    qparts_claimed(&p, false, 5000);
+    ck_assert(!qparts_claim_now(&p));
+    ck_assert_int_eq(qparts_next_due(&p), 5000);
+    ck_assert_str_eq(qparts_keys(&p, 0)->key[0], "dq:{q}:jobs");
+    qparts_free(&p);
+}
+END_TEST
+
+START_TEST(homes_first_then_every_other_partition)
+{
+    struct qparts p;
+    ck_assert_int_eq(qparts_init(&p, &RC, "q", 8, 1, 3), 0);
+    unsigned got[16];
+    unsigned n = sweep(&p, got, 16, 7000);
+    ck_assert_uint_eq(n, 8);
+    ck_assert_uint_eq(got[0], 1);   /* homes of worker 1 of 3: 1, 4, 7 */
+    ck_assert_uint_eq(got[1], 4);
+    ck_assert_uint_eq(got[2], 7);
+    unsigned seen = 0;
+    for (unsigned i = 0; i < n; i++)
+        seen |= 1u << got[i];
+    ck_assert_uint_eq(seen, 0xff);
+    ck_assert_int_eq(qparts_next_due(&p), 7000);
+    /* The next sweep starts with the next home. */
+    ck_assert_uint_eq(qparts_next_claim(&p), 4);
+    ck_assert_str_eq(qparts_keys(&p, 4)->key[0], "dq:{q:4}:jobs");
+    qparts_free(&p);
+}
+END_TEST
+
+START_TEST(a_busy_home_keeps_the_worker_from_stealing)
+{
+    struct qparts p;
+    ck_assert_int_eq(qparts_init(&p, &RC, "q", 8, 0, 2), 0);   /* homes 0 2 4 6 */
+    for (int round = 0; round < 3; round++)
+        for (int i = 0; i < 4; i++) {
+            unsigned part = qparts_next_claim(&p);
+            ck_assert_msg(part % 2 == 0, "stole %u while a home had more due", part);
+            qparts_claimed(&p, part == 2, -1);
+            ck_assert(qparts_claim_now(&p));
+        }
+    qparts_free(&p);
+}
+END_TEST
+
+START_TEST(more_workers_than_partitions_share_homes)
+{
+    struct qparts p;
+    ck_assert_int_eq(qparts_init(&p, &RC, "q", 2, 3, 4), 0);   /* home 3 % 2 = 1 */
+    ck_assert_uint_eq(qparts_next_claim(&p), 1);
+    qparts_claimed(&p, false, -1);
+    ck_assert(qparts_claim_now(&p));
+    ck_assert_uint_eq(qparts_next_claim(&p), 0);
+    qparts_claimed(&p, false, -1);
+    ck_assert(!qparts_claim_now(&p));
+    ck_assert_int_eq(qparts_next_due(&p), -1);
+    qparts_free(&p);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("qparts");
+    TCase *tc = tcase_create("order");
+    tcase_set_timeout(tc, 10);
+    tcase_add_test(tc, one_partition_claims_again_only_when_more_is_due);
+    tcase_add_test(tc, homes_first_then_every_other_partition);
+    tcase_add_test(tc, a_busy_home_keeps_the_worker_from_stealing);
+    tcase_add_test(tc, more_workers_than_partitions_share_homes);
+    suite_add_tcase(s, tc);
+    return fixture_run_suite(s);
+}
