@@ -109,6 +109,12 @@ START_TEST(a_killed_master_is_replaced_by_its_replica)
     ck_assert_msg(p >= 0, "no replica took over from node %d", m);
     ck_assert_int_eq(p, C.nmasters + m * C.nreplicas);
     ck_assert_int_eq(cluster_fx_keys_on(&C, p, "{e}*"), 1);
+    /* back, as the new master's replica, with the key */
+    char err[400];
+    ck_assert_msg(cluster_fx_restart(&C, m, err, sizeof err) == 0, "%s", err);
+    ck_assert_int_eq(cluster_fx_master_of_slot(&C, C.dead_slot[m]), p);
+    ck_assert_int_eq(cluster_fx_int(&C, m, "READONLY"), 0);
+    ck_assert_int_eq(cluster_fx_keys_on(&C, m, "{e}*"), 1);
 }
 END_TEST
 
@@ -130,6 +136,8 @@ static void password_case(const struct cluster_fx_opts *o)
     int m = set_on_owner("{f}k");
     cluster_fx_kill(&C, m);
     ck_assert_int_ge(cluster_fx_wait_promoted(&C, m, 20000), 0);
+    char err[400];
+    ck_assert_msg(cluster_fx_restart(&C, m, err, sizeof err) == 0, "%s", err);
 }
 
 START_TEST(a_cluster_can_require_a_password)

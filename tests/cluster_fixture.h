@@ -126,6 +126,12 @@ int cluster_fx_reshard_wait(struct cluster_fx *c, char *err, size_t errlen);
 /* kill -9 node `idx` (and reap it). */
 void cluster_fx_kill(struct cluster_fx *c, int idx);
 
+/* Start killed node `idx` again on its ports: it rejoins the cluster
+ * (from its nodes.conf) and, its slots taken over, as a replica of the
+ * new owner.  Waits (30 s at most) until its replication link is up.  0,
+ * or -1 with the reason. */
+int cluster_fx_restart(struct cluster_fx *c, int idx, char *err, size_t errlen);
+
 /* Wait (up to `timeout_ms`) until the slots master `idx` served before it
  * died are served by another live node that every live node agrees on,
  * with cluster_state:ok everywhere.  Returns that node's index, or -1. */
