@@ -649,6 +649,21 @@ int cluster_fx_move_slots(struct cluster_fx *c, int from, int to, int nslots, ch
 int cluster_fx_reshard_start(struct cluster_fx *c, const int *slots, size_t n, int to,
                              int pause_ms, char *err, size_t errlen)
 {
+    int *tos = calloc(n ? n : 1, sizeof *tos);
+    if (!tos) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++)
+        tos[i] = to;
+    int rc = cluster_fx_reshard_start_to(c, slots, tos, n, pause_ms, err, errlen);
+    free(tos);
+    return rc;
+}
+
+int cluster_fx_reshard_start_to(struct cluster_fx *c, const int *slots, const int *to,
+                                size_t n, int pause_ms, char *err, size_t errlen)
+{
     if (c->reshard_pid > 0) {
         snprintf(err, errlen, "a reshard runs already");
         return -1;
@@ -666,7 +681,7 @@ int cluster_fx_reshard_start(struct cluster_fx *c, const int *slots, size_t n, i
     tu_child_prepare(TU_DIE_WITH_PARENT);
     for (size_t i = 0; i < n; i++) {
         char e[400];
-        if (cluster_fx_move_slot(c, slots[i], to, e, sizeof e) < 0) {
+        if (cluster_fx_move_slot(c, slots[i], to[i], e, sizeof e) < 0) {
             fprintf(stderr, "reshard: %s\n", e);
             _exit(1);
         }

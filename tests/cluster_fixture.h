@@ -119,6 +119,10 @@ int cluster_fx_move_slots(struct cluster_fx *c, int from_idx, int to_idx, int ns
 int cluster_fx_reshard_start(struct cluster_fx *c, const int *slots, size_t n, int to_idx,
                              int pause_ms, char *err, size_t errlen);
 
+/* The same with a master for each slot: slots[i] goes to to[i]. */
+int cluster_fx_reshard_start_to(struct cluster_fx *c, const int *slots, const int *to,
+                                size_t n, int pause_ms, char *err, size_t errlen);
+
 /* Wait for the background reshard; 0 when every slot moved, -1 with the
  * reason (its error went to stderr). */
 int cluster_fx_reshard_wait(struct cluster_fx *c, char *err, size_t errlen);
