@@ -427,6 +427,21 @@ END_TEST
 #define FO_BATCH 50
 #define FO_PACE_MS 40
 
+/* Once the killed master's replica took over (*promoted is -1 until
+ * then), start the killed node again: it becomes the new master's
+ * replica. */
+static void follow_failover(int victim, int *promoted, int64_t *t_promoted)
+{
+    if (C.pid[victim] > 0 || *promoted >= 0)
+        return;
+    *promoted = cluster_fx_wait_promoted(&C, victim, 0);
+    if (*promoted < 0)
+        return;
+    *t_promoted = tu_mono_ms();
+    char err[400];
+    ck_assert_msg(cluster_fx_restart(&C, victim, err, sizeof err) == 0, "%s", err);
+}
+
 /*
  * Jobs enqueued in paced batches while a master is killed (kill -9) after
  * two fifths of them; once its replica is promoted the killed node comes
@@ -448,29 +463,24 @@ static void failover_run(const char *durability)
     ck_assert_int_ge(victim, 0);
     int nbatches = FO_JOBS / FO_BATCH, kill_at = nbatches * 2 / 5, promoted = -1;
     int64_t t_kill = 0, t_promoted = 0;
-    char err[400];
     for (int b = 0; b < nbatches; b++) {
         if (b == kill_at) {
             t_kill = tu_mono_ms();
             cluster_fx_kill(&C, victim);
         }
-        /* Not all taken in 30 s: counted below, not failed here. */
-        (void)enqueue_range(c, &j, b * FO_BATCH, FO_BATCH, 1000, 0, 30000);
-        if (t_kill && promoted < 0) {
-            promoted = cluster_fx_wait_promoted(&C, victim, 0);
-            if (promoted >= 0) {
-                t_promoted = tu_mono_ms();
-                ck_assert_msg(cluster_fx_restart(&C, victim, err, sizeof err) == 0, "%s", err);
-            }
-        }
+        /* Sent again for up to 30 s, following the failover in between;
+         * jobs still not taken are counted below, not failed here. */
+        int64_t give_up = tu_mono_ms() + 30000;
+        while (enqueue_range(c, &j, b * FO_BATCH, FO_BATCH, 1000, 0, 500) > 0
+               && tu_mono_ms() < give_up)
+            follow_failover(victim, &promoted, &t_promoted);
+        follow_failover(victim, &promoted, &t_promoted);
         tu_sleep_ms(FO_PACE_MS);
     }
-    if (promoted < 0) {
-        promoted = cluster_fx_wait_promoted(&C, victim, 20000);
-        ck_assert_msg(promoted >= 0, "no replica took over from node %d", victim);
-        t_promoted = tu_mono_ms();
-        ck_assert_msg(cluster_fx_restart(&C, victim, err, sizeof err) == 0, "%s", err);
-    }
+    for (int64_t until = tu_mono_ms() + 20000; promoted < 0 && tu_mono_ms() < until;
+         tu_sleep_ms(50))
+        follow_failover(victim, &promoted, &t_promoted);
+    ck_assert_msg(promoted >= 0, "no replica took over from node %d", victim);
     wait_drained(c, 60000, "failover");
     struct tally t = tally_runs(&j);
     dq_stats st;
