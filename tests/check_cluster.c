@@ -17,10 +17,12 @@
  * - Priority (per partition), pause and resume, and a recurring schedule
  *   on the partitioned queue.
  *
- * DELAYQ_CLUSTER_JOBS changes the 20,000.
+ * DELAYQ_CLUSTER_JOBS changes the 20,000; DELAYQ_CLUSTER_LOG=PATH keeps
+ * the daemon's log (and PATH.record, the runs) of the failover runs.
  */
 #include <check.h>
 #include <hiredis/hiredis.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -227,6 +229,7 @@ static int enqueue_range(dq_client *c, struct jobs *j, int first, int n, int64_t
 
 struct tally {
     int lost, lost_accepted, dup, overlaps, accepted;
+    char some_dups[200];        /* the first ids run twice, for the report */
 };
 
 static int run_cmp(const void *a, const void *b)
@@ -268,6 +271,9 @@ static struct tally tally_runs(const struct jobs *j)
         t.lost += starts == 0;
         t.lost_accepted += starts == 0 && ok;
         t.dup += starts > 1;
+        size_t len = strlen(t.some_dups);
+        if (starts > 1 && len + strlen(j->ids[i]) + 2 < sizeof t.some_dups)
+            snprintf(t.some_dups + len, sizeof t.some_dups - len, " %s", j->ids[i]);
     }
     free(runs);
     return t;
@@ -427,6 +433,30 @@ END_TEST
 #define FO_BATCH 50
 #define FO_PACE_MS 40
 
+/* Copy the daemon's log and the record to PATH and PATH.record
+ * (DELAYQ_CLUSTER_LOG), to read after the test's directory is gone;
+ * NULL: nothing. */
+static void keep_log(const char *path)
+{
+    if (!path)
+        return;
+    const char *from[2] = { H.log, H.record };
+    for (int i = 0; i < 2; i++) {
+        char to[PATH_MAX];
+        snprintf(to, sizeof to, "%s%s", path, i ? ".record" : "");
+        FILE *in = fopen(from[i], "r");
+        FILE *out = in ? fopen(to, "w") : NULL;
+        char buf[4096];
+        size_t n;
+        while (out && (n = fread(buf, 1, sizeof buf, in)) > 0)
+            fwrite(buf, 1, n, out);
+        if (out)
+            fclose(out);
+        if (in)
+            fclose(in);
+    }
+}
+
 /* Once the killed master's replica took over (*promoted is -1 until
  * then), start the killed node again: it becomes the new master's
  * replica. */
@@ -489,13 +519,15 @@ static void failover_run(const char *durability)
            "them lost; node %d killed, node %d promoted %lld ms later; dead %lld)\n",
            t.lost, t.dup, durability, FO_JOBS, t.accepted, t.lost_accepted, victim, promoted,
            (long long)(t_promoted - t_kill), (long long)st.dead);
+    keep_log(getenv("DELAYQ_CLUSTER_LOG"));
     ck_assert_msg(t.overlaps == 0, "%d runs overlapped a live run of the same job", t.overlaps);
     ck_assert_msg(tu_process_running(H.pid), "delayqd exited; log:\n%s", h_log_tail(&H));
     ck_assert_int_eq(st.dead, 0);
     if (replicated) {
         ck_assert_msg(t.lost_accepted == 0, "%d jobs whose enqueue returned OK never ran",
                       t.lost_accepted);
-        ck_assert_msg(t.dup == 0, "%d jobs ran again after their run was acknowledged", t.dup);
+        ck_assert_msg(t.dup == 0, "%d jobs ran again after their run was acknowledged:%s",
+                      t.dup, t.some_dups);
     }
     jobs_free(&j);
     dq_close(c);
