@@ -13,7 +13,8 @@
  * - kill -9 of a master, its replica promoted: jobs lost and run twice are
  *   counted and printed ("cluster failover: lost=N dup=M"); with
  *   durability "replicated" none whose enqueue returned OK is lost and
- *   none runs twice.
+ *   none enqueued by one call runs twice (one sent again after a failed
+ *   enqueue may run twice: the failed call may have written it).
  * - Priority (per partition), pause and resume, and a recurring schedule
  *   on the partitioned queue.
  *
@@ -155,6 +156,7 @@ struct jobs {
     int n;
     char (*ids)[DQ_ID_MAX + 1];
     unsigned char *accepted;    /* its enqueue returned OK (or EXISTS) */
+    unsigned char *sent;        /* how many times it was sent (at most 255) */
 };
 
 static void jobs_init(struct jobs *j, int n, const char *prefix)
@@ -162,7 +164,8 @@ static void jobs_init(struct jobs *j, int n, const char *prefix)
     j->n = n;
     j->ids = calloc((size_t)n, sizeof *j->ids);
     j->accepted = calloc((size_t)n, 1);
-    ck_assert(j->ids && j->accepted);
+    j->sent = calloc((size_t)n, 1);
+    ck_assert(j->ids && j->accepted && j->sent);
     for (int i = 0; i < n; i++)
         snprintf(j->ids[i], sizeof j->ids[i], "%s%d", prefix, i);
 }
@@ -171,6 +174,7 @@ static void jobs_free(struct jobs *j)
 {
     free(j->ids);
     free(j->accepted);
+    free(j->sent);
 }
 
 /*
@@ -193,6 +197,7 @@ static int enqueue_range(dq_client *c, struct jobs *j, int first, int n, int64_t
         size_t k = 0;
         for (int i = first; i < first + n; i++)
             if (!j->accepted[i]) {
+                j->sent[i] += j->sent[i] < 255;
                 which[k] = i;
                 reqs[k++] = (dq_enqueue_req){ .queue = H_QUEUE, .type = "t",
                                               .id = generated ? NULL : j->ids[i],
@@ -229,6 +234,7 @@ static int enqueue_range(dq_client *c, struct jobs *j, int first, int n, int64_t
 
 struct tally {
     int lost, lost_accepted, dup, overlaps, accepted;
+    int dup_sent_once;          /* run twice though enqueued by one call */
     char some_dups[200];        /* the first ids run twice, for the report */
 };
 
@@ -271,6 +277,7 @@ static struct tally tally_runs(const struct jobs *j)
         t.lost += starts == 0;
         t.lost_accepted += starts == 0 && ok;
         t.dup += starts > 1;
+        t.dup_sent_once += starts > 1 && j->sent[i] == 1;
         size_t len = strlen(t.some_dups);
         if (starts > 1 && len + strlen(j->ids[i]) + 2 < sizeof t.some_dups)
             snprintf(t.some_dups + len, sizeof t.some_dups - len, " %s", j->ids[i]);
@@ -516,9 +523,10 @@ static void failover_run(const char *durability)
     dq_stats st;
     ck_assert_int_eq(dq_stats_get(c, H_QUEUE, &st), DQ_OK);
     printf("cluster failover: lost=%d dup=%d (durability %s; %d jobs, %d accepted, %d of "
-           "them lost; node %d killed, node %d promoted %lld ms later; dead %lld)\n",
-           t.lost, t.dup, durability, FO_JOBS, t.accepted, t.lost_accepted, victim, promoted,
-           (long long)(t_promoted - t_kill), (long long)st.dead);
+           "them lost; %d of the dups enqueued by one call, the others sent again after an "
+           "enqueue that failed; node %d killed, node %d promoted %lld ms later; dead %lld)\n",
+           t.lost, t.dup, durability, FO_JOBS, t.accepted, t.lost_accepted, t.dup_sent_once,
+           victim, promoted, (long long)(t_promoted - t_kill), (long long)st.dead);
     keep_log(getenv("DELAYQ_CLUSTER_LOG"));
     ck_assert_msg(t.overlaps == 0, "%d runs overlapped a live run of the same job", t.overlaps);
     ck_assert_msg(tu_process_running(H.pid), "delayqd exited; log:\n%s", h_log_tail(&H));
@@ -526,8 +534,12 @@ static void failover_run(const char *durability)
     if (replicated) {
         ck_assert_msg(t.lost_accepted == 0, "%d jobs whose enqueue returned OK never ran",
                       t.lost_accepted);
-        ck_assert_msg(t.dup == 0, "%d jobs ran again after their run was acknowledged:%s",
-                      t.dup, t.some_dups);
+        /* A job sent again after its enqueue failed (not confirmed by a
+         * replica in time, yet written) may have run and gone before the
+         * second call made it anew: that second job is the caller's, so
+         * it is counted, not failed. */
+        ck_assert_msg(t.dup_sent_once == 0, "%d jobs enqueued once ran twice (run twice in "
+                      "all:%s)", t.dup_sent_once, t.some_dups);
     }
     jobs_free(&j);
     dq_close(c);
