@@ -29,6 +29,7 @@ enum bench_run {
     RUN_LATENESS,
     RUN_IDLE,
     RUN_SCALE,
+    RUN_CLUSTER,
     RUN_COUNT
 };
 
@@ -64,6 +65,7 @@ int run_drain(const struct bench_env *env, char *err, size_t errlen);
 int run_lateness(const struct bench_env *env, char *err, size_t errlen);
 int run_idle(const struct bench_env *env, char *err, size_t errlen);
 int run_scale(const struct bench_env *env, char *err, size_t errlen);
+int run_cluster(const struct bench_env *env, char *err, size_t errlen);
 
 /* ---- time (common.c) ---- */
 
