@@ -3,7 +3,7 @@
  * redis-server and the real delayqd (docs/benchmarks.md).
  *
  * The program is a handful of runs (drain, lateness, enqueue, idle, scale,
- * ceiling), each in its own file, that share what is declared here: the
+ * ceiling, cluster), each in its own file, that share what is declared here: the
  * options, the resolved paths, time helpers, and the bulk enqueue used to
  * prepare every run.
  */
