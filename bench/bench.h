@@ -3,7 +3,7 @@
  * redis-server and the real delayqd (docs/benchmarks.md).
  *
  * The program is a handful of runs (drain, lateness, enqueue, idle, scale,
- * ceiling), each in its own file, that share what is declared here: the
+ * ceiling, cluster), each in its own file, that share what is declared here: the
  * options, the resolved paths, time helpers, and the bulk enqueue used to
  * prepare every run.
  */
@@ -29,6 +29,7 @@ enum bench_run {
     RUN_LATENESS,
     RUN_IDLE,
     RUN_SCALE,
+    RUN_CLUSTER,
     RUN_COUNT
 };
 
@@ -64,6 +65,7 @@ int run_drain(const struct bench_env *env, char *err, size_t errlen);
 int run_lateness(const struct bench_env *env, char *err, size_t errlen);
 int run_idle(const struct bench_env *env, char *err, size_t errlen);
 int run_scale(const struct bench_env *env, char *err, size_t errlen);
+int run_cluster(const struct bench_env *env, char *err, size_t errlen);
 
 /* ---- time (common.c) ---- */
 

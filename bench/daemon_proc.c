@@ -14,8 +14,8 @@
 #define READY_TIMEOUT_US (15 * 1000000LL)
 
 static int write_conf(const struct daemon_proc *d, const struct bench_env *env,
-                      const struct redis_proc *r, const struct daemon_spec *spec,
-                      char *err, size_t errlen)
+                      const char *redis, const struct daemon_spec *spec, char *err,
+                      size_t errlen)
 {
     FILE *fp = fopen(d->conf, "w");
     if (!fp) {
@@ -26,26 +26,21 @@ static int write_conf(const struct daemon_proc *d, const struct bench_env *env,
     if (spec->lateness_file)
         snprintf(settings, sizeof settings, " settings = { lateness_file = \"%s\"; };",
                  spec->lateness_file);
+    char partitions[32] = "";
+    if (spec->partitions > 0)
+        snprintf(partitions, sizeof partitions, " partitions = %d;", spec->partitions);
     /* Only what a run varies is set; the reaper and the rest keep the
      * daemon's defaults, as a deployment would. */
-    char redis[PATH_MAX + 128];
-    if (r->port && bench_tls_dir)
-        snprintf(redis, sizeof redis, "host = \"127.0.0.1\"; port = %d; "
-                 "tls = { ca_file = \"%s/ca.crt\"; };", r->port, bench_tls_dir);
-    else if (r->port)
-        snprintf(redis, sizeof redis, "host = \"127.0.0.1\"; port = %d;", r->port);
-    else
-        snprintf(redis, sizeof redis, "unix_socket = \"%s\";", r->sock);
     fprintf(fp,
             "redis = { %s%s };\n"
             "handler_dir = \"%s\";\n"
             "log = { level = \"info\"; target = \"stderr\"; };\n"
             "shutdown_timeout = \"10s\";\n"
             "queues = ( { name = \"" BENCH_QUEUE "\"; workers = %d; batch = %d;\n"
-            "             lease = \"60s\"; max_attempts = 3; } );\n"
+            "             lease = \"60s\"; max_attempts = 3;%s } );\n"
             "handlers = ( { type = \"*\"; file = \"noop.so\"; timeout = \"10s\";%s } );\n",
             redis, bench_replica ? " durability = \"replicated\";" : "", env->handler_dir,
-            spec->workers, spec->batch, settings);
+            spec->workers, spec->batch, partitions, settings);
     if (fclose(fp) != 0) {
         snprintf(err, errlen, "%s: %s", d->conf, strerror(errno));
         return -1;
@@ -103,14 +98,13 @@ static int wait_ready(struct daemon_proc *d, const struct redis_proc *r, int wor
     return ready ? 0 : -1;
 }
 
-int daemon_proc_start(struct daemon_proc *d, const struct bench_env *env,
-                      const struct redis_proc *r, const struct daemon_spec *spec,
-                      char *err, size_t errlen)
+int daemon_proc_spawn(struct daemon_proc *d, const struct bench_env *env, const char *dir,
+                      const struct daemon_spec *spec, char *err, size_t errlen)
 {
     memset(d, 0, sizeof *d);
-    snprintf(d->conf, sizeof d->conf, "%s/delayqd.conf", r->dir);
-    snprintf(d->log, sizeof d->log, "%s/delayqd.log", r->dir);
-    if (write_conf(d, env, r, spec, err, errlen) < 0)
+    snprintf(d->conf, sizeof d->conf, "%s/delayqd.conf", dir);
+    snprintf(d->log, sizeof d->log, "%s/delayqd.log", dir);
+    if (write_conf(d, env, spec->redis_group ? spec->redis_group : "", spec, err, errlen) < 0)
         return -1;
     char *const argv[] = { (char *)env->delayqd, "-f", "-c", d->conf, NULL };
     d->pid = tu_spawn(argv, d->log, TU_DIE_WITH_PARENT, err, errlen);
@@ -118,6 +112,26 @@ int daemon_proc_start(struct daemon_proc *d, const struct bench_env *env,
         d->pid = 0;
         return -1;
     }
+    return 0;
+}
+
+int daemon_proc_start(struct daemon_proc *d, const struct bench_env *env,
+                      const struct redis_proc *r, const struct daemon_spec *spec,
+                      char *err, size_t errlen)
+{
+    char redis[PATH_MAX + 128];
+    if (r->port && bench_tls_dir)
+        snprintf(redis, sizeof redis, "host = \"127.0.0.1\"; port = %d; "
+                 "tls = { ca_file = \"%s/ca.crt\"; };", r->port, bench_tls_dir);
+    else if (r->port)
+        snprintf(redis, sizeof redis, "host = \"127.0.0.1\"; port = %d;", r->port);
+    else
+        snprintf(redis, sizeof redis, "unix_socket = \"%s\";", r->sock);
+    struct daemon_spec s = *spec;
+    if (!s.redis_group)
+        s.redis_group = redis;
+    if (daemon_proc_spawn(d, env, r->dir, &s, err, errlen) < 0)
+        return -1;
     if (wait_ready(d, r, spec->workers, err, errlen) < 0) {
         daemon_proc_stop(d, 5000);
         return -1;

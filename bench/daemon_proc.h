@@ -18,6 +18,9 @@ struct daemon_spec {
     int workers;
     int batch;                  /* claim batch */
     const char *lateness_file;  /* NULL: the handler records nothing */
+    const char *redis_group;    /* the text inside redis = { }; NULL: the
+                                   redis_proc's (daemon_proc_start) */
+    int partitions;             /* the queue's; 0: not set (1) */
 };
 
 struct daemon_proc {
@@ -34,6 +37,12 @@ struct daemon_proc {
 int daemon_proc_start(struct daemon_proc *d, const struct bench_env *env,
                       const struct redis_proc *r, const struct daemon_spec *spec,
                       char *err, size_t errlen);
+
+/* Write the configuration into `dir` and start delayqd, without waiting
+ * for it (the caller knows when it is ready: daemon_proc_start, or the
+ * cluster run, which asks every node).  0, or -1 with the reason. */
+int daemon_proc_spawn(struct daemon_proc *d, const struct bench_env *env, const char *dir,
+                      const struct daemon_spec *spec, char *err, size_t errlen);
 
 /* SIGTERM, wait up to `timeout_ms`, then SIGKILL the daemon and whatever
  * children it left.  Returns 0 when it exited by itself with status 0. */

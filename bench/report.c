@@ -22,7 +22,7 @@ static const char *const col_names[COL_COUNT] = {
     "client_us_per_job", "script_us_per_job", "evalsha_per_job",
     "p50_ms", "p99_ms", "p999_ms", "max_ms",
     "claim_us", "ack_us", "claim_ack_us", "bytes_per_job",
-    "cmds_per_s", "delayqd_cpu_ms_per_s", "seconds",
+    "cmds_per_s", "delayqd_cpu_ms_per_s", "seconds", "enqueue_us",
 };
 
 static struct {

@@ -29,6 +29,7 @@ enum report_col {
     COL_CMDS_PER_S,         /* idle: Redis commands per second */
     COL_DAEMON_CPU_MS_PER_S, /* idle: delayqd CPU per second of wall time */
     COL_SECONDS,            /* wall time of the measured part */
+    COL_ENQUEUE_US,         /* median dq_enqueue of 1 job */
     COL_COUNT
 };
 

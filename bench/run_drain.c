@@ -183,7 +183,7 @@ static int drain_row(const struct bench_env *env, int workers, int batch,
              scattered ? " scattered" : kind == DRAIN_PRIORITIES ? " 3 priorities" : "");
     report_row_init(&row, "drain", config);
     bench_progress("drain %s: %ld jobs", config, n);
-    struct daemon_spec spec = { workers, batch, NULL };
+    struct daemon_spec spec = { .workers = workers, .batch = batch };
     struct row_ctx x;
     int rc = -1;
     if (row_open(&x, env, &spec, err, errlen) < 0)
@@ -292,7 +292,8 @@ static int lateness_row(const struct bench_env *env, int rate, char *err, size_t
         goto done;
     char file[PATH_MAX + 32];
     snprintf(file, sizeof file, "%s/lateness.txt", x.redis.dir);
-    struct daemon_spec spec = { env->opt.lateness_workers, env->opt.lateness_batch, file };
+    struct daemon_spec spec = { .workers = env->opt.lateness_workers,
+                                .batch = env->opt.lateness_batch, .lateness_file = file };
     if (daemon_proc_start(&x.daemon, env, &x.redis, &spec, err, errlen) < 0)
         goto done;
     if (!(x.client = bench_client(x.redis.sock, err, errlen))

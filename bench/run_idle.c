@@ -51,7 +51,7 @@ int run_idle(const struct bench_env *env, char *err, size_t errlen)
     int ret = -1;
     if (redis_proc_start(&rp, env->redis_server, err, errlen) < 0)
         goto done;
-    struct daemon_spec spec = { IDLE_WORKERS, 16, NULL };
+    struct daemon_spec spec = { .workers = IDLE_WORKERS, .batch = 16 };
     if (daemon_proc_start(&dp, env, &rp, &spec, err, errlen) < 0)
         goto done;
     if (!(rc = redis_proc_connect(&rp, err, errlen)))

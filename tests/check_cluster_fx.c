@@ -2,8 +2,9 @@
  * The Redis Cluster fixture (tests/cluster_fixture.c) the cluster tests
  * stand on: three masters with a replica each on loopback, the slots
  * spread over the masters, slots moved with their keys (also in the
- * background), a killed master's replica promoted, and a cluster that
- * requires a password.  Each test starts its own cluster, in Check's
+ * background), a killed master's replica promoted, a cluster that
+ * requires a password, and one that speaks only TLS (certificates from
+ * tests/tls-certs.sh; skipped, saying so, without openssl).  Each test starts its own cluster, in Check's
  * forked child, and stops it by pid.
  */
 #include <check.h>
@@ -11,9 +12,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cluster_fixture.h"
 #include "fixture.h"
+
+#define OPENSSL "/usr/bin/openssl"
 
 static struct cluster_fx C;
 
@@ -109,6 +113,12 @@ START_TEST(a_killed_master_is_replaced_by_its_replica)
     ck_assert_msg(p >= 0, "no replica took over from node %d", m);
     ck_assert_int_eq(p, C.nmasters + m * C.nreplicas);
     ck_assert_int_eq(cluster_fx_keys_on(&C, p, "{e}*"), 1);
+    /* back, as the new master's replica, with the key */
+    char err[400];
+    ck_assert_msg(cluster_fx_restart(&C, m, err, sizeof err) == 0, "%s", err);
+    ck_assert_int_eq(cluster_fx_master_of_slot(&C, C.dead_slot[m]), p);
+    ck_assert_int_eq(cluster_fx_int(&C, m, "READONLY"), 0);
+    ck_assert_int_eq(cluster_fx_keys_on(&C, m, "{e}*"), 1);
 }
 END_TEST
 
@@ -130,6 +140,8 @@ static void password_case(const struct cluster_fx_opts *o)
     int m = set_on_owner("{f}k");
     cluster_fx_kill(&C, m);
     ck_assert_int_ge(cluster_fx_wait_promoted(&C, m, 20000), 0);
+    char err[400];
+    ck_assert_msg(cluster_fx_restart(&C, m, err, sizeof err) == 0, "%s", err);
 }
 
 START_TEST(a_cluster_can_require_a_password)
@@ -143,6 +155,31 @@ START_TEST(a_cluster_can_require_an_acl_user)
 {
     struct cluster_fx_opts o = { .password = "pw-for-test", .user = "dq" };
     password_case(&o);
+}
+END_TEST
+
+/* A TLS-only cluster: a plain connection to a node's port gets no
+ * answer; replication and the cluster bus work over TLS (a failover). */
+START_TEST(a_cluster_can_speak_only_tls)
+{
+    char certs[128], err[400], cmd[600];
+    ck_assert_int_eq(tu_make_temp_dir("dqcerts", certs, sizeof certs, err, sizeof err), 0);
+    snprintf(cmd, sizeof cmd, "sh '%s' '%s' %s", TLS_CERTS_SCRIPT, certs, OPENSSL);
+    ck_assert_msg(system(cmd) == 0, "%s failed", cmd);
+    struct cluster_fx_opts o = { .tls_dir = certs };
+    ck_assert_msg(cluster_fx_start(&C, 3, 1, &o, err, sizeof err) == 0, "%s", err);
+    struct timeval tv = { 1, 0 };
+    redisContext *rc = redisConnectWithTimeout("127.0.0.1", C.port[0], tv);
+    ck_assert_msg(rc && !rc->err, "cannot connect to node 0");
+    redisSetTimeout(rc, tv);
+    redisReply *r = redisCommand(rc, "PING");
+    ck_assert_msg(r == NULL, "a plain PING was answered");
+    redisFree(rc);
+    int m = set_on_owner("{g}k");
+    cluster_fx_kill(&C, m);
+    ck_assert_int_ge(cluster_fx_wait_promoted(&C, m, 20000), 0);
+    ck_assert_msg(cluster_fx_restart(&C, m, err, sizeof err) == 0, "%s", err);
+    tu_remove_tree(certs);
 }
 END_TEST
 
@@ -161,5 +198,9 @@ int main(void)
     tc = fixture_tcase(s, "auth", 60, NULL, NULL, NULL, teardown);
     tcase_add_test(tc, a_cluster_can_require_a_password);
     tcase_add_test(tc, a_cluster_can_require_an_acl_user);
+    if (access(OPENSSL, X_OK) == 0)
+        tcase_add_test(tc, a_cluster_can_speak_only_tls);
+    else
+        printf("SKIP: the TLS cluster test: %s is missing (apt-get install openssl)\n", OPENSSL);
     return fixture_run_suite(s);
 }

@@ -278,18 +278,26 @@ static int fresh_port(const struct cluster_fx *c, int upto)
     return -1;
 }
 
-/* Start node `i` in DIR/nI on its ports, cluster mode, no persistence. */
+/* Start node `i` in DIR/nI, cluster mode, no persistence: on new ports
+ * the first time, on its ports again after a kill (its nodes.conf then
+ * brings it back into the cluster). */
 static int start_node(struct cluster_fx *c, const char *server, int i, char *err, size_t errlen)
 {
     char dir[140], port[16], bus[16], cert[300], key[300], ca[300];
     snprintf(dir, sizeof dir, "%s/n%d", c->dir, i);
-    if (mkdir(dir, 0700) < 0) {
+    if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
         snprintf(err, errlen, "mkdir %s: %s", dir, strerror(errno));
         return -1;
     }
     snprintf(c->sock[i], sizeof c->sock[i], "%s/redis.sock", dir);
-    c->port[i] = fresh_port(c, i);
-    c->bus_port[i] = c->port[i] < 0 ? -1 : fresh_port(c, i + 1);
+    if (unlink(c->sock[i]) < 0 && errno != ENOENT) {
+        snprintf(err, errlen, "%s: %s", c->sock[i], strerror(errno));
+        return -1;
+    }
+    if (c->port[i] == 0) {
+        c->port[i] = fresh_port(c, i);
+        c->bus_port[i] = c->port[i] < 0 ? -1 : fresh_port(c, i + 1);
+    }
     if (c->port[i] < 0 || c->bus_port[i] < 0 || c->bus_port[i] == c->port[i]) {
         snprintf(err, errlen, "no free loopback port");
         return -1;
@@ -408,26 +416,31 @@ static int replicas_synced(const struct cluster_fx *c)
     return 1;
 }
 
-/* Require the password from now on: masters' replication credentials
- * first, then the user or requirepass (the fixture's own connections
- * authenticate from then on: c->password is set last). */
+/* Node `idx` requires the password from now on: its replication
+ * credentials first, then the user or requirepass. */
+static int protect_node(const struct cluster_fx *c, int i, const struct cluster_fx_opts *o,
+                        char *err, size_t errlen)
+{
+    if (o->user && node_ok(c, i, err, errlen, "CONFIG SET masteruser %s", o->user) < 0)
+        return -1;
+    if (node_ok(c, i, err, errlen, "CONFIG SET masterauth %s", o->password) < 0)
+        return -1;
+    if (!o->user)
+        return node_ok(c, i, err, errlen, "CONFIG SET requirepass %s", o->password);
+    if (node_ok(c, i, err, errlen, "ACL SETUSER %s on >%s ~* &* +@all", o->user,
+                o->password) < 0)
+        return -1;
+    return node_ok(c, i, err, errlen, "ACL SETUSER default off");
+}
+
+/* Every node requires the password from now on (the fixture's own
+ * connections authenticate from then on: c->password is set last). */
 static int protect(struct cluster_fx *c, const struct cluster_fx_opts *o, char *err,
                    size_t errlen)
 {
-    for (int i = 0; i < c->nnodes; i++) {
-        if (o->user && node_ok(c, i, err, errlen, "CONFIG SET masteruser %s", o->user) < 0)
+    for (int i = 0; i < c->nnodes; i++)
+        if (protect_node(c, i, o, err, errlen) < 0)
             return -1;
-        if (node_ok(c, i, err, errlen, "CONFIG SET masterauth %s", o->password) < 0)
-            return -1;
-        if (o->user) {
-            if (node_ok(c, i, err, errlen, "ACL SETUSER %s on >%s ~* &* +@all", o->user,
-                        o->password) < 0
-                || node_ok(c, i, err, errlen, "ACL SETUSER default off") < 0)
-                return -1;
-        } else if (node_ok(c, i, err, errlen, "CONFIG SET requirepass %s", o->password) < 0) {
-            return -1;
-        }
-    }
     snprintf(c->password, sizeof c->password, "%s", o->password);
     snprintf(c->user, sizeof c->user, "%s", o->user ? o->user : "");
     return 0;
@@ -636,6 +649,21 @@ int cluster_fx_move_slots(struct cluster_fx *c, int from, int to, int nslots, ch
 int cluster_fx_reshard_start(struct cluster_fx *c, const int *slots, size_t n, int to,
                              int pause_ms, char *err, size_t errlen)
 {
+    int *tos = calloc(n ? n : 1, sizeof *tos);
+    if (!tos) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++)
+        tos[i] = to;
+    int rc = cluster_fx_reshard_start_to(c, slots, tos, n, pause_ms, err, errlen);
+    free(tos);
+    return rc;
+}
+
+int cluster_fx_reshard_start_to(struct cluster_fx *c, const int *slots, const int *to,
+                                size_t n, int pause_ms, char *err, size_t errlen)
+{
     if (c->reshard_pid > 0) {
         snprintf(err, errlen, "a reshard runs already");
         return -1;
@@ -653,7 +681,7 @@ int cluster_fx_reshard_start(struct cluster_fx *c, const int *slots, size_t n, i
     tu_child_prepare(TU_DIE_WITH_PARENT);
     for (size_t i = 0; i < n; i++) {
         char e[400];
-        if (cluster_fx_move_slot(c, slots[i], to, e, sizeof e) < 0) {
+        if (cluster_fx_move_slot(c, slots[i], to[i], e, sizeof e) < 0) {
             fprintf(stderr, "reshard: %s\n", e);
             _exit(1);
         }
@@ -694,6 +722,44 @@ void cluster_fx_kill(struct cluster_fx *c, int idx)
     kill(c->pid[idx], SIGKILL);
     waitpid(c->pid[idx], NULL, 0);
     c->pid[idx] = 0;
+}
+
+int cluster_fx_restart(struct cluster_fx *c, int idx, char *err, size_t errlen)
+{
+    char server[PATH_MAX];
+    if (c->pid[idx] > 0) {
+        snprintf(err, errlen, "node %d runs", idx);
+        return -1;
+    }
+    if (tu_redis_find(NULL, server, sizeof server) < 0) {
+        snprintf(err, errlen, "redis-server not found");
+        return -1;
+    }
+    if (start_node(c, server, idx, err, errlen) < 0)
+        return -1;
+    /* The password the others require (CONFIG SET went with the process);
+     * the new process has none yet, so the fixture's connection to it must
+     * not authenticate. */
+    if (c->password[0]) {
+        char saved[sizeof c->password];
+        snprintf(saved, sizeof saved, "%s", c->password);
+        struct cluster_fx_opts o = { .password = saved, .user = c->user[0] ? c->user : NULL };
+        c->password[0] = '\0';
+        int rc = protect_node(c, idx, &o, err, errlen);
+        snprintf(c->password, sizeof c->password, "%s", saved);
+        if (rc < 0)
+            return -1;
+    }
+    int64_t deadline = tu_mono_ms() + START_TIMEOUT_MS;
+    while (!node_says(c, idx, "INFO", "replication", "master_link_status:up")) {
+        if (tu_mono_ms() > deadline) {
+            snprintf(err, errlen, "node %d did not come back as a replica (see %s/n%d/redis.log)",
+                     idx, c->dir, idx);
+            return -1;
+        }
+        tu_sleep_ms(50);
+    }
+    return 0;
 }
 
 int cluster_fx_wait_promoted(struct cluster_fx *c, int idx, int timeout_ms)

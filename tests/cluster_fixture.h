@@ -119,12 +119,22 @@ int cluster_fx_move_slots(struct cluster_fx *c, int from_idx, int to_idx, int ns
 int cluster_fx_reshard_start(struct cluster_fx *c, const int *slots, size_t n, int to_idx,
                              int pause_ms, char *err, size_t errlen);
 
+/* The same with a master for each slot: slots[i] goes to to[i]. */
+int cluster_fx_reshard_start_to(struct cluster_fx *c, const int *slots, const int *to,
+                                size_t n, int pause_ms, char *err, size_t errlen);
+
 /* Wait for the background reshard; 0 when every slot moved, -1 with the
  * reason (its error went to stderr). */
 int cluster_fx_reshard_wait(struct cluster_fx *c, char *err, size_t errlen);
 
 /* kill -9 node `idx` (and reap it). */
 void cluster_fx_kill(struct cluster_fx *c, int idx);
+
+/* Start killed node `idx` again on its ports: it rejoins the cluster
+ * (from its nodes.conf) and, its slots taken over, as a replica of the
+ * new owner.  Waits (30 s at most) until its replication link is up.  0,
+ * or -1 with the reason. */
+int cluster_fx_restart(struct cluster_fx *c, int idx, char *err, size_t errlen);
 
 /* Wait (up to `timeout_ms`) until the slots master `idx` served before it
  * died are served by another live node that every live node agrees on,

@@ -1,0 +1,668 @@
+/*
+ * One queue over a Redis Cluster, end to end: a local cluster of three
+ * masters with a replica each (tests/cluster_fixture.c), the real delayqd
+ * with `cluster = true` and a queue of 12 partitions, the real test
+ * handler recording every run, and libdelayq producing with
+ * dq_options.cluster.
+ *
+ * - 20,000 jobs: the queue's partitions are on all three masters, and
+ *   every job runs exactly once with four workers.
+ * - Slots that hold partitions move to other masters (MIGRATE, as
+ *   redis-cli --cluster reshard does) while jobs are enqueued and run: none
+ *   lost, none run twice, every job done within a bound.
+ * - kill -9 of a master, its replica promoted: jobs lost and run twice are
+ *   counted and printed ("cluster failover: lost=N dup=M"); with
+ *   durability "replicated" none whose enqueue returned OK is lost and
+ *   none enqueued by one call runs twice (one sent again after a failed
+ *   enqueue may run twice: the failed call may have written it).
+ * - Priority (per partition), pause and resume, and a recurring schedule
+ *   on the partitioned queue.
+ *
+ * DELAYQ_CLUSTER_JOBS changes the 20,000; DELAYQ_CLUSTER_LOG=PATH keeps
+ * the daemon's log (and PATH.record, the runs) of the failover runs.
+ */
+#include <check.h>
+#include <hiredis/hiredis.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cluster_fixture.h"
+#include "daemon_harness.h"
+#include "lib/keys.h"
+#include "testutil.h"
+
+#define NPARTS 12
+#define NMASTERS 3
+#define CHUNK 1000              /* jobs per dq_enqueue_many */
+
+static struct harness H;        /* the directory, the record, the daemon */
+static struct cluster_fx C;
+
+static void setup(void)
+{
+    h_setup(&H);
+    char err[400];
+    ck_assert_msg(cluster_fx_start(&C, NMASTERS, 1, NULL, err, sizeof err) == 0, "%s", err);
+}
+
+static void teardown(void)
+{
+    if (H.pid > 0)
+        h_stop(&H, 10000);
+    cluster_fx_stop(&C);
+    h_teardown(&H);
+}
+
+/* ---- the daemon on the cluster ------------------------------------------------ */
+
+struct cl_conf {
+    int workers;
+    int batch;
+    const char *lease;
+    const char *durability;     /* "local" or "replicated" */
+};
+
+/* delayqd.conf: the cluster's nodes as seeds, the queue in NPARTS
+ * partitions, the test handler recording (and holding a lock per job, to
+ * tell overlapping runs). */
+static void write_conf(const struct cl_conf *cc)
+{
+    char nodes[CLUSTER_FX_MAX_NODES * 40] = "", locks[300];
+    size_t n = 0;
+    for (int i = 0; i < C.nnodes; i++)
+        n += (size_t)snprintf(nodes + n, sizeof nodes - n, "%s\"%s\"", i ? ", " : "",
+                              C.seeds[i]);
+    snprintf(locks, sizeof locks, "%s/locks", H.fx.dir);
+    if (mkdir(locks, 0755) < 0)
+        ck_assert_msg(access(locks, W_OK) == 0, "%s", locks);
+    char text[8192];
+    snprintf(text, sizeof text,
+             "redis = { cluster = true; nodes = [ %s ]; connect_timeout = \"2s\";\n"
+             "          command_timeout = \"2s\"; durability = \"%s\"; };\n"
+             "handler_dir = \"%s\";\n"
+             "queues = ( { name = \"" H_QUEUE "\"; workers = %d; lease = \"%s\"; batch = %d;\n"
+             "             max_attempts = 10; partitions = %d;\n"
+             "             backoff = { base = \"100ms\"; cap = \"1s\"; jitter = 0.0; }; } );\n"
+             "handlers = ( { type = \"*\"; file = \"testhandler.so\"; timeout = \"1s\";\n"
+             "               settings = { record = \"%s\"; lock_dir = \"%s\"; }; } );\n"
+             "reaper = { interval = \"200ms\"; batch = 100; };\n"
+             "shutdown_timeout = \"10s\";\n"
+             "log = { level = \"info\"; target = \"stderr\"; };\n",
+             nodes, cc->durability ? cc->durability : "local", H.handler_dir, cc->workers,
+             cc->lease ? cc->lease : "10s", cc->batch ? cc->batch : 16, NPARTS, H.record,
+             locks);
+    h_write_file(H.conf, text);
+}
+
+/* The daemon's steady state over the whole cluster (tu_delayqd_ready's
+ * counts, summed over the nodes: its connections are spread over them);
+ * -1 when it exited. */
+static int daemon_ready(void *arg)
+{
+    int workers = *(int *)arg, subs = 0, calls = 0;
+    if (waitpid(H.pid, NULL, WNOHANG) == H.pid) {
+        H.pid = 0;
+        return -1;
+    }
+    for (int i = 0; i < C.nnodes; i++) {
+        char err[300];
+        redisContext *rc = C.pid[i] > 0 ? cluster_fx_connect(&C, i, 2000, err, sizeof err) : NULL;
+        if (!rc)
+            continue;
+        subs += tu_redis_clients_with(rc, "cmd=subscribe");
+        calls += tu_redis_clients_with(rc, "cmd=evalsha") + tu_redis_clients_with(rc, "cmd=wait");
+        redisFree(rc);
+    }
+    return subs >= workers && calls >= workers + 1;
+}
+
+static void start_daemon(const struct cl_conf *cc)
+{
+    write_conf(cc);
+    char *const argv[] = { (char *)fixture_build_path("delayqd"), "-f", "-c", H.conf, NULL };
+    char err[300];
+    H.pid = tu_spawn(argv, H.log, 0, err, sizeof err);
+    ck_assert_msg(H.pid > 0, "%s", err);
+    int workers = cc->workers;
+    int ok = h_wait(20000, daemon_ready, &workers);
+    ck_assert_msg(ok == 1, "delayqd did not get ready on the cluster (%s); its log:\n%s",
+                  ok < 0 ? "it exited" : "timeout", h_log_tail(&H));
+}
+
+/* A library client routed over the cluster, every node a seed. */
+static dq_client *cluster_client(dq_durability durability)
+{
+    dq_options opt;
+    dq_options_init(&opt);
+    opt.cluster = 1;
+    opt.nodes = C.seeds;
+    opt.nnodes = (size_t)C.nnodes;
+    opt.connect_timeout_ms = 10000;
+    opt.durability = durability;
+    char err[512];
+    dq_client *c = dq_connect(&opt, err, sizeof err, NULL);
+    ck_assert_msg(c != NULL, "connect to the cluster: %s", err);
+    return c;
+}
+
+/* ---- jobs and their runs ----------------------------------------------------- */
+
+struct jobs {
+    int n;
+    char (*ids)[DQ_ID_MAX + 1];
+    unsigned char *accepted;    /* its enqueue returned OK (or EXISTS) */
+    unsigned char *sent;        /* how many times it was sent (at most 255) */
+};
+
+static void jobs_init(struct jobs *j, int n, const char *prefix)
+{
+    j->n = n;
+    j->ids = calloc((size_t)n, sizeof *j->ids);
+    j->accepted = calloc((size_t)n, 1);
+    j->sent = calloc((size_t)n, 1);
+    ck_assert(j->ids && j->accepted && j->sent);
+    for (int i = 0; i < n; i++)
+        snprintf(j->ids[i], sizeof j->ids[i], "%s%d", prefix, i);
+}
+
+static void jobs_free(struct jobs *j)
+{
+    free(j->ids);
+    free(j->accepted);
+    free(j->sent);
+}
+
+/*
+ * Enqueue jobs [first, first+n) due after `delay_ms`, sending again those
+ * not taken (a failover, a migrating slot, a write not replicated in
+ * time) for up to `patience_ms` (once when 0); mark those accepted.
+ * `generated`: the library makes the ids (j->ids receive them), and a
+ * job is sent once.  Returns how many are not accepted.
+ */
+static int enqueue_range(dq_client *c, struct jobs *j, int first, int n, int64_t delay_ms,
+                         int generated, int patience_ms)
+{
+    dq_enqueue_req *reqs = calloc((size_t)n, sizeof *reqs);
+    dq_enqueued *out = calloc((size_t)n, sizeof *out);
+    dq_status *sts = calloc((size_t)n, sizeof *sts);
+    int *which = calloc((size_t)n, sizeof *which);
+    ck_assert(reqs && out && sts && which);
+    int64_t deadline = tu_mono_ms() + patience_ms;
+    for (int tries = 0;; tries++) {
+        size_t k = 0;
+        for (int i = first; i < first + n; i++)
+            if (!j->accepted[i]) {
+                j->sent[i] += j->sent[i] < 255;
+                which[k] = i;
+                reqs[k++] = (dq_enqueue_req){ .queue = H_QUEUE, .type = "t",
+                                              .id = generated ? NULL : j->ids[i],
+                                              .payload = "ok", .payload_len = 2,
+                                              .delay_ms = delay_ms };
+            }
+        if (k == 0 || (tries > 0 && tu_mono_ms() > deadline))
+            break;
+        (void)dq_enqueue_many(c, reqs, k, out, sts);
+        int failed = 0;
+        for (size_t i = 0; i < k; i++) {
+            int ok = sts[i] == DQ_OK || sts[i] == DQ_ERR_EXISTS;
+            failed += !ok;
+            /* A generated id whose enqueue failed may still have been
+             * written: never sent again (that would be a second job);
+             * 2 marks it tried, not accepted. */
+            if (ok || generated)
+                j->accepted[which[i]] = ok ? 1 : 2;
+            if (ok && generated)
+                snprintf(j->ids[which[i]], sizeof j->ids[which[i]], "%s", out[i].id);
+        }
+        if (failed)
+            tu_sleep_ms(50);
+    }
+    int left = 0;
+    for (int i = first; i < first + n; i++)
+        left += j->accepted[i] != 1;
+    free(reqs);
+    free(out);
+    free(sts);
+    free(which);
+    return left;
+}
+
+struct tally {
+    int lost, lost_accepted, dup, overlaps, accepted;
+    int dup_sent_once;          /* run twice though enqueued by one call */
+    char some_dups[200];        /* the first ids run twice, for the report */
+};
+
+static int run_cmp(const void *a, const void *b)
+{
+    return strcmp(((const struct h_run *)a)->id, ((const struct h_run *)b)->id);
+}
+
+/* How many start lines `id` has in `runs` (sorted by id). */
+static int starts_of(const struct h_run *runs, size_t n, const char *id)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (strcmp(runs[mid].id, id) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    int starts = 0;
+    for (size_t i = lo; i < n && strcmp(runs[i].id, id) == 0; i++)
+        starts += runs[i].end == 0;
+    return starts;
+}
+
+/* Count, from the record, the jobs never started and those started more
+ * than once (the runs sorted by id: 20,000 jobs, twice as many lines). */
+static struct tally tally_runs(const struct jobs *j)
+{
+    struct tally t = { 0 };
+    struct h_run *runs;
+    size_t nruns = h_records(&H, &runs);
+    for (size_t i = 0; i < nruns; i++)
+        t.overlaps += runs[i].end == H_OVERLAP;
+    qsort(runs, nruns, sizeof *runs, run_cmp);
+    for (int i = 0; i < j->n; i++) {
+        int starts = starts_of(runs, nruns, j->ids[i]);
+        int ok = j->accepted[i] == 1;
+        t.accepted += ok;
+        t.lost += starts == 0;
+        t.lost_accepted += starts == 0 && ok;
+        t.dup += starts > 1;
+        t.dup_sent_once += starts > 1 && j->sent[i] == 1;
+        size_t len = strlen(t.some_dups);
+        if (starts > 1 && len + strlen(j->ids[i]) + 2 < sizeof t.some_dups)
+            snprintf(t.some_dups + len, sizeof t.some_dups - len, " %s", j->ids[i]);
+    }
+    free(runs);
+    return t;
+}
+
+static int queue_idle(void *arg)
+{
+    dq_stats st;
+    return dq_stats_get(arg, H_QUEUE, &st) == DQ_OK && st.delayed == 0 && st.due == 0
+           && st.processing == 0;
+}
+
+/* Wait until the queue is empty (`timeout_ms`), then for the record's
+ * last lines. */
+static void wait_drained(dq_client *c, int timeout_ms, const char *what)
+{
+    ck_assert_msg(h_wait(timeout_ms, queue_idle, c) == 1, "%s: the queue did not drain in %d s; "
+                  "log:\n%s", what, timeout_ms / 1000, h_log_tail(&H));
+    tu_sleep_ms(500);
+}
+
+/* The slot of partition `p`'s keys ({orders:p}). */
+static int partition_slot(int p)
+{
+    long long s = cluster_fx_int(&C, 0, "CLUSTER KEYSLOT {" H_QUEUE ":%d}", p);
+    ck_assert_int_ge(s, 0);
+    return (int)s;
+}
+
+/* ---- the tests --------------------------------------------------------------- */
+
+START_TEST(a_partitioned_queue_drains_once_over_three_masters)
+{
+    const char *env = getenv("DELAYQ_CLUSTER_JOBS");
+    int n = env && atoi(env) > 0 ? atoi(env) : 20000;
+    struct cl_conf cc = { .workers = 4, .batch = 16 };
+    start_daemon(&cc);
+    dq_client *c = cluster_client(DQ_DURABILITY_LOCAL);
+    struct jobs j;
+    jobs_init(&j, n, "j");
+    /* A tenth with generated ids (which carry their partition). */
+    int named = n - n / 10;
+    int64_t t0 = tu_mono_ms();
+    for (int first = 0; first < n; first += CHUNK) {
+        int k = n - first < CHUNK ? n - first : CHUNK;
+        ck_assert_msg(enqueue_range(c, &j, first, k, 3000, first >= named, 0) == 0,
+                      "enqueue: %s", dq_errmsg(c));
+    }
+    int64_t enqueued_ms = tu_mono_ms() - t0;
+
+    /* Every partition's keys are on the master of its slot; together
+     * they are on all three masters. */
+    int on_master[NMASTERS] = { 0 };
+    for (int p = 0; p < NPARTS; p++) {
+        int m = cluster_fx_master_of_slot(&C, partition_slot(p));
+        ck_assert_msg(m >= 0 && m < NMASTERS, "partition %d: master %d", p, m);
+        char pattern[64];
+        snprintf(pattern, sizeof pattern, "dq:{" H_QUEUE ":%d}:*", p);
+        ck_assert_msg(cluster_fx_keys_on(&C, m, pattern) >= 1, "no keys of partition %d on "
+                      "master %d", p, m);
+        on_master[m]++;
+    }
+    for (int m = 0; m < NMASTERS; m++)
+        ck_assert_msg(on_master[m] > 0, "no partition on master %d", m);
+    /* The generated ids name their partition. */
+    for (int i = named; i < n; i++)
+        ck_assert_msg(strspn(j.ids[i], "0123456789") == strlen(j.ids[i]), "%s", j.ids[i]);
+
+    wait_drained(c, 120000, "drain");
+    int64_t drained_ms = tu_mono_ms() - t0;
+    struct tally t = tally_runs(&j);
+    printf("cluster drain: %d jobs over %d masters, %d partitions: enqueued in %lld ms, "
+           "drained %lld ms after the first enqueue (due 3 s after it); lost=%d dup=%d\n",
+           n, NMASTERS, NPARTS, (long long)enqueued_ms, (long long)drained_ms, t.lost, t.dup);
+    ck_assert_int_eq(t.accepted, n);
+    ck_assert_int_eq(t.lost, 0);
+    ck_assert_int_eq(t.dup, 0);
+    ck_assert_int_eq(t.overlaps, 0);
+    dq_stats st;
+    ck_assert_int_eq(dq_stats_get(c, H_QUEUE, &st), DQ_OK);
+    ck_assert_int_eq(st.dead, 0);
+    jobs_free(&j);
+    dq_close(c);
+    ck_assert_int_eq(h_stop(&H, 10000), 0);
+}
+END_TEST
+
+#define RESHARD_JOBS 12000
+#define RESHARD_BATCH 500
+
+START_TEST(resharding_during_a_run_loses_and_repeats_nothing)
+{
+    struct cl_conf cc = { .workers = 4, .batch = 16 };
+    start_daemon(&cc);
+    dq_client *c = cluster_client(DQ_DURABILITY_LOCAL);
+    struct jobs j;
+    jobs_init(&j, RESHARD_JOBS, "r");
+
+    /* Every partition's slot (and the queue's own {orders} slot) moves to
+     * the next master, one after another, while jobs are enqueued and
+     * run. */
+    int slots[NPARTS + 1], to[NPARTS + 1];
+    for (int p = 0; p <= NPARTS; p++) {
+        long long s = p < NPARTS ? partition_slot(p)
+                                 : cluster_fx_int(&C, 0, "CLUSTER KEYSLOT {" H_QUEUE "}");
+        slots[p] = (int)s;
+        to[p] = (cluster_fx_master_of_slot(&C, slots[p]) + 1) % NMASTERS;
+    }
+    /* A first batch before: the slots move with jobs in them. */
+    ck_assert_int_eq(enqueue_range(c, &j, 0, RESHARD_BATCH, 300, 0, 30000), 0);
+    char err[400];
+    int64_t t0 = tu_mono_ms();
+    ck_assert_msg(cluster_fx_reshard_start_to(&C, slots, to, NPARTS + 1, 150, err,
+                                              sizeof err) == 0, "%s", err);
+    for (int first = RESHARD_BATCH; first < RESHARD_JOBS; first += RESHARD_BATCH) {
+        ck_assert_msg(enqueue_range(c, &j, first, RESHARD_BATCH, 300, 0, 30000) == 0,
+                      "batch at %d not taken in 30 s: %s", first, dq_errmsg(c));
+        tu_sleep_ms(100);
+    }
+    ck_assert_msg(cluster_fx_reshard_wait(&C, err, sizeof err) == 0, "%s", err);
+    int64_t resharded_ms = tu_mono_ms() - t0;
+    for (int p = 0; p <= NPARTS; p++)
+        ck_assert_int_eq(cluster_fx_master_of_slot(&C, slots[p]), to[p]);
+    ck_assert_int_eq(cluster_fx_wait_ok(&C, 10000), 0);
+
+    /* No worker stuck: everything done within a bound, and jobs enqueued
+     * after the move run at once. */
+    wait_drained(c, 60000, "reshard");
+    struct jobs after;
+    jobs_init(&after, 400, "after");
+    int64_t t1 = tu_mono_ms();
+    ck_assert_int_eq(enqueue_range(c, &after, 0, after.n, 0, 0, 10000), 0);
+    wait_drained(c, 10000, "after the reshard");
+    int64_t after_ms = tu_mono_ms() - t1;
+    struct tally t = tally_runs(&j), ta = tally_runs(&after);
+    printf("cluster reshard: %d slots moved in %lld ms while %d jobs ran: lost=%d dup=%d; "
+           "%d jobs after it done in %lld ms\n",
+           NPARTS + 1, (long long)resharded_ms, RESHARD_JOBS, t.lost, t.dup, after.n,
+           (long long)after_ms);
+    ck_assert_int_eq(t.accepted, RESHARD_JOBS);
+    ck_assert_int_eq(t.lost, 0);
+    ck_assert_int_eq(t.dup, 0);
+    ck_assert_int_eq(t.overlaps, 0);
+    ck_assert_int_eq(ta.lost, 0);
+    ck_assert_int_eq(ta.dup, 0);
+    ck_assert_msg(tu_process_running(H.pid), "delayqd exited; log:\n%s", h_log_tail(&H));
+    pid_t kids[16];
+    ck_assert_int_ge(tu_children(H.pid, kids, NULL, 16), cc.workers + 1);   /* + reaper */
+    jobs_free(&j);
+    jobs_free(&after);
+    dq_close(c);
+    ck_assert_int_eq(h_stop(&H, 10000), 0);
+}
+END_TEST
+
+#define FO_JOBS 5000
+#define FO_BATCH 50
+#define FO_PACE_MS 40
+
+/* Copy the daemon's log and the record to PATH and PATH.record
+ * (DELAYQ_CLUSTER_LOG), to read after the test's directory is gone;
+ * NULL: nothing. */
+static void keep_log(const char *path)
+{
+    if (!path)
+        return;
+    const char *from[2] = { H.log, H.record };
+    for (int i = 0; i < 2; i++) {
+        char to[PATH_MAX];
+        snprintf(to, sizeof to, "%s%s", path, i ? ".record" : "");
+        FILE *in = fopen(from[i], "r");
+        FILE *out = in ? fopen(to, "w") : NULL;
+        char buf[4096];
+        size_t n;
+        while (out && (n = fread(buf, 1, sizeof buf, in)) > 0)
+            fwrite(buf, 1, n, out);
+        if (out)
+            fclose(out);
+        if (in)
+            fclose(in);
+    }
+}
+
+/* Once the killed master's replica took over (*promoted is -1 until
+ * then), start the killed node again: it becomes the new master's
+ * replica. */
+static void follow_failover(int victim, int *promoted, int64_t *t_promoted)
+{
+    if (C.pid[victim] > 0 || *promoted >= 0)
+        return;
+    *promoted = cluster_fx_wait_promoted(&C, victim, 0);
+    if (*promoted < 0)
+        return;
+    *t_promoted = tu_mono_ms();
+    char err[400];
+    ck_assert_msg(cluster_fx_restart(&C, victim, err, sizeof err) == 0, "%s", err);
+}
+
+/*
+ * Jobs enqueued in paced batches while a master is killed (kill -9) after
+ * two fifths of them; once its replica is promoted the killed node comes
+ * back as that replica's replica ("replicated" writes need one).  Counts
+ * printed, asserted as far as `durability` promises.
+ */
+static void failover_run(const char *durability)
+{
+    int replicated = strcmp(durability, "replicated") == 0;
+    if (replicated)
+        for (int i = 0; i < C.nnodes; i++)
+            ck_assert_int_eq(cluster_fx_int(&C, i, "CONFIG SET min-replicas-to-write 1"), 0);
+    struct cl_conf cc = { .workers = 4, .batch = 16, .lease = "10s", .durability = durability };
+    start_daemon(&cc);
+    dq_client *c = cluster_client(replicated ? DQ_DURABILITY_REPLICATED : DQ_DURABILITY_LOCAL);
+    struct jobs j;
+    jobs_init(&j, FO_JOBS, "f");
+    int victim = cluster_fx_master_of_slot(&C, partition_slot(0));
+    ck_assert_int_ge(victim, 0);
+    int nbatches = FO_JOBS / FO_BATCH, kill_at = nbatches * 2 / 5, promoted = -1;
+    int64_t t_kill = 0, t_promoted = 0;
+    for (int b = 0; b < nbatches; b++) {
+        if (b == kill_at) {
+            t_kill = tu_mono_ms();
+            cluster_fx_kill(&C, victim);
+        }
+        /* Sent again for up to 30 s, following the failover in between;
+         * jobs still not taken are counted below, not failed here. */
+        int64_t give_up = tu_mono_ms() + 30000;
+        while (enqueue_range(c, &j, b * FO_BATCH, FO_BATCH, 1000, 0, 500) > 0
+               && tu_mono_ms() < give_up)
+            follow_failover(victim, &promoted, &t_promoted);
+        follow_failover(victim, &promoted, &t_promoted);
+        tu_sleep_ms(FO_PACE_MS);
+    }
+    for (int64_t until = tu_mono_ms() + 20000; promoted < 0 && tu_mono_ms() < until;
+         tu_sleep_ms(50))
+        follow_failover(victim, &promoted, &t_promoted);
+    ck_assert_msg(promoted >= 0, "no replica took over from node %d", victim);
+    wait_drained(c, 60000, "failover");
+    struct tally t = tally_runs(&j);
+    dq_stats st;
+    ck_assert_int_eq(dq_stats_get(c, H_QUEUE, &st), DQ_OK);
+    printf("cluster failover: lost=%d dup=%d (durability %s; %d jobs, %d accepted, %d of "
+           "them lost; %d of the dups enqueued by one call, the others sent again after an "
+           "enqueue that failed; node %d killed, node %d promoted %lld ms later; dead %lld)\n",
+           t.lost, t.dup, durability, FO_JOBS, t.accepted, t.lost_accepted, t.dup_sent_once,
+           victim, promoted, (long long)(t_promoted - t_kill), (long long)st.dead);
+    keep_log(getenv("DELAYQ_CLUSTER_LOG"));
+    ck_assert_msg(t.overlaps == 0, "%d runs overlapped a live run of the same job", t.overlaps);
+    ck_assert_msg(tu_process_running(H.pid), "delayqd exited; log:\n%s", h_log_tail(&H));
+    ck_assert_int_eq(st.dead, 0);
+    if (replicated) {
+        ck_assert_msg(t.lost_accepted == 0, "%d jobs whose enqueue returned OK never ran",
+                      t.lost_accepted);
+        /* A job sent again after its enqueue failed (not confirmed by a
+         * replica in time, yet written) may have run and gone before the
+         * second call made it anew: that second job is the caller's, so
+         * it is counted, not failed. */
+        ck_assert_msg(t.dup_sent_once == 0, "%d jobs enqueued once ran twice (run twice in "
+                      "all:%s)", t.dup_sent_once, t.some_dups);
+    }
+    jobs_free(&j);
+    dq_close(c);
+    ck_assert_int_eq(h_stop(&H, 10000), 0);
+}
+
+START_TEST(a_master_failover_is_counted)
+{
+    failover_run("local");
+}
+END_TEST
+
+START_TEST(a_replicated_failover_loses_and_repeats_nothing)
+{
+    failover_run("replicated");
+}
+END_TEST
+
+/* The start order of the runs of the jobs in partition `p` whose id
+ * begins with `prefix`: the first and last record line index. */
+static void span_in_partition(const struct h_run *runs, size_t n, int p, const char *prefix,
+                              size_t *first, size_t *last)
+{
+    *first = (size_t)-1;
+    *last = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (runs[i].end != 0 || strncmp(runs[i].id, prefix, strlen(prefix)) != 0
+            || keys_partition_of(runs[i].id, NPARTS) != (unsigned)p)
+            continue;
+        if (*first == (size_t)-1)
+            *first = i;
+        *last = i;
+    }
+}
+
+static int ticks_seen(void *arg)
+{
+    struct h_run *runs;
+    size_t n = h_records(&H, &runs);
+    int ticks = 0;
+    for (size_t i = 0; i < n; i++)
+        ticks += runs[i].end == 1 && strncmp(runs[i].id, "tick@", 5) == 0;
+    free(runs);
+    return ticks >= *(int *)arg;
+}
+
+START_TEST(priority_pause_and_schedules_on_a_partitioned_queue)
+{
+    /* One worker, small claims: the order of claims is the order of
+     * runs. */
+    struct cl_conf cc = { .workers = 1, .batch = 1 };
+    start_daemon(&cc);
+    dq_client *c = cluster_client(DQ_DURABILITY_LOCAL);
+
+    /* Paused: due jobs wait, on every partition. */
+    ck_assert_int_eq(dq_pause(c, H_QUEUE, NULL), DQ_OK);
+    int64_t since;
+    ck_assert_int_eq(dq_paused(c, H_QUEUE, &since), DQ_OK);
+    ck_assert_int_gt(since, 0);
+    enum { PER = 60 };
+    for (int i = 0; i < 2 * PER; i++) {
+        char id[32];
+        snprintf(id, sizeof id, "%s%d", i % 2 ? "hi" : "lo", i / 2);
+        dq_enqueue_req r = { .queue = H_QUEUE, .type = "t", .id = id, .payload = "ok",
+                             .payload_len = 2,
+                             .priority = i % 2 ? DQ_PRIORITY_HIGH : DQ_PRIORITY_LOW };
+        ck_assert_msg(dq_enqueue(c, &r, NULL) == DQ_OK, "%s: %s", id, dq_errmsg(c));
+    }
+    tu_sleep_ms(1500);
+    struct h_run *runs;
+    size_t n = h_records(&H, &runs);
+    free(runs);
+    ck_assert_msg(n == 0, "%zu runs while paused", n);
+    dq_stats st;
+    ck_assert_int_eq(dq_stats_get(c, H_QUEUE, &st), DQ_OK);
+    ck_assert_int_eq(st.due, 2 * PER);
+
+    /* Resumed: all run, and within each partition the urgent first. */
+    ck_assert_int_eq(dq_resume(c, H_QUEUE, NULL), DQ_OK);
+    wait_drained(c, 30000, "resume");
+    n = h_records(&H, &runs);
+    int parts_with_both = 0;
+    for (int p = 0; p < NPARTS; p++) {
+        size_t hi_first, hi_last, lo_first, lo_last;
+        span_in_partition(runs, n, p, "hi", &hi_first, &hi_last);
+        span_in_partition(runs, n, p, "lo", &lo_first, &lo_last);
+        if (hi_first == (size_t)-1 || lo_first == (size_t)-1)
+            continue;
+        parts_with_both++;
+        ck_assert_msg(hi_last < lo_first, "partition %d: a low job ran (line %zu) before a "
+                      "high one (line %zu)", p, lo_first, hi_last);
+    }
+    free(runs);
+    ck_assert_int_ge(parts_with_both, NPARTS / 2);
+
+    /* A recurring schedule: it lives on partition 0's tag, and fires. */
+    dq_schedule_req r = { .queue = H_QUEUE, .name = "tick", .type = "t",
+                          .expr = "@every 1s", .payload = "ok", .payload_len = 2 };
+    ck_assert_msg(dq_schedule_add(c, &r, NULL) == DQ_OK, "%s", dq_errmsg(c));
+    int m0 = cluster_fx_master_of_slot(&C, partition_slot(0));
+    ck_assert_int_eq(cluster_fx_keys_on(&C, m0, "dq:{" H_QUEUE ":0}:schedules"), 1);
+    int want = 2;
+    ck_assert_msg(h_wait(10000, ticks_seen, &want) == 1, "the schedule did not fire twice; "
+                  "log:\n%s", h_log_tail(&H));
+    ck_assert_int_eq(dq_schedule_remove(c, H_QUEUE, "tick"), DQ_OK);
+    dq_close(c);
+    ck_assert_int_eq(h_stop(&H, 10000), 0);
+}
+END_TEST
+
+int main(void)
+{
+    char why[300];
+    if (cluster_fx_available(why, sizeof why) < 0) {
+        fprintf(stderr, "%s: skipping\n", why);
+        return 77;
+    }
+    Suite *s = suite_create("cluster");
+    TCase *tc = fixture_tcase(s, "cluster", 150, NULL, NULL, setup, teardown);
+    tcase_add_test(tc, a_partitioned_queue_drains_once_over_three_masters);
+    tcase_add_test(tc, resharding_during_a_run_loses_and_repeats_nothing);
+    tcase_add_test(tc, a_master_failover_is_counted);
+    tcase_add_test(tc, a_replicated_failover_loses_and_repeats_nothing);
+    tcase_add_test(tc, priority_pause_and_schedules_on_a_partitioned_queue);
+    return fixture_run_suite(s);
+}
