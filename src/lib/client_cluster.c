@@ -107,8 +107,11 @@ static struct cluster_link *link_get(dq_client *c, unsigned node, dq_status *st)
     }
     if (l->rc && (l->rc->err || peer_closed(l->rc)))
         link_close(l);
-    if (!l->rc && !(l->rc = redis_conn_open(&l->o, st, c->err, sizeof c->err)))
-        return NULL;
+    if (!l->rc) {
+        if (!(l->rc = redis_conn_open(&l->o, st, c->err, sizeof c->err)))
+            return NULL;
+        c->conn_gen++;  /* a new server may hold other partition counts */
+    }
     return l;
 }
 

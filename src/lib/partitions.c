@@ -97,10 +97,13 @@ static struct part_entry *entry_of(dq_client *c, const char *queue)
 }
 
 /* Whether the entry was read on the connection the client holds now (a
- * broken one is replaced at the next command: read again then). */
+ * broken one is replaced at the next command: read again then).  On a
+ * cluster the client has no single connection: every connection it makes
+ * to a master counts as a reconnect (client_cluster.c). */
 static int entry_fresh(const dq_client *c, const struct part_entry *e)
 {
-    return e->gen != 0 && e->gen == c->conn_gen && c->rc && !c->rc->err;
+    return e->gen != 0 && e->gen == c->conn_gen
+           && (c->cluster || (c->rc && !c->rc->err));
 }
 
 struct part_entry *part_lookup(dq_client *c, const char *queue, dq_status *st)
