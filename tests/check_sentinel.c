@@ -405,16 +405,8 @@ static int64_t largest_gap(const struct h_run *runs, size_t n, int64_t from, int
  * the test's directory is gone; NULL: nothing. */
 static void keep_log(const char *path)
 {
-    FILE *in = path ? fopen(H.log, "r") : NULL;
-    FILE *out = in ? fopen(path, "w") : NULL;
-    char buf[4096];
-    size_t n;
-    while (out && (n = fread(buf, 1, sizeof buf, in)) > 0)
-        fwrite(buf, 1, n, out);
-    if (out)
-        fclose(out);
-    if (in)
-        fclose(in);
+    if (path)
+        (void)tu_copy_file(H.log, path);
 }
 
 /*

@@ -224,6 +224,24 @@ int tu_make_temp_dir(const char *prefix, char *dir, size_t dirlen, char *err, si
     return 0;
 }
 
+int tu_copy_file(const char *from, const char *to)
+{
+    FILE *in = fopen(from, "r");
+    if (!in)
+        return -1;
+    FILE *out = fopen(to, "w");
+    int rc = out ? 0 : -1;
+    char buf[4096];
+    size_t n;
+    while (out && (n = fread(buf, 1, sizeof buf, in)) > 0)
+        if (fwrite(buf, 1, n, out) != n)
+            rc = -1;
+    if (out && fclose(out) != 0)
+        rc = -1;
+    fclose(in);
+    return rc;
+}
+
 int tu_remove_tree(const char *path)
 {
     struct stat st;

@@ -100,6 +100,10 @@ int tu_make_temp_dir(const char *prefix, char *dir, size_t dirlen, char *err, si
  * set. */
 int tu_remove_tree(const char *path);
 
+/* Copy the file `from` to `to` (made or truncated), as a test keeps a
+ * daemon's log past its directory; 0, or -1 with errno set. */
+int tu_copy_file(const char *from, const char *to);
+
 /* ---- redis-server ---- */
 
 /* The redis-server to run: `given` (may be NULL), else $REDIS_SERVER, else
