@@ -64,6 +64,13 @@ struct daemon_conf {
     /* metrics.claim_failure_grace: /healthz turns 503 once a worker's
      * claims have failed for longer than this (a demoted Redis). */
     int64_t claim_failure_grace_ms;
+    /* admin.ui = true: the dashboard under /ui/ (ui.h); it needs
+     * credentials, read from the files token_file and basic_auth_file
+     * (their content here; NULL: that file is not configured). */
+    int admin_ui;
+    int admin_read_only;        /* admin.read_only: pages yes, actions 403 */
+    char *admin_token;          /* token_file's token */
+    char *admin_basic;          /* basic_auth_file's "user:password" */
 };
 
 /* Load and check `path` into `dc` (which it initialises).  Returns 0, or -1

@@ -1,0 +1,57 @@
+/*
+ * ui_auth: who may use the dashboard.  The secrets come from files named
+ * in the configuration (admin.token_file, admin.basic_auth_file), never
+ * from the configuration itself; a request proves it knows one with
+ * "Authorization: Bearer TOKEN", "Authorization: Basic base64(user:pass)",
+ * or the cookie a login with the token set (a random session id, kept
+ * here, HttpOnly, SameSite=Strict, Path=/ui/).  Every comparison of a
+ * secret takes the same time whatever the input.
+ */
+#ifndef DQ_UI_AUTH_H
+#define DQ_UI_AUTH_H
+
+#include <event2/http.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "daemon/dconfig.h"
+
+#define UI_SESSIONS_MAX 64          /* the oldest goes first */
+#define UI_SESSION_IDLE_MS (12LL * 3600 * 1000)
+
+struct ui_auth;
+
+struct ui_auth *ui_auth_new(void);
+void ui_auth_free(struct ui_auth *a);
+
+/* Take dc's credentials; every session ends when they changed. */
+void ui_auth_set_conf(struct ui_auth *a, const struct daemon_conf *dc);
+
+/* Whether `req` is authenticated (bearer, basic or session cookie);
+ * `now_ms` monotonic, for the session's idle limit. */
+int ui_auth_check(struct ui_auth *a, struct evhttp_request *req, int64_t now_ms);
+
+/* A login with `token` (or "user:password" for basic credentials):
+ * on success a new session, and its Set-Cookie value in cookie; 0 on
+ * success, -1 when refused. */
+int ui_auth_login(struct ui_auth *a, const char *secret, int64_t now_ms,
+                  char *cookie, size_t cookielen);
+
+/* End the request's session, if it has one; the Set-Cookie value that
+ * clears the cookie in `cookie`. */
+void ui_auth_logout(struct ui_auth *a, struct evhttp_request *req, char *cookie,
+                    size_t cookielen);
+
+/* The WWW-Authenticate value a 401 carries. */
+const char *ui_auth_challenge(const struct ui_auth *a);
+
+/* Whether a POST comes from the dashboard's own pages: Sec-Fetch-Site is
+ * "same-origin", or it is absent and Origin is http://HOST with HOST the
+ * request's Host header. */
+int ui_auth_same_origin(struct evhttp_request *req);
+
+/* Constant-time equality of two byte strings (the time depends on the
+ * lengths only). */
+int ui_auth_equal(const void *a, size_t alen, const void *b, size_t blen);
+
+#endif

@@ -1,0 +1,1 @@
+#include "daemon/ui_data.h"
