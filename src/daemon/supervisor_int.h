@@ -63,6 +63,8 @@ struct supervisor {
     int64_t watchdog_next_ms;
     struct metrics *metrics;    /* totals of exited children, own counts */
     struct http_admin *http;    /* /metrics and /healthz */
+    struct ui_history *history; /* the dashboard's last hour; NULL while
+                                   admin.ui is off */
 };
 
 /* ---- the child table (children.c) ---- */

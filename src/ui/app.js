@@ -1,0 +1,2 @@
+/* delayq dashboard: served as /ui/assets/app.js (no dependencies). */
+'use strict';
