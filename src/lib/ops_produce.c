@@ -336,8 +336,7 @@ dq_status dq_cancel(dq_client *c, const char *queue, const char *id)
         return st;
     struct cmd cmd;
     cmd_init(&cmd);
-    cmd_eval(&cmd, DQ_SCRIPT_CANCEL, &k);
-    cmd_push_str(&cmd, id);
+    proto_cancel_cmd(&cmd, &k, id);
     redisReply *r;
     st = client_run(c, &cmd, DQ_SCRIPT_CANCEL, &r);
     cmd_free(&cmd);
