@@ -148,11 +148,11 @@
     return 10 * p;
   }
 
+  /* "120", "12.5", "2.75", "0.025": three significant digits at most. */
   function fmtNum(v) {
     if (v === null || v === undefined || isNaN(v)) return '-';
-    if (v >= 100 || v === 0) return String(Math.round(v));
-    if (v >= 10) return v.toFixed(1);
-    return v.toFixed(2).replace(/0$/, '');
+    if (Math.abs(v) >= 100) return String(Math.round(v));
+    return String(parseFloat(v.toPrecision(3)));
   }
 
   function fmtClock(ms) {
