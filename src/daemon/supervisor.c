@@ -365,6 +365,7 @@ static void reload(struct supervisor *s)
     s->config_refused = 0;
     log_set_level(conf->log_level);
     metrics_listen(s);
+    supervisor_ui_conf(s);
     int missing = children_start_missing(s);
     s->missing_logged = missing > 0;
     if (missing > 0)
@@ -443,7 +444,7 @@ static int set_up(struct supervisor *s)
     }
     s->metrics = metrics_new();
     s->http = http_admin_new(s->base, admin_routes, 2, s);
-    if (!s->metrics || !s->http) {
+    if (!s->metrics || !s->http || supervisor_ui_setup(s) < 0) {
         log_err("cannot set up: out of memory");
         return -1;
     }
@@ -456,6 +457,7 @@ static void tear_down(struct supervisor *s, struct event **ev)
         if (ev[i])
             event_free(ev[i]);
     http_admin_free(s->http);
+    ui_free(s->ui);
     generation_free(s->cur);    /* first: their connections use the loop */
     for (int g = 0; g < MAX_GENERATIONS; g++)
         generation_free(s->old[g]);
@@ -485,6 +487,7 @@ int supervisor_run(struct daemon_conf *conf, const char *config_path)
     conf = NULL;                    /* the generation's now */
     if (metrics_listen(&s) < 0)
         goto done;
+    supervisor_ui_conf(&s);
     draw_nonce(&s);
     if (strays_setup() < 0)
         log_warn("prctl(PR_SET_CHILD_SUBREAPER): %s: processes a dead worker's handler "
