@@ -64,10 +64,10 @@ struct supervisor {
     int64_t watchdog_next_ms;
     struct metrics *metrics;    /* totals of exited children, own counts */
     struct http_admin *http;    /* /metrics, /healthz and /ui/ */
-    struct ui_history *history; /* the dashboard's last hour; NULL while
-                                   admin.ui is off */
     struct ui *ui;              /* the dashboard (supervisor_ui.c) */
     struct ui_queue_live ui_live[DCONFIG_MAX_QUEUES];   /* filled per request */
+    struct ui_history *history; /* the dashboard's last hour; NULL while
+                                   admin.ui is off */
 };
 
 /* ---- the child table (children.c) ---- */
