@@ -516,6 +516,90 @@ START_TEST(read_only_pages_show_no_action_forms)
 }
 END_TEST
 
+START_TEST(payloads_as_text_hex_or_cut)
+{
+    static char big[70001];
+    char buf[128];
+    struct ui_resp r;
+    dq_enqueue_req bin = { .queue = H_QUEUE, .type = "t", .id = "bin", .payload = "\x01\xff\x00z",
+                           .payload_len = 4, .delay_ms = 3600000 };
+    write_conf(0, 0);
+    memset(big, 'a', sizeof big - 1);
+    enqueue("big", "t", big, 3600000);
+    ck_assert_int_eq(dq_enqueue(H.c, &bin, NULL), DQ_OK);
+    start();
+    get("/ui/queues/" H_QUEUE "/jobs/big", &r);
+    ck_assert_int_eq(r.code, 200);
+    ck_assert_str_eq(text_of(r.body, NULL, "id=\"payload-cut\"", buf, sizeof buf),
+                     "showing 65536 of 70000 bytes");
+    ck_assert_ptr_nonnull(strstr(r.body, "<pre id=\"job-payload\">aaaa"));
+    ck_assert_ptr_nonnull(strstr(r.body, "aaaa</pre>"));
+    ck_assert_ptr_null(strstr(r.body, big + sizeof big - 1 - 65537));
+    ui_resp_free(&r);
+    get("/ui/queues/" H_QUEUE "/jobs/bin", &r);
+    ck_assert_int_eq(r.code, 200);
+    ck_assert_str_eq(text_of(r.body, NULL, "<pre id=\"job-payload\" class=\"hex\"", buf,
+                             sizeof buf), "01 ff 00 7a");
+    ck_assert_ptr_null(strstr(r.body, "id=\"payload-cut\""));
+    ck_assert_str_eq(text_of(r.body, NULL, "id=\"job-attempts\"", buf, sizeof buf), "0 of 5");
+    ui_resp_free(&r);
+}
+END_TEST
+
+START_TEST(schedules_and_processing_tabs)
+{
+    char buf[128];
+    struct ui_resp r;
+    dq_schedule_req sr = { .queue = H_QUEUE, .name = "nightly", .type = EVIL_TYPE,
+                           .expr = "@daily", .payload = "ok", .payload_len = 2 };
+    const char *esc[] = { ESC_TYPE, "nightly", "@daily", NULL };
+    write_conf(0, 0);
+    ck_assert_int_eq(dq_schedule_add(H.c, &sr, NULL), DQ_OK);
+    start();
+    escaped_on("/ui/queues/" H_QUEUE "?tab=schedules", 200, esc);
+    get("/ui/queues/" H_QUEUE "?tab=schedules", &r);
+    ck_assert_ptr_nonnull(strstr(r.body, "<table id=\"schedules\">"));
+    ck_assert_ptr_nonnull(strstr(r.body, "<a id=\"tab-schedules\" class=\"current\""));
+    ui_resp_free(&r);
+    /* A job running now: the processing tab names this host's worker. */
+    enqueue("slow", "t", "sleep:3000", 0);
+    ck_assert(h_wait_state(&H, "slow", DQ_STATE_PROCESSING, 10000));
+    get("/ui/queues/" H_QUEUE "?tab=processing", &r);
+    ck_assert_ptr_nonnull(strstr(r.body, "<tr data-job=\"slow\""));
+    ck_assert_ptr_nonnull(strstr(r.body, "<td class=\"num worker\">pid "));
+    ui_resp_free(&r);
+    get("/ui/queues/" H_QUEUE "/jobs/slow", &r);
+    ck_assert_str_eq(text_of(r.body, NULL, "id=\"job-state\"", buf, sizeof buf), "processing");
+    ck_assert_ptr_nonnull(strstr(r.body, "<dd id=\"job-worker\">pid "));
+    ck_assert_ptr_null(strstr(r.body, "method=\"post\" action=\"/ui/queues"));
+    ui_resp_free(&r);
+}
+END_TEST
+
+START_TEST(redis_down_is_a_clear_503)
+{
+    struct ui_resp r;
+    write_conf(0, 0);
+    start();
+    tu_stop_process(H.fx.pid, 5000);
+    H.fx.pid = 0;
+    get("/ui/queues/" H_QUEUE, &r);
+    ck_assert_int_eq(r.code, 503);
+    ck_assert_ptr_nonnull(strstr(r.body, "id=\"unavailable\""));
+    ui_resp_free(&r);
+    get("/ui/queues/" H_QUEUE "/jobs/x", &r);
+    ck_assert_int_eq(r.code, 503);
+    ui_resp_free(&r);
+    post("/ui/queues/" H_QUEUE "/pause", "", &r);
+    ck_assert_msg(r.code == 503 || (r.code == 303 && strstr(r.location, "failed=error")),
+                  "pause with Redis down: %d %s", r.code, r.location);
+    ui_resp_free(&r);
+    get("/ui/", &r);
+    ck_assert_int_eq(r.code, 200);
+    ui_resp_free(&r);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("ui_pages");
@@ -529,6 +613,9 @@ int main(void)
     tcase_add_test(tc, paging_search_and_type_filter);
     tcase_add_test(tc, a_partitioned_queue_lists_every_partition);
     tcase_add_test(tc, read_only_pages_show_no_action_forms);
+    tcase_add_test(tc, payloads_as_text_hex_or_cut);
+    tcase_add_test(tc, schedules_and_processing_tabs);
+    tcase_add_test(tc, redis_down_is_a_clear_503);
     suite_add_tcase(s, tc);
     return fixture_run_suite(s);
 }
