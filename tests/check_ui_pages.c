@@ -226,7 +226,7 @@ START_TEST(overview_shows_the_counts)
     ck_assert_ptr_nonnull(strstr(r.body, "<main id=\"content\" data-refresh=\"3\">"));
     ck_assert_ptr_nonnull(strstr(r.body, "<table id=\"queues\">"));
     ck_assert_ptr_nonnull(strstr(r.body, "<a class=\"queue\" href=\"/ui/queues/" H_QUEUE "\">"));
-    ck_assert_ptr_nonnull(strstr(r.body, "<td class=\"state running\">running</td>"));
+    ck_assert_ptr_nonnull(strstr(r.body, "<td class=\"state state-running running\">running</td>"));
     ck_assert_ptr_nonnull(strstr(r.body, ">1/1</td>"));
     ck_assert_ptr_nonnull(strstr(r.body, "<section id=\"charts\">"));
     ck_assert_ptr_nonnull(strstr(r.body, "data-series=\"lateness\" data-queue=\"\""));
@@ -299,6 +299,7 @@ static void action(const char *path, const char *form, const char *location)
 
 START_TEST(each_action_does_its_work_and_redirects)
 {
+    char buf[64];
     struct ui_resp r;
     int64_t since;
     write_conf(0, 0);
@@ -333,7 +334,7 @@ START_TEST(each_action_does_its_work_and_redirects)
         tu_sleep_ms(20);
     }
     ck_assert_ptr_nonnull(strstr(r.body, "<p id=\"flash\""));
-    ck_assert_ptr_nonnull(strstr(r.body, "<span id=\"queue-state\" class=\"paused\">paused"));
+    ck_assert_ptr_nonnull(strstr(r.body, "<span id=\"queue-state\" class=\"state-paused paused\">paused"));
     ck_assert_ptr_nonnull(strstr(r.body, "<form id=\"resume\""));
     ck_assert_ptr_null(strstr(r.body, "<form id=\"pause\""));
     ui_resp_free(&r);
@@ -343,7 +344,7 @@ START_TEST(each_action_does_its_work_and_redirects)
     /* The job page of a job gone keeps this dashboard's actions on it. */
     get("/ui/queues/" H_QUEUE "/jobs/d1", &r);
     ck_assert_int_eq(r.code, 404);
-    ck_assert_ptr_nonnull(strstr(r.body, "<dd id=\"job-state\">notfound</dd>"));
+    ck_assert_str_eq(text_of(r.body, NULL, "id=\"job-state\"", buf, sizeof buf), "notfound");
     ck_assert_ptr_nonnull(strstr(r.body, "requeued from this dashboard"));
     ui_resp_free(&r);
 }

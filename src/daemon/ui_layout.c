@@ -71,15 +71,13 @@ static const char *flash_text(const char *done, const char *failed)
 static void layout_nav(FILE *f, const struct ui_env *env)
 {
     fputs("<header><nav>\n<a id=\"nav-overview\" href=\"/ui/\">delayq</a>\n", f);
-    fputs("<ul class=\"nav-queues\">", f);
     for (size_t i = 0; env->conf && i < env->conf->nqueues; i++) {
-        fputs("<li><a href=\"/ui/queues/", f);
+        fputs("<a class=\"nav-queue\" href=\"/ui/queues/", f);
         html_url(f, env->conf->queues[i].name);
         fputs("\">", f);
         html_text(f, env->conf->queues[i].name);
-        fputs("</a></li>", f);
+        fputs("</a>\n", f);
     }
-    fputs("</ul>\n", f);
     if (env->read_only)
         fputs("<span class=\"badge\">read-only</span>\n", f);
     fputs("<form id=\"logout\" method=\"post\" action=\"/ui/logout\">"
@@ -123,13 +121,13 @@ void ui_layout_end(FILE *f, struct ui_ctx *x, const char *charts_queue)
         for (size_t i = 0; i < sizeof series / sizeof series[0]; i++) {
             fprintf(f, "<div class=\"chart\" data-series=\"%s\" data-queue=\"", series[i][0]);
             html_text(f, charts_queue);
-            fputs("\"><h3>", f);
+            fputs("\" role=\"img\" aria-label=\"", f);
             html_text(f, series[i][1]);
-            fputs("</h3></div>\n", f);
+            fputs("\"></div>\n", f);
         }
         fputs("</section>\n", f);
     }
-    fputs("<footer>delayq dashboard · times in UTC</footer>\n</body>\n</html>\n", f);
+    fputs("</body>\n</html>\n", f);
 }
 
 const struct queue_conf *ui_layout_queue(const struct ui_env *env, const char *name,

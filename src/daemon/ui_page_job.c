@@ -56,7 +56,7 @@ static void job_fields(FILE *f, const struct ui_env *env, const struct queue_con
     field(f, "Id", "job-id", p->id);
     field(f, "Type", "job-type", j->type ? j->type : "");
     field(f, "Queue", "job-queue", p->queue);
-    fprintf(f, "<div><dt>State</dt><dd id=\"job-state\" class=\"%s\">%s</dd></div>\n",
+    fprintf(f, "<div><dt>State</dt><dd id=\"job-state\" class=\"state-%s\">%s</dd></div>\n",
             dq_state_str(info->state), dq_state_str(info->state));
     fprintf(f, "<div><dt>Attempts</dt><dd id=\"job-attempts\">%d of %d</dd></div>\n",
             j->attempt, max);
@@ -198,7 +198,8 @@ static void job_gone(struct jpage *p)
     fputs("<h1>Job</h1>\n<dl id=\"job\">\n", o.f);
     field(o.f, "Id", "job-id", p->id);
     field(o.f, "Queue", "job-queue", p->queue);
-    field(o.f, "State", "job-state", "notfound");
+    fputs("<div><dt>State</dt><dd id=\"job-state\" class=\"state-notfound\">notfound</dd>"
+          "</div>\n", o.f);
     fputs("</dl>\n<p id=\"job-gone\">No such job in this queue now: it may have run and been "
           "deleted, or been cancelled or purged.</p>\n", o.f);
     history(o.f, p, NULL);
@@ -222,11 +223,13 @@ static void on_show(const dq_job_info *info, dq_status st, const char *err, void
         ui_layout_oom(p->x);
     } else {
         ui_layout_begin(o.f, p->x, p->id, 0);
-        fputs("<h1>Job <a class=\"queue\" href=\"/ui/queues/", o.f);
+        fputs("<h1>Job <span class=\"mono\">", o.f);
+        html_text(o.f, p->id);
+        fputs("</span></h1>\n<p>In queue <a class=\"queue\" href=\"/ui/queues/", o.f);
         html_url(o.f, p->queue);
         fputs("\">", o.f);
         html_text(o.f, p->queue);
-        fputs("</a></h1>\n", o.f);
+        fputs("</a></p>\n", o.f);
         job_fields(o.f, env, q, p, info);
         job_actions(o.f, env, p, info->state);
         payload(o.f, &info->job);

@@ -146,9 +146,9 @@ static void queue_head(FILE *f, const struct ui_env *env, size_t qi, const struc
     if (!s)
         fputs("<span id=\"queue-state\">unknown</span>", f);
     else if (paused)
-        fputs("<span id=\"queue-state\" class=\"paused\">paused</span>", f);
+        fputs("<span id=\"queue-state\" class=\"state-paused paused\">paused</span>", f);
     else
-        fputs("<span id=\"queue-state\" class=\"running\">running</span>", f);
+        fputs("<span id=\"queue-state\" class=\"state-running running\">running</span>", f);
     fputs("</p>\n", f);
     queue_counts(f, s);
     if (!env->read_only) {

@@ -77,8 +77,8 @@ static void overview_row(FILE *f, const struct ui_env *env, size_t i)
     if (!s)
         fputs("<td class=\"state\">-</td>", f);
     else
-        fputs(paused ? "<td class=\"state paused\">paused</td>"
-                     : "<td class=\"state running\">running</td>", f);
+        fputs(paused ? "<td class=\"state state-paused paused\">paused</td>"
+                     : "<td class=\"state state-running running\">running</td>", f);
     if (env->live)
         fprintf(f, "<td class=\"num workers%s\">%d/%d</td>",
                 env->live[i].workers_alive < env->live[i].workers_wanted ? " short" : "",
