@@ -262,6 +262,20 @@ static int job_parse(struct cli *cli, const struct option *longopts,
     return CLI_EXIT_OK;
 }
 
+/* Connect and run `fn` (dq_cancel, dq_run_now) on job `id` of `queue`. */
+static int call_on_job(struct cli *cli, dq_status (*fn)(dq_client *, const char *, const char *),
+                       const char *queue, const char *id)
+{
+    struct cli_session s;
+    int code = cli_open_connected(cli, &s);
+    if (code == CLI_EXIT_OK) {
+        dq_status st = fn(s.client, queue, id);
+        code = st == DQ_OK ? CLI_EXIT_OK : cli_fail_dq(cli, s.client, st);
+    }
+    cli_session_close(&s);
+    return code;
+}
+
 static const char cancel_help[] =
     "Usage: delayq cancel -q QUEUE ID\n"
     "Delete a job that is still waiting.  Exit 1 when it is running, dead\n"
@@ -278,14 +292,7 @@ static int cancel_run(struct cli *cli)
     int code = job_parse(cli, cancel_longopts, &a, &id);
     if (code != CLI_EXIT_OK)
         return code;
-    struct cli_session s;
-    code = cli_open_connected(cli, &s);
-    if (code == CLI_EXIT_OK) {
-        dq_status st = dq_cancel(s.client, a.queue, id);
-        code = st == DQ_OK ? CLI_EXIT_OK : cli_fail_dq(cli, s.client, st);
-    }
-    cli_session_close(&s);
-    return code;
+    return call_on_job(cli, dq_cancel, a.queue, id);
 }
 
 const struct cli_command cli_cmd_cancel = { "cancel", cancel_help, cancel_run };
@@ -319,14 +326,7 @@ static int run_now_run(struct cli *cli)
     const char *id = cli_arg(cli, first);
     if (!*id)
         return cli_fail(cli, CLI_EXIT_USAGE, "the job ID is empty");
-    struct cli_session s;
-    code = cli_open_connected(cli, &s);
-    if (code == CLI_EXIT_OK) {
-        dq_status st = dq_run_now(s.client, a.queue, id);
-        code = st == DQ_OK ? CLI_EXIT_OK : cli_fail_dq(cli, s.client, st);
-    }
-    cli_session_close(&s);
-    return code;
+    return call_on_job(cli, dq_run_now, a.queue, id);
 }
 
 const struct cli_command cli_cmd_run_now = { "run-now", run_now_help, run_now_run };
