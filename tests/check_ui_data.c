@@ -17,6 +17,7 @@
 
 #include "client_test.h"
 
+#include "daemon/qstats.h"
 #include "daemon/ui_data.h"
 #include "lib/keys.h"
 
@@ -557,6 +558,64 @@ START_TEST(redis_gone_and_back)
 }
 END_TEST
 
+/* ---- the overview's oldest due job (qstats) ------------------------------ */
+
+/* Turn the loop for `ms`. */
+static void spin(int ms)
+{
+    struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+    event_base_loopexit(base, &tv);
+    event_base_dispatch(base);
+}
+
+/* Enqueue `id` due at `at_ms` (in the past: due already). */
+static dq_enqueued enq_at(const char *id, int64_t at_ms)
+{
+    dq_enqueue_req r = { .queue = Q, .type = "email", .id = id, .at_ms = at_ms };
+    dq_enqueued e;
+    ck_assert_msg(dq_enqueue(cl, &r, &e) == DQ_OK, "%s", dq_errmsg(cl));
+    return e;
+}
+
+/* The figures' oldest due time of the queue, once a refresh after now has
+ * them (-2 when none came within 5 s). */
+static int64_t oldest_due_after(struct qstats *qs, int64_t want)
+{
+    struct qstats_view v;
+    for (int i = 0; i < 50; i++) {
+        spin(100);
+        qstats_read(qs, &v);
+        if (v.fresh && v.oldest_due_ms && v.oldest_due_ms[0] == want)
+            return want;
+    }
+    return v.oldest_due_ms ? v.oldest_due_ms[0] : -2;
+}
+
+START_TEST(oldest_due_over_partitions)
+{
+    fill_queue(3);              /* nothing due: p0, p1 are claimed */
+    dc.queues = &qc;
+    dc.nqueues = 1;
+    struct qstats *qs = qstats_new(base, &dc);
+    ck_assert_ptr_nonnull(qs);
+    ck_assert_int_eq(oldest_due_after(qs, -1), -1);
+    /* ids in two different partitions, the older in the higher one */
+    const char *older = "d0", *newer = "d1";
+    for (int i = 0; keys_partition_of(older, 3) <= keys_partition_of(newer, 3); i++) {
+        static char buf[16];
+        ck_assert_int_lt(i, 100);
+        snprintf(buf, sizeof buf, "d%d", i + 2);
+        older = buf;
+    }
+    int64_t now = server_now();
+    dq_enqueued o = enq_at(older, now - 5000);
+    enq_at(newer, now - 2000);
+    ck_assert_int_eq(oldest_due_after(qs, o.due_ms), o.due_ms);
+    qstats_free(qs);
+    ui_close();
+}
+END_TEST
+
 Suite *client_suite(void)
 {
     Suite *s = suite_create("ui_data");
@@ -571,6 +630,8 @@ Suite *client_suite(void)
     tcase_add_test(tc, actions_one_partition);
     tcase_add_test(tc, actions_three_partitions);
     tcase_add_test(tc, bad_calls_are_refused);
+    tc = tcase(s, "oldest_due", 60);
+    tcase_add_test(tc, oldest_due_over_partitions);
     tc = tcase(s, "redis_away", 60);
     tcase_add_test(tc, stalled_redis_fails_the_call_once);
     tcase_add_test(tc, redis_gone_and_back);

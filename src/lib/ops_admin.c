@@ -289,37 +289,6 @@ dq_status dq_purge_all(dq_client *c, const char *queue, int64_t *deleted)
     return run_dead_batches(c, DQ_SCRIPT_PURGE, queue, NULL, deleted);
 }
 
-dq_status dq_run_now(dq_client *c, const char *queue, const char *id)
-{
-    struct queue_keys k;
-    dq_status st = client_queue_keys(c, queue, &k);
-    if (st != DQ_OK)
-        return st;
-    if (!id || !*id)
-        return client_fail(c, DQ_ERR_INVALID, "job id is empty");
-    if ((st = part_keys_of_id(c, queue, id, &k, NULL)) != DQ_OK)
-        return st;
-    struct cmd cmd;
-    cmd_init(&cmd);
-    proto_run_now_cmd(&cmd, &k, id);
-    redisReply *r;
-    if ((st = run_admin(c, &cmd, DQ_SCRIPT_RUN_NOW, &r)) != DQ_OK)
-        return st;
-    st = proto_run_now_reply(r);
-    freeReplyObject(r);
-    switch (st) {
-    case DQ_OK: return DQ_OK;
-    case DQ_ERR_RUNNING:
-        return client_fail(c, st, "job %s in queue %s is running already", id, queue);
-    case DQ_ERR_DEAD:
-        return client_fail(c, st, "job %s in queue %s is dead; requeue it instead", id, queue);
-    case DQ_ERR_NOTFOUND:
-        return client_fail(c, st, "no job %s in queue %s", id, queue);
-    default:
-        return client_fail(c, st, "unexpected reply from the run_now script");
-    }
-}
-
 const char *dq_state_str(dq_state s)
 {
     switch (s) {
