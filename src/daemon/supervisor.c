@@ -494,6 +494,7 @@ int supervisor_run(struct daemon_conf *conf, const char *config_path)
                  "started may outlive it", strerror(errno));
     if (add_events(&s, ev) < 0)
         goto done;
+    on_history_tick(-1, 0, &s);     /* the base: every total is zero yet */
     children_start_missing(&s);      /* the table has room for a whole configuration */
     event_base_dispatch(s.base);
     rc = s.config_refused && !s.stopping ? DAEMON_EXIT_CONFIG : DAEMON_EXIT_OK;
