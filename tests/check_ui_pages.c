@@ -208,6 +208,7 @@ static void overview_cell_is(const char *cls, const char *want)
 
 START_TEST(overview_shows_the_counts)
 {
+    char buf[64];
     struct ui_resp r;
     write_conf(0, 0);
     make_dead("d1", "t", "ok", "boom");
@@ -232,6 +233,17 @@ START_TEST(overview_shows_the_counts)
     ck_assert_ptr_nonnull(strstr(r.body, "data-series=\"lateness\" data-queue=\"\""));
     ck_assert_ptr_nonnull(strstr(r.body, "<form id=\"logout\""));
     ck_assert_ptr_null(strstr(r.body, "<script>"));
+    ui_resp_free(&r);
+    /* Paused with a job due: the state says so and the oldest due job has an age. */
+    ck_assert_int_eq(dq_pause(H.c, H_QUEUE, NULL), DQ_OK);
+    enqueue("due1", "t", "ok", 0);
+    overview_cell_is("due", "1");
+    tu_sleep_ms(1100);
+    get("/ui/", &r);
+    ck_assert_ptr_nonnull(strstr(r.body, "<td class=\"state state-paused paused\">paused</td>"));
+    ck_assert_ptr_nonnull(text_of(r.body, "<tr data-queue=\"" H_QUEUE "\"", "class=\"num oldest-due",
+                                  buf, sizeof buf));
+    ck_assert_msg(strcmp(buf, "-") != 0 && strstr(buf, " s"), "oldest due: %s", buf);
     ui_resp_free(&r);
 }
 END_TEST

@@ -40,16 +40,11 @@ static void lateness(FILE *f, int64_t us)
 static void oldest_due_cell(FILE *f, const struct ui_env *env, size_t i)
 {
     fputs("<td class=\"num oldest-due\">", f);
-#ifdef UI_HAVE_OLDEST_DUE
     if (env->stats.stats && env->stats.oldest_due_ms && env->stats.oldest_due_ms[i] >= 0 &&
         env->stats.oldest_due_ms[i] <= env->stats.stats[i].now_ms)
         html_duration(f, env->stats.stats[i].now_ms - env->stats.oldest_due_ms[i]);
     else
         fputs("-", f);
-#else
-    (void)env, (void)i;
-    fputs("-", f);
-#endif
     fputs("</td>", f);
 }
 
