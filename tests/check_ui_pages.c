@@ -241,7 +241,8 @@ START_TEST(overview_shows_the_counts)
     tu_sleep_ms(1100);
     get("/ui/", &r);
     ck_assert_ptr_nonnull(strstr(r.body, "<td class=\"state state-paused paused\">paused</td>"));
-    ck_assert_ptr_nonnull(text_of(r.body, "<tr data-queue=\"" H_QUEUE "\"", "class=\"num oldest-due",
+    ck_assert_ptr_nonnull(text_of(r.body, "<tr data-queue=\"" H_QUEUE "\"",
+                                  "class=\"num oldest-due",
                                   buf, sizeof buf));
     ck_assert_msg(strcmp(buf, "-") != 0 && strstr(buf, " s"), "oldest due: %s", buf);
     ui_resp_free(&r);
@@ -320,7 +321,8 @@ START_TEST(each_action_does_its_work_and_redirects)
     enqueue("l1", "t", "ok", 3600000);
     enqueue("l2", "t", "ok", 3600000);
     start();
-    action("/ui/queues/" H_QUEUE "/jobs/d1/requeue", "back=%2Fui%2Fqueues%2F" H_QUEUE "%3Ftab%3Ddead",
+    action("/ui/queues/" H_QUEUE "/jobs/d1/requeue",
+           "back=%2Fui%2Fqueues%2F" H_QUEUE "%3Ftab%3Ddead",
            "/ui/queues/" H_QUEUE "?tab=dead&done=requeued");
     ck_assert_msg(h_wait_record(&H, "d1", 1, 1, 10000) == 1, "d1 did not run after requeue");
     action("/ui/queues/" H_QUEUE "/jobs/d2/delete", "", "/ui/queues/" H_QUEUE "?done=deleted");
@@ -346,7 +348,8 @@ START_TEST(each_action_does_its_work_and_redirects)
         tu_sleep_ms(20);
     }
     ck_assert_ptr_nonnull(strstr(r.body, "<p id=\"flash\""));
-    ck_assert_ptr_nonnull(strstr(r.body, "<span id=\"queue-state\" class=\"state-paused paused\">paused"));
+    ck_assert_ptr_nonnull(
+        strstr(r.body, "<span id=\"queue-state\" class=\"state-paused paused\">paused"));
     ck_assert_ptr_nonnull(strstr(r.body, "<form id=\"resume\""));
     ck_assert_ptr_null(strstr(r.body, "<form id=\"pause\""));
     ui_resp_free(&r);

@@ -170,7 +170,8 @@ static void queue_head(FILE *f, const struct ui_env *env, size_t qi, const struc
         queue_href(f, q, (enum qtab)t, 1, NULL);
         fprintf(f, "\">%s</a>", tab_titles[t]);
     }
-    fputs("</nav>\n<div class=\"tools\"><form id=\"search\" method=\"get\" action=\"/ui/queues/", f);
+    fputs("</nav>\n<div class=\"tools\">"
+          "<form id=\"search\" method=\"get\" action=\"/ui/queues/", f);
     html_url(f, q);
     fputs("/find\"><input name=\"id\" placeholder=\"job id\" aria-label=\"job id\">"
           "<button type=\"submit\">Find</button></form>\n", f);
