@@ -296,6 +296,9 @@ START_TEST(pages_get_decoded_segments_query_and_form)
     ck_assert_str_eq(seen[3], "jobs");
     ck_assert_str_eq(seen[4], "a b<>");
     ck_assert_str_eq(seen[5], "tab=dead back=-");
+    /* A job id may hold a '/': escaped, it stays in its segment. */
+    ck_assert_int_eq(status_of("GET", "/ui/queues/orders/jobs/a%2Fb%2F..", BEARER, NULL), 200);
+    ck_assert_str_eq(seen[4], "a/b/..");
     ck_assert_int_eq(status_of("POST", "/ui/queues/orders/jobs/7/requeue",
                                BEARER "Sec-Fetch-Site: same-origin\r\n"
                                "Content-Type: application/x-www-form-urlencoded\r\n",

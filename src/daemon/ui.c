@@ -235,7 +235,8 @@ static int hexval(char c)
 }
 
 /* Percent-decode one path segment of `len` bytes; NULL when an escape is
- * bad, decodes to NUL or '/', or the segment is too long. */
+ * bad, decodes to NUL, or the segment is too long.  A '/' may be decoded:
+ * the path is split before, and job ids may hold one. */
 static char *decode_segment(const char *p, size_t len)
 {
     if (len > UI_SEGMENT_LEN)
@@ -258,7 +259,7 @@ static char *decode_segment(const char *p, size_t len)
             }
             c = (char)(a * 16 + b);
             i += 2;
-            if (c == '\0' || c == '/') {
+            if (c == '\0') {
                 free(out);
                 return NULL;
             }
