@@ -86,8 +86,12 @@ static void on_action(dq_status st, int64_t count, const char *err, void *arg)
 {
     struct act *a = arg;
     if (st == DQ_OK) {
-        log_info("ui: %s in queue %s: done (%" PRId64 " job%s)", a->name, a->queue, count,
-                 count == 1 ? "" : "s");
+        if (a->a == UI_ACT_REQUEUE_ALL || a->a == UI_ACT_PURGE_ALL)
+            log_info("ui: %s in queue %s: %" PRId64 " job%s", a->name, a->queue, count,
+                     count == 1 ? "" : "s");
+        else
+            log_info("ui: %s %sin queue %s: done", a->name, a->id ? "of a job " : "",
+                     a->queue);
         if (a->id)
             ui_joblog_add(a->queue, a->id, a->done);
         act_redirect(a, "done", a->done);
