@@ -246,6 +246,12 @@ START_TEST(overview_shows_the_counts)
                                   buf, sizeof buf));
     ck_assert_msg(strcmp(buf, "-") != 0 && strstr(buf, " s"), "oldest due: %s", buf);
     ui_resp_free(&r);
+    /* The queue page counts the due job at its priority (5, normal). */
+    get("/ui/queues/" H_QUEUE, &r);
+    ck_assert_ptr_nonnull(strstr(r.body, "<table id=\"priorities\">"));
+    ck_assert_ptr_nonnull(strstr(r.body, "<tr><td class=\"num\">5</td><td class=\"num\">1</td>"));
+    ck_assert_int_eq(count_of(strstr(r.body, "<table id=\"priorities\">"), "<tr><td"), 1);
+    ui_resp_free(&r);
 }
 END_TEST
 
