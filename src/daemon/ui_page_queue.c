@@ -303,7 +303,7 @@ static void dead_forms(FILE *f, const struct ui_env *env, const struct qpage *p,
     free(b);
 }
 
-/* Begin the page for p: the layout and the head; NULL (and the context
+/* Begin the page for p: the layout and the head.  -1 (the context then
  * answered) when the queue went away in a reload or memory ran out. */
 static int qpage_begin(struct qpage *p, struct ui_out *o, const struct ui_env **env,
                        size_t *qi)
