@@ -4,7 +4,8 @@
  * dead jobs in list order for a queue of one and of three partitions
  * (priority levels and partitions merged by time, paging, totals, the
  * type filter), one job shown, every action's effect in Redis, and what a
- * call sees when Redis stops answering or is gone.
+ * call sees when Redis stops answering or is gone; and the overview's
+ * oldest due job as qstats reads it over partitions.
  */
 #include <check.h>
 #include <event2/event.h>
