@@ -71,6 +71,30 @@
     return !!(sel && !sel.isCollapsed && sel.anchorNode && main.contains(sel.anchorNode));
   }
 
+  /* What the user typed into `root`'s fields and has not sent: keyed by
+   * form id and field name. */
+  function typedValues(root) {
+    var kept = {};
+    var fields = root.querySelectorAll('form[id] input[name], form[id] select[name]');
+    for (var i = 0; i < fields.length; i++) {
+      var f = fields[i];
+      if (f.type === 'hidden' || f.type === 'submit') continue;
+      var changed = f.tagName === 'SELECT'
+        ? f.selectedIndex >= 0 && !f.options[f.selectedIndex].defaultSelected
+        : f.value !== f.defaultValue;
+      if (changed) kept[f.form.id + '/' + f.name] = f.value;
+    }
+    return kept;
+  }
+
+  function restoreValues(root, kept) {
+    var fields = root.querySelectorAll('form[id] input[name], form[id] select[name]');
+    for (var i = 0; i < fields.length; i++) {
+      var key = fields[i].form.id + '/' + fields[i].name;
+      if (Object.prototype.hasOwnProperty.call(kept, key)) fields[i].value = kept[key];
+    }
+  }
+
   function startRefresh(main) {
     var secs = parseFloat(main.getAttribute('data-refresh'));
     if (!(secs > 0)) return;
@@ -106,9 +130,10 @@
         if (!fresh) throw new Error('no #content in the answer');
         /* The user may have started typing while the answer came. */
         if (busyIn(main)) return;
-        var nodes = [];
+        var kept = typedValues(main), nodes = [];
         while (fresh.firstChild) nodes.push(document.adoptNode(fresh.firstChild));
         main.replaceChildren.apply(main, nodes);
+        restoreValues(main, kept);
         if (doc.title) document.title = doc.title;
         decorate(main);
         main.classList.remove('stale');
