@@ -121,13 +121,13 @@ void ui_layout_end(FILE *f, struct ui_ctx *x, const char *charts_queue)
         for (size_t i = 0; i < sizeof series / sizeof series[0]; i++) {
             fprintf(f, "<div class=\"chart\" data-series=\"%s\" data-queue=\"", series[i][0]);
             html_text(f, charts_queue);
-            fputs("\" role=\"img\" aria-label=\"", f);
+            fputs("\"><h3>", f);
             html_text(f, series[i][1]);
-            fputs("\"></div>\n", f);
+            fputs("</h3></div>\n", f);
         }
         fputs("</section>\n", f);
     }
-    fputs("</body>\n</html>\n", f);
+    fputs("<footer>delayq · times in UTC</footer>\n</body>\n</html>\n", f);
 }
 
 const struct queue_conf *ui_layout_queue(const struct ui_env *env, const char *name,
