@@ -49,6 +49,12 @@ void ui_layout_end(FILE *f, struct ui_ctx *x, const char *charts_queue);
 const struct queue_conf *ui_layout_queue(const struct ui_env *env, const char *name,
                                          size_t *index);
 
+/* For a page of `queue` that asks Redis: the dashboard's ui_data, with the
+ * queue's configuration in *q; NULL when there is no such queue (a 404
+ * answered) or no connection yet (a 503 answered): x is then freed. */
+struct ui_data *ui_layout_data_for(struct ui_ctx *x, const char *queue,
+                                   const struct queue_conf **q);
+
 /* A 503 page: Redis could not be asked (`why`: a line for the operator,
  * may be NULL).  Frees x. */
 void ui_layout_unavailable(struct ui_ctx *x, const char *why);
