@@ -316,12 +316,12 @@ START_TEST(pages_three_partitions)
 }
 END_TEST
 
-/* The type filter looks at a bounded head of the list (5000 entries per
+/* The type filter looks at a bounded head of the list (1000 entries per
  * partition): past it, matched says -1 (not known), and the page holds
  * what the head had. */
 START_TEST(type_filter_examines_a_bounded_head)
 {
-    enum { N = 5100 };
+    enum { N = 1100 };
     dq_enqueue_req *reqs = calloc(N, sizeof *reqs);
     ck_assert_ptr_nonnull(reqs);
     for (int i = 0; i < N; i++)
