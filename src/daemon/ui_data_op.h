@@ -13,8 +13,6 @@
 #include "lib/cmd.h"
 #include "lib/keys.h"
 
-#define UI_TYPE_EXAMINE 5000    /* with a type filter: entries examined per partition */
-
 struct ui_data {
     const struct daemon_conf *dc;
     struct rconn *conn;

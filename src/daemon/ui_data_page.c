@@ -16,7 +16,10 @@
 #include "daemon/ui_data_op.h"
 #include "lib/proto.h"
 
-#define UI_TYPE_EXAMINE 5000    /* with a type filter: entries examined per partition */
+/* With a type filter: the entries examined per partition, from the head
+ * of the list.  Each costs Redis a record read (about 3 us): 1000 keep a
+ * filtered page near 3 ms of Redis time. */
+#define UI_TYPE_EXAMINE 1000
 
 static void page_entries_free(struct ui_page *p, size_t n)
 {
