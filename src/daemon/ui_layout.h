@@ -41,7 +41,8 @@ enum ui_layout_flags {
 void ui_layout_begin(FILE *f, struct ui_ctx *x, const char *title, int flags);
 
 /* </main>, the charts (for `charts_queue`: "" all queues, NULL none), the
- * footer and the end of the document. */
+ * footer and the end of the document.  `x` is not used yet: the layout's
+ * other half takes the request like the first. */
 void ui_layout_end(FILE *f, struct ui_ctx *x, const char *charts_queue);
 
 /* The queue of the configuration in force called `name`, and its index in
@@ -68,8 +69,8 @@ char *ui_layout_path(const char *queue, const char *id, const char *suffix);
  * ago)"; just "-" when at_ms < 0. */
 void ui_layout_when(FILE *f, int64_t at_ms, int64_t now_ms);
 
-/* A hidden form field back=PATH with the request's own path and query,
- * for the actions' redirect. */
+/* A hidden form field back=BACK (a dashboard path, escaped here): where
+ * the action's redirect goes (ui_actions.c checks it again). */
 void ui_layout_back_field(FILE *f, const char *back);
 
 #endif
