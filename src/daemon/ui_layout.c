@@ -108,14 +108,13 @@ void ui_layout_begin(FILE *f, struct ui_ctx *x, const char *title, int flags)
     }
 }
 
-void ui_layout_end(FILE *f, struct ui_ctx *x, const char *charts_queue)
+void ui_layout_end(FILE *f, const char *charts_queue)
 {
     static const char *const series[][2] = {
         { "done", "Jobs done per second" },
         { "failed", "Failures per second" },
         { "lateness", "Fire lateness (p50, p99)" },
     };
-    (void)x;
     fputs("</main>\n", f);
     if (charts_queue) {
         fputs("<section id=\"charts\">\n<h2>Last hour</h2>\n", f);
@@ -156,7 +155,7 @@ void ui_page_not_found(struct ui_ctx *x, const char *what)
     fputs("<h1>Not found</h1>\n<p id=\"not-found\">There is no ", o.f);
     html_text(o.f, what && *what ? what : "such page");
     fputs(" here. <a href=\"/ui/\">Back to the overview</a>.</p>\n", o.f);
-    ui_layout_end(o.f, x, NULL);
+    ui_layout_end(o.f, NULL);
     ui_layout_reply(&o, x, 404);
 }
 
@@ -176,7 +175,7 @@ void ui_layout_unavailable(struct ui_ctx *x, const char *why)
         html_text(o.f, why);
         fputs("</p>\n", o.f);
     }
-    ui_layout_end(o.f, x, NULL);
+    ui_layout_end(o.f, NULL);
     ui_layout_reply(&o, x, 503);
 }
 

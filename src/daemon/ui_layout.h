@@ -41,9 +41,8 @@ enum ui_layout_flags {
 void ui_layout_begin(FILE *f, struct ui_ctx *x, const char *title, int flags);
 
 /* </main>, the charts (for `charts_queue`: "" all queues, NULL none), the
- * footer and the end of the document.  `x` is not used yet: the layout's
- * other half takes the request like the first. */
-void ui_layout_end(FILE *f, struct ui_ctx *x, const char *charts_queue);
+ * footer and the end of the document. */
+void ui_layout_end(FILE *f, const char *charts_queue);
 
 /* The queue of the configuration in force called `name`, and its index in
  * it (*index may be NULL); NULL when there is none. */

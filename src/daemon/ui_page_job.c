@@ -203,7 +203,7 @@ static void job_gone(struct jpage *p)
     fputs("</dl>\n<p id=\"job-gone\">No such job in this queue now: it may have run and been "
           "deleted, or been cancelled or purged.</p>\n", o.f);
     history(o.f, p, NULL);
-    ui_layout_end(o.f, p->x, NULL);
+    ui_layout_end(o.f, NULL);
     ui_layout_reply(&o, p->x, 404);
 }
 
@@ -234,7 +234,7 @@ static void on_show(const dq_job_info *info, dq_status st, const char *err, void
         job_actions(o.f, env, p, info->state);
         payload(o.f, &info->job);
         history(o.f, p, info);
-        ui_layout_end(o.f, p->x, NULL);
+        ui_layout_end(o.f, NULL);
         ui_layout_reply(&o, p->x, 200);
     }
     jpage_free(p);

@@ -335,7 +335,7 @@ static void on_page(const struct ui_page *pg, const char *err, void *arg)
             dead_forms(o.f, env, p, pg);
         jobs_table(o.f, env, p, pg);
         paging(o.f, p, pg);
-        ui_layout_end(o.f, p->x, p->queue);
+        ui_layout_end(o.f, p->queue);
         ui_layout_reply(&o, p->x, 200);
     }
     qpage_free(p);
@@ -370,7 +370,7 @@ static void on_schedules(const dq_schedule_list *l, const char *err, void *arg)
         fputs("</tbody>\n</table>\n", o.f);
         if (l->n == 0)
             fputs("<p class=\"empty\">No schedules.</p>\n", o.f);
-        ui_layout_end(o.f, p->x, p->queue);
+        ui_layout_end(o.f, p->queue);
         ui_layout_reply(&o, p->x, 200);
     }
     qpage_free(p);

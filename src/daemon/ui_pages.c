@@ -132,7 +132,7 @@ void ui_page_overview(struct ui_ctx *x)
         fputs(" old; rates and lateness over the last minute, from this host's "
               "workers.</p>\n", o.f);
     }
-    ui_layout_end(o.f, x, "");
+    ui_layout_end(o.f, "");
     ui_layout_reply(&o, x, 200);
 }
 
@@ -163,6 +163,6 @@ void ui_page_login(struct ui_ctx *x, int code, const char *error)
               "<input id=\"password\" name=\"password\" type=\"password\" "
               "autocomplete=\"current-password\">\n", o.f);
     fputs("<button id=\"login-submit\" type=\"submit\">Log in</button>\n</form>\n", o.f);
-    ui_layout_end(o.f, x, NULL);
+    ui_layout_end(o.f, NULL);
     ui_layout_reply(&o, x, code);
 }
