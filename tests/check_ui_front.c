@@ -352,6 +352,54 @@ START_TEST(equal_is_exact)
 }
 END_TEST
 
+/* A request carrying `cookie` ("dq_session=..."), for ui_auth_check. */
+static struct evhttp_request *with_cookie(const char *cookie)
+{
+    struct evhttp_request *req = evhttp_request_new(NULL, NULL);
+    ck_assert_ptr_nonnull(req);
+    char hdr[128];
+    snprintf(hdr, sizeof hdr, "%.*s", (int)strcspn(cookie, ";"), cookie);
+    ck_assert_int_eq(evhttp_add_header(evhttp_request_get_input_headers(req), "Cookie", hdr),
+                     0);
+    return req;
+}
+
+static int cookie_ok(struct ui_auth *a, const char *cookie, int64_t now)
+{
+    struct evhttp_request *req = with_cookie(cookie);
+    int ok = ui_auth_check(a, req, now);
+    evhttp_request_free(req);
+    return ok;
+}
+
+START_TEST(sessions_are_bounded_and_expire)
+{
+    struct ui_auth *a = ui_auth_new();
+    ck_assert_ptr_nonnull(a);
+    struct daemon_conf dc = { .admin_token = TOKEN };
+    ui_auth_set_conf(a, &dc);
+    static char cookies[UI_SESSIONS_MAX + 1][160];
+    ck_assert_int_eq(ui_auth_login(a, "wrong", 1000, cookies[0], sizeof cookies[0]), -1);
+    for (int i = 0; i <= UI_SESSIONS_MAX; i++)
+        ck_assert_int_eq(ui_auth_login(a, TOKEN, 1000 + i, cookies[i], sizeof cookies[i]), 0);
+    /* One more than the table holds: the oldest went. */
+    int64_t now = 1000 + UI_SESSIONS_MAX + 1;
+    ck_assert(!cookie_ok(a, cookies[0], now));
+    for (int i = 1; i <= UI_SESSIONS_MAX; i++)
+        ck_assert_msg(cookie_ok(a, cookies[i], now), "session %d lost", i);
+    /* Idle too long: gone; used: kept. */
+    ck_assert(cookie_ok(a, cookies[1], now + UI_SESSION_IDLE_MS - 1));
+    ck_assert(!cookie_ok(a, cookies[2], now + UI_SESSION_IDLE_MS + 1));
+    /* The same credentials again keep the sessions; new ones end them. */
+    ui_auth_set_conf(a, &dc);
+    ck_assert(cookie_ok(a, cookies[1], now));
+    struct daemon_conf dc2 = { .admin_token = TOKEN "-new" };
+    ui_auth_set_conf(a, &dc2);
+    ck_assert(!cookie_ok(a, cookies[1], now));
+    ui_auth_free(a);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("ui_front");
@@ -362,5 +410,6 @@ int main(void)
     tcase_add_test(tc, assets_need_no_login_and_cache);
     tc = fixture_tcase(s, "auth", 10, NULL, NULL, NULL, NULL);
     tcase_add_test(tc, equal_is_exact);
+    tcase_add_test(tc, sessions_are_bounded_and_expire);
     return fixture_run_suite(s);
 }

@@ -211,6 +211,26 @@ START_TEST(login_cookie_and_logout)
 }
 END_TEST
 
+START_TEST(basic_only_asks_for_basic)
+{
+    char keys[512];
+    snprintf(keys, sizeof keys, "ui = true; basic_auth_file = \"%s\";", BASIC_FILE);
+    start(keys);
+    struct http_reply r;
+    req("GET", "/ui/", NULL, NULL, &r);
+    ck_assert_int_eq(r.status, 401);
+    assert_header(&r, "WWW-Authenticate", "Basic realm=\"delayq\"");
+    http_reply_free(&r);
+    ck_assert_int_eq(status_of("GET", "/ui/", BASIC, NULL), 200);
+    ck_assert_int_eq(status_of("GET", "/ui/", BEARER, NULL), 401);
+    char cookie[128];
+    ck_assert_int_eq(login("token=" TOKEN, cookie, sizeof cookie), 401);
+    ck_assert_int_eq(login("user=" BASIC_USER "&password=nope", cookie, sizeof cookie), 401);
+    ck_assert_int_eq(login("user=" BASIC_USER "&password=s3cret%3Awith%3Acolons", cookie,
+                           sizeof cookie), 303);
+}
+END_TEST
+
 /* ---- the POST gates ---------------------------------------------------- */
 
 START_TEST(cross_site_posts_are_refused)
@@ -567,6 +587,7 @@ int main(void)
     tcase_add_test(tc, unauthenticated_gets_login_page_401);
     tcase_add_test(tc, bearer_and_basic_are_accepted_wrong_ones_refused);
     tcase_add_test(tc, login_cookie_and_logout);
+    tcase_add_test(tc, basic_only_asks_for_basic);
     tcase_add_test(tc, cross_site_posts_are_refused);
     tcase_add_test(tc, read_only_refuses_every_action);
     tcase_add_test(tc, reload_rereads_the_token_file);
