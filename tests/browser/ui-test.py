@@ -367,7 +367,8 @@ class Scenario:
         bad = []
         for e in entries:
             msg = e.get("message", "")
-            if "Content Security Policy" in msg or "Uncaught" in msg:
+            if e.get("source") in ("javascript", "security") or \
+                    "Content Security Policy" in msg:
                 bad.append(msg)
         return bad
 
