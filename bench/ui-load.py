@@ -31,8 +31,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "browser"))
@@ -132,20 +130,10 @@ class Setup:
         self.daemon = subprocess.Popen([os.path.join(self.build, "delayqd"), "-f", "-c", conf],
                                        stdout=self.log, stderr=subprocess.STDOUT)
         self.url = "http://127.0.0.1:%d/ui" % self.port
-        deadline = time.monotonic() + 15
-        while True:
-            try:
-                urllib.request.urlopen(self.url + "/", timeout=2).close()
-                break
-            except urllib.error.HTTPError as e:
-                if e.code == 401:
-                    break
-            except OSError:
-                pass
-            if time.monotonic() > deadline or self.daemon.poll() is not None:
-                die("delayqd's dashboard did not answer at %s/ (log: %s)"
-                    % (self.url, self.log.name))
-            time.sleep(0.2)
+        err = webdriver.wait_login_page(self.url + "/", 15,
+                                        lambda: self.daemon.poll() is None)
+        if err:
+            die("delayqd: %s (its log: %s)" % (err, self.log.name))
 
     def cli(self, *args):
         subprocess.run([os.path.join(self.build, "delayq"), "-s", self.sock] + list(args),

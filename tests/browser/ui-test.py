@@ -28,8 +28,6 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import webdriver  # noqa: E402
@@ -181,21 +179,9 @@ class Scenario:
         """The dashboard answers (401 without a login) before the browser
         starts on it."""
         self.begin("waiting for the dashboard at %s/" % self.url)
-        deadline = time.monotonic() + WAIT_S
-        while True:
-            try:
-                urllib.request.urlopen(self.url + "/", timeout=2).close()
-                return
-            except urllib.error.HTTPError as e:
-                if e.code == 401:
-                    return
-                last = "HTTP %d" % e.code
-            except OSError as e:
-                last = str(e)
-            if time.monotonic() > deadline:
-                raise Failed("no answer 401 from %s/ after %.0f s (last: %s)"
-                             % (self.url, WAIT_S, last))
-            time.sleep(0.2)
+        err = webdriver.wait_login_page(self.url + "/", WAIT_S)
+        if err:
+            raise Failed(err)
 
     def enqueue(self):
         """Three delayed jobs and one that dies at once in the main queue,

@@ -47,6 +47,29 @@ def free_port():
         return s.getsockname()[1]
 
 
+def wait_login_page(url, timeout, alive=lambda: True):
+    """Wait until the dashboard at `url` answers 401 (its login page, for
+    a browser with no session) or 200; returns None, or a message saying
+    what was last seen when `timeout` seconds passed or alive() turned
+    false (the server's process exited)."""
+    deadline = time.monotonic() + timeout
+    last = "no answer"
+    while alive():
+        try:
+            urllib.request.urlopen(url, timeout=2).close()
+            return None
+        except urllib.error.HTTPError as e:
+            if e.code == 401:
+                return None
+            last = "HTTP %d" % e.code
+        except OSError as e:
+            last = str(e)
+        if time.monotonic() > deadline:
+            return "no login page at %s after %.0f s (last: %s)" % (url, timeout, last)
+        time.sleep(0.2)
+    return "the server exited before answering at %s (last: %s)" % (url, last)
+
+
 class Element:
     """A reference to an element of the current page, and its selector
     (for messages)."""
