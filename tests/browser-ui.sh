@@ -112,4 +112,13 @@ wait "$test_pid"
 status=$?
 test_pid=""
 kill -0 "$daemon_pid" 2>/dev/null || { echo "browser-ui: delayqd died during the test"; status=1; }
+stop "$daemon_pid" "delayqd"
+daemon_pid=""
+# In a sanitizer build, a report from the supervisor or a worker fails the
+# test even when the pages looked right.
+if grep -q -e 'Sanitizer' -e 'runtime error:' "$tmp/delayqd.log"; then
+    echo "browser-ui: sanitizer report in delayqd's log:"
+    grep -A 20 -e 'Sanitizer' -e 'runtime error:' "$tmp/delayqd.log" | head -n 60
+    status=1
+fi
 exit "$status"
