@@ -327,6 +327,33 @@ START_TEST(cancel_and_show_unknown_exit_1)
 }
 END_TEST
 
+START_TEST(run_now_makes_a_waiting_job_due)
+{
+    char id[64];
+    add_id(CLI("add", "-q", "emails", "-t", "send", "-d", "1h", "--priority", "2", "x"),
+           id, sizeof id);
+    struct run_result *r = CLI("run-now", "-q", "emails", id);
+    assert_ok(r);
+    ck_assert_str_eq(r->out, "");
+    dq_job_info info = show_job("emails", id);
+    ck_assert_int_eq(info.state, DQ_STATE_DELAYED);
+    ck_assert_int_le(info.state_ms, info.now_ms);
+    ck_assert_int_eq(info.job.priority, 2);
+    dq_job_info_free(&info);
+    assert_ok(CLI("run-now", "emails", id));        /* the queue as an operand */
+    assert_fails(CLI("run-now", "-q", "emails", "nope"), 1, "no job nope in queue emails");
+    assert_fails(CLI("run-now", "-q", "emails"), 2, "missing the job ID");
+    assert_fails(CLI("run-now", "emails", id, "extra"), 2, "");
+    dq_client *c = fixture_client(&fx);
+    dq_claim_result cr;
+    ck_assert_int_eq(dq_claim(c, "emails", 1, 60000, &cr), DQ_OK);
+    ck_assert_uint_eq(cr.n, 1);
+    dq_claim_result_free(&cr);
+    dq_close(c);
+    assert_fails(CLI("run-now", "-q", "emails", id), 1, "running");
+}
+END_TEST
+
 /* ---- stats and dlq ------------------------------------------------------ */
 
 /* The row of `queue` in the stats table: delayed, due, processing, dead
@@ -627,6 +654,7 @@ int main(void)
     tcase_add_test(tc, cancel_delayed_job);
     tcase_add_test(tc, cancel_running_job_exits_1);
     tcase_add_test(tc, cancel_and_show_unknown_exit_1);
+    tcase_add_test(tc, run_now_makes_a_waiting_job_due);
     tc = tcase(s, "ops", 30);
     tcase_add_test(tc, stats_table_and_json);
     tcase_add_test(tc, stats_without_queues);

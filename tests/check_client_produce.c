@@ -1,7 +1,7 @@
 /*
  * libdelayq against a real redis-server, producing
- * (src/lib/ops_produce.c): dq_enqueue, dq_enqueue_many, dq_cancel and the
- * wake-up an enqueue publishes.
+ * (src/lib/ops_produce.c): dq_enqueue, dq_enqueue_many, dq_cancel,
+ * dq_run_now and the wake-up an enqueue publishes.
  *
  * Fixtures, helpers and main() are in client_test.c.
  */
@@ -467,6 +467,84 @@ START_TEST(cancel_depends_on_state)
 }
 END_TEST
 
+/* ---- running now ---------------------------------------------------------- */
+
+START_TEST(run_now_depends_on_state)
+{
+    make_dead("dead");
+    enq("running", "x", 0, 0);
+    dq_claim_result res;
+    claim_n(1, 30000, 1, &res);
+    dq_enqueue_req r = req_make("later", "x", 3600 * 1000, 0);
+    r.priority = DQ_PRIORITY(2);
+    dq_enqueued e;
+    ck_assert_int_eq(dq_enqueue(cl, &r, &e), DQ_OK);
+
+    int64_t before = server_now();
+    ck_assert_int_eq(dq_run_now(cl, Q, "later"), DQ_OK);
+    dq_job_info info;
+    show("later", &info);
+    ck_assert_int_eq(info.state, DQ_STATE_DELAYED);
+    ck_assert_int_eq(info.job.priority, 2);
+    ck_assert_int_ge(info.state_ms, before - 1000);
+    ck_assert_int_le(info.state_ms, server_now());
+    ck_assert_int_eq(info.job.due_ms, info.state_ms);
+    ck_assert_int_eq(info.job.attempt, 0);
+    dq_job_info_free(&info);
+    ck_assert_int_eq(dq_run_now(cl, Q, "later"), DQ_OK);    /* due already: stays */
+    dq_claim_result got;
+    claim_n(5, 30000, 1, &got);
+    ck_assert_str_eq(got.jobs[0].id, "later");
+    dq_claim_result_free(&got);
+
+    ck_assert_int_eq(dq_run_now(cl, Q, "running"), DQ_ERR_RUNNING);
+    ck_assert_ptr_nonnull(strstr(dq_errmsg(cl), "running"));
+    ck_assert_int_eq(dq_run_now(cl, Q, "dead"), DQ_ERR_DEAD);
+    ck_assert_ptr_nonnull(strstr(dq_errmsg(cl), "requeue"));
+    ck_assert_int_eq(dq_run_now(cl, Q, "nosuch"), DQ_ERR_NOTFOUND);
+    ck_assert_int_eq(dq_run_now(cl, Q, ""), DQ_ERR_INVALID);
+    ck_assert_int_eq(dq_run_now(cl, "bad queue", "x"), DQ_ERR_INVALID);
+    show("dead", &info);
+    ck_assert_int_eq(info.state, DQ_STATE_DEAD);
+    dq_job_info_free(&info);
+    dq_claim_result_free(&res);
+}
+END_TEST
+
+/* The job is found in its partition; an unreadable record is refused
+ * with the reason and left where it is. */
+START_TEST(run_now_partitioned_and_unreadable)
+{
+    ck_assert_int_eq(dq_queue_set_partitions(cl, Q, 3), DQ_OK);
+    for (int i = 0; i < 6; i++) {
+        char id[8];
+        snprintf(id, sizeof id, "k%d", i);
+        enq(id, "x", 3600 * 1000, 0);
+    }
+    for (int i = 0; i < 6; i++) {
+        char id[8];
+        snprintf(id, sizeof id, "k%d", i);
+        ck_assert_msg(dq_run_now(cl, Q, id) == DQ_OK, "%s: %s", id, dq_errmsg(cl));
+    }
+    ck_assert_int_eq(stats().due, 6);
+
+    ck_assert_int_eq(dq_queue_set_partitions(cl, "other", 1), DQ_OK);
+    dq_enqueue_req r = req_make("bad", "x", 3600 * 1000, 0);
+    r.queue = "other";
+    dq_enqueued e;
+    ck_assert_int_eq(dq_enqueue(cl, &r, &e), DQ_OK);
+    redisContext *rc = raw_connect();
+    ck_assert(raw_ok(rc, "HSET dq:{other}:jobs bad garbage"));
+    ck_assert_int_eq(dq_run_now(cl, "other", "bad"), DQ_ERR_REDIS);
+    ck_assert_msg(strstr(dq_errmsg(cl), "cannot be read"), "%s", dq_errmsg(cl));
+    redisReply *z = redisCommand(rc, "ZSCORE dq:{other}:delayed bad");
+    ck_assert(z && z->type == REDIS_REPLY_STRING);
+    ck_assert_int_eq(atoll(z->str), e.due_ms);
+    freeReplyObject(z);
+    redisFree(rc);
+}
+END_TEST
+
 /* ---- the suite ---------------------------------------------------------- */
 
 Suite *client_suite(void)
@@ -490,5 +568,7 @@ Suite *client_suite(void)
 
     tc = tcase(s, "cancel", 20);
     tcase_add_test(tc, cancel_depends_on_state);
+    tcase_add_test(tc, run_now_depends_on_state);
+    tcase_add_test(tc, run_now_partitioned_and_unreadable);
     return s;
 }

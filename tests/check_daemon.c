@@ -492,23 +492,9 @@ static void write_small_conf(const char *lease, const char *file, const char *ti
     h_write_file(H.conf, text);
 }
 
-/* Both `delayqd -t` and `delayqd -f` refuse the configuration with exit 78
- * and one line that names FILE:LINE and contains `what`. */
 static void assert_refused(int line, const char *what)
 {
-    char want[400];
-    snprintf(want, sizeof want, "%s:%d:", H.conf, line);
-    const char *modes[] = { "-t", "-f" };
-    for (int m = 0; m < 2; m++) {
-        const char *args[] = { modes[m], "-c", H.conf, NULL };
-        char err[4096];
-        int rc = h_run_delayqd(args, err, sizeof err);
-        ck_assert_msg(rc == 78, "%s: exit %d, stderr: %s", modes[m], rc, err);
-        char *nl = strchr(err, '\n');
-        ck_assert_msg(nl && nl[1] == '\0', "%s: not one line: %s", modes[m], err);
-        ck_assert_msg(strstr(err, want) != NULL, "%s: no '%s' in: %s", modes[m], want, err);
-        ck_assert_msg(strstr(err, what) != NULL, "%s: no '%s' in: %s", modes[m], what, err);
-    }
+    h_assert_refused(&H, line, what);
 }
 
 START_TEST(good_config_checks_ok)

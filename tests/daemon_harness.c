@@ -484,3 +484,22 @@ int h_wait_idle(struct harness *h, int timeout_ms)
 {
     return h_wait(timeout_ms, queue_idle, h);
 }
+
+/* Both `delayqd -t` and `delayqd -f` refuse the configuration with exit 78
+ * and one line that names FILE:LINE and contains `what`. */
+void h_assert_refused(const struct harness *h, int line, const char *what)
+{
+    char want[400];
+    snprintf(want, sizeof want, "%s:%d:", h->conf, line);
+    const char *modes[] = { "-t", "-f" };
+    for (int m = 0; m < 2; m++) {
+        const char *args[] = { modes[m], "-c", h->conf, NULL };
+        char err[4096];
+        int rc = h_run_delayqd(args, err, sizeof err);
+        ck_assert_msg(rc == 78, "%s: exit %d, stderr: %s", modes[m], rc, err);
+        char *nl = strchr(err, '\n');
+        ck_assert_msg(nl && nl[1] == '\0', "%s: not one line: %s", modes[m], err);
+        ck_assert_msg(strstr(err, want) != NULL, "%s: no '%s' in: %s", modes[m], want, err);
+        ck_assert_msg(strstr(err, what) != NULL, "%s: no '%s' in: %s", modes[m], what, err);
+    }
+}

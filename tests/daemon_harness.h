@@ -85,6 +85,10 @@ int h_stop(struct harness *h, int timeout_ms);
  * a plain code, 128+N when killed by signal N, -1 on a timeout (10 s). */
 int h_run_delayqd(const char *const *args, char *err, size_t errlen);
 
+/* Both `delayqd -t` and `delayqd -f` refuse h->conf with exit 78 and one
+ * line that names FILE:LINE and contains `what`. */
+void h_assert_refused(const struct harness *h, int line, const char *what);
+
 /* ---- waiting (time: tu_now_ms, tu_mono_ms, tu_sleep_ms in testutil.h) ---- */
 
 /* Poll `cond(arg)` every 10 ms until it is true or `timeout_ms` passed;

@@ -241,6 +241,13 @@ dq_status dq_enqueue_many(dq_client *c, const dq_enqueue_req *reqs, size_t n,
  * DQ_ERR_NOTFOUND say why not. */
 dq_status dq_cancel(dq_client *c, const char *queue, const char *id);
 
+/* Make a delayed job due now, keeping its priority and attempts (a
+ * worker claims it next, after the jobs of more urgent levels that are
+ * due).  DQ_ERR_RUNNING, DQ_ERR_DEAD (requeue it instead) or
+ * DQ_ERR_NOTFOUND say why not; DQ_ERR_REDIS when its record cannot be
+ * read. */
+dq_status dq_run_now(dq_client *c, const char *queue, const char *id);
+
 /* ---- Consuming ---------------------------------------------------------- */
 
 typedef struct dq_job {

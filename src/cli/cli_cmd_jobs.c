@@ -1,4 +1,4 @@
-/* delayq add, cancel and show: one job at a time. */
+/* delayq add, cancel, run-now and show: one job at a time. */
 #include "cli/cli_cmd_jobs.h"
 
 #include <errno.h>
@@ -262,6 +262,20 @@ static int job_parse(struct cli *cli, const struct option *longopts,
     return CLI_EXIT_OK;
 }
 
+/* Connect and run `fn` (dq_cancel, dq_run_now) on job `id` of `queue`. */
+static int call_on_job(struct cli *cli, dq_status (*fn)(dq_client *, const char *, const char *),
+                       const char *queue, const char *id)
+{
+    struct cli_session s;
+    int code = cli_open_connected(cli, &s);
+    if (code == CLI_EXIT_OK) {
+        dq_status st = fn(s.client, queue, id);
+        code = st == DQ_OK ? CLI_EXIT_OK : cli_fail_dq(cli, s.client, st);
+    }
+    cli_session_close(&s);
+    return code;
+}
+
 static const char cancel_help[] =
     "Usage: delayq cancel -q QUEUE ID\n"
     "Delete a job that is still waiting.  Exit 1 when it is running, dead\n"
@@ -278,17 +292,44 @@ static int cancel_run(struct cli *cli)
     int code = job_parse(cli, cancel_longopts, &a, &id);
     if (code != CLI_EXIT_OK)
         return code;
-    struct cli_session s;
-    code = cli_open_connected(cli, &s);
-    if (code == CLI_EXIT_OK) {
-        dq_status st = dq_cancel(s.client, a.queue, id);
-        code = st == DQ_OK ? CLI_EXIT_OK : cli_fail_dq(cli, s.client, st);
-    }
-    cli_session_close(&s);
-    return code;
+    return call_on_job(cli, dq_cancel, a.queue, id);
 }
 
 const struct cli_command cli_cmd_cancel = { "cancel", cancel_help, cancel_run };
+
+static const char run_now_help[] =
+    "Usage: delayq run-now -q QUEUE ID   (or: delayq run-now QUEUE ID)\n"
+    "Make a job that is still waiting due now, keeping its priority: a worker\n"
+    "takes it next.  Exit 1 when it is running, dead (see dlq requeue) or\n"
+    "unknown.\n";
+
+/* run-now takes the queue as -q, as cancel does, or as the first of two
+ * operands. */
+static int run_now_run(struct cli *cli)
+{
+    static const struct option run_now_longopts[] = {
+        { "queue", required_argument, NULL, 'q' },
+        { NULL, 0, NULL, 0 }
+    };
+    struct job_args a = { 0 };
+    int code;
+    if (cli_parse_opts(cli, "q:", run_now_longopts, job_opt, &a, false, &code) < 0)
+        return code;
+    int first = 0;
+    if (!a.queue && cli_nargs(cli) == 2)
+        a.queue = cli_arg(cli, first++);
+    if ((code = cli_check_queue(cli, a.queue)) != CLI_EXIT_OK)
+        return code;
+    if (cli_nargs(cli) - first != 1)
+        return cli_fail(cli, CLI_EXIT_USAGE, cli_nargs(cli) > first ? "give one job ID"
+                                                                   : "missing the job ID");
+    const char *id = cli_arg(cli, first);
+    if (!*id)
+        return cli_fail(cli, CLI_EXIT_USAGE, "the job ID is empty");
+    return call_on_job(cli, dq_run_now, a.queue, id);
+}
+
+const struct cli_command cli_cmd_run_now = { "run-now", run_now_help, run_now_run };
 
 /* "2026-01-01T00:00:00.000Z (in 29m 58s)" */
 static void show_time(const char *label, int64_t ms, int64_t now)

@@ -1,4 +1,4 @@
-/* The delayq commands add, cancel, show (cli_cmd_jobs.c). */
+/* The delayq commands add, cancel, run-now, show (cli_cmd_jobs.c). */
 #ifndef DQ_CLI_CMD_JOBS_H
 #define DQ_CLI_CMD_JOBS_H
 
@@ -6,6 +6,7 @@
 
 extern const struct cli_command cli_cmd_add;
 extern const struct cli_command cli_cmd_cancel;
+extern const struct cli_command cli_cmd_run_now;
 extern const struct cli_command cli_cmd_show;
 
 /*

@@ -30,6 +30,7 @@ static const char usage_text[] =
     "  add -q QUEUE -t TYPE [-d DELAY | --at TIME] [--id ID] [--replace]\n"
     "      [--max-attempts N] [PAYLOAD | -]     schedule a job; prints its id\n"
     "  cancel -q QUEUE ID                      delete a job that is still waiting\n"
+    "  run-now -q QUEUE ID                     make a waiting job due now\n"
     "  show -q QUEUE ID [--json]               one job and where it stands\n"
     "  stats [-q QUEUE] [--json] [--watch N] [--partitions]\n"
     "                                          job counts per queue (--watch:\n"
@@ -107,7 +108,7 @@ static const char usage_text[] =
 
 /* The commands, in the order of the help above. */
 static const struct cli_command *const commands[] = {
-    &cli_cmd_add, &cli_cmd_cancel, &cli_cmd_show, &cli_cmd_stats, &cli_cmd_partitions,
+    &cli_cmd_add, &cli_cmd_cancel, &cli_cmd_run_now, &cli_cmd_show, &cli_cmd_stats, &cli_cmd_partitions,
     &cli_cmd_dlq, &cli_cmd_fsck, &cli_cmd_pause, &cli_cmd_resume, &cli_cmd_schedule,
 };
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "config/conf_reader.h"
+#include "daemon/dconfig_admin.h"
 #include "daemon/dconfig_sched.h"
 #include "daemon/log.h"
 #include "lib/keys.h"
@@ -237,92 +238,6 @@ static void read_log_and_reaper(struct conf_reader *r, struct daemon_conf *dc,
     }
 }
 
-/* Parse "HOST:PORT", HOST an IPv4 address or an IPv6 one in brackets,
- * into `ss`.  Returns NULL, or why not; *loopback says whether only this
- * host can connect. */
-static const char *parse_listen(const char *text, struct sockaddr_storage *ss,
-                                socklen_t *len, int *loopback)
-{
-    char host[64];
-    const char *colon = strrchr(text, ':');
-    if (!colon || colon == text)
-        return "expected \"HOST:PORT\", like \"127.0.0.1:9464\" or \"[::1]:9464\"";
-    const char *h = text;
-    size_t hlen = (size_t)(colon - text);
-    if (*h == '[') {
-        if (hlen < 2 || h[hlen - 1] != ']')
-            return "an IPv6 address goes in brackets: \"[::1]:9464\"";
-        h++;
-        hlen -= 2;
-    }
-    if (hlen >= sizeof host)
-        return "the host is too long";
-    memcpy(host, h, hlen);
-    host[hlen] = '\0';
-    char *end;
-    long port = strtol(colon + 1, &end, 10);
-    if (!colon[1] || *end || port < 1 || port > 65535)
-        return "the port is not a number from 1 to 65535";
-    memset(ss, 0, sizeof *ss);
-    struct sockaddr_in *v4 = (struct sockaddr_in *)ss;
-    struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)ss;
-    if (text[0] != '[' && inet_pton(AF_INET, host, &v4->sin_addr) == 1) {
-        v4->sin_family = AF_INET;
-        v4->sin_port = htons((uint16_t)port);
-        *len = sizeof *v4;
-        *loopback = (ntohl(v4->sin_addr.s_addr) >> 24) == 127;
-        return NULL;
-    }
-    if (text[0] == '[' && inet_pton(AF_INET6, host, &v6->sin6_addr) == 1) {
-        v6->sin6_family = AF_INET6;
-        v6->sin6_port = htons((uint16_t)port);
-        *len = sizeof *v6;
-        *loopback = IN6_IS_ADDR_LOOPBACK(&v6->sin6_addr);
-        return NULL;
-    }
-    return "the host is not an IPv4 address or a bracketed IPv6 address";
-}
-
-/* metrics = { listen = "127.0.0.1:9464"; allow_remote = false; } */
-static void read_metrics(struct conf_reader *r, struct daemon_conf *dc,
-                         const config_setting_t *root)
-{
-    const config_setting_t *m = config_setting_get_member(root, "metrics");
-    if (!m)
-        return;
-    if (!config_setting_is_group(m)) {
-        conf_fail(r, m, "metrics: expected a group { listen = \"127.0.0.1:9464\"; }");
-        return;
-    }
-    static const char *const known[] = { "listen", "allow_remote", "claim_failure_grace",
-                                         NULL };
-    conf_check_keys(r, m, "metrics.", known);
-    get_duration(r, m, "metrics.", "claim_failure_grace", 0, &dc->claim_failure_grace_ms);
-    const char *listen = NULL;
-    get_string(r, m, "metrics.", "listen", &listen);
-    const config_setting_t *remote = config_setting_get_member(m, "allow_remote");
-    if (remote && config_setting_type(remote) != CONFIG_TYPE_BOOL)
-        conf_fail(r, remote, "metrics.allow_remote: expected true or false");
-    if (r->failed)
-        return;
-    if (!listen) {
-        conf_fail(r, m, "metrics.listen: missing (remove the group to turn metrics off)");
-        return;
-    }
-    const config_setting_t *at = config_setting_get_member(m, "listen");
-    int loopback = 0;
-    const char *why = parse_listen(listen, &dc->metrics_addr, &dc->metrics_addrlen,
-                                   &loopback);
-    if (why)
-        conf_fail(r, at, "metrics.listen: bad address '%s': %s", listen, why);
-    else if (!loopback && !(remote && config_setting_get_bool(remote)))
-        conf_fail(r, at, "metrics.listen: '%s' is not a loopback address; metrics and "
-                "health are not authenticated: set allow_remote = true to serve "
-                "them on it", listen);
-    else
-        dc->metrics_listen = strdup(listen);
-}
-
 /* Cross-checks: unique names and types, and leases longer than every
  * timeout, so that a job is never claimed twice while its handler may
  * still be running. */
@@ -377,14 +292,14 @@ int dconfig_load(struct daemon_conf *dc, const char *path, char *err, size_t err
     const config_setting_t *root = config_root_setting(&dc->cfg);
     static const char *const known[] = { "redis", "log", "handler_dir", "shutdown_timeout",
                                          "reaper", "queues", "handlers", "metrics",
-                                         "schedules", NULL };
+                                         "admin", "schedules", NULL };
     conf_check_keys(&r, root, "", known);
     const char *dir = PKGLIBDIR "/handlers";
     get_string(&r, root, "", "handler_dir", &dir);
     dc->handler_dir = strdup(dir);
     get_duration(&r, root, "", "shutdown_timeout", 0, &dc->shutdown_timeout_ms);
     read_log_and_reaper(&r, dc, root);
-    read_metrics(&r, dc, root);
+    dconfig_read_admin(&r, dc, root);
     dc->queues = read_list(&r, config_setting_get_member(root, "queues"), "queues",
                            sizeof *dc->queues, DCONFIG_MAX_QUEUES, &dc->nqueues,
                            read_queue_cb);
@@ -423,6 +338,8 @@ void dconfig_free(struct daemon_conf *dc)
     free(dc->schedules);
     free(dc->handler_dir);
     free(dc->metrics_listen);
+    free(dc->admin_token);
+    free(dc->admin_basic);
     free(dc->path);
     redis_conf_free(&dc->redis);
     if (dc->cfg.root)

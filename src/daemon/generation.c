@@ -13,8 +13,10 @@ struct generation *generation_new(struct event_base *base, struct daemon_conf *c
         g->stats = qstats_new(base, conf);
     if (conf->redis.sentinel.master)
         g->watch = sentinel_watch_new(base, &conf->redis, metrics);
+    if (conf->admin_ui)
+        g->ui = ui_data_new(base, conf);
     if (!g->settler || (conf->metrics_listen && !g->stats)
-        || (conf->redis.sentinel.master && !g->watch)) {
+        || (conf->redis.sentinel.master && !g->watch) || (conf->admin_ui && !g->ui)) {
         generation_free(g);     /* conf is not ours yet */
         return NULL;
     }
@@ -28,6 +30,8 @@ void generation_retire(struct generation *g)
     g->stats = NULL;
     sentinel_watch_free(g->watch);
     g->watch = NULL;
+    ui_data_free(g->ui);
+    g->ui = NULL;
 }
 
 int generation_idle(const struct generation *g)
@@ -42,6 +46,7 @@ void generation_close_in_child(struct generation *g)
     settler_close_in_child(g->settler);
     qstats_close_in_child(g->stats);
     sentinel_watch_close_in_child(g->watch);
+    ui_data_close_in_child(g->ui);
 }
 
 void generation_free(struct generation *g)
@@ -50,6 +55,7 @@ void generation_free(struct generation *g)
         return;
     qstats_free(g->stats);
     sentinel_watch_free(g->watch);
+    ui_data_free(g->ui);
     settler_free(g->settler);
     if (g->conf) {
         dconfig_free(g->conf);

@@ -10,6 +10,7 @@
  * options, the admin address), the settler of its dead workers' jobs (on
  * its Redis, settle.h) and, while it is in force and metrics are on, the
  * cached queue statistics that /metrics and /healthz serve (qstats.h)
+ * and the dashboard's connection (ui_data.h) when admin.ui is on,
  * and, while in force and behind Sentinel, the subscriptions to the
  * sentinels' +switch-master (sentinel_watch.h).
  * Its children point to it; the supervisor frees it once none is left and
@@ -31,12 +32,15 @@
 #include "daemon/qstats.h"
 #include "daemon/sentinel_watch.h"
 #include "daemon/settle.h"
+#include "daemon/ui_data.h"
 
 struct generation {
     struct daemon_conf *conf;   /* owned */
     struct settler *settler;
     struct qstats *stats;       /* NULL: retired, or metrics off */
     struct sentinel_watch *watch; /* NULL: retired, or no Sentinel */
+    struct ui_data *ui;         /* the dashboard's Redis questions; NULL:
+                                   retired, or admin.ui off */
 };
 
 /*

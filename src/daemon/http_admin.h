@@ -7,6 +7,12 @@
  *
  * Only GET and HEAD; any other path is 404.  Nothing is authenticated:
  * dconfig refuses a non-loopback address unless allow_remote is set.
+ * One prefix ("/ui/") may be handed whole to another module, which
+ * authenticates its requests itself (http_admin_set_prefix).
+ *
+ * Limits, so that a slow or hostile client cannot hold the supervisor:
+ * headers 8 KiB, a body 16 KiB (413), 10 s to send a request, and at most
+ * HTTP_ADMIN_MAX_CONNS connections at once (more are closed at once).
  */
 #ifndef DQ_HTTP_ADMIN_H
 #define DQ_HTTP_ADMIN_H
@@ -30,6 +36,17 @@ struct http_admin_route {
 };
 
 struct http_admin;
+struct evhttp_request;
+struct evhttp_connection;
+
+#define HTTP_ADMIN_MAX_CONNS 32
+
+/* A request under the prefix, answered by the callee (now or later). */
+typedef void (*http_admin_prefix_fn)(struct evhttp_request *req, void *arg);
+/* A connection closes: its requests not yet answered are freed with it
+ * (unless evhttp detached them: then evhttp_request_get_connection is
+ * NULL and sending the reply frees them). */
+typedef void (*http_admin_close_fn)(struct evhttp_connection *evcon, void *arg);
 
 /* A server for `routes` (n entries; the array and `arg` must outlive it)
  * on `base`, not listening yet.  NULL when out of memory. */
@@ -60,6 +77,13 @@ int http_admin_fd(const struct http_admin *h);
  * Touches nothing else; the parent's server is unaffected.
  */
 void http_admin_close_in_child(const struct http_admin *h);
+
+/* Hand every request whose path starts with `prefix` ("/ui/"), or is
+ * the prefix without its last slash, to on_request(req, arg); on_close
+ * (may be NULL) hears of every connection that closes. */
+void http_admin_set_prefix(struct http_admin *h, const char *prefix,
+                           http_admin_prefix_fn on_request, http_admin_close_fn on_close,
+                           void *arg);
 
 /* Close everything and free; NULL is ignored. */
 void http_admin_free(struct http_admin *h);

@@ -189,6 +189,35 @@ void metrics_count_failover(struct metrics *m)
     m->failovers++;
 }
 
+/* Add a row's (or a slot type's) figures to a queue's totals. */
+static void add_totals(struct ui_totals *to, const struct slot_counters *c,
+                       const struct slot_hist *lateness)
+{
+    to->succeeded += slot_get(&c->succeeded);
+    to->retried += slot_get(&c->retried);
+    to->dead += slot_get(&c->dead);
+    add_hist(&to->lateness, lateness);
+}
+
+void metrics_queue_totals(const struct metrics *m, const struct metrics_view *v,
+                          const char *queue, struct ui_totals *out)
+{
+    memset(out, 0, sizeof *out);
+    for (size_t i = 0; i < m->totals.n; i++) {
+        const struct row *r = &m->totals.rows[i];
+        if (r->type[0] && strcmp(r->queue, queue) == 0)
+            add_totals(out, &r->c, &r->lateness);
+    }
+    for (size_t i = 0; i < v->nchildren; i++) {
+        const struct metrics_child *c = &v->children[i];
+        if (!c->queue || strcmp(c->queue, queue) != 0)
+            continue;
+        for (int k = 0; k < SLOT_TYPES; k++)
+            if (slot_type_name(&c->slot->types[k]))
+                add_totals(out, &c->slot->types[k].counters, &c->slot->types[k].lateness);
+    }
+}
+
 /* ---- the text format ---------------------------------------------------------- */
 
 /* A label value: backslash, double quote and newline escaped. */

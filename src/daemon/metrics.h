@@ -20,6 +20,7 @@
 #include "daemon/dconfig.h"
 #include "daemon/qstats.h"
 #include "daemon/slots.h"
+#include "daemon/ui_history.h"
 
 struct metrics;
 
@@ -58,6 +59,13 @@ struct metrics_view {
     const struct qstats_view *stats; /* the queue gauges of conf, cached */
     int stopping;
 };
+
+/* `queue`'s running totals now, as /metrics adds them: the exited
+ * children's folded rows plus the live slots of v->children (only
+ * children and nchildren are read).  They never go back: a child's slot
+ * is folded into the rows before it is zeroed. */
+void metrics_queue_totals(const struct metrics *m, const struct metrics_view *v,
+                          const char *queue, struct ui_totals *out);
 
 /* Write the /metrics page to `out`: the counters, and the cached queue
  * gauges with their age.  Returns the HTTP status: 200. */

@@ -27,10 +27,13 @@ struct qstats {
     struct qstats_req *reqs;    /* one per partition */
     dq_stats *parts;            /* the round in flight's, per partition */
     int64_t *parts_paused;
+    int64_t *parts_oldest;      /* the round in flight's oldest due, per partition */
     dq_stats *cur;              /* the last complete set */
     dq_stats *next;             /* the round in flight fills it */
     int64_t *paused_cur;        /* cur's and next's paused_since, per queue */
     int64_t *paused_next;
+    int64_t *oldest_cur;        /* cur's and next's oldest due, per queue */
+    int64_t *oldest_next;
     int have_cur;
     int64_t cur_asked_ms;       /* when cur's round was sent */
     size_t awaiting;            /* replies of the round in flight */
@@ -63,15 +66,21 @@ static void add_partition(dq_stats *sum, const dq_stats *p, int first)
 }
 
 /* A queue's figures are its partitions' summed; its pause state is
- * partition 0's (pause writes every partition's). */
+ * partition 0's (pause writes every partition's); its oldest due job the
+ * oldest of any partition's. */
 static void sum_partitions(struct qstats *q)
 {
     for (size_t i = 0; i < q->nparts; i++) {
         size_t qi = q->reqs[i].queue;
         int first = i == 0 || q->reqs[i - 1].queue != qi;
         add_partition(&q->next[qi], &q->parts[i], first);
-        if (first)
+        int64_t oldest = q->parts_oldest[i];
+        if (first) {
             q->paused_next[qi] = q->parts_paused[i];
+            q->oldest_next[qi] = oldest;
+        } else if (oldest >= 0 && (q->oldest_next[qi] < 0 || oldest < q->oldest_next[qi])) {
+            q->oldest_next[qi] = oldest;
+        }
     }
 }
 
@@ -88,6 +97,9 @@ static void round_done(struct qstats *q)
     int64_t *p = q->paused_cur;
     q->paused_cur = q->paused_next;
     q->paused_next = p;
+    p = q->oldest_cur;
+    q->oldest_cur = q->oldest_next;
+    q->oldest_next = p;
     q->have_cur = 1;
     q->cur_asked_ms = q->asked_ms;
     q->last_failed = 0;
@@ -112,6 +124,7 @@ static void on_stats_reply(struct rconn *rc, redisReply *reply, void *arg)
         snprintf(q->err, sizeof q->err, "unexpected reply from the stats script");
     } else {
         q->parts_paused[req->i] = proto_stats_paused(reply);
+        q->parts_oldest[req->i] = proto_stats_oldest_due(reply);
     }
     if (--q->awaiting == 0)
         round_done(q);
@@ -197,13 +210,17 @@ struct qstats *qstats_new(struct event_base *base, const struct daemon_conf *dc)
     q->reqs = calloc(np, sizeof *q->reqs);
     q->parts = calloc(np, sizeof *q->parts);
     q->parts_paused = calloc(np, sizeof *q->parts_paused);
+    q->parts_oldest = calloc(np, sizeof *q->parts_oldest);
     q->cur = calloc(n, sizeof *q->cur);
     q->next = calloc(n, sizeof *q->next);
     q->paused_cur = calloc(n, sizeof *q->paused_cur);
     q->paused_next = calloc(n, sizeof *q->paused_next);
+    q->oldest_cur = calloc(n, sizeof *q->oldest_cur);
+    q->oldest_next = calloc(n, sizeof *q->oldest_next);
     q->timer = event_new(base, -1, EV_PERSIST, on_timer, q);
     if (!q->keys || !q->reqs || !q->parts || !q->parts_paused || !q->cur || !q->next
-        || !q->paused_cur || !q->paused_next || !q->timer)
+        || !q->paused_cur || !q->paused_next || !q->parts_oldest || !q->oldest_cur
+        || !q->oldest_next || !q->timer)
         goto fail;
     size_t at = 0;
     for (size_t i = 0; i < dc->nqueues; i++)
@@ -240,6 +257,9 @@ void qstats_free(struct qstats *q)
     free(q->next);
     free(q->paused_cur);
     free(q->paused_next);
+    free(q->parts_oldest);
+    free(q->oldest_cur);
+    free(q->oldest_next);
     free(q);
 }
 
@@ -255,6 +275,7 @@ void qstats_read(const struct qstats *q, struct qstats_view *v)
     memset(v, 0, sizeof *v);
     v->stats = q->have_cur ? q->cur : NULL;
     v->paused_since = q->have_cur ? q->paused_cur : NULL;
+    v->oldest_due_ms = q->have_cur ? q->oldest_cur : NULL;
     v->age_ms = q->have_cur ? now - q->cur_asked_ms : -1;
     v->fresh = q->have_cur && !q->last_failed && v->age_ms <= QSTATS_STALE_MS;
     if (v->fresh)

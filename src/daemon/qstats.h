@@ -38,6 +38,9 @@ struct qstats_view {
     const dq_stats *stats;      /* one per queue, in dc's order; NULL: none yet */
     const int64_t *paused_since; /* with stats: per queue, when it was paused
                                    (server ms), -1 when it is not */
+    const int64_t *oldest_due_ms; /* with stats: per queue, the due time
+                                   (server ms) of the job due longest, over
+                                   its partitions; -1 when none is due */
     int64_t age_ms;             /* since the figures were asked for; -1: none */
     int fresh;                  /* the last refresh answered and age <= QSTATS_STALE_MS */
     char why[200];              /* when not fresh: "no answer for 2.4 s", the error */

@@ -27,6 +27,7 @@
 #include "daemon/slots.h"
 #include "daemon/strays.h"
 #include "daemon/supervisor_int.h"
+#include "daemon/ui_history.h"
 
 #define TICK_MS 50
 #define SETTLE_WAIT_MS 5000     /* at a stop, wait this long for settlements */
@@ -165,12 +166,10 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 
 /* ---- metrics and health (metrics.c writes them, http_admin.c serves) ---- */
 
-/* Answer /metrics (health 0) or /healthz (health 1) from the supervisor's
- * state and the cached statistics (never from Redis); returns the status. */
-static int answer(struct supervisor *s, FILE *out, struct http_admin_header *extra,
-                  int health)
+/* The child table as metrics.h sees it, into rows[MAX_CHILDREN]; returns
+ * how many. */
+static size_t metrics_rows(const struct supervisor *s, struct metrics_child *rows)
 {
-    struct metrics_child rows[MAX_CHILDREN];
     size_t n = 0;
     for (int i = 0; i < MAX_CHILDREN; i++) {
         const struct child *c = &s->children[i];
@@ -180,6 +179,16 @@ static int answer(struct supervisor *s, FILE *out, struct http_admin_header *ext
             .queue = children_queue_of(c), .slot = &s->slots[i], .running = c->pid != 0,
             .in_force = c->role == ROLE_WORKER && c->gen == s->cur && !c->retiring };
     }
+    return n;
+}
+
+/* Answer /metrics (health 0) or /healthz (health 1) from the supervisor's
+ * state and the cached statistics (never from Redis); returns the status. */
+static int answer(struct supervisor *s, FILE *out, struct http_admin_header *extra,
+                  int health)
+{
+    struct metrics_child rows[MAX_CHILDREN];
+    size_t n = metrics_rows(s, rows);
     struct qstats_view stats;
     if (s->cur->stats)
         qstats_read(s->cur->stats, &stats);
@@ -231,6 +240,37 @@ static int metrics_listen(struct supervisor *s)
     else if (rc > 0)
         log_info("metrics: serving /metrics and /healthz on http://%s", dc->metrics_listen);
     return rc < 0 ? -1 : 0;
+}
+
+/* ---- the dashboard's history -------------------------------------------- */
+
+/* Once a second while admin.ui is on: each queue's running totals into
+ * the history (ui_history.h), from memory only.  Off, the history is
+ * dropped. */
+static void on_history_tick(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct supervisor *s = arg;
+    const struct daemon_conf *dc = s->cur->conf;
+    if (!dc->admin_ui) {
+        ui_history_free(s->history);
+        s->history = NULL;
+        return;
+    }
+    if (!s->history && !(s->history = ui_history_new())) {
+        log_warn("dashboard: out of memory for the history");
+        return;
+    }
+    struct metrics_child rows[MAX_CHILDREN];
+    struct metrics_view v = { .children = rows, .nchildren = metrics_rows(s, rows),
+                              .conf = dc };
+    int64_t now = slots_now_ms();
+    for (size_t q = 0; q < dc->nqueues; q++) {
+        struct ui_totals t;
+        metrics_queue_totals(s->metrics, &v, dc->queues[q].name, &t);
+        ui_history_sample(s->history, dc->queues[q].name, now, &t);
+    }
 }
 
 /* ---- signals ------------------------------------------------------------- */
@@ -325,6 +365,7 @@ static void reload(struct supervisor *s)
     s->config_refused = 0;
     log_set_level(conf->log_level);
     metrics_listen(s);
+    supervisor_ui_conf(s);
     int missing = children_start_missing(s);
     s->missing_logged = missing > 0;
     if (missing > 0)
@@ -370,9 +411,9 @@ static void on_sigchld(evutil_socket_t sig, short what, void *arg)
 
 /* ---- set-up -------------------------------------------------------------- */
 
-#define NEVENTS 6
+#define NEVENTS 7
 
-/* The signal events and the tick, added to the loop; -1 after logging. */
+/* The signal events and the timers, added to the loop; -1 after logging. */
 static int add_events(struct supervisor *s, struct event **ev)
 {
     ev[0] = evsignal_new(s->base, SIGCHLD, on_sigchld, s);
@@ -381,9 +422,10 @@ static int add_events(struct supervisor *s, struct event **ev)
     ev[3] = evsignal_new(s->base, SIGHUP, on_reload_signal, s);
     ev[4] = evsignal_new(s->base, SIGUSR2, on_master_moved_signal, s);
     ev[5] = event_new(s->base, -1, EV_PERSIST, on_tick, s);
-    struct timeval tick = { 0, TICK_MS * 1000 };
+    ev[6] = event_new(s->base, -1, EV_PERSIST, on_history_tick, s);
+    const struct timeval tick = { 0, TICK_MS * 1000 }, second = { 1, 0 };
     for (int i = 0; i < NEVENTS; i++)
-        if (!ev[i] || event_add(ev[i], i == NEVENTS - 1 ? &tick : NULL) < 0) {
+        if (!ev[i] || event_add(ev[i], i == 5 ? &tick : i == 6 ? &second : NULL) < 0) {
             log_err("cannot set up the event loop (signals and timer)");
             return -1;
         }
@@ -402,7 +444,7 @@ static int set_up(struct supervisor *s)
     }
     s->metrics = metrics_new();
     s->http = http_admin_new(s->base, admin_routes, 2, s);
-    if (!s->metrics || !s->http) {
+    if (!s->metrics || !s->http || supervisor_ui_setup(s) < 0) {
         log_err("cannot set up: out of memory");
         return -1;
     }
@@ -415,12 +457,14 @@ static void tear_down(struct supervisor *s, struct event **ev)
         if (ev[i])
             event_free(ev[i]);
     http_admin_free(s->http);
+    ui_free(s->ui);
     generation_free(s->cur);    /* first: their connections use the loop */
     for (int g = 0; g < MAX_GENERATIONS; g++)
         generation_free(s->old[g]);
     if (s->base)
         event_base_free(s->base);
     metrics_free(s->metrics);
+    ui_history_free(s->history);
     slots_destroy(s->slots, MAX_CHILDREN);
 }
 
@@ -443,12 +487,14 @@ int supervisor_run(struct daemon_conf *conf, const char *config_path)
     conf = NULL;                    /* the generation's now */
     if (metrics_listen(&s) < 0)
         goto done;
+    supervisor_ui_conf(&s);
     draw_nonce(&s);
     if (strays_setup() < 0)
         log_warn("prctl(PR_SET_CHILD_SUBREAPER): %s: processes a dead worker's handler "
                  "started may outlive it", strerror(errno));
     if (add_events(&s, ev) < 0)
         goto done;
+    on_history_tick(-1, 0, &s);     /* the base: every total is zero yet */
     children_start_missing(&s);      /* the table has room for a whole configuration */
     event_base_dispatch(s.base);
     rc = s.config_refused && !s.stopping ? DAEMON_EXIT_CONFIG : DAEMON_EXIT_OK;

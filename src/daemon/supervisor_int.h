@@ -15,6 +15,7 @@
 #include "daemon/dconfig.h"
 #include "daemon/generation.h"
 #include "daemon/slots.h"
+#include "daemon/ui.h"
 
 /* Rows for two full generations (old and new during a reload).  More
  * generations may drain at once after reloads in a row: the rows the
@@ -62,7 +63,11 @@ struct supervisor {
     int64_t watchdog_ms;        /* WATCHDOG=1 every this often; 0 none */
     int64_t watchdog_next_ms;
     struct metrics *metrics;    /* totals of exited children, own counts */
-    struct http_admin *http;    /* /metrics and /healthz */
+    struct http_admin *http;    /* /metrics, /healthz and /ui/ */
+    struct ui *ui;              /* the dashboard (supervisor_ui.c) */
+    struct ui_queue_live ui_live[DCONFIG_MAX_QUEUES];   /* filled per request */
+    struct ui_history *history; /* the dashboard's last hour; NULL while
+                                   admin.ui is off */
 };
 
 /* ---- the child table (children.c) ---- */
@@ -89,5 +94,14 @@ void children_check_timeouts(struct supervisor *s, int64_t now);
 
 /* Children with a process. */
 int children_live(const struct supervisor *s);
+
+/* ---- the dashboard (supervisor_ui.c) ---- */
+
+/* Make the dashboard and hand it /ui/ on s->http; -1 when out of memory. */
+int supervisor_ui_setup(struct supervisor *s);
+
+/* The configuration in force changed (start, reload): tell the dashboard,
+ * and log where it is served. */
+void supervisor_ui_conf(struct supervisor *s);
 
 #endif

@@ -80,6 +80,10 @@ void ui_set_conf(struct ui *u, const struct daemon_conf *dc);
 /* Answer `req` (any path under /ui/; the admin server calls this). */
 void ui_handle(struct ui *u, struct evhttp_request *req);
 
+/* `evcon` closes (the admin server's close callback): the requests on it
+ * not yet answered are dropped when their page answers. */
+void ui_connection_closed(struct ui *u, struct evhttp_connection *evcon);
+
 /* ---- for the pages (ui_pages.c, ui_api.c) ---- */
 
 /* The supervisor's state now (see struct ui_env). */

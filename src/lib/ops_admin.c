@@ -10,27 +10,13 @@
 #define ADMIN_BATCH 500  /* dead jobs moved per script call: keeps each short */
 #define DEAD_PAGE_MAX 10000  /* dead jobs in one page, as dead_list.lua allows */
 
-/*
- * Run an operator script on the keys `k` (a queue's, or one partition's)
- * with optional string arguments.  When `wake_first`, the keys' wake
- * channel goes before them as the first argument (requeue.lua takes it
- * there).  The channel is asked for by this flag, never by a marker among
- * `args`: any string, "@wake" included, can be a job id and must reach the
- * script as it is.
- */
-static dq_status run_admin(dq_client *c, enum dq_script_id s, const struct queue_keys *k,
-                           bool wake_first, const char *const *args, int nargs,
+/* Run an operator script's command, built by its proto_*_cmd, and free
+ * the command. */
+static dq_status run_admin(dq_client *c, struct cmd *cmd, enum dq_script_id s,
                            redisReply **r)
 {
-    struct cmd cmd;
-    cmd_init(&cmd);
-    cmd_eval(&cmd, s, k);
-    if (wake_first)
-        cmd_push_str(&cmd, k->wake);
-    for (int i = 0; i < nargs; i++)
-        cmd_push_str(&cmd, args[i]);
-    dq_status st = client_run(c, &cmd, s, r);
-    cmd_free(&cmd);
+    dq_status st = client_run(c, cmd, s, r);
+    cmd_free(cmd);
     return st;
 }
 
@@ -96,8 +82,10 @@ dq_status dq_show(dq_client *c, const char *queue, const char *id,
     if (st != DQ_OK)
         return st;
     redisReply *r;
-    const char *args[] = { id };
-    if ((st = run_admin(c, DQ_SCRIPT_SHOW, &k, false, args, 1, &r)) != DQ_OK)
+    struct cmd cmd;
+    cmd_init(&cmd);
+    proto_show_cmd(&cmd, &k, id);
+    if ((st = run_admin(c, &cmd, DQ_SCRIPT_SHOW, &r)) != DQ_OK)
         return st;
     st = proto_show_reply(r, out);
     freeReplyObject(r);
@@ -115,12 +103,11 @@ dq_status dq_show(dq_client *c, const char *queue, const char *id,
 static dq_status dead_page(dq_client *c, const struct queue_keys *k, int64_t offset,
                            int count, dq_dead_page *out)
 {
-    char off[24], cnt[24];
-    snprintf(off, sizeof off, "%lld", (long long)offset);
-    snprintf(cnt, sizeof cnt, "%d", count);
-    const char *args[] = { off, cnt };
+    struct cmd cmd;
+    cmd_init(&cmd);
+    proto_dead_list_cmd(&cmd, k, offset, count);
     redisReply *r;
-    dq_status st = run_admin(c, DQ_SCRIPT_DEAD_LIST, k, false, args, 2, &r);
+    dq_status st = run_admin(c, &cmd, DQ_SCRIPT_DEAD_LIST, &r);
     if (st != DQ_OK)
         return st;
     st = proto_dead_list_reply(r, out);
@@ -226,14 +213,13 @@ static dq_status dead_batches_in(dq_client *c, enum dq_script_id s,
                                  const struct queue_keys *k, const char *id,
                                  int64_t *count)
 {
-    char batch[16];
-    snprintf(batch, sizeof batch, "%d", ADMIN_BATCH);
-    const char *args[] = { id ? id : "", batch };
-    bool wake_first = s == DQ_SCRIPT_REQUEUE;
     int64_t total = 0;
     for (;;) {
+        struct cmd cmd;
+        cmd_init(&cmd);
+        proto_dead_cmd(&cmd, k, s, id, ADMIN_BATCH);
         redisReply *r;
-        dq_status st = run_admin(c, s, k, wake_first, args, 2, &r);
+        dq_status st = run_admin(c, &cmd, s, &r);
         if (st != DQ_OK)
             return st;
         int64_t moved, remaining;
@@ -450,8 +436,11 @@ static dq_status run_pause_script(dq_client *c, enum dq_script_id s, const char 
     for (unsigned p = 0; p < calls; p++) {
         struct queue_keys k;
         part_keys(c, queue, p, n, &k);
+        struct cmd cmd;
+        cmd_init(&cmd);
+        proto_pause_cmd(&cmd, &k, s);
         redisReply *r;
-        if ((st = run_admin(c, s, &k, s != DQ_SCRIPT_PAUSE_STATE, NULL, 0, &r)) != DQ_OK)
+        if ((st = run_admin(c, &cmd, s, &r)) != DQ_OK)
             return st;
         int64_t now, since;
         st = proto_pause_reply(r, &now, &since);

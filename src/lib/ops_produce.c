@@ -1,4 +1,4 @@
-/* libdelayq calls for producers: enqueue and cancel. */
+/* libdelayq calls for producers: enqueue, cancel and run now. */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -324,7 +324,13 @@ done:
     return first;
 }
 
-dq_status dq_cancel(dq_client *c, const char *queue, const char *id)
+/*
+ * cancel or run_now (by `s`) of the delayed job `id`, in its partition;
+ * a refusal is told in the words `running` and `dead` (what to do
+ * instead).
+ */
+static dq_status delayed_job_call(dq_client *c, enum dq_script_id s, const char *queue,
+                                  const char *id, const char *running, const char *dead)
 {
     struct queue_keys k;
     dq_status st = client_queue_keys(c, queue, &k);
@@ -336,24 +342,38 @@ dq_status dq_cancel(dq_client *c, const char *queue, const char *id)
         return st;
     struct cmd cmd;
     cmd_init(&cmd);
-    cmd_eval(&cmd, DQ_SCRIPT_CANCEL, &k);
-    cmd_push_str(&cmd, id);
+    if (s == DQ_SCRIPT_CANCEL)
+        proto_cancel_cmd(&cmd, &k, id);
+    else
+        proto_run_now_cmd(&cmd, &k, id);
     redisReply *r;
-    st = client_run(c, &cmd, DQ_SCRIPT_CANCEL, &r);
+    st = client_run(c, &cmd, s, &r);
     cmd_free(&cmd);
     if (st != DQ_OK)
         return st;
-    st = proto_cancel_reply(r);
+    st = s == DQ_SCRIPT_CANCEL ? proto_cancel_reply(r) : proto_run_now_reply(r);
     freeReplyObject(r);
     switch (st) {
     case DQ_OK: return DQ_OK;
     case DQ_ERR_RUNNING:
-        return client_fail(c, st, "job %s in queue %s is running; it can no longer be cancelled", id, queue);
+        return client_fail(c, st, "job %s in queue %s is running; %s", id, queue, running);
     case DQ_ERR_DEAD:
-        return client_fail(c, st, "job %s in queue %s is dead; purge it instead", id, queue);
+        return client_fail(c, st, "job %s in queue %s is dead; %s", id, queue, dead);
     case DQ_ERR_NOTFOUND:
         return client_fail(c, st, "no job %s in queue %s", id, queue);
     default:
-        return client_fail(c, st, "unexpected reply from the cancel script");
+        return client_fail(c, st, "unexpected reply from the %s script", dq_scripts[s].name);
     }
+}
+
+dq_status dq_cancel(dq_client *c, const char *queue, const char *id)
+{
+    return delayed_job_call(c, DQ_SCRIPT_CANCEL, queue, id,
+                            "it can no longer be cancelled", "purge it instead");
+}
+
+dq_status dq_run_now(dq_client *c, const char *queue, const char *id)
+{
+    return delayed_job_call(c, DQ_SCRIPT_RUN_NOW, queue, id,
+                            "it is no longer waiting", "requeue it instead");
 }

@@ -486,11 +486,19 @@ dq_status proto_reap_reply(const redisReply *r, dq_reap_result *out)
 
 /* ---- operating ---------------------------------------------------------- */
 
-dq_status proto_cancel_reply(const redisReply *r)
+void proto_cancel_cmd(struct cmd *c, const struct queue_keys *k, const char *id)
+{
+    cmd_eval(c, DQ_SCRIPT_CANCEL, k);
+    cmd_push_str(c, id);
+}
+
+/* cancel's and run_now's replies: `done` (the script's word for success)
+ * or why not. */
+static dq_status one_job_reply(const redisReply *r, const char *done)
 {
     if (!r || (r->type != REDIS_REPLY_STRING && r->type != REDIS_REPLY_STATUS))
         return DQ_ERR_REDIS;
-    if (strcmp(r->str, "cancelled") == 0)
+    if (strcmp(r->str, done) == 0)
         return DQ_OK;
     if (strcmp(r->str, "running") == 0)
         return DQ_ERR_RUNNING;
@@ -499,6 +507,23 @@ dq_status proto_cancel_reply(const redisReply *r)
     if (strcmp(r->str, "notfound") == 0)
         return DQ_ERR_NOTFOUND;
     return DQ_ERR_REDIS;
+}
+
+dq_status proto_cancel_reply(const redisReply *r)
+{
+    return one_job_reply(r, "cancelled");
+}
+
+void proto_run_now_cmd(struct cmd *c, const struct queue_keys *k, const char *id)
+{
+    cmd_eval(c, DQ_SCRIPT_RUN_NOW, k);
+    cmd_push_str(c, k->wake);
+    cmd_push_str(c, id);
+}
+
+dq_status proto_run_now_reply(const redisReply *r)
+{
+    return one_job_reply(r, "ran");
 }
 
 dq_status proto_stats_reply(const redisReply *r, dq_stats *out)
@@ -527,6 +552,11 @@ dq_status proto_stats_reply(const redisReply *r, dq_stats *out)
 int64_t proto_stats_paused(const redisReply *r)
 {
     return is_array(r, 8) ? elem_int(r, 7) : -1;
+}
+
+int64_t proto_stats_oldest_due(const redisReply *r)
+{
+    return is_array(r, 9 + DQ_PRIORITY_LEVELS) ? elem_int(r, 8 + DQ_PRIORITY_LEVELS) : -1;
 }
 
 /* ---- pause, resume, pause_state ----------------------------------------- */
@@ -579,6 +609,12 @@ static dq_status describe_unreadable(const redisReply *r, dq_job *j)
     free(j->last_error);
     j->last_error = e;
     return DQ_OK;
+}
+
+void proto_show_cmd(struct cmd *c, const struct queue_keys *k, const char *id)
+{
+    cmd_eval(c, DQ_SCRIPT_SHOW, k);
+    cmd_push_str(c, id);
 }
 
 dq_status proto_show_reply(const redisReply *r, dq_job_info *out)
@@ -656,6 +692,14 @@ static dq_status read_dead_entry(const redisReply *r, size_t at, dq_dead_entry *
     return DQ_OK;
 }
 
+void proto_dead_list_cmd(struct cmd *c, const struct queue_keys *k, int64_t offset,
+                         int count)
+{
+    cmd_eval(c, DQ_SCRIPT_DEAD_LIST, k);
+    cmd_push_i64(c, offset);
+    cmd_push_i64(c, count);
+}
+
 dq_status proto_dead_list_reply(const redisReply *r, dq_dead_page *out)
 {
     memset(out, 0, sizeof *out);
@@ -712,6 +756,16 @@ void dq_dead_page_free(dq_dead_page *p)
     }
     free(p->entries);
     memset(p, 0, sizeof *p);
+}
+
+void proto_dead_cmd(struct cmd *c, const struct queue_keys *k, enum dq_script_id s,
+                    const char *id, int batch)
+{
+    cmd_eval(c, s, k);
+    if (s == DQ_SCRIPT_REQUEUE)
+        cmd_push_str(c, k->wake);
+    cmd_push_str(c, id ? id : "");
+    cmd_push_i64(c, batch);
 }
 
 dq_status proto_count_reply(const redisReply *r, int64_t *moved,

@@ -75,11 +75,22 @@ void proto_reap_cmd(struct cmd *c, const struct queue_keys *k, int batch,
                     const dq_retry_policy *p, uint32_t seed);
 dq_status proto_reap_reply(const redisReply *r, dq_reap_result *out);
 
+/* cancel: one delayed job deleted.  The reply: DQ_OK, or DQ_ERR_RUNNING,
+ * DQ_ERR_DEAD, DQ_ERR_NOTFOUND. */
+void proto_cancel_cmd(struct cmd *c, const struct queue_keys *k, const char *id);
 dq_status proto_cancel_reply(const redisReply *r);
+
+/* run_now: one delayed job due now (priority kept).  The reply as
+ * cancel's. */
+void proto_run_now_cmd(struct cmd *c, const struct queue_keys *k, const char *id);
+dq_status proto_run_now_reply(const redisReply *r);
 dq_status proto_stats_reply(const redisReply *r, dq_stats *out);
 /* The stats reply's paused_since_ms: when the queue was paused, -1 when
  * it is not (nor said: a reply of an older script). */
 int64_t proto_stats_paused(const redisReply *r);
+/* The stats reply's oldest_due_ms: the due time of the job due longest,
+ * -1 when none is due (nor said: a reply of an older script). */
+int64_t proto_stats_oldest_due(const redisReply *r);
 
 /* pause, resume (with the wake channel) or pause_state (no argument),
  * by `s`.  Each replies {now_ms, since_ms, ...}: since_ms is when the
@@ -87,7 +98,10 @@ int64_t proto_stats_paused(const redisReply *r);
  * already), -1 when it is (resume: was) not paused. */
 void proto_pause_cmd(struct cmd *c, const struct queue_keys *k, enum dq_script_id s);
 dq_status proto_pause_reply(const redisReply *r, int64_t *now_ms, int64_t *since_ms);
+void proto_show_cmd(struct cmd *c, const struct queue_keys *k, const char *id);
 dq_status proto_show_reply(const redisReply *r, dq_job_info *out);
+void proto_dead_list_cmd(struct cmd *c, const struct queue_keys *k, int64_t offset,
+                         int count);
 dq_status proto_dead_list_reply(const redisReply *r, dq_dead_page *out);
 /* Pages merged from several (the dead sets of a partitioned queue): an
  * empty page with room for `cap` entries; entry i of `from` moved to the
@@ -97,6 +111,11 @@ dq_status proto_dead_list_reply(const redisReply *r, dq_dead_page *out);
 dq_status proto_dead_page_alloc(dq_dead_page *p, size_t cap);
 void proto_dead_entry_move(dq_dead_page *to, size_t cap, dq_dead_page *from, size_t i);
 void proto_dead_page_seal(dq_dead_page *p, size_t cap);
+/* requeue (DQ_SCRIPT_REQUEUE, with the wake channel) or purge
+ * (DQ_SCRIPT_PURGE) of dead job `id`, or of the oldest `batch` dead jobs
+ * when `id` is NULL. */
+void proto_dead_cmd(struct cmd *c, const struct queue_keys *k, enum dq_script_id s,
+                    const char *id, int batch);
 /* requeue and purge: {moved, remaining}. */
 dq_status proto_count_reply(const redisReply *r, int64_t *moved,
                             int64_t *remaining);
@@ -112,6 +131,44 @@ void proto_fsck_cmd(struct cmd *c, const struct queue_keys *k, const char *curso
  * DQ_ERR_NOMEM. */
 dq_status proto_fsck_reply(const redisReply *r, bool repair, dq_fsck_result *acc,
                            char *cursor, size_t cursorlen);
+
+/*
+ * browse: a page of one list ("delayed", "processing" or "dead") in list
+ * order, for the dashboard.  `mode`: PROTO_BROWSE_RECORDS (the entries
+ * with their records from `offset`, at most `count`), PROTO_BROWSE_IDS
+ * (the same entries, id and time only: the first step of a merge of
+ * partitions) or PROTO_BROWSE_THESE (the records of `ids`, those still in
+ * the list).  With `type` (not NULL), only entries of that type among the
+ * first `examine` of the list.
+ */
+enum proto_browse_mode { PROTO_BROWSE_RECORDS, PROTO_BROWSE_IDS, PROTO_BROWSE_THESE };
+void proto_browse_cmd(struct cmd *c, const struct queue_keys *k, const char *which,
+                      int64_t offset, int count, const char *type, int examine,
+                      enum proto_browse_mode mode, const char *const *ids, size_t nids);
+
+/* One entry of a browse reply; the strings are borrowed from the reply
+ * (NUL-terminated).  In PROTO_BROWSE_IDS mode only id and at_ms are set. */
+struct proto_browse_item {
+    const char *id;
+    int64_t at_ms;
+    const char *type;
+    int attempts;
+    int max_attempts;
+    int priority;
+    int64_t created_ms;
+    size_t payload_len;
+    const char *last_error;
+    const char *unreadable;     /* "" when the record reads */
+};
+
+/* The head of a browse reply, and its number of entries in *n.
+ * DQ_ERR_REDIS when it is not one. */
+dq_status proto_browse_reply(const redisReply *r, enum proto_browse_mode mode,
+                             int64_t *now_ms, int64_t *total, int64_t *matched,
+                             size_t *n);
+/* Entry i (< *n of proto_browse_reply) of a browse reply. */
+void proto_browse_item(const redisReply *r, enum proto_browse_mode mode, size_t i,
+                       struct proto_browse_item *out);
 
 void proto_job_free(dq_job *j);
 

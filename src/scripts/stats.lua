@@ -4,7 +4,9 @@
 --          processing, dead, next_due_in_ms (-1 when nothing is delayed),
 --          expired (processing past their lease, waiting for the reaper),
 --          paused_since_ms (when the queue was paused; -1: it is not),
---          then ten: the due jobs of each priority, 0 (most urgent) to 9}
+--          then ten: the due jobs of each priority, 0 (most urgent) to 9,
+--          then oldest_due_ms (the due time of the job that has been due
+--          longest; -1 when none is due)}
 -- ARGV: none
 if #ARGV > 0 then arg_bad('argument 1', ARGV[1], 'expected: stats takes none') end
 if arg_fault then return arg_refusal('stats') end
@@ -27,4 +29,6 @@ local out = { now, total - due, due, processing,
               redis.call('ZCOUNT', KEYS[3], '-inf', now),
               tonumber(redis.call('HGET', KEYS[5], 'paused')) or -1 }
 for p = 1, 10 do out[8 + p] = by_prio[p] end
+out[19] = -1
+if head and head <= now then out[19] = head end
 return out
