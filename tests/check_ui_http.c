@@ -211,6 +211,26 @@ START_TEST(login_cookie_and_logout)
 }
 END_TEST
 
+START_TEST(basic_only_asks_for_basic)
+{
+    char keys[512];
+    snprintf(keys, sizeof keys, "ui = true; basic_auth_file = \"%s\";", BASIC_FILE);
+    start(keys);
+    struct http_reply r;
+    req("GET", "/ui/", NULL, NULL, &r);
+    ck_assert_int_eq(r.status, 401);
+    assert_header(&r, "WWW-Authenticate", "Basic realm=\"delayq\"");
+    http_reply_free(&r);
+    ck_assert_int_eq(status_of("GET", "/ui/", BASIC, NULL), 200);
+    ck_assert_int_eq(status_of("GET", "/ui/", BEARER, NULL), 401);
+    char cookie[128];
+    ck_assert_int_eq(login("token=" TOKEN, cookie, sizeof cookie), 401);
+    ck_assert_int_eq(login("user=" BASIC_USER "&password=nope", cookie, sizeof cookie), 401);
+    ck_assert_int_eq(login("user=" BASIC_USER "&password=s3cret%3Awith%3Acolons", cookie,
+                           sizeof cookie), 303);
+}
+END_TEST
+
 /* ---- the POST gates ---------------------------------------------------- */
 
 START_TEST(cross_site_posts_are_refused)
@@ -288,7 +308,7 @@ START_TEST(security_headers_on_every_answer)
         { "GET", "/ui/queues/nosuchqueue", BEARER, 404 },
         { "POST", "/ui/queues/" H_QUEUE "/pause", BEARER FORM, 403 },
         { "POST", "/ui/logout", SAME FORM, 303 },
-        { "GET", "/ui/queues/a%2Fb", BEARER, 400 },
+        { "GET", "/ui/queues/a%00b", BEARER, 400 },
         { "DELETE", "/ui/", BEARER, 405 },
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
@@ -306,13 +326,14 @@ END_TEST
 START_TEST(bad_paths_are_400_and_ui_redirects)
 {
     start_ui();
-    const char *bad[] = { "/ui/queues/a%2Fb", "/ui/queues/a%2fb/jobs/1", "/ui/queues/a%00b",
-                          "/ui/queues/a%zzb", "/ui/queues/a%4", "/ui/queues/a%",
-                          "/ui/queues//x", "/ui/queues/" H_QUEUE "/jobs/a%2F..%2Fb" };
+    const char *bad[] = { "/ui/queues/a%00b", "/ui/queues/a%zzb", "/ui/queues/a%4",
+                          "/ui/queues/a%", "/ui/queues//x" };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         int st = status_of("GET", bad[i], BEARER, NULL);
         ck_assert_msg(st == 400, "%s: %d", bad[i], st);
     }
+    /* A decoded '/' stays inside its segment (job ids may hold one). */
+    ck_assert_int_eq(status_of("GET", "/ui/queues/a%2Fb", BEARER, NULL), 404);
     /* A well-escaped name is decoded, then looked up. */
     ck_assert_int_eq(status_of("GET", "/ui/queues/%6Frders", BEARER, NULL), 200);
     struct http_reply r;
@@ -566,6 +587,7 @@ int main(void)
     tcase_add_test(tc, unauthenticated_gets_login_page_401);
     tcase_add_test(tc, bearer_and_basic_are_accepted_wrong_ones_refused);
     tcase_add_test(tc, login_cookie_and_logout);
+    tcase_add_test(tc, basic_only_asks_for_basic);
     tcase_add_test(tc, cross_site_posts_are_refused);
     tcase_add_test(tc, read_only_refuses_every_action);
     tcase_add_test(tc, reload_rereads_the_token_file);

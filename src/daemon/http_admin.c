@@ -360,9 +360,8 @@ void http_admin_free(struct http_admin *h)
 {
     if (!h)
         return;
-    h->on_close = NULL;
     if (h->http)
-        evhttp_free(h->http);   /* closes the sockets */
+        evhttp_free(h->http);   /* closes the sockets; on_close hears of each */
     for (size_t i = 0; i < h->nconns; i++)
         bufferevent_decref(h->conns[i]);
     free(h->calls);

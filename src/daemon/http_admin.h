@@ -5,10 +5,11 @@
  * supervisor's state directly (and must be quick: it never waits on
  * Redis, whose figures the supervisor keeps cached).
  *
- * Only GET and HEAD; any other path is 404.  Nothing is authenticated:
- * dconfig refuses a non-loopback address unless allow_remote is set.
- * One prefix ("/ui/") may be handed whole to another module, which
- * authenticates its requests itself (http_admin_set_prefix).
+ * The routes take GET and HEAD (else 405); any other path is 404.  They
+ * are not authenticated: dconfig refuses a non-loopback address unless
+ * allow_remote is set.  One prefix ("/ui/") may be handed whole, any
+ * method, to another module, which authenticates its requests itself
+ * (http_admin_set_prefix).
  *
  * Limits, so that a slow or hostile client cannot hold the supervisor:
  * headers 8 KiB, a body 16 KiB (413), 10 s to send a request, and at most

@@ -73,7 +73,7 @@ static void fill(void *arg, struct ui_env *env)
         env->stats = (struct qstats_view){ .age_ms = -1, .why = "statistics not refreshed" };
     count_live(s);
     env->live = s->ui_live;
-    env->data = NULL;           /* the generation's ui_data, once it has one */
+    env->data = s->cur->ui;     /* NULL while admin.ui is off */
     env->history = s->history; /* NULL while admin.ui is off */
     env->read_only = s->cur->conf->admin_read_only;
     env->holder = holder;

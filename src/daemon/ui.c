@@ -69,8 +69,9 @@ void ui_free(struct ui *u)
 {
     if (!u)
         return;
-    /* Still-pending contexts stay valid for their pages: detach them from
-     * this dashboard only (their replies are dropped). */
+    /* Called after the admin server is freed (its requests with it):
+     * still-pending contexts stay valid for their pages, whose replies
+     * are then dropped. */
     for (struct ui_ctx *x = u->pending; x; x = x->next)
         x->u = NULL;
     ui_auth_free(u->auth);
@@ -170,8 +171,10 @@ static int still_there(struct ui_ctx *x)
 {
     if (x->req && !x->detached && x->u)
         return 1;
-    if (x->req)
-        evhttp_request_free(x->req);    /* detached: ours */
+    /* Detached from its connection: ours to free.  After ui_free (the
+     * server is gone, and its requests with it) nothing is touched. */
+    if (x->req && x->u)
+        evhttp_request_free(x->req);
     ctx_free(x);
     return 0;
 }
@@ -232,7 +235,8 @@ static int hexval(char c)
 }
 
 /* Percent-decode one path segment of `len` bytes; NULL when an escape is
- * bad, decodes to NUL or '/', or the segment is too long. */
+ * bad, decodes to NUL, or the segment is too long.  A '/' may be decoded:
+ * the path is split before, and job ids may hold one. */
 static char *decode_segment(const char *p, size_t len)
 {
     if (len > UI_SEGMENT_LEN)
@@ -255,7 +259,7 @@ static char *decode_segment(const char *p, size_t len)
             }
             c = (char)(a * 16 + b);
             i += 2;
-            if (c == '\0' || c == '/') {
+            if (c == '\0') {
                 free(out);
                 return NULL;
             }

@@ -71,6 +71,8 @@ struct ui_ctx;
 
 /* A dashboard for `host` (copied).  NULL when out of memory. */
 struct ui *ui_new(const struct ui_host *host);
+/* Free the dashboard; after the admin server that hands it requests
+ * (contexts still pending then answer nothing). */
 void ui_free(struct ui *u);
 
 /* Take the configuration in force (after start and each reload): its

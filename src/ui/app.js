@@ -71,6 +71,30 @@
     return !!(sel && !sel.isCollapsed && sel.anchorNode && main.contains(sel.anchorNode));
   }
 
+  /* What the user typed into `root`'s fields and has not sent: keyed by
+   * form id and field name. */
+  function typedValues(root) {
+    var kept = {};
+    var fields = root.querySelectorAll('form[id] input[name], form[id] select[name]');
+    for (var i = 0; i < fields.length; i++) {
+      var f = fields[i];
+      if (f.type === 'hidden' || f.type === 'submit') continue;
+      var changed = f.tagName === 'SELECT'
+        ? f.selectedIndex >= 0 && !f.options[f.selectedIndex].defaultSelected
+        : f.value !== f.defaultValue;
+      if (changed) kept[f.form.id + '/' + f.name] = f.value;
+    }
+    return kept;
+  }
+
+  function restoreValues(root, kept) {
+    var fields = root.querySelectorAll('form[id] input[name], form[id] select[name]');
+    for (var i = 0; i < fields.length; i++) {
+      var key = fields[i].form.id + '/' + fields[i].name;
+      if (Object.prototype.hasOwnProperty.call(kept, key)) fields[i].value = kept[key];
+    }
+  }
+
   function startRefresh(main) {
     var secs = parseFloat(main.getAttribute('data-refresh'));
     if (!(secs > 0)) return;
@@ -106,9 +130,10 @@
         if (!fresh) throw new Error('no #content in the answer');
         /* The user may have started typing while the answer came. */
         if (busyIn(main)) return;
-        var nodes = [];
+        var kept = typedValues(main), nodes = [];
         while (fresh.firstChild) nodes.push(document.adoptNode(fresh.firstChild));
         main.replaceChildren.apply(main, nodes);
+        restoreValues(main, kept);
         if (doc.title) document.title = doc.title;
         decorate(main);
         main.classList.remove('stale');
@@ -155,16 +180,12 @@
     return String(parseFloat(v.toPrecision(3)));
   }
 
-  function fmtClock(ms) {
+  /* "14:05" or "14:05:09", in UTC like every time the pages show. */
+  function fmtClock(ms, seconds) {
     var d = new Date(ms);
     function two(n) { return (n < 10 ? '0' : '') + n; }
-    return two(d.getHours()) + ':' + two(d.getMinutes());
-  }
-
-  function fmtClockSec(ms) {
-    var d = new Date(ms);
-    function two(n) { return (n < 10 ? '0' : '') + n; }
-    return two(d.getHours()) + ':' + two(d.getMinutes()) + ':' + two(d.getSeconds());
+    return two(d.getUTCHours()) + ':' + two(d.getUTCMinutes()) +
+           (seconds ? ':' + two(d.getUTCSeconds()) : '');
   }
 
   /* The series `values` (one a second, null: none) in `buckets` points:
@@ -214,8 +235,10 @@
     var summary = kind.title + ', last hour (' + kind.unit + '): now ' + fmtNum(last) +
                   ', peak ' + fmtNum(max);
     svg.appendChild(el('title', {}, summary));
-    svg.appendChild(el('text', { x: ml, y: 16, 'class': 'chart-title' },
-                       kind.title + ' (' + kind.unit + ')'));
+    /* The page may title the chart itself: then only the unit here. */
+    var titled = div.querySelector('h1, h2, h3, h4, h5, h6');
+    svg.appendChild(el('text', { x: ml, y: 16, 'class': titled ? 'unit' : 'chart-title' },
+                       titled ? kind.unit : kind.title + ' (' + kind.unit + ')'));
 
     /* Axes: three levels, and the clock every 15 minutes. */
     var axes = el('g', { 'class': 'axes' });
@@ -230,28 +253,39 @@
       axes.appendChild(el('line', { x1: x(i), x2: x(i), y1: mt + ph, y2: mt + ph + 4,
                                     'class': 'axis' }));
       axes.appendChild(el('text', { x: x(i), y: H - 6, 'class': 'xlabel' },
-                          m === 0 ? 'now' : fmtClock(endMs - m * 60000)));
+                          m === 0 ? 'now' : fmtClock(endMs - m * 60000, false)));
     }
     svg.appendChild(axes);
 
-    /* The lines, broken where there is no value. */
+    /* The lines, broken where there is no value; a lone value (a gap on
+     * each side) as a dot, which a path of one point would not show. */
     series.forEach(function (s) {
-      var d = '', area = '', pen = false, prev = null;
+      var d = '', area = '', run = 0, prev = null, dots = [];
+      function endRun() {
+        if (run) area += 'L' + x(prev).toFixed(1) + ',' + y(0).toFixed(1) + 'Z';
+        if (run === 1) dots.push(prev);
+        run = 0;
+      }
       s.pts.forEach(function (p) {
         if (p.v === null) {
-          if (pen) area += 'L' + x(prev).toFixed(1) + ',' + y(0).toFixed(1) + 'Z';
-          pen = false;
+          endRun();
           return;
         }
         var px = x(p.end).toFixed(1), py = y(p.v).toFixed(1);
-        area += (pen ? '' : 'M' + px + ',' + y(0).toFixed(1)) + 'L' + px + ',' + py;
-        d += (pen ? 'L' : 'M') + px + ',' + py;
-        pen = true;
+        area += (run ? '' : 'M' + px + ',' + y(0).toFixed(1)) + 'L' + px + ',' + py;
+        d += (run ? 'L' : 'M') + px + ',' + py;
+        run++;
         prev = p.end;
+        p.y = py;
       });
-      if (rate && pen) area += 'L' + x(prev).toFixed(1) + ',' + y(0).toFixed(1) + 'Z';
+      endRun();
       if (rate && area) svg.appendChild(el('path', { d: area, 'class': 'area area-' + s.key }));
       if (d) svg.appendChild(el('path', { d: d, 'class': 'line line-' + s.key }));
+      s.pts.forEach(function (p) {
+        if (p.v !== null && dots.indexOf(p.end) >= 0)
+          svg.appendChild(el('circle', { cx: x(p.end).toFixed(1), cy: p.y, r: 2,
+                                         'class': 'dot dot-' + s.key }));
+      });
     });
 
     /* The legend, for more than one line (the readout takes its place
@@ -291,7 +325,7 @@
         var v = s.pts[j] ? s.pts[j].v : null;
         return (series.length > 1 ? s.key + ' ' : '') + fmtNum(v);
       });
-      readout.textContent = fmtClockSec(endMs - (n - 1 - at) * 1000) + '  ' +
+      readout.textContent = fmtClock(endMs - (n - 1 - at) * 1000, true) + '  ' +
                             parts.join(' · ') + ' ' + kind.unit;
       readout.setAttribute('visibility', 'visible');
       legend.setAttribute('visibility', 'hidden');

@@ -69,6 +69,26 @@ static void dead_list(const redisReply *r)
     dq_dead_page_free(&out);
 }
 
+/* browse's reply in each of its modes: every entry it accepts has its
+ * strings. */
+static void browse(const redisReply *r)
+{
+    static const enum proto_browse_mode modes[] = {
+        PROTO_BROWSE_RECORDS, PROTO_BROWSE_IDS, PROTO_BROWSE_THESE
+    };
+    for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) {
+        int64_t now, total, matched;
+        size_t n;
+        if (proto_browse_reply(r, modes[m], &now, &total, &matched, &n) != DQ_OK)
+            continue;
+        for (size_t i = 0; i < n; i++) {
+            struct proto_browse_item it;
+            proto_browse_item(r, modes[m], i, &it);
+            FUZZ_ASSERT(it.id && it.type && it.last_error && it.unreadable);
+        }
+    }
+}
+
 /* hiredis 0.14 allocates an array's element table as soon as it reads the
  * count: a count in the millions only measures the allocator, so such
  * inputs are skipped (the parsers see every shape with small counts). */
@@ -115,6 +135,8 @@ static void the_others(const redisReply *r)
     (void)proto_fail_reply(r, &fail);
     (void)proto_reap_reply(r, &reap);
     (void)proto_cancel_reply(r);
+    (void)proto_run_now_reply(r);
+    (void)proto_stats_oldest_due(r);
     (void)proto_count_reply(r, &moved, &remaining);
     if (r->type == REDIS_REPLY_ARRAY && r->elements <= 16) {
         (void)proto_ack_reply(r, r->elements, flags);
@@ -141,6 +163,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         show(reply);
         stats(reply);
         dead_list(reply);
+        browse(reply);
         fsck(reply, &acc);
         the_others(reply);
         freeReplyObject(reply);

@@ -1,0 +1,35 @@
+/*
+ * ui_joblog: what this dashboard did to which job since the supervisor
+ * started (requeued, deleted, cancelled, ran now), for the history on the
+ * job page.  Redis keeps no history of a job, so this is the only record
+ * of those clicks; it is small, in memory and lost on restart, which the
+ * job page says.
+ *
+ * It is the supervisor's own state, one per process (the dashboard runs
+ * only in the supervisor): a bounded ring of the last UI_JOBLOG_MAX
+ * actions, the oldest overwritten first.  Forked workers inherit a copy
+ * they never read.
+ */
+#ifndef DQ_UI_JOBLOG_H
+#define DQ_UI_JOBLOG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define UI_JOBLOG_MAX 256
+
+struct ui_joblog_entry {
+    int64_t at_ms;              /* Unix ms (the supervisor's clock) */
+    const char *what;           /* a fixed word: "requeued", "deleted" ... */
+};
+
+/* Note that `what` (a string literal) was done to job `id` of `queue`
+ * now.  Ids and names too long for the ring's slots are not noted. */
+void ui_joblog_add(const char *queue, const char *id, const char *what);
+
+/* The actions on `id` of `queue`, oldest first, into out[0..max-1];
+ * returns how many. */
+size_t ui_joblog_find(const char *queue, const char *id, struct ui_joblog_entry *out,
+                      size_t max);
+
+#endif
