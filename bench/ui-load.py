@@ -14,6 +14,8 @@ then for each case measures over --seconds:
     baseline with no window open (what the dashboard adds);
   - the supervisor's CPU: utime+stime of /proc/PID/stat over the window,
     in % of one core.
+The reaper's periodic fsck is off (fsck_interval "0"): its pass over
+every record would swamp the figures.
 Windows, not tabs: the dashboard stops refreshing a hidden tab, and a
 background tab is hidden; each window's page is visible (checked, and
 its refreshes counted from the page's resource timing).  Needs
@@ -45,15 +47,18 @@ def die(msg):
     sys.exit(1)
 
 
-def redis_info_commands(sock_path):
-    """total_commands_processed of the Redis server at `sock_path`."""
+def redis_info(sock_path, section):
+    """INFO `section` of the Redis server at `sock_path`, as text."""
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
         s.settimeout(5)
         s.connect(sock_path)
-        s.sendall(b"*2\r\n$4\r\nINFO\r\n$5\r\nstats\r\n")
+        s.sendall(b"*2\r\n$4\r\nINFO\r\n$%d\r\n%s\r\n" % (len(section), section.encode()))
         data = b""
         while b"\r\n" not in data:
-            data += s.recv(4096)
+            chunk = s.recv(4096)
+            if not chunk:
+                die("INFO: the connection closed")
+            data += chunk
         head, _, rest = data.partition(b"\r\n")
         if not head.startswith(b"$"):
             die("INFO: unexpected reply %r" % head)
@@ -63,10 +68,23 @@ def redis_info_commands(sock_path):
             if not chunk:
                 break
             rest += chunk
-    for line in rest.decode().splitlines():
+    return rest.decode()
+
+
+def redis_counts(sock_path):
+    """(total_commands_processed, {command: calls}) of the server."""
+    total = None
+    for line in redis_info(sock_path, "stats").splitlines():
         if line.startswith("total_commands_processed:"):
-            return int(line.split(":")[1])
-    die("INFO stats has no total_commands_processed")
+            total = int(line.split(":")[1])
+    if total is None:
+        die("INFO stats has no total_commands_processed")
+    calls = {}
+    for line in redis_info(sock_path, "commandstats").splitlines():
+        if line.startswith("cmdstat_"):
+            name, _, fields = line[8:].partition(":")
+            calls[name] = int(fields.split(",")[0].split("=")[1])
+    return total, calls
 
 
 def cpu_seconds(pid):
@@ -98,7 +116,7 @@ class Setup:
         deadline = time.monotonic() + 10
         while True:
             try:
-                redis_info_commands(self.sock)
+                redis_info(self.sock, "server")
                 break
             except OSError:
                 if time.monotonic() > deadline or self.redis.poll() is not None:
@@ -125,6 +143,10 @@ class Setup:
                     % (self.port, token))
             f.write("queues = (\n%s\n);\n" % queues)
             f.write('handlers = ( { type = "*"; file = "testhandler.so"; timeout = "10s"; } );\n')
+            # No fsck pass: once a minute it reads every job's record
+            # (some 60 commands/s for 20 s here), which would hide what
+            # the dashboard adds.
+            f.write('reaper = { fsck_interval = "0"; };\n')
             f.write('log = { level = "warn"; target = "stderr"; };\n')
         self.log = open(os.path.join(self.work, "delayqd.log"), "w")
         self.daemon = subprocess.Popen([os.path.join(self.build, "delayqd"), "-f", "-c", conf],
@@ -173,12 +195,17 @@ def login(b, url, token_file):
 
 
 def measure(setup, seconds):
-    """(commands/s, supervisor CPU %) over `seconds`."""
-    c0, t0, w0 = redis_info_commands(setup.sock), cpu_seconds(setup.daemon.pid), time.monotonic()
+    """(commands/s, supervisor CPU %, the three commands called most, with
+    their calls/s) over `seconds`.  The bench's own INFO calls (four per
+    window) are taken off."""
+    (c0, k0), t0, w0 = redis_counts(setup.sock), cpu_seconds(setup.daemon.pid), time.monotonic()
     time.sleep(seconds)
-    c1, t1, w1 = redis_info_commands(setup.sock), cpu_seconds(setup.daemon.pid), time.monotonic()
+    (c1, k1), t1, w1 = redis_counts(setup.sock), cpu_seconds(setup.daemon.pid), time.monotonic()
     wall = w1 - w0
-    return (c1 - c0 - 1) / wall, 100.0 * (t1 - t0) / wall
+    k1["info"] = k1.get("info", 0) - 2
+    top = sorted(((k1[n] - k0.get(n, 0)) / wall, n) for n in k1)[-3:]
+    return (c1 - c0 - 2) / wall, 100.0 * (t1 - t0) / wall, \
+        ", ".join("%s %.1f/s" % (n, r) for r, n in reversed(top) if r > 0)
 
 
 def open_windows(b, n, url):
@@ -232,12 +259,14 @@ def main():
         setup.start()
         print("ui-load: filling the queues", flush=True)
         setup.fill()
-        time.sleep(3)
-        base_cmds, base_cpu = measure(setup, opts.seconds)
+        # Let the start and the fill's aftermath settle (the dead jobs'
+        # runs, the first statistics).
+        time.sleep(10)
+        base_cmds, base_cpu, top = measure(setup, opts.seconds)
         rows.append({"page": "-", "windows": 0, "redis_cmds_s": base_cmds,
-                     "added_cmds_s": 0.0, "sup_cpu_pct": base_cpu})
-        print("ui-load: baseline %.1f commands/s, supervisor %.2f%% CPU"
-              % (base_cmds, base_cpu), flush=True)
+                     "added_cmds_s": 0.0, "sup_cpu_pct": base_cpu, "top": top})
+        print("ui-load: baseline %.1f commands/s (%s), supervisor %.2f%% CPU"
+              % (base_cmds, top, base_cpu), flush=True)
         with webdriver.Browser(work, timeout=30) as b:
             login(b, setup.url, setup.token)
             pages = (("overview", setup.url + "/"),
@@ -246,7 +275,7 @@ def main():
                 for n in counts:
                     handles = open_windows(b, n, url)
                     time.sleep(4)
-                    cmds, cpu = measure(setup, opts.seconds)
+                    cmds, cpu, top = measure(setup, opts.seconds)
                     seen = refreshes(b, handles)
                     hidden = sum(1 for v, _, _ in seen if v != "visible")
                     fetched = sum(c for _, c, _ in seen)
@@ -254,20 +283,32 @@ def main():
                     rows.append({"page": name, "windows": n, "redis_cmds_s": cmds,
                                  "added_cmds_s": cmds - base_cmds, "sup_cpu_pct": cpu,
                                  "page_refreshes": fetched, "history_fetches": charts,
-                                 "hidden_windows": hidden})
-                    print("ui-load: %s, %d window(s): %.1f commands/s (+%.1f), supervisor "
-                          "%.2f%% CPU; %d page refreshes and %d history fetches seen, "
-                          "%d window(s) hidden"
-                          % (name, n, cmds, cmds - base_cmds, cpu, fetched, charts, hidden),
-                          flush=True)
+                                 "hidden_windows": hidden, "top": top})
+                    print("ui-load: %s, %d window(s): %.1f commands/s (%+.1f; %s), "
+                          "supervisor %.2f%% CPU; %d page refreshes and %d history fetches "
+                          "seen, %d window(s) hidden"
+                          % (name, n, cmds, cmds - base_cmds, top, cpu, fetched, charts,
+                             hidden), flush=True)
+        # The baseline again with the browser gone: the table's "added"
+        # is against the mean of both.
+        time.sleep(3)
+        after_cmds, after_cpu, top = measure(setup, opts.seconds)
+        print("ui-load: baseline after %.1f commands/s (%s), supervisor %.2f%% CPU"
+              % (after_cmds, top, after_cpu), flush=True)
+        rows.append({"page": "- (after)", "windows": 0, "redis_cmds_s": after_cmds,
+                     "sup_cpu_pct": after_cpu, "top": top})
+        base = (base_cmds + after_cmds) / 2
+        for r in rows:
+            r["added_cmds_s"] = r["redis_cmds_s"] - base if r["windows"] else 0.0
     finally:
         setup.stop()
     print()
     print("%-11s %7s %12s %12s %10s" % ("page", "windows", "redis cmd/s", "added cmd/s",
                                         "sup CPU %"))
     for r in rows:
-        print("%-11s %7d %12.1f %12.1f %10.2f" % (r["page"], r["windows"], r["redis_cmds_s"],
-                                                 r["added_cmds_s"], r["sup_cpu_pct"]))
+        print("%-11s %7d %12.1f %12.1f %10.2f" % (r["page"][:11], r["windows"],
+                                                 r["redis_cmds_s"], r["added_cmds_s"],
+                                                 r["sup_cpu_pct"]))
     if opts.json:
         with open(opts.json, "w") as f:
             json.dump({"seconds": opts.seconds, "rows": rows}, f, indent=2)
