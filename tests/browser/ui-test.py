@@ -14,7 +14,8 @@ see):
   4. with the handler's flag file gone, "requeue" runs the job (the
      handler's record file shows the run) and the dead count drops to 0;
   5. pause: the state says paused and a due job waits; resume: it runs;
-  6. logout ends the session.
+  6. search by id finds a delayed job, and "run now" runs it;
+  7. logout ends the session.
 
 Screenshots of the overview, the queue page and the job page go to
 --shots; on failure also failure.png and failure.html (the page's source).
@@ -334,6 +335,24 @@ class Scenario:
         self.wait_text(self.row(self.main, "state"), "running", "overview, state after resume")
         self.wait_text(self.row(self.main, "due"), "0", "overview, due after resume")
 
+    def search_run_now(self):
+        self.begin("search by id, then run a delayed job now")
+        self.open_queue(self.main)
+        self.b.find('form#search input[name="id"]').type("later-2")
+        self.click("form#search button", "the search button")
+        self.wait_page("/jobs/later-2", "the job page found by id")
+        self.wait_text("dd#job-id", "later-2", "the found job's id")
+        self.wait_text("dd#job-state", "delayed", "the found job's state")
+        self.wait_for("form#cancel", "the cancel button of a delayed job")
+        if self.exists("form#requeue"):
+            raise Failed("a delayed job offers requeue")
+        self.click("form#run-now button", "the run-now button")
+        self.wait_page("done=ran-now", "the answer to run-now")
+        self.wait_record("later-2", 1, "the job run now")
+        self.open_overview()
+        self.wait_text(self.row(self.main, "delayed"), "2",
+                       "overview, delayed after one was run now")
+
     def logout(self):
         self.begin("logout")
         self.click("form#logout button", "the logout button")
@@ -366,6 +385,7 @@ class Scenario:
         self.dead_job()
         self.requeue()
         self.pause_resume()
+        self.search_run_now()
         errors = self.console_errors()
         if errors:
             raise Failed("the browser's console shows errors:\n  " + "\n  ".join(errors))
