@@ -50,6 +50,8 @@ cleanup() {
     stop "$redis_pid" "redis-server"
     if [ "$status" = 0 ]; then
         rm -rf "$tmp"
+        [ -n "${BROWSER_SHOTS:-}" ] ||
+            echo "browser-ui: (removed with the test's directory: BROWSER_SHOTS=DIR keeps the screenshots)"
     else
         echo "browser-ui: delayqd's log, the handler's record, the browser's files: $tmp"
         [ -f "$tmp/delayqd.log" ] && tail -n 30 "$tmp/delayqd.log"
