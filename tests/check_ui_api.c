@@ -2,7 +2,8 @@
  * /ui/api/history of the real delayqd (test handler, real redis-server):
  * the supervisor's once-a-second samples count the jobs its workers ran
  * and failed, for one queue and for all; a worker killed and restarted
- * takes nothing back; an unknown queue is 404 and no credentials 401.
+ * takes nothing back, nor does a reload; an unknown queue is 404 and no
+ * credentials 401.
  *
  * Each test starts its own redis-server and daemon in Check's forked
  * child (daemon_harness.h).
@@ -222,6 +223,29 @@ START_TEST(worker_restart_takes_nothing_back)
 }
 END_TEST
 
+START_TEST(reload_keeps_the_history)
+{
+    enqueue(6, "ok");
+    enqueue(1, "fail");
+    ck_assert(h_wait_idle(&H, 15000));
+    wait_sums("?queue=" H_QUEUE, 7, 1);
+    /* A new generation: every worker replaced, the queue kept by name. */
+    ck_assert_int_eq(kill(H.pid, SIGHUP), 0);
+    ck_assert_int_ge(h_wait_log(&H, "reloaded", 1, 10000), 1);
+    for (int i = 0; i < 4; i++) {
+        tu_sleep_ms(500);
+        char *body = history("?queue=" H_QUEUE, 200);
+        struct series d = series_of(body, "done");
+        free(body);
+        ck_assert_msg(d.sum == 7, "after the reload: done %lld, expected 7", d.sum);
+    }
+    enqueue(4, "ok");
+    ck_assert(h_wait_idle(&H, 15000));
+    wait_sums("?queue=" H_QUEUE, 11, 1);
+    wait_sums(NULL, 11, 1);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("ui_api");
@@ -229,5 +253,6 @@ int main(void)
     tcase_add_test(tc, history_counts_jobs_run_and_failed);
     tcase_add_test(tc, history_refuses_unknown_queue_and_strangers);
     tcase_add_test(tc, worker_restart_takes_nothing_back);
+    tcase_add_test(tc, reload_keeps_the_history);
     return fixture_run_suite(s);
 }

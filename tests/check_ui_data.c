@@ -4,7 +4,8 @@
  * dead jobs in list order for a queue of one and of three partitions
  * (priority levels and partitions merged by time, paging, totals, the
  * type filter), one job shown, every action's effect in Redis, and what a
- * call sees when Redis stops answering or is gone.
+ * call sees when Redis stops answering or is gone; and the overview's
+ * oldest due job as qstats reads it over partitions.
  */
 #include <check.h>
 #include <event2/event.h>
@@ -230,7 +231,8 @@ static long long score(const char *set, const char *id)
     /* KEYS[2] is delayed; a level's set is delayed:P */
     const char *base_key = strncmp(set, "delayed", 7) == 0 ? k.key[1]
                            : strcmp(set, "processing") == 0 ? k.key[2] : k.key[3];
-    snprintf(key, sizeof key, "%s%s", base_key, strncmp(set, "delayed", 7) == 0 ? set + 7 : "");
+    snprintf(key, sizeof key, "%s%s", base_key,
+             strncmp(set, "delayed", 7) == 0 ? set + 7 : "");
     redisContext *rc = raw_connect();
     redisReply *r = redisCommand(rc, "ZSCORE %s %s", key, id);
     ck_assert_ptr_nonnull(r);
@@ -311,6 +313,107 @@ END_TEST
 START_TEST(pages_three_partitions)
 {
     check_pages(3);
+}
+END_TEST
+
+/* The type filter looks at a bounded head of the list (1000 entries per
+ * partition): past it, matched says -1 (not known), and the page holds
+ * what the head had. */
+START_TEST(type_filter_examines_a_bounded_head)
+{
+    enum { N = 1100 };
+    dq_enqueue_req *reqs = calloc(N, sizeof *reqs);
+    ck_assert_ptr_nonnull(reqs);
+    for (int i = 0; i < N; i++)
+        reqs[i] = (dq_enqueue_req){ .queue = Q, .delay_ms = 3600 * 1000 + i,
+                                    .type = i == 10 || i == N - 1 ? "sms" : "email" };
+    ck_assert_int_eq(dq_enqueue_many(cl, reqs, N, NULL, NULL), DQ_OK);
+    free(reqs);
+    nparts = 1;
+    qc.name = (char *)Q;
+    qc.partitions = 1;
+    ui_open();
+    page(UI_LIST_DELAYED, 0, 10, "sms");
+    ck_assert_uint_eq(seen.n, 1);           /* the last one is past the head */
+    ck_assert_int_eq(seen.matched, -1);
+    ck_assert_int_eq(seen.total, N);
+    page(UI_LIST_DELAYED, N - 3, 10, NULL); /* no filter: any depth */
+    ck_assert_uint_eq(seen.n, 3);
+    ui_close();
+}
+END_TEST
+
+/* ---- paging against the order of the sets ---------------------------------- */
+
+#define TIES 240                /* jobs, three at each due time */
+
+struct ref {
+    char id[8];
+    int64_t at;
+    unsigned part;
+    int level;
+};
+
+/* The list's order: due time, then partition, then level (more urgent
+ * first), then id. */
+static int ref_cmp(const void *a, const void *b)
+{
+    const struct ref *x = a, *y = b;
+    if (x->at != y->at)
+        return x->at < y->at ? -1 : 1;
+    if (x->part != y->part)
+        return x->part < y->part ? -1 : 1;
+    if (x->level != y->level)
+        return x->level < y->level ? -1 : 1;
+    return strcmp(x->id, y->id);
+}
+
+/* Every page of 7 from every offset step holds what the sorted list
+ * holds there: ties of due time on two levels (and over partitions) come
+ * out in one order. */
+static void check_paging(unsigned n)
+{
+    static struct ref refs[TIES];
+    nparts = n;
+    qc.name = (char *)Q;
+    qc.partitions = (int)n;
+    if (n > 1)
+        ck_assert_int_eq(dq_queue_set_partitions(cl, Q, n), DQ_OK);
+    int64_t base_at = server_now() + 3600 * 1000;
+    for (int i = 0; i < TIES; i++) {
+        struct ref *r = &refs[i];
+        snprintf(r->id, sizeof r->id, "t%03d", (i * 7) % TIES);
+        r->at = base_at + (i / 3) * 1000;
+        r->level = i % 2 ? 0 : 5;
+        r->part = keys_partition_of(r->id, n);
+        dq_enqueue_req q = { .queue = Q, .type = "email", .id = r->id, .at_ms = r->at,
+                             .priority = r->level == 0 ? DQ_PRIORITY(0) : 0 };
+        dq_enqueued e;
+        ck_assert_msg(dq_enqueue(cl, &q, &e) == DQ_OK, "%s", dq_errmsg(cl));
+    }
+    qsort(refs, TIES, sizeof refs[0], ref_cmp);
+    ui_open();
+    for (int off = 0; off < TIES; off += 5) {
+        page(UI_LIST_DELAYED, off, 7, NULL);
+        size_t want = off + 7 <= TIES ? 7 : (size_t)(TIES - off);
+        ck_assert_uint_eq(seen.n, want);
+        for (size_t i = 0; i < want; i++)
+            ck_assert_msg(strcmp(seen.ids[i], refs[off + (int)i].id) == 0,
+                          "offset %d entry %zu: %s, want %s", off, i, seen.ids[i],
+                          refs[off + (int)i].id);
+    }
+    ui_close();
+}
+
+START_TEST(paging_one_partition)
+{
+    check_paging(1);
+}
+END_TEST
+
+START_TEST(paging_three_partitions)
+{
+    check_paging(3);
 }
 END_TEST
 
@@ -521,10 +624,14 @@ START_TEST(stalled_redis_fails_the_call_once)
     kill(*live_pid, SIGSTOP);
     seen_reset();
     ck_assert_int_eq(ui_data_action(ui, &qc, UI_ACT_PAUSE, NULL, on_action, NULL), 0);
+    ck_assert_int_eq(ui_data_page(ui, &qc, UI_LIST_DEAD, 0, 10, NULL, on_page, NULL), 0);
+    ck_assert_int_eq(ui_data_show(ui, &qc, "j1", on_show, NULL), 0);
     ui_data_free(ui);
     ui = NULL;
-    ck_assert_int_eq(seen.calls, 1);
+    ck_assert_int_eq(seen.calls, 3);        /* each once, each a failure */
+    ck_assert(seen.failed);
     ck_assert_int_ne(seen.st, DQ_OK);
+    ck_assert_msg(strstr(seen.err, "closing") != NULL, "%s", seen.err);
     kill(*live_pid, SIGCONT);
     event_base_free(base);
 }
@@ -623,6 +730,9 @@ Suite *client_suite(void)
     tcase_add_test(tc, pages_one_partition);
     tcase_add_test(tc, pages_three_partitions);
     tcase_add_test(tc, page_with_an_unreadable_record);
+    tcase_add_test(tc, type_filter_examines_a_bounded_head);
+    tcase_add_test(tc, paging_one_partition);
+    tcase_add_test(tc, paging_three_partitions);
     tc = tcase(s, "show", 60);
     tcase_add_test(tc, show_one_partition);
     tcase_add_test(tc, show_three_partitions);

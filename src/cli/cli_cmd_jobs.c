@@ -263,7 +263,8 @@ static int job_parse(struct cli *cli, const struct option *longopts,
 }
 
 /* Connect and run `fn` (dq_cancel, dq_run_now) on job `id` of `queue`. */
-static int call_on_job(struct cli *cli, dq_status (*fn)(dq_client *, const char *, const char *),
+static int call_on_job(struct cli *cli,
+                       dq_status (*fn)(dq_client *, const char *, const char *),
                        const char *queue, const char *id)
 {
     struct cli_session s;

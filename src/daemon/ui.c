@@ -20,35 +20,10 @@
 
 #include "daemon/ui_assets.h"
 #include "daemon/ui_auth.h"
+#include "daemon/ui_ctx.h"
 #include "daemon/ui_pages.h"
 
-#define UI_SEGMENTS_MAX 8
 #define UI_SEGMENT_LEN 1024
-
-struct ui {
-    struct ui_host host;
-    struct ui_auth *auth;
-    int enabled;                /* admin.ui */
-    int read_only;
-    struct ui_ctx *pending;     /* contexts not yet answered */
-};
-
-struct ui_ctx {
-    struct ui *u;
-    struct evhttp_request *req;     /* NULL: freed with its connection */
-    struct evhttp_connection *evcon;
-    int detached;                   /* the connection closed; req is ours */
-    struct ui_env env;
-    char *segs[UI_SEGMENTS_MAX];
-    size_t nsegs;
-    struct evkeyvalq query;
-    struct evkeyvalq form;
-    struct ui_ctx *next;
-};
-
-static const char csp[] =
-    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-    "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
 struct ui *ui_new(const struct ui_host *host)
 {
@@ -62,8 +37,6 @@ struct ui *ui_new(const struct ui_host *host)
     }
     return u;
 }
-
-static void ctx_free(struct ui_ctx *x);
 
 void ui_free(struct ui *u)
 {
@@ -105,114 +78,6 @@ static int64_t now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* ---- the context ---- */
-
-static void unlink_ctx(struct ui_ctx *x)
-{
-    if (!x->u)
-        return;
-    for (struct ui_ctx **p = &x->u->pending; *p; p = &(*p)->next)
-        if (*p == x) {
-            *p = x->next;
-            break;
-        }
-}
-
-static void ctx_free(struct ui_ctx *x)
-{
-    unlink_ctx(x);
-    for (size_t i = 0; i < x->nsegs; i++)
-        free(x->segs[i]);
-    evhttp_clear_headers(&x->query);
-    evhttp_clear_headers(&x->form);
-    free(x);
-}
-
-const struct ui_env *ui_ctx_env(struct ui_ctx *x)
-{
-    memset(&x->env, 0, sizeof x->env);
-    if (x->u && x->u->host.fill)
-        x->u->host.fill(x->u->host.arg, &x->env);
-    if (x->u)
-        x->env.read_only = x->env.read_only || x->u->read_only;
-    return &x->env;
-}
-
-const char *ui_ctx_query(struct ui_ctx *x, const char *name)
-{
-    return evhttp_find_header(&x->query, name);
-}
-
-const char *ui_ctx_form(struct ui_ctx *x, const char *name)
-{
-    return evhttp_find_header(&x->form, name);
-}
-
-const char *ui_ctx_segment(struct ui_ctx *x, size_t i)
-{
-    return i < x->nsegs ? x->segs[i] : NULL;
-}
-
-/* The headers every /ui/ answer carries. */
-static void add_security_headers(struct evkeyvalq *out, int cacheable)
-{
-    evhttp_add_header(out, "Content-Security-Policy", csp);
-    evhttp_add_header(out, "X-Frame-Options", "DENY");
-    evhttp_add_header(out, "X-Content-Type-Options", "nosniff");
-    evhttp_add_header(out, "Referrer-Policy", "no-referrer");
-    if (!cacheable)
-        evhttp_add_header(out, "Cache-Control", "no-store");
-}
-
-/* Whether the context's request can still be answered; frees it when not. */
-static int still_there(struct ui_ctx *x)
-{
-    if (x->req && !x->detached && x->u)
-        return 1;
-    /* Detached from its connection: ours to free.  After ui_free (the
-     * server is gone, and its requests with it) nothing is touched. */
-    if (x->req && x->u)
-        evhttp_request_free(x->req);
-    ctx_free(x);
-    return 0;
-}
-
-static void send_and_free(struct ui_ctx *x, int code, const char *reason,
-                          struct evbuffer *body)
-{
-    evhttp_send_reply(x->req, code, reason, body);
-    ctx_free(x);
-}
-
-void ui_ctx_reply(struct ui_ctx *x, int code, const char *type, const char *body,
-                  size_t len)
-{
-    if (!still_there(x))
-        return;
-    struct evkeyvalq *out = evhttp_request_get_output_headers(x->req);
-    evhttp_add_header(out, "Content-Type", type ? type : "text/html; charset=utf-8");
-    add_security_headers(out, 0);
-    struct evbuffer *buf = evbuffer_new();
-    if (buf && evbuffer_add(buf, body, len) < 0) {
-        evbuffer_free(buf);
-        buf = NULL;
-    }
-    send_and_free(x, buf ? code : 500, NULL, buf);
-    if (buf)
-        evbuffer_free(buf);
-}
-
-void ui_ctx_redirect(struct ui_ctx *x, const char *location)
-{
-    if (!still_there(x))
-        return;
-    struct evkeyvalq *out = evhttp_request_get_output_headers(x->req);
-    evhttp_add_header(out, "Location", location);
-    evhttp_add_header(out, "Content-Type", "text/plain; charset=utf-8");
-    add_security_headers(out, 0);
-    send_and_free(x, 303, "See Other", NULL);
 }
 
 /* A short plain-text answer (errors the router gives itself). */
@@ -316,21 +181,6 @@ static int parse_form(struct ui_ctx *x)
     return rc;
 }
 
-static struct ui_ctx *ctx_new(struct ui *u, struct evhttp_request *req)
-{
-    struct ui_ctx *x = calloc(1, sizeof *x);
-    if (!x)
-        return NULL;
-    x->u = u;
-    x->req = req;
-    x->evcon = evhttp_request_get_connection(req);
-    TAILQ_INIT(&x->query);
-    TAILQ_INIT(&x->form);
-    x->next = u->pending;
-    u->pending = x;
-    return x;
-}
-
 /* ---- gates and routes ---- */
 
 static int is_post(const struct ui_ctx *x)
@@ -362,20 +212,20 @@ static void serve_asset(struct ui_ctx *x, const char *name)
         return;
     }
     struct evkeyvalq *out = evhttp_request_get_output_headers(x->req);
-    add_security_headers(out, 1);
+    ui_ctx_security_headers(out, 1);
     evhttp_add_header(out, "Cache-Control", "private, max-age=300");
     evhttp_add_header(out, "ETag", a->etag);
     evhttp_add_header(out, "Content-Type", a->type);
     const char *inm = evhttp_find_header(evhttp_request_get_input_headers(x->req),
                                          "If-None-Match");
     if (inm && strcmp(inm, a->etag) == 0) {
-        send_and_free(x, 304, "Not Modified", NULL);
+        ui_ctx_send(x, 304, "Not Modified", NULL);
         return;
     }
     struct evbuffer *buf = evbuffer_new();
     if (buf)
         evbuffer_add_reference(buf, a->data, a->len, NULL, NULL);
-    send_and_free(x, buf ? 200 : 500, NULL, buf);
+    ui_ctx_send(x, buf ? 200 : 500, NULL, buf);
     if (buf)
         evbuffer_free(buf);
 }
@@ -558,11 +408,11 @@ void ui_handle(struct ui *u, struct evhttp_request *req)
     if (path && strcmp(path, "/ui") == 0) {
         struct evkeyvalq *out = evhttp_request_get_output_headers(req);
         evhttp_add_header(out, "Location", "/ui/");
-        add_security_headers(out, 0);
+        ui_ctx_security_headers(out, 0);
         evhttp_send_reply(req, 301, "Moved Permanently", NULL);
         return;
     }
-    struct ui_ctx *x = ctx_new(u, req);
+    struct ui_ctx *x = ui_ctx_new(u, req);
     if (!x) {
         evhttp_send_error(req, 500, NULL);
         return;

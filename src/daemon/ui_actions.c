@@ -197,7 +197,7 @@ static void confirm_page(struct act *a, int64_t count, int code)
                  "<a href=\"", purge ? "Delete" : "Requeue", count, count == 1 ? "" : "s");
     html_text(o.f, back);
     fputs("\">Cancel</a></form>\n", o.f);
-    ui_layout_end(o.f, a->x, NULL);
+    ui_layout_end(o.f, NULL);
     ui_layout_reply(&o, a->x, code);
     free(path);
     free(back);

@@ -6,7 +6,7 @@
  * answered.  rconn answers every request it took exactly once (with NULL
  * when the connection is lost or freed), so every operation ends, also
  * inside ui_data_free.
- * The pages of a queue's lists are ui_data_page.c's.
+ * The pages of a queue's lists are ui_data_page.c's (struct ui_op_hooks).
  */
 #include "daemon/ui_data.h"
 
@@ -54,7 +54,8 @@ struct ui_op *ui_data_op_new(struct ui_data *d, enum op_kind kind,
 
 void ui_data_op_free(struct ui_op *op)
 {
-    ui_data_list_free(op);
+    if (op->hooks)
+        op->hooks->free(op);
     free(op->id);
     dq_job_info_free(&op->info);
     dq_schedule_list_free(&op->list);
@@ -68,7 +69,7 @@ static void op_finish(struct ui_op *op)
     switch (op->kind) {
     case OP_PAGE:
         if (op->st == DQ_OK)
-            ui_data_list_seal(op);
+            op->hooks->seal(op);
         op->fn.page(op->st == DQ_OK ? &op->page : NULL, err, op->arg);
         break;
     case OP_SHOW:
@@ -134,7 +135,7 @@ int ui_data_sub_send(struct ui_sub *s)
     enum dq_script_id script;
     switch (op->kind) {
     case OP_PAGE:
-        script = ui_data_list_cmd(op, s, &c, &k);
+        script = op->hooks->cmd(op, s, &c, &k);
         break;
     case OP_SHOW:
         proto_show_cmd(&c, &k, op->id);
@@ -322,7 +323,7 @@ static int action_reply(struct ui_op *op, const redisReply *r)
 /* What follows once the last request of a step has answered. */
 static void op_step_done(struct ui_op *op)
 {
-    if (op->kind == OP_PAGE && ui_data_list_next_step(op))
+    if (op->kind == OP_PAGE && op->hooks->next_step(op))
         return;
     op_finish(op);
 }
@@ -337,7 +338,7 @@ static void on_reply(struct rconn *rc, redisReply *reply, void *arg)
     if (op->st == DQ_OK && reply_usable(op, reply)) {
         switch (op->kind) {
         case OP_PAGE:
-            ui_data_list_reply(op, s, reply);
+            op->hooks->reply(op, s, reply);
             break;
         case OP_SHOW:
             show_reply(op, reply);

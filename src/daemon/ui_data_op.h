@@ -13,8 +13,6 @@
 #include "lib/cmd.h"
 #include "lib/keys.h"
 
-#define UI_TYPE_EXAMINE 5000    /* with a type filter: entries examined per partition */
-
 struct ui_data {
     const struct daemon_conf *dc;
     struct rconn *conn;
@@ -31,9 +29,32 @@ struct part_head {
     size_t next;
 };
 
+struct ui_op;
+struct ui_sub;
+
+/*
+ * What an operation of OP_PAGE does at each turn, set by ui_data_page.c:
+ * through these pointers ui_data.c drives pages without depending on the
+ * module that makes them (which depends on it).
+ */
+struct ui_op_hooks {
+    /* The command of request `s`. */
+    enum dq_script_id (*cmd)(const struct ui_op *op, const struct ui_sub *s, struct cmd *c,
+                             const struct queue_keys *k);
+    /* Take a usable reply to `s`. */
+    void (*reply)(struct ui_op *op, struct ui_sub *s, const redisReply *r);
+    /* After the last reply of a step: 1 when a next step's requests went. */
+    int (*next_step)(struct ui_op *op);
+    /* Before the callback of an operation that succeeded. */
+    void (*seal)(struct ui_op *op);
+    /* Free what the operation holds of its own. */
+    void (*free)(struct ui_op *op);
+};
+
 struct ui_op {
     struct ui_data *d;
     enum op_kind kind;
+    const struct ui_op_hooks *hooks; /* OP_PAGE's; NULL for the others */
     const struct queue_conf *q;
     unsigned nparts;
     size_t outstanding;         /* requests sent and not answered */
@@ -96,21 +117,5 @@ int ui_data_op_start_all(struct ui_op *op);
 struct ui_sub *ui_data_sub_new(struct ui_op *op, unsigned part);
 int ui_data_sub_send(struct ui_sub *s);
 void ui_data_sub_free(struct ui_sub *s);
-
-/* ---- pages (ui_data_page.c) ---- */
-
-/* The browse command of request `s` of page operation op. */
-enum dq_script_id ui_data_list_cmd(const struct ui_op *op, const struct ui_sub *s,
-                                   struct cmd *c, const struct queue_keys *k);
-/* Take a browse reply to `s`. */
-void ui_data_list_reply(struct ui_op *op, struct ui_sub *s, const redisReply *r);
-/* After the last reply of a step: start the merge's second step when
- * one is due (1: requests went), else 0. */
-int ui_data_list_next_step(struct ui_op *op);
-/* The page as the callback gets it: entries that left the list between
- * the two steps dropped. */
-void ui_data_list_seal(struct ui_op *op);
-/* Free what a page operation holds. */
-void ui_data_list_free(struct ui_op *op);
 
 #endif

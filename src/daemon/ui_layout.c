@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "daemon/ui_html.h"
+#include "daemon/ui_pages.h"
 
 int ui_layout_open(struct ui_out *o)
 {
@@ -107,27 +108,26 @@ void ui_layout_begin(FILE *f, struct ui_ctx *x, const char *title, int flags)
     }
 }
 
-void ui_layout_end(FILE *f, struct ui_ctx *x, const char *charts_queue)
+void ui_layout_end(FILE *f, const char *charts_queue)
 {
     static const char *const series[][2] = {
         { "done", "Jobs done per second" },
         { "failed", "Failures per second" },
         { "lateness", "Fire lateness (p50, p99)" },
     };
-    (void)x;
     fputs("</main>\n", f);
     if (charts_queue) {
         fputs("<section id=\"charts\">\n<h2>Last hour</h2>\n", f);
         for (size_t i = 0; i < sizeof series / sizeof series[0]; i++) {
             fprintf(f, "<div class=\"chart\" data-series=\"%s\" data-queue=\"", series[i][0]);
             html_text(f, charts_queue);
-            fputs("\" role=\"img\" aria-label=\"", f);
+            fputs("\"><h3>", f);
             html_text(f, series[i][1]);
-            fputs("\"></div>\n", f);
+            fputs("</h3></div>\n", f);
         }
         fputs("</section>\n", f);
     }
-    fputs("</body>\n</html>\n", f);
+    fputs("<footer>delayq · times in UTC</footer>\n</body>\n</html>\n", f);
 }
 
 const struct queue_conf *ui_layout_queue(const struct ui_env *env, const char *name,
@@ -141,6 +141,22 @@ const struct queue_conf *ui_layout_queue(const struct ui_env *env, const char *n
         }
     }
     return NULL;
+}
+
+/* ui_pages.h: here, beside the other pages every page may answer. */
+void ui_page_not_found(struct ui_ctx *x, const char *what)
+{
+    struct ui_out o;
+    if (ui_layout_open(&o) != 0) {
+        ui_layout_oom(x);
+        return;
+    }
+    ui_layout_begin(o.f, x, "Not found", 0);
+    fputs("<h1>Not found</h1>\n<p id=\"not-found\">There is no ", o.f);
+    html_text(o.f, what && *what ? what : "such page");
+    fputs(" here. <a href=\"/ui/\">Back to the overview</a>.</p>\n", o.f);
+    ui_layout_end(o.f, NULL);
+    ui_layout_reply(&o, x, 404);
 }
 
 void ui_layout_unavailable(struct ui_ctx *x, const char *why)
@@ -159,7 +175,7 @@ void ui_layout_unavailable(struct ui_ctx *x, const char *why)
         html_text(o.f, why);
         fputs("</p>\n", o.f);
     }
-    ui_layout_end(o.f, x, NULL);
+    ui_layout_end(o.f, NULL);
     ui_layout_reply(&o, x, 503);
 }
 
@@ -199,4 +215,20 @@ void ui_layout_when(FILE *f, int64_t at_ms, int64_t now_ms)
     fputs(at_ms >= now_ms ? " <span class=\"rel\">(in " : " <span class=\"rel\">(", f);
     html_duration(f, at_ms >= now_ms ? at_ms - now_ms : now_ms - at_ms);
     fputs(at_ms >= now_ms ? ")</span>" : " ago)</span>", f);
+}
+
+struct ui_data *ui_layout_data_for(struct ui_ctx *x, const char *queue,
+                                   const struct queue_conf **q)
+{
+    const struct ui_env *env = ui_ctx_env(x);
+    *q = ui_layout_queue(env, queue, NULL);
+    if (!*q) {
+        ui_page_not_found(x, "such queue");
+        return NULL;
+    }
+    if (!env->data) {
+        ui_layout_unavailable(x, "not connected to Redis yet");
+        return NULL;
+    }
+    return env->data;
 }

@@ -42,12 +42,18 @@ void ui_layout_begin(FILE *f, struct ui_ctx *x, const char *title, int flags);
 
 /* </main>, the charts (for `charts_queue`: "" all queues, NULL none), the
  * footer and the end of the document. */
-void ui_layout_end(FILE *f, struct ui_ctx *x, const char *charts_queue);
+void ui_layout_end(FILE *f, const char *charts_queue);
 
 /* The queue of the configuration in force called `name`, and its index in
  * it (*index may be NULL); NULL when there is none. */
 const struct queue_conf *ui_layout_queue(const struct ui_env *env, const char *name,
                                          size_t *index);
+
+/* For a page of `queue` that asks Redis: the dashboard's ui_data, with the
+ * queue's configuration in *q; NULL when there is no such queue (a 404
+ * answered) or no connection yet (a 503 answered): x is then freed. */
+struct ui_data *ui_layout_data_for(struct ui_ctx *x, const char *queue,
+                                   const struct queue_conf **q);
 
 /* A 503 page: Redis could not be asked (`why`: a line for the operator,
  * may be NULL).  Frees x. */
@@ -62,8 +68,8 @@ char *ui_layout_path(const char *queue, const char *id, const char *suffix);
  * ago)"; just "-" when at_ms < 0. */
 void ui_layout_when(FILE *f, int64_t at_ms, int64_t now_ms);
 
-/* A hidden form field back=PATH with the request's own path and query,
- * for the actions' redirect. */
+/* A hidden form field back=BACK (a dashboard path, escaped here): where
+ * the action's redirect goes (ui_actions.c checks it again). */
 void ui_layout_back_field(FILE *f, const char *back);
 
 #endif

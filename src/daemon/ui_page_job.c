@@ -203,7 +203,7 @@ static void job_gone(struct jpage *p)
     fputs("</dl>\n<p id=\"job-gone\">No such job in this queue now: it may have run and been "
           "deleted, or been cancelled or purged.</p>\n", o.f);
     history(o.f, p, NULL);
-    ui_layout_end(o.f, p->x, NULL);
+    ui_layout_end(o.f, NULL);
     ui_layout_reply(&o, p->x, 404);
 }
 
@@ -234,7 +234,7 @@ static void on_show(const dq_job_info *info, dq_status st, const char *err, void
         job_actions(o.f, env, p, info->state);
         payload(o.f, &info->job);
         history(o.f, p, info);
-        ui_layout_end(o.f, p->x, NULL);
+        ui_layout_end(o.f, NULL);
         ui_layout_reply(&o, p->x, 200);
     }
     jpage_free(p);
@@ -242,17 +242,11 @@ static void on_show(const dq_job_info *info, dq_status st, const char *err, void
 
 void ui_page_job(struct ui_ctx *x, const char *queue, const char *id)
 {
-    const struct ui_env *env = ui_ctx_env(x);
-    const struct queue_conf *q = ui_layout_queue(env, queue, NULL);
+    const struct queue_conf *q;
+    struct ui_data *d = ui_layout_data_for(x, queue, &q);
     struct jpage *p;
-    if (!q) {
-        ui_page_not_found(x, "such queue");
+    if (!d)
         return;
-    }
-    if (!env->data) {
-        ui_layout_unavailable(x, "not connected to Redis yet");
-        return;
-    }
     p = calloc(1, sizeof *p);
     if (!p || !(p->queue = strdup(queue)) || !(p->id = strdup(id))) {
         if (p)
@@ -261,7 +255,7 @@ void ui_page_job(struct ui_ctx *x, const char *queue, const char *id)
         return;
     }
     p->x = x;
-    if (ui_data_show(env->data, q, id, on_show, p) != 0) {
+    if (ui_data_show(d, q, id, on_show, p) != 0) {
         jpage_free(p);
         ui_layout_unavailable(x, "Redis is not connected");
     }

@@ -303,7 +303,7 @@ static void dead_forms(FILE *f, const struct ui_env *env, const struct qpage *p,
     free(b);
 }
 
-/* Begin the page for p: the layout and the head; NULL (and the context
+/* Begin the page for p: the layout and the head.  -1 (the context then
  * answered) when the queue went away in a reload or memory ran out. */
 static int qpage_begin(struct qpage *p, struct ui_out *o, const struct ui_env **env,
                        size_t *qi)
@@ -335,7 +335,7 @@ static void on_page(const struct ui_page *pg, const char *err, void *arg)
             dead_forms(o.f, env, p, pg);
         jobs_table(o.f, env, p, pg);
         paging(o.f, p, pg);
-        ui_layout_end(o.f, p->x, p->queue);
+        ui_layout_end(o.f, p->queue);
         ui_layout_reply(&o, p->x, 200);
     }
     qpage_free(p);
@@ -370,7 +370,7 @@ static void on_schedules(const dq_schedule_list *l, const char *err, void *arg)
         fputs("</tbody>\n</table>\n", o.f);
         if (l->n == 0)
             fputs("<p class=\"empty\">No schedules.</p>\n", o.f);
-        ui_layout_end(o.f, p->x, p->queue);
+        ui_layout_end(o.f, p->queue);
         ui_layout_reply(&o, p->x, 200);
     }
     qpage_free(p);
@@ -378,19 +378,13 @@ static void on_schedules(const dq_schedule_list *l, const char *err, void *arg)
 
 void ui_page_queue(struct ui_ctx *x, const char *queue)
 {
-    const struct ui_env *env = ui_ctx_env(x);
-    const struct queue_conf *q = ui_layout_queue(env, queue, NULL);
+    const struct queue_conf *q;
+    struct ui_data *d = ui_layout_data_for(x, queue, &q);
     const char *type = ui_ctx_query(x, "type");
     struct qpage *p;
     int rc;
-    if (!q) {
-        ui_page_not_found(x, "such queue");
+    if (!d)
         return;
-    }
-    if (!env->data) {
-        ui_layout_unavailable(x, "not connected to Redis yet");
-        return;
-    }
     p = calloc(1, sizeof *p);
     if (!p || !(p->queue = strdup(queue)) ||
         (type && *type && !(p->type = strdup(type)))) {
@@ -405,9 +399,9 @@ void ui_page_queue(struct ui_ctx *x, const char *queue)
     if ((p->page - 1) * UI_PAGE > UI_OFFSET_MAX)
         p->page = UI_OFFSET_MAX / UI_PAGE + 1;
     if (p->tab == TAB_SCHEDULES)
-        rc = ui_data_schedules(env->data, q, on_schedules, p);
+        rc = ui_data_schedules(d, q, on_schedules, p);
     else
-        rc = ui_data_page(env->data, q, (enum ui_list)p->tab, (p->page - 1) * UI_PAGE,
+        rc = ui_data_page(d, q, (enum ui_list)p->tab, (p->page - 1) * UI_PAGE,
                           UI_PAGE, p->type, on_page, p);
     if (rc != 0) {
         qpage_free(p);
@@ -445,20 +439,14 @@ static void on_find(const dq_job_info *info, dq_status st, const char *err, void
 
 void ui_page_find(struct ui_ctx *x, const char *queue)
 {
-    const struct ui_env *env = ui_ctx_env(x);
-    const struct queue_conf *qc = ui_layout_queue(env, queue, NULL);
+    const struct queue_conf *qc;
+    struct ui_data *d = ui_layout_data_for(x, queue, &qc);
     const char *id = ui_ctx_query(x, "id");
     struct qfind *q;
-    if (!qc) {
-        ui_page_not_found(x, "such queue");
+    if (!d)
         return;
-    }
     if (!id || !*id) {
         ui_page_not_found(x, "job without an id");
-        return;
-    }
-    if (!env->data) {
-        ui_layout_unavailable(x, "not connected to Redis yet");
         return;
     }
     q = calloc(1, sizeof *q);
@@ -471,7 +459,7 @@ void ui_page_find(struct ui_ctx *x, const char *queue)
         return;
     }
     q->x = x;
-    if (ui_data_show(env->data, qc, id, on_find, q) != 0) {
+    if (ui_data_show(d, qc, id, on_find, q) != 0) {
         free(q->queue);
         free(q->id);
         free(q);

@@ -132,23 +132,8 @@ void ui_page_overview(struct ui_ctx *x)
         fputs(" old; rates and lateness over the last minute, from this host's "
               "workers.</p>\n", o.f);
     }
-    ui_layout_end(o.f, x, "");
+    ui_layout_end(o.f, "");
     ui_layout_reply(&o, x, 200);
-}
-
-void ui_page_not_found(struct ui_ctx *x, const char *what)
-{
-    struct ui_out o;
-    if (ui_layout_open(&o) != 0) {
-        ui_layout_oom(x);
-        return;
-    }
-    ui_layout_begin(o.f, x, "Not found", 0);
-    fputs("<h1>Not found</h1>\n<p id=\"not-found\">There is no ", o.f);
-    html_text(o.f, what && *what ? what : "such page");
-    fputs(" here. <a href=\"/ui/\">Back to the overview</a>.</p>\n", o.f);
-    ui_layout_end(o.f, x, NULL);
-    ui_layout_reply(&o, x, 404);
 }
 
 void ui_page_login(struct ui_ctx *x, int code, const char *error)
@@ -178,6 +163,6 @@ void ui_page_login(struct ui_ctx *x, int code, const char *error)
               "<input id=\"password\" name=\"password\" type=\"password\" "
               "autocomplete=\"current-password\">\n", o.f);
     fputs("<button id=\"login-submit\" type=\"submit\">Log in</button>\n</form>\n", o.f);
-    ui_layout_end(o.f, x, NULL);
+    ui_layout_end(o.f, NULL);
     ui_layout_reply(&o, x, code);
 }

@@ -47,42 +47,75 @@ local total = 0
 for _, k in ipairs(sets) do total = total + redis.call('ZCARD', k) end
 if which == 'processing' and redis.call('ZSCORE', KEYS[3], PIN) then total = total - 1 end
 
--- The first n entries of the list ({id, score} pairs in order): each set's
--- head merged by score (the more urgent level first on a tie).
-local function head(n)
-  local out, heads, at = {}, {}, {}
-  for i, k in ipairs(sets) do
-    heads[i] = redis.call('ZRANGE', k, 0, n - 1, 'WITHSCORES')
-    at[i] = 1
-  end
-  while #out < n do
-    local best = nil
-    for i = 1, #sets do
-      local h = heads[i]
-      if h[at[i]] and (best == nil
-                       or tonumber(h[at[i] + 1]) < tonumber(heads[best][at[best] + 1])) then
-        best = i
-      end
-    end
-    if not best then break end
-    local id = heads[best][at[best]]
-    if id ~= PIN then out[#out + 1] = { id, tonumber(heads[best][at[best] + 1]) } end
-    at[best] = at[best] + 2
-  end
-  return out
+-- How many entries of the list score below s (every set).
+local function count_below(s)
+  local n = 0
+  for _, k in ipairs(sets) do n = n + redis.call('ZCOUNT', k, '-inf', format('(%d', s)) end
+  return n
 end
 
--- Entries from..to (1-based, inclusive) of the list.
+-- The score of entry `at` (1-based) of the list: the least whole score s
+-- with more than at - 1 entries at or below it, found by bisection over
+-- the sets' scores (due times, deadlines and times of death are whole
+-- ms), each step one ZCOUNT per set.  nil past the end.
+local function score_at(at)
+  local lo, hi = nil, nil
+  for _, k in ipairs(sets) do
+    local h = redis.call('ZRANGE', k, 0, 0, 'WITHSCORES')
+    local t = redis.call('ZRANGE', k, -1, -1, 'WITHSCORES')
+    if h[2] then
+      local a, z = tonumber(h[2]), tonumber(t[2])
+      if not lo or a < lo then lo = a end
+      if not hi or z > hi then hi = z end
+    end
+  end
+  if not lo then return nil end
+  if at == 1 then return math.floor(lo) end
+  lo, hi = math.floor(lo), math.ceil(hi)
+  if count_below(hi + 1) < at then return nil end
+  while lo < hi do
+    local mid = math.floor((lo + hi) / 2)
+    if count_below(mid + 1) >= at then hi = mid else lo = mid + 1 end
+  end
+  return lo
+end
+
+-- Entries from..to (1-based, inclusive) of the list, as {id, score}
+-- pairs.  One set: a ZRANGE.  Several (the priority levels): find where
+-- entry `from` lies by score (score_at), then merge the sets from that
+-- score on, the more urgent level first on a tie, so that a deep page
+-- costs what a first page does.  The processing set's pin is dropped.
 local function window(from, to)
-  if #sets == 1 and which ~= 'processing' then
+  local out = {}
+  if #sets == 1 then
     local z = redis.call('ZRANGE', sets[1], from - 1, to - 1, 'WITHSCORES')
-    local out = {}
-    for i = 1, #z, 2 do out[#out + 1] = { z[i], tonumber(z[i + 1]) } end
+    for i = 1, #z, 2 do
+      if z[i] ~= PIN then out[#out + 1] = { z[i], tonumber(z[i + 1]) } end
+    end
     return out
   end
-  local all = head(to)
-  local out = {}
-  for i = from, #all do out[#out + 1] = all[i] end
+  local s = score_at(from)
+  if not s then return out end
+  local skip = from - 1 - count_below(s)  -- entries at score s before `from`
+  local want = skip + to - from + 1
+  local heads, at = {}, {}
+  for i, k in ipairs(sets) do
+    heads[i] = redis.call('ZRANGEBYSCORE', k, s, '+inf', 'WITHSCORES', 'LIMIT', 0, want)
+    for j = 2, #heads[i], 2 do heads[i][j] = tonumber(heads[i][j]) end
+    at[i] = 1
+  end
+  local n = 0
+  while n < want do
+    local best = nil
+    for i = 1, #sets do
+      local sc = heads[i][at[i] + 1]
+      if sc and (best == nil or sc < heads[best][at[best] + 1]) then best = i end
+    end
+    if not best then break end
+    n = n + 1
+    if n > skip then out[#out + 1] = { heads[best][at[best]], heads[best][at[best] + 1] } end
+    at[best] = at[best] + 2
+  end
   return out
 end
 
@@ -103,7 +136,19 @@ local function records_of(entries)
   return get_records(ids)
 end
 
+-- Whether a record is of the type asked for.  A type under 32 bytes is a
+-- MessagePack fixstr, the same bytes whoever encoded the record: it is
+-- compared where the body's first element starts, without unpacking the
+-- payload; a longer one (whose length byte encoders choose differently)
+-- is read with the record.
+local packed_type = #jtype < 32 and cmsgpack.pack(jtype)
 local function is_type(raw)
+  if packed_type then
+    local _, body = split(raw)
+    if not body then return false end
+    local h = byte(raw, body)
+    return (h == 0x96 or h == 0x97) and sub(raw, body + 1, body + #packed_type) == packed_type
+  end
   local j, _, part = read_record(raw)
   return (j and j.type or part.type) == jtype
 end
