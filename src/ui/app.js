@@ -211,7 +211,11 @@
   function drawChart(div, data) {
     var kind = KINDS[div.getAttribute('data-series')];
     if (!kind) return;
-    var W = Math.max(240, Math.floor(div.clientWidth || 600)), H = 170;
+    /* Drawn at the size shown (the box inside the padding), so the text
+     * is not scaled. */
+    var cs = window.getComputedStyle(div);
+    var inner = div.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
+    var W = Math.max(240, Math.floor(inner || 600)), H = 170;
     var ml = 48, mr = 12, mt = 26, mb = 24, pw = W - ml - mr, ph = H - mt - mb;
     var n = data.seconds, endMs = data.now_ms;
     if (!(n > 0)) return;
@@ -311,6 +315,7 @@
     svg.appendChild(readout);
     svg.appendChild(hit);
     function show(ev) {
+      div.dqPointer = { clientX: ev.clientX };
       var box = svg.getBoundingClientRect();
       var px = (ev.clientX - box.left) * (W / box.width);
       var pts = series[0].pts;
@@ -331,6 +336,7 @@
       legend.setAttribute('visibility', 'hidden');
     }
     function hide() {
+      div.dqPointer = null;
       cursor.setAttribute('visibility', 'hidden');
       readout.setAttribute('visibility', 'hidden');
       legend.setAttribute('visibility', 'visible');
@@ -342,6 +348,8 @@
     var old = div.querySelector('svg.dq-chart');
     if (old) div.replaceChild(svg, old);
     else div.appendChild(svg);
+    /* Redrawn under the pointer: keep showing the values there. */
+    if (div.dqPointer) show(div.dqPointer);
     div.classList.remove('stale');
   }
 
