@@ -15,6 +15,13 @@ DEPS_PACKAGES=(build-essential autoconf automake libtool pkg-config
     libhiredis-dev libevent-dev libssl-dev libconfig-dev redis-server check faketime mandoc
     tzdata openssl)
 
+# For the dashboard's browser test (tests/browser-ui.sh): Debian's Chromium,
+# its chromedriver, and python3 to drive it.  Not in the quick start's list
+# (some 400 MB): without them that test says so in one line and is
+# skipped; CI (.ci/run) installs them so that it runs there.
+# shellcheck disable=SC2034 # used by the scripts that source this file
+DEPS_BROWSER_PACKAGES=(chromium chromium-driver python3)
+
 # deps_missing PKG...: print, one a line, the packages dpkg does not have
 # installed (unknown, removed, or half-installed).
 deps_missing() {

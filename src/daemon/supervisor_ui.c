@@ -74,7 +74,7 @@ static void fill(void *arg, struct ui_env *env)
     count_live(s);
     env->live = s->ui_live;
     env->data = s->cur->ui;     /* NULL while admin.ui is off */
-    env->history = s->history;
+    env->history = s->history; /* NULL while admin.ui is off */
     env->read_only = s->cur->conf->admin_read_only;
     env->holder = holder;
     env->holder_arg = s;

@@ -27,6 +27,9 @@
  *   hang-first    sleeps for ever on attempt 1, OK afterwards
  *   sleep:N       sleeps N ms, then OK
  *   exit          _exit(3)
+ *   fail-while:PATH  FAIL, error "fail-while: PATH exists", while PATH
+ *                 exists; OK once it is gone (a test removes the file to
+ *                 let a dead job succeed when requeued)
  * anything else is a FAIL saying so.
  */
 #include <delayq/handler.h>
@@ -142,6 +145,12 @@ static dq_handler_result th_run(const dq_handler_job *job, dq_handler_outcome *o
     }
     if (strcmp(p, "exit") == 0)
         _exit(3);
+    if (strncmp(p, "fail-while:", 11) == 0) {
+        if (access(p + 11, F_OK) != 0 && errno == ENOENT)
+            return DQ_HANDLER_OK;
+        snprintf(out->error, sizeof out->error, "fail-while: %.300s exists", p + 11);
+        return DQ_HANDLER_FAIL;
+    }
     snprintf(out->error, sizeof out->error, "unknown payload '%.100s'", p);
     return DQ_HANDLER_FAIL;
 }
