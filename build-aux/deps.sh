@@ -16,9 +16,9 @@ DEPS_PACKAGES=(build-essential autoconf automake libtool pkg-config
     tzdata openssl)
 
 # For the dashboard's browser test (tests/browser-ui.sh): Debian's Chromium,
-# its chromedriver, and python3 to drive it.  Not in the quick start's list
-# (some 400 MB): without them that test says so in one line and is
-# skipped; CI (.ci/run) installs them so that it runs there.
+# its chromedriver, and python3 to drive it (some 400 MB): `./quickstart
+# test` and CI install them, `./quickstart demo` does not need them.  A
+# build without them skips that test and says so in one line.
 # shellcheck disable=SC2034 # used by the scripts that source this file
 DEPS_BROWSER_PACKAGES=(chromium chromium-driver python3)
 
