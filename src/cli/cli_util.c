@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "util/timefmt.h"
+#include "util/utf8.h"
 
 int cli_exit_code(dq_status st)
 {
@@ -44,35 +45,6 @@ int cli_parse_int(const char *s, long long min, long long max, long long *out)
     return 0;
 }
 
-/* The length of the valid UTF-8 sequence at p (1 to 4), or 0 when the
- * bytes there are not one (overlong forms and surrogates included). */
-static size_t utf8_len(const unsigned char *p, size_t n)
-{
-    unsigned c = p[0];
-    if (c < 0x80)
-        return 1;
-    size_t len;
-    uint32_t cp, min;
-    if ((c & 0xe0) == 0xc0)
-        len = 2, cp = c & 0x1f, min = 0x80;
-    else if ((c & 0xf0) == 0xe0)
-        len = 3, cp = c & 0x0f, min = 0x800;
-    else if ((c & 0xf8) == 0xf0)
-        len = 4, cp = c & 0x07, min = 0x10000;
-    else
-        return 0;
-    if (n < len)
-        return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((p[i] & 0xc0) != 0x80)
-            return 0;
-        cp = (cp << 6) | (p[i] & 0x3f);
-    }
-    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-        return 0;
-    return len;
-}
-
 static bool is_control(unsigned char c)
 {
     return c < 0x20 || c == 0x7f;
@@ -82,7 +54,7 @@ bool cli_is_utf8(const void *p, size_t n)
 {
     const unsigned char *s = p;
     for (size_t i = 0, len; i < n; i += len)
-        if (!(len = utf8_len(s + i, n - i)))
+        if (!(len = utf8_seq_len(s + i, n - i)))
             return false;
     return true;
 }
@@ -92,7 +64,7 @@ enum cli_text_kind cli_text_kind(const void *p, size_t n)
     const unsigned char *s = p;
     size_t odd = 0, escaped = 0;
     for (size_t i = 0, len; i < n; i += len) {
-        len = utf8_len(s + i, n - i);
+        len = utf8_seq_len(s + i, n - i);
         if (len == 0 || s[i] == 0) {
             if (s[i] == 0)
                 return CLI_TEXT_BINARY;
@@ -113,7 +85,7 @@ void cli_print_escaped(FILE *f, const void *p, size_t n)
 {
     const unsigned char *s = p;
     for (size_t i = 0, len; i < n; i += len) {
-        len = utf8_len(s + i, n - i);
+        len = utf8_seq_len(s + i, n - i);
         if (len > 1) {
             fwrite(s + i, 1, len, f);
             continue;
@@ -138,7 +110,7 @@ void cli_json_str(FILE *f, const void *p, size_t n)
     const unsigned char *s = p;
     putc('"', f);
     for (size_t i = 0, len; i < n; i += len) {
-        len = utf8_len(s + i, n - i);
+        len = utf8_seq_len(s + i, n - i);
         if (len > 1) {
             fwrite(s + i, 1, len, f);
             continue;

@@ -3,38 +3,9 @@
 #include <string.h>
 #include <time.h>
 
-#define REPLACEMENT "\xef\xbf\xbd"  /* U+FFFD in UTF-8 */
+#include "util/utf8.h"
 
-/* The length of the valid UTF-8 sequence at p (n bytes left), or 0 when
- * the bytes there are not one (overlong forms and surrogates included). */
-static size_t utf8_len(const unsigned char *p, size_t n)
-{
-    unsigned char c = p[0];
-    size_t len;
-    unsigned min;
-    unsigned cp;
-    if (c < 0x80)
-        return 1;
-    if ((c & 0xe0) == 0xc0) {
-        len = 2, cp = c & 0x1f, min = 0x80;
-    } else if ((c & 0xf0) == 0xe0) {
-        len = 3, cp = c & 0x0f, min = 0x800;
-    } else if ((c & 0xf8) == 0xf0) {
-        len = 4, cp = c & 0x07, min = 0x10000;
-    } else {
-        return 0;
-    }
-    if (len > n)
-        return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((p[i] & 0xc0) != 0x80)
-            return 0;
-        cp = (cp << 6) | (p[i] & 0x3f);
-    }
-    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-        return 0;
-    return len;
-}
+#define REPLACEMENT "\xef\xbf\xbd"  /* U+FFFD in UTF-8 */
 
 /* Whether a byte is a control character the pages never show. */
 static int is_hidden_control(unsigned char c)
@@ -48,7 +19,7 @@ void html_textn(FILE *out, const void *data, size_t n)
     size_t i = 0;
     while (i < n) {
         unsigned char c = p[i];
-        size_t len = utf8_len(p + i, n - i);
+        size_t len = utf8_seq_len(p + i, n - i);
         if (len == 0 || is_hidden_control(c)) {
             fputs(REPLACEMENT, out);
             i++;
@@ -75,7 +46,7 @@ int html_is_text(const void *data, size_t n)
 {
     const unsigned char *p = data;
     for (size_t i = 0; i < n;) {
-        size_t len = utf8_len(p + i, n - i);
+        size_t len = utf8_seq_len(p + i, n - i);
         if (len == 0 || p[i] == 0 || is_hidden_control(p[i]))
             return 0;
         i += len;
@@ -110,7 +81,7 @@ void json_string(FILE *out, const char *s)
     size_t n = strlen((const char *)p);
     fputc('"', out);
     for (size_t i = 0; i < n;) {
-        size_t len = utf8_len(p + i, n - i);
+        size_t len = utf8_seq_len(p + i, n - i);
         unsigned char c = p[i];
         if (len == 0) {
             fputs("\\ufffd", out);
