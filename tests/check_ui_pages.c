@@ -339,6 +339,18 @@ START_TEST(each_action_does_its_work_and_redirects)
     action("/ui/queues/" H_QUEUE "/jobs/l2/run-now", "back=%2Fui%2Fqueues%2F" H_QUEUE
            "%2Fjobs%2Fl2", "/ui/queues/" H_QUEUE "/jobs/l2?done=ran-now");
     ck_assert_msg(h_wait_record(&H, "l2", 1, 1, 10000) == 1, "l2 did not run now");
+    /* The job has run and is gone; its page still lists what this
+     * dashboard did to it. */
+    for (int i = 0; i < 300; i++) {
+        get("/ui/queues/" H_QUEUE "/jobs/l2", &r);
+        if (r.code == 404)
+            break;
+        ui_resp_free(&r);
+        tu_sleep_ms(20);
+    }
+    ck_assert_int_eq(r.code, 404);
+    ck_assert_msg(strstr(r.body, "ran-now from this dashboard"), "%s", r.body);
+    ui_resp_free(&r);
     /* A job no longer in that state, and a `back` that leaves the dashboard. */
     action("/ui/queues/" H_QUEUE "/jobs/d2/requeue", "back=%2F%2Fevil.example%2Fui%2F",
            "/ui/queues/" H_QUEUE "?failed=notfound");

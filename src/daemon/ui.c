@@ -21,6 +21,7 @@
 #include "daemon/ui_assets.h"
 #include "daemon/ui_auth.h"
 #include "daemon/ui_ctx.h"
+#include "daemon/ui_joblog.h"
 #include "daemon/ui_pages.h"
 
 #define UI_SEGMENT_LEN 1024
@@ -31,7 +32,8 @@ struct ui *ui_new(const struct ui_host *host)
     if (!u)
         return NULL;
     u->host = *host;
-    if (!(u->auth = ui_auth_new())) {
+    if (!(u->auth = ui_auth_new()) || !(u->joblog = ui_joblog_new())) {
+        ui_auth_free(u->auth);
         free(u);
         return NULL;
     }
@@ -48,6 +50,7 @@ void ui_free(struct ui *u)
     for (struct ui_ctx *x = u->pending; x; x = x->next)
         x->u = NULL;
     ui_auth_free(u->auth);
+    ui_joblog_free(u->joblog);
     free(u);
 }
 

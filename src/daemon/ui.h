@@ -35,6 +35,7 @@
 
 struct ui_data;
 struct ui_history;
+struct ui_joblog;
 
 /* What the dashboard reads of a queue's workers on this host. */
 struct ui_queue_live {
@@ -54,6 +55,8 @@ struct ui_env {
     struct ui_data *data;               /* Redis queries; NULL: none yet */
     const struct ui_history *history;   /* per-second samples (ui_history.h) */
     int read_only;                      /* admin.read_only */
+    struct ui_joblog *joblog;           /* this dashboard's actions on jobs
+                                           (ui_joblog.h); set by ui.c, not fill() */
     /* The pid of the worker of this host holding job `id` of `queue`
      * (from the workers' claim tables), or 0 when none here does. */
     pid_t (*holder)(void *arg, const char *queue, const char *id);

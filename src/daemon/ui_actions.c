@@ -93,7 +93,7 @@ static void on_action(dq_status st, int64_t count, const char *err, void *arg)
             log_info("ui: %s %sin queue %s: done", a->name, a->id ? "of a job " : "",
                      a->queue);
         if (a->id)
-            ui_joblog_add(a->queue, a->id, a->done);
+            ui_joblog_add(ui_ctx_env(a->x)->joblog, a->queue, a->id, a->done);
         act_redirect(a, "done", a->done);
     } else {
         if (st != DQ_ERR_NOTFOUND && st != DQ_ERR_RUNNING && st != DQ_ERR_DEAD)

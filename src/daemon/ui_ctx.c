@@ -49,8 +49,10 @@ const struct ui_env *ui_ctx_env(struct ui_ctx *x)
     memset(&x->env, 0, sizeof x->env);
     if (x->u && x->u->host.fill)
         x->u->host.fill(x->u->host.arg, &x->env);
-    if (x->u)
+    if (x->u) {
         x->env.read_only = x->env.read_only || x->u->read_only;
+        x->env.joblog = x->u->joblog;
+    }
     return &x->env;
 }
 

@@ -21,6 +21,7 @@ struct ui_auth;
 struct ui {
     struct ui_host host;
     struct ui_auth *auth;
+    struct ui_joblog *joblog;   /* what its pages did to jobs */
     int enabled;                /* admin.ui */
     int read_only;
     struct ui_ctx *pending;     /* contexts not yet answered */

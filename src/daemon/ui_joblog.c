@@ -1,5 +1,6 @@
 #include "daemon/ui_joblog.h"
 
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -11,9 +12,20 @@ struct joblog_slot {
     struct ui_joblog_entry e;
 };
 
-/* The ring: the supervisor's only copy (see the header). */
-static struct joblog_slot ring[UI_JOBLOG_MAX];
-static size_t ring_next;        /* the slot the next action takes */
+struct ui_joblog {
+    struct joblog_slot ring[UI_JOBLOG_MAX];
+    size_t next;                /* the slot the next action takes */
+};
+
+struct ui_joblog *ui_joblog_new(void)
+{
+    return calloc(1, sizeof(struct ui_joblog));
+}
+
+void ui_joblog_free(struct ui_joblog *l)
+{
+    free(l);
+}
 
 /* "QUEUE\0ID\0" into key; 0 when it does not fit. */
 static size_t joblog_key(char *key, const char *queue, const char *id)
@@ -34,28 +46,31 @@ static int64_t unix_ms_now(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-void ui_joblog_add(const char *queue, const char *id, const char *what)
+void ui_joblog_add(struct ui_joblog *l, const char *queue, const char *id,
+                   const char *what)
 {
-    struct joblog_slot *s = &ring[ring_next];
+    if (!l)
+        return;
+    struct joblog_slot *s = &l->ring[l->next];
     size_t len = joblog_key(s->key, queue, id);
     if (len == 0)
         return;
     s->keylen = len;
     s->e.at_ms = unix_ms_now();
     s->e.what = what;
-    ring_next = (ring_next + 1) % UI_JOBLOG_MAX;
+    l->next = (l->next + 1) % UI_JOBLOG_MAX;
 }
 
-size_t ui_joblog_find(const char *queue, const char *id, struct ui_joblog_entry *out,
-                      size_t max)
+size_t ui_joblog_find(const struct ui_joblog *l, const char *queue, const char *id,
+                      struct ui_joblog_entry *out, size_t max)
 {
     char key[JOBLOG_KEY_MAX];
-    size_t len = joblog_key(key, queue, id);
+    size_t len = l ? joblog_key(key, queue, id) : 0;
     size_t n = 0;
     if (len == 0)
         return 0;
     for (size_t k = 0; k < UI_JOBLOG_MAX && n < max; k++) {
-        const struct joblog_slot *s = &ring[(ring_next + k) % UI_JOBLOG_MAX];
+        const struct joblog_slot *s = &l->ring[(l->next + k) % UI_JOBLOG_MAX];
         if (s->keylen == len && memcmp(s->key, key, len) == 0)
             out[n++] = s->e;
     }

@@ -113,7 +113,8 @@ static void history_item(FILE *f, int64_t at_ms, const char *what)
 static void history(FILE *f, const struct jpage *p, const dq_job_info *info)
 {
     struct ui_joblog_entry log[16];
-    size_t n = ui_joblog_find(p->queue, p->id, log, sizeof log / sizeof log[0]);
+    size_t n = ui_joblog_find(ui_ctx_env(p->x)->joblog, p->queue, p->id, log,
+                              sizeof log / sizeof log[0]);
     fputs("<h2>History</h2>\n<ol id=\"job-history\">\n", f);
     if (info) {
         const dq_job *j = &info->job;
