@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "fixture.h"
-#include "lib/cluster_map.h"
+#include "redis/cluster_map.h"
 #include "lib/keys.h"
 
 static unsigned slot_of(const char *key)

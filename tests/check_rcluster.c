@@ -17,7 +17,7 @@
 
 #include "cluster_fixture.h"
 #include "daemon_harness.h"
-#include "lib/cluster_map.h"
+#include "redis/cluster_map.h"
 
 static struct harness H;
 static struct cluster_fx C;

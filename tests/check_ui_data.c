@@ -18,8 +18,8 @@
 
 #include "client_test.h"
 
-#include "daemon/qstats.h"
-#include "daemon/ui_data.h"
+#include "daemon/admin/qstats.h"
+#include "daemon/admin/ui_data.h"
 #include "lib/keys.h"
 
 #define JOBS 7              /* delayed jobs j0..j6, one second apart */

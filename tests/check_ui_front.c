@@ -17,11 +17,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "daemon/http_admin.h"
-#include "daemon/ui.h"
-#include "daemon/ui_assets.h"
-#include "daemon/ui_auth.h"
-#include "daemon/ui_pages.h"
+#include "daemon/admin/http_admin.h"
+#include "daemon/admin/ui.h"
+#include "daemon/admin/ui_assets.h"
+#include "daemon/admin/ui_auth.h"
+#include "daemon/admin/ui_pages.h"
 #include "fixture.h"
 #include "http_client.h"
 #include "testutil.h"

@@ -3,7 +3,7 @@
  * supervisor feeds it: running totals from metrics_queue_totals over real
  * shared-memory slots, with a worker exiting and its slot folded.  And the
  * built-in assets (the generated table of build-aux/embed-assets.sh)
- * against the files in src/ui/.
+ * against the files in src/daemon/admin/assets/.
  */
 #include "config.h"
 
@@ -13,10 +13,10 @@
 #include <string.h>
 #include <sys/wait.h>
 
-#include "daemon/metrics.h"
+#include "daemon/admin/metrics.h"
 #include "daemon/slots.h"
-#include "daemon/ui_assets.h"
-#include "daemon/ui_history.h"
+#include "daemon/admin/ui_assets.h"
+#include "daemon/admin/ui_history.h"
 #include "fixture.h"
 
 #define N UI_HISTORY_SECONDS
@@ -388,7 +388,7 @@ END_TEST
 
 static const char *const ASSETS[] = { "app.js", "app.css" };
 
-/* The bytes of src/ui/NAME; the caller frees. */
+/* The bytes of src/daemon/admin/assets/NAME; the caller frees. */
 static char *read_source(const char *name, size_t *len)
 {
     char path[512];

@@ -1,5 +1,5 @@
 /*
- * The dashboard's front door over real HTTP (src/daemon/ui.c, ui_auth.c,
+ * The dashboard's front door over real HTTP (src/daemon/admin/ui.c, ui_auth.c,
  * http_admin.c): a real delayqd on a real redis-server, spoken to with a
  * raw-socket client (http_client.h) so that every header is the test's
  * choice.  Authentication (bearer, basic, login cookie, logout), the POST

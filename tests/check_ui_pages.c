@@ -1,5 +1,5 @@
 /*
- * The dashboard's pages and actions (src/daemon/ui_pages.c, ui_page_*.c,
+ * The dashboard's pages and actions (src/daemon/admin/ui_pages.c, ui_page_*.c,
  * ui_actions.c) over HTTP, against the real delayqd and its own
  * redis-server, authenticated with a bearer token: the overview's counts,
  * hostile values escaped on every page that shows them, each action's

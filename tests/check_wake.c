@@ -1,11 +1,11 @@
 /*
  * The wake channel's messages and the race between them and replies
- * (src/daemon/wake.c): what a worker believes of its queue's pause.
+ * (src/daemon/worker/wake.c): what a worker believes of its queue's pause.
  */
 #include <check.h>
 #include <string.h>
 
-#include "daemon/wake.h"
+#include "daemon/worker/wake.h"
 #include "fixture.h"
 
 static enum wake_kind parse(const char *msg, int64_t *ms)

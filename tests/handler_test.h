@@ -12,8 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "daemon/handler_loader.h"
-#include "daemon/settings.h"
+#include "daemon/worker/handler_loader.h"
+#include "daemon/worker/settings.h"
 #include "fixture.h"
 
 /* The per-test directory (checked fixture: ht_tmp_setup/ht_tmp_teardown). */

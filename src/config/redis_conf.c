@@ -17,7 +17,7 @@
 
 #include "config/conf_reader.h"
 #include "lib/keys.h"
-#include "lib/redis_conn.h"
+#include "redis/redis_conn.h"
 
 #define REDIS_CONF_PAYLOAD_MAX (512L * 1024 * 1024) /* Redis's string limit */
 

@@ -42,7 +42,7 @@
 #include <stdint.h>
 
 #include "config/sentinel_conf.h"
-#include "lib/tls.h"
+#include "redis/tls.h"
 
 struct config_t; /* libconfig's config_t */
 

@@ -8,8 +8,8 @@
 
 #include "config/conf_reader.h"
 
-#include "lib/redis_conn.h"
-#include "lib/sentinel.h"
+#include "redis/redis_conn.h"
+#include "redis/sentinel.h"
 
 #define PREFIX "redis.sentinel."
 

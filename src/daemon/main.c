@@ -19,12 +19,12 @@
 
 #include "daemon/dconfig.h"
 #include "daemon/exitcodes.h"
-#include "daemon/handlers.h"
+#include "daemon/worker/handlers.h"
 #include "daemon/log.h"
-#include "daemon/qparts_record.h"
-#include "daemon/redis_check.h"
-#include "daemon/supervisor.h"
-#include "lib/redis_conn.h"
+#include "daemon/supervisor/qparts_record.h"
+#include "redis/redis_check.h"
+#include "daemon/supervisor/supervisor.h"
+#include "redis/redis_conn.h"
 
 #ifndef SYSCONFDIR
 #define SYSCONFDIR "/etc"

@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "lib/client_cluster.h"
-#include "lib/redis_io.h"
+#include "redis/redis_io.h"
 #include "lib/scripts.h"
 
 const char *dq_errmsg(const dq_client *c)

@@ -12,8 +12,8 @@
 #include <sys/socket.h>
 #include <time.h>
 
-#include "lib/cluster_map.h"
-#include "lib/redis_io.h"
+#include "redis/cluster_map.h"
+#include "redis/redis_io.h"
 #include "lib/scripts.h"
 
 /* Rounds without a pause one call may take (each a redirection): a

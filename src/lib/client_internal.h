@@ -12,8 +12,8 @@
 
 #include "lib/cmd.h"
 #include "lib/keys.h"
-#include "lib/redis_conn.h"
-#include "lib/sentinel.h"
+#include "redis/redis_conn.h"
+#include "redis/sentinel.h"
 
 /* A queue's partition count as the client read it (lib/partitions.c). */
 struct part_entry {

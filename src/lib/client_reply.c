@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "lib/redis_io.h"
+#include "redis/redis_io.h"
 #include "lib/scripts.h"
 
 dq_status client_fail(dq_client *c, dq_status st, const char *fmt, ...)

@@ -1,6 +1,6 @@
 #include "lib/keys.h"
 
-#include "lib/cluster_map.h"
+#include "redis/cluster_map.h"
 
 #include <delayq/client.h>
 #include <stdbool.h>

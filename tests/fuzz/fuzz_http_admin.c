@@ -1,5 +1,5 @@
 /*
- * Fuzz target: the admin HTTP server (src/daemon/http_admin.c) as a client
+ * Fuzz target: the admin HTTP server (src/daemon/admin/http_admin.c) as a client
  * reaches it.  The request is parsed by libevent's evhttp and answered by
  * http_admin's dispatch (routes, 404, 405 for other methods); both run
  * here exactly as in delayqd, on a server made with http_admin_new and
@@ -23,7 +23,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "daemon/http_admin.h"
+#include "daemon/admin/http_admin.h"
 #include "fuzz.h"
 
 #define REPLY_MAX 65536

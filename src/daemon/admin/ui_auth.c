@@ -1,0 +1,271 @@
+#include "daemon/admin/ui_auth.h"
+
+#include <errno.h>
+#include <event2/keyvalq_struct.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/random.h>
+
+#define SESSION_BYTES 32
+#define SESSION_HEX (SESSION_BYTES * 2)
+#define COOKIE_NAME "dq_session"
+
+struct session {
+    char id[SESSION_HEX + 1];   /* "" for a free entry */
+    int64_t used_ms;            /* monotonic: the last request with it */
+};
+
+struct ui_auth {
+    char *token;                /* NULL: no token configured */
+    char *basic;                /* "user:password", or NULL */
+    struct session sessions[UI_SESSIONS_MAX];
+};
+
+struct ui_auth *ui_auth_new(void)
+{
+    return calloc(1, sizeof(struct ui_auth));
+}
+
+/* Overwrite a secret before freeing it. */
+static void free_secret(char *s)
+{
+    if (!s)
+        return;
+    explicit_bzero(s, strlen(s));
+    free(s);
+}
+
+static void end_all_sessions(struct ui_auth *a)
+{
+    explicit_bzero(a->sessions, sizeof a->sessions);
+}
+
+void ui_auth_free(struct ui_auth *a)
+{
+    if (!a)
+        return;
+    free_secret(a->token);
+    free_secret(a->basic);
+    end_all_sessions(a);
+    free(a);
+}
+
+static int same_string(const char *x, const char *y)
+{
+    if (!x || !y)
+        return x == y;
+    return strcmp(x, y) == 0;
+}
+
+void ui_auth_set_conf(struct ui_auth *a, const struct daemon_conf *dc)
+{
+    if (same_string(a->token, dc->admin_token) && same_string(a->basic, dc->admin_basic))
+        return;
+    free_secret(a->token);
+    free_secret(a->basic);
+    a->token = dc->admin_token ? strdup(dc->admin_token) : NULL;
+    a->basic = dc->admin_basic ? strdup(dc->admin_basic) : NULL;
+    end_all_sessions(a);
+}
+
+int ui_auth_equal(const void *a, size_t alen, const void *b, size_t blen)
+{
+    /* Walk the longer one whole, so that the time says nothing about
+     * where the first difference is. */
+    const unsigned char *x = a, *y = b;
+    size_t n = alen > blen ? alen : blen;
+    unsigned char diff = alen != blen;
+    for (size_t i = 0; i < n; i++)
+        diff |= (unsigned char)((i < alen ? x[i] : 0) ^ (i < blen ? y[i] : 0));
+    return diff == 0;
+}
+
+static int equal_str(const char *given, const char *secret)
+{
+    return secret && given && ui_auth_equal(given, strlen(given), secret, strlen(secret));
+}
+
+/* Decode standard base64 `in` into out[outlen] (NUL-ended); -1 when it is
+ * not base64 or does not fit. */
+static int base64_decode(const char *in, char *out, size_t outlen)
+{
+    static const char digits[] =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    size_t o = 0;
+    unsigned acc = 0;
+    int bits = 0;
+    const char *p = in;
+    for (; *p && *p != '='; p++) {
+        const char *d = strchr(digits, *p);
+        if (!d)
+            return -1;
+        acc = (acc << 6) | (unsigned)(d - digits);
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            if (o + 1 >= outlen)
+                return -1;
+            out[o++] = (char)((acc >> bits) & 0xff);
+        }
+    }
+    while (*p == '=')
+        p++;
+    if (*p)
+        return -1;
+    out[o] = '\0';
+    return memchr(out, '\0', o) ? -1 : 0;
+}
+
+/* The request's Authorization header proves a configured secret. */
+static int check_authorization(const struct ui_auth *a, const char *h)
+{
+    if (!h)
+        return 0;
+    if (strncasecmp(h, "Bearer ", 7) == 0)
+        return equal_str(h + 7, a->token);
+    if (strncasecmp(h, "Basic ", 6) == 0 && a->basic) {
+        char plain[1024];
+        if (base64_decode(h + 6, plain, sizeof plain) < 0)
+            return 0;
+        int ok = equal_str(plain, a->basic);
+        explicit_bzero(plain, sizeof plain);
+        return ok;
+    }
+    return 0;
+}
+
+/* The value of cookie `name` in a Cookie header, into out (empty when
+ * absent or too long). */
+static void cookie_value(const char *header, const char *name, char *out, size_t outlen)
+{
+    out[0] = '\0';
+    size_t nlen = strlen(name);
+    for (const char *p = header; p && *p;) {
+        while (*p == ' ' || *p == ';')
+            p++;
+        size_t len = strcspn(p, ";");
+        if (len > nlen && strncmp(p, name, nlen) == 0 && p[nlen] == '=') {
+            size_t vlen = len - nlen - 1;
+            if (vlen < outlen) {
+                memcpy(out, p + nlen + 1, vlen);
+                out[vlen] = '\0';
+            }
+            return;
+        }
+        p += len;
+    }
+}
+
+/* The session entry the request's cookie names, or NULL. */
+static struct session *find_session(struct ui_auth *a, struct evhttp_request *req,
+                                    int64_t now_ms)
+{
+    const char *h = evhttp_find_header(evhttp_request_get_input_headers(req), "Cookie");
+    char id[SESSION_HEX + 2];
+    cookie_value(h, COOKIE_NAME, id, sizeof id);
+    if (strlen(id) != SESSION_HEX)
+        return NULL;
+    struct session *found = NULL;
+    for (size_t i = 0; i < UI_SESSIONS_MAX; i++) {
+        struct session *s = &a->sessions[i];
+        if (!s->id[0])
+            continue;
+        if (now_ms - s->used_ms > UI_SESSION_IDLE_MS) {
+            explicit_bzero(s, sizeof *s);
+            continue;
+        }
+        if (ui_auth_equal(s->id, SESSION_HEX, id, SESSION_HEX))
+            found = s;
+    }
+    return found;
+}
+
+int ui_auth_check(struct ui_auth *a, struct evhttp_request *req, int64_t now_ms)
+{
+    if (!a->token && !a->basic)
+        return 0;
+    const char *h = evhttp_find_header(evhttp_request_get_input_headers(req),
+                                       "Authorization");
+    if (check_authorization(a, h))
+        return 1;
+    struct session *s = find_session(a, req, now_ms);
+    if (!s)
+        return 0;
+    s->used_ms = now_ms;
+    return 1;
+}
+
+/* A new session id: 32 random bytes as hex; -1 when the kernel gives none. */
+static int new_session_id(char out[SESSION_HEX + 1])
+{
+    unsigned char raw[SESSION_BYTES];
+    size_t got = 0;
+    while (got < sizeof raw) {
+        ssize_t n = getrandom(raw + got, sizeof raw - got, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -1;
+        got += (size_t)n;
+    }
+    for (size_t i = 0; i < sizeof raw; i++)
+        snprintf(out + 2 * i, 3, "%02x", raw[i]);
+    explicit_bzero(raw, sizeof raw);
+    return 0;
+}
+
+int ui_auth_login(struct ui_auth *a, const char *secret, int64_t now_ms, char *cookie,
+                  size_t cookielen)
+{
+    if (!secret || !(equal_str(secret, a->token) || equal_str(secret, a->basic)))
+        return -1;
+    struct session *slot = &a->sessions[0];
+    for (size_t i = 0; i < UI_SESSIONS_MAX; i++) {
+        struct session *s = &a->sessions[i];
+        if (!s->id[0]) {
+            slot = s;
+            break;
+        }
+        if (s->used_ms < slot->used_ms)
+            slot = s;       /* the oldest goes when all are taken */
+    }
+    if (new_session_id(slot->id) < 0) {
+        explicit_bzero(slot, sizeof *slot);
+        return -1;
+    }
+    slot->used_ms = now_ms;
+    snprintf(cookie, cookielen, COOKIE_NAME "=%s; Path=/ui/; HttpOnly; SameSite=Strict",
+             slot->id);
+    return 0;
+}
+
+void ui_auth_logout(struct ui_auth *a, struct evhttp_request *req, char *cookie,
+                    size_t cookielen)
+{
+    struct session *s = find_session(a, req, 0);
+    if (s)
+        explicit_bzero(s, sizeof *s);
+    snprintf(cookie, cookielen,
+             COOKIE_NAME "=; Path=/ui/; HttpOnly; SameSite=Strict; Max-Age=0");
+}
+
+const char *ui_auth_challenge(const struct ui_auth *a)
+{
+    return a->token || !a->basic ? "Bearer realm=\"delayq\"" : "Basic realm=\"delayq\"";
+}
+
+int ui_auth_same_origin(struct evhttp_request *req)
+{
+    const struct evkeyvalq *in = evhttp_request_get_input_headers(req);
+    struct evkeyvalq *hdr = (struct evkeyvalq *)in;
+    const char *site = evhttp_find_header(hdr, "Sec-Fetch-Site");
+    if (site)
+        return strcmp(site, "same-origin") == 0;
+    const char *origin = evhttp_find_header(hdr, "Origin");
+    const char *host = evhttp_find_header(hdr, "Host");
+    if (!origin || !host || strncmp(origin, "http://", 7) != 0)
+        return 0;
+    return strcmp(origin + 7, host) == 0;
+}

@@ -1,0 +1,349 @@
+/*
+ * The supervisor's child table (nginx's ngx_processes): starting workers
+ * and the reaper in their rows, and, when one dies, settling the jobs it
+ * held, killing what its handler left behind, and planning its restart
+ * with a backoff that only a crash loop pays.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "daemon/exitcodes.h"
+#include "daemon/admin/http_admin.h"
+#include "daemon/log.h"
+#include "daemon/admin/metrics.h"
+#include "daemon/reaper/reaper.h"
+#include "daemon/supervisor/settle.h"
+#include "daemon/signals.h"
+#include "daemon/supervisor/strays.h"
+#include "daemon/supervisor/supervisor_int.h"
+#include "daemon/worker/worker.h"
+
+#define BACKOFF_FIRST_MS 500
+#define BACKOFF_MAX_MS 10000   /* a crash loop costs one fork per 10 s at most */
+#define HEALTHY_AFTER_MS 10000  /* a child that lived this long resets its backoff */
+#define RESPAWN_MIN_MS 100      /* even a healthy child's restart: a death is seen
+                                   (/healthz, a scrape) and a kill storm is paced */
+
+static int child_index(const struct supervisor *s, const struct child *c)
+{
+    return (int)(c - s->children);
+}
+
+static void child_name(const struct supervisor *s, const struct child *c, char *buf,
+                       size_t len)
+{
+    if (c->role == ROLE_REAPER)
+        snprintf(buf, len, "reap");
+    else
+        snprintf(buf, len, "w%d", child_index(s, c));
+}
+
+/* Send `sig` to a child; a child already gone (ESRCH: it exited and its
+ * SIGCHLD is on its way) is not an error.  Any other failure is logged:
+ * a child the supervisor cannot stop must not go unnoticed. */
+void children_signal(const struct supervisor *s, const struct child *c, int sig)
+{
+    if (kill(c->pid, sig) == 0 || errno == ESRCH)
+        return;
+    char name[16];
+    child_name(s, c, name, sizeof name);
+    log_err("%s: kill(%d, %s): %s", name, (int)c->pid, strsignal(sig), strerror(errno));
+}
+
+/* ---- starting children -------------------------------------------------- */
+
+/* The name a worker's claims carry (claim's owner): unique among every
+ * delayqd process on the queue, since the nonce is drawn at each start. */
+static void owner_name(const struct supervisor *s, pid_t pid, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s.%d", s->owner_nonce, (int)pid);
+}
+
+/* A rank for worker `c` (0 ..): the lowest that no other row of the same
+ * queue and configuration generation holds, so that the queue's workers
+ * have distinct ranks, and so distinct home partitions, even when a reload
+ * fills the rows out of order. */
+static unsigned worker_rank(const struct supervisor *s, const struct child *c)
+{
+    for (unsigned rank = 0;; rank++) {
+        int taken = 0;
+        for (int i = 0; i < MAX_CHILDREN && !taken; i++) {
+            const struct child *o = &s->children[i];
+            taken = o != c && o->role == ROLE_WORKER && o->gen == c->gen
+                    && o->queue == c->queue && o->rank == rank;
+        }
+        if (!taken)
+            return rank;
+    }
+}
+
+/* In the child: drop what belongs to the supervisor, then run the role.
+ * Never returns. */
+static void become_child(struct supervisor *s, struct child *c)
+{
+    char name[16];
+    child_name(s, c, name, sizeof name);
+    log_set_role(name);
+    if (signals_child_setup(s->pid) < 0)
+        _exit(0);
+    http_admin_close_in_child(s->http); /* the metrics port is the supervisor's */
+    /* The parent's connections: close our copies of the sockets; the
+     * parent's event base is left alone (freeing it would touch the shared
+     * epoll). */
+    generation_close_in_child(s->cur);
+    for (int g = 0; g < MAX_GENERATIONS; g++)
+        generation_close_in_child(s->old[g]);
+    srandom((unsigned)getpid() ^ (unsigned)time(NULL));
+    char owner[64];
+    owner_name(s, getpid(), owner, sizeof owner);
+    const struct daemon_conf *dc = c->gen->conf;
+    int rc = c->role == ROLE_REAPER
+                 ? reaper_main(dc, &s->slots[child_index(s, c)])
+                 : worker_main(dc, &dc->queues[c->queue], c->rank,
+                               &s->slots[child_index(s, c)], owner);
+    _exit(rc);
+}
+
+int children_spawn(struct supervisor *s, struct child *c)
+{
+    if (c->role == ROLE_WORKER)
+        c->rank = worker_rank(s, c);
+    slot_reset(&s->slots[child_index(s, c)]);
+    fflush(NULL);
+    /* Signals stay blocked across fork until the child has its own
+     * handlers: a SIGTERM arriving in between would otherwise run libevent's
+     * handler inherited from the supervisor, notify the supervisor's loop
+     * through the shared socketpair and leave the child running. */
+    sigset_t all, old;
+    sigfillset(&all);
+    if (sigprocmask(SIG_BLOCK, &all, &old) < 0) {
+        log_err("sigprocmask: %s: not starting a child now", strerror(errno));
+        c->respawn_at_ms = slots_now_ms() + BACKOFF_FIRST_MS;
+        return -1;
+    }
+    pid_t pid = fork();
+    int fork_errno = errno;
+    if (pid != 0 && sigprocmask(SIG_SETMASK, &old, NULL) < 0)
+        log_err("sigprocmask (restoring the mask after fork): %s", strerror(errno));
+    if (pid < 0) {
+        log_err("fork: %s", strerror(fork_errno));
+        c->respawn_at_ms = slots_now_ms() + BACKOFF_FIRST_MS;
+        return -1;
+    }
+    if (pid == 0)
+        become_child(s, c);
+    c->pid = pid;
+    c->started_ms = slots_now_ms();
+    c->respawn_at_ms = 0;
+    c->killed_for_timeout = 0;
+    return 0;
+}
+
+static struct child *free_row(struct supervisor *s)
+{
+    for (int i = 0; i < MAX_CHILDREN; i++)
+        if (s->children[i].role == ROLE_NONE)
+            return &s->children[i];
+    return NULL;
+}
+
+/* Rows the configuration in force has for queue `q` (nqueues: the
+ * reaper), running or waiting to respawn. */
+static int rows_of(const struct supervisor *s, size_t q)
+{
+    int n = 0;
+    for (int i = 0; i < MAX_CHILDREN; i++) {
+        const struct child *c = &s->children[i];
+        n += c->role != ROLE_NONE && c->gen == s->cur && !c->retiring && c->queue == (int)q;
+    }
+    return n;
+}
+
+/*
+ * Give the configuration in force every child it asks for that has no row
+ * yet (its workers per queue and its reaper): all of them at start and
+ * after a reload, and, when reloads in a row left old children draining in
+ * most rows, the rest as those exit (from the tick).  Returns how many
+ * still lack a row.
+ */
+int children_start_missing(struct supervisor *s)
+{
+    const struct daemon_conf *dc = s->cur->conf;
+    int missing = 0;
+    for (size_t q = 0; q <= dc->nqueues; q++) {
+        int want = q < dc->nqueues ? dc->queues[q].workers : 1;
+        for (int n = rows_of(s, q); n < want; n++) {
+            struct child *c = free_row(s);
+            if (!c) {
+                missing += want - n;
+                break;
+            }
+            memset(c, 0, sizeof *c);
+            c->role = q < dc->nqueues ? ROLE_WORKER : ROLE_REAPER;
+            c->queue = (int)q;
+            c->gen = s->cur;
+            children_spawn(s, c);
+        }
+    }
+    return missing;
+}
+
+/* ---- children that died ------------------------------------------------- */
+
+static void describe_status(int status, char *buf, size_t len)
+{
+    if (WIFSIGNALED(status))
+        snprintf(buf, len, "killed by signal %d (%s)", WTERMSIG(status),
+                 strsignal(WTERMSIG(status)));
+    else
+        snprintf(buf, len, "exited with status %d", WEXITSTATUS(status));
+}
+
+/* Settle, at once, every job a dead worker held: what it finished, what
+ * was running (failed with `cause`), what it had not started, and a claim
+ * on its way (settle.h), on its generation's connection.  A clean exit
+ * leaves nothing but its claims' owner record, which this removes. */
+static void settle_dead_worker(struct supervisor *s, const struct child *c,
+                               const char *cause)
+{
+    char who[16], owner[64];
+    child_name(s, c, who, sizeof who);
+    owner_name(s, c->pid, owner, sizeof owner);
+    const struct daemon_conf *dc = c->gen->conf;
+    struct settle_req req = { .dc = dc, .q = &dc->queues[c->queue],
+                              .slot = &s->slots[child_index(s, c)], .owner = owner,
+                              .cause = cause, .who = who };
+    settler_settle(c->gen->settler, &req);
+}
+
+static int is_child_row(pid_t pid, void *arg)
+{
+    const struct supervisor *s = arg;
+    for (int i = 0; i < MAX_CHILDREN; i++)
+        if (s->children[i].role != ROLE_NONE && s->children[i].pid == pid)
+            return 1;
+    return 0;
+}
+
+/* Why a worker's running job failed when it died. */
+static void death_cause(const struct child *c, int status, char *buf, size_t len)
+{
+    if (c->killed_for_timeout)
+        snprintf(buf, len, "timeout after %lld ms", (long long)c->killed_for_timeout);
+    else if (WIFSIGNALED(status))
+        snprintf(buf, len, "worker died: signal %d", WTERMSIG(status));
+    else
+        snprintf(buf, len, "worker died: exit status %d", WEXITSTATUS(status));
+}
+
+/* The worker's queue name; NULL for the reaper. */
+const char *children_queue_of(const struct child *c)
+{
+    return c->role == ROLE_WORKER ? c->gen->conf->queues[c->queue].name : NULL;
+}
+
+static void on_child_exit(struct supervisor *s, struct child *c, int status)
+{
+    char name[16], how[96];
+    child_name(s, c, name, sizeof name);
+    describe_status(status, how, sizeof how);
+    struct slot_job job;
+    int had_job = 0;
+    if (c->killed_for_timeout) {
+        job = c->killed_job;
+        had_job = 1;
+        metrics_count_timeout(s->metrics, children_queue_of(c), job.type);
+    } else if (c->role == ROLE_WORKER) {
+        had_job = slot_read_job(&s->slots[child_index(s, c)], &job);
+    }
+    int clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    if (!clean || had_job)
+        log_warn("%s (pid %d) %s%s%s", name, (int)c->pid, how,
+                 had_job ? " while running job " : "", had_job ? job.id : "");
+    if (c->role == ROLE_WORKER) {
+        char cause[128];
+        death_cause(c, status, cause, sizeof cause);
+        settle_dead_worker(s, c, cause);
+    }
+    /* Its handler's programs die with it (strays.h). */
+    int strays = strays_kill(is_child_row, s);
+    if (strays > 0)
+        log_warn("%s: stopped %d process%s its handler had started", name, strays,
+                 strays == 1 ? "" : "es");
+    /* Keep its counts before the row's slot is reused. */
+    metrics_fold_slot(s->metrics, children_queue_of(c), &s->slots[child_index(s, c)]);
+    int made_progress = slot_get(&s->slots[child_index(s, c)].jobs_done) > 0;
+    slot_reset(&s->slots[child_index(s, c)]);
+    c->pid = 0;
+    if (c->retiring || s->stopping) {
+        c->role = ROLE_NONE;
+        return;
+    }
+    if (WIFEXITED(status) && WEXITSTATUS(status) == DAEMON_EXIT_CONFIG) {
+        log_err("%s cannot start with this configuration: not restarting it", name);
+        c->role = ROLE_NONE;
+        s->config_refused = 1;
+        return;
+    }
+    /* A child that ran jobs, or lived a while, is not crash-looping: a
+     * handler that crashes on one job must not slow the queue down. */
+    int64_t lived = slots_now_ms() - c->started_ms;
+    c->backoff_ms = lived >= HEALTHY_AFTER_MS || made_progress ? 0
+                    : (c->backoff_ms ? c->backoff_ms * 2 : BACKOFF_FIRST_MS);
+    if (c->backoff_ms > BACKOFF_MAX_MS)
+        c->backoff_ms = BACKOFF_MAX_MS;
+    c->respawn_at_ms = slots_now_ms()
+                       + (c->backoff_ms > RESPAWN_MIN_MS ? c->backoff_ms : RESPAWN_MIN_MS);
+    metrics_count_restart(s->metrics);
+    if (c->backoff_ms)
+        log_info("%s restarting in %lldms", name, (long long)c->backoff_ms);
+}
+
+/* waitpid until nothing is left to collect (several children may have
+ * died for one SIGCHLD). */
+void children_collect(struct supervisor *s)
+{
+    for (;;) {
+        int status;
+        pid_t pid = waitpid(-1, &status, WNOHANG);
+        if (pid <= 0)
+            return;
+        for (int i = 0; i < MAX_CHILDREN; i++)
+            if (s->children[i].role != ROLE_NONE && s->children[i].pid == pid) {
+                on_child_exit(s, &s->children[i], status);
+                break;
+            }
+    }
+}
+
+void children_check_timeouts(struct supervisor *s, int64_t now)
+{
+    for (int i = 0; i < MAX_CHILDREN; i++) {
+        struct child *c = &s->children[i];
+        struct slot_job job;
+        if (c->role != ROLE_WORKER || !c->pid || c->killed_for_timeout
+            || !slot_read_job(&s->slots[i], &job) || job.timeout_ms <= 0
+            || now - job.started_ms <= job.timeout_ms)
+            continue;
+        log_warn("w%d: job %s (type %s) overran its timeout of %lldms: stopping the worker",
+                 i, job.id, job.type, (long long)job.timeout_ms);
+        c->killed_for_timeout = job.timeout_ms;
+        c->killed_job = job;
+        children_signal(s, c, SIGKILL);
+    }
+}
+
+int children_live(const struct supervisor *s)
+{
+    int n = 0;
+    for (int i = 0; i < MAX_CHILDREN; i++)
+        n += s->children[i].role != ROLE_NONE && s->children[i].pid != 0;
+    return n;
+}
+

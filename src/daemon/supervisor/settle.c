@@ -1,0 +1,395 @@
+#include "daemon/supervisor/settle.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/log.h"
+#include "daemon/qparts.h"
+#include "redis/rconn.h"
+#include "lib/proto.h"
+
+#define SETTLE_RETRY_MS 1000
+
+enum cmd_state { C_WAITING, C_SENT, C_DONE };
+
+struct settle_task;
+
+/* One command of a settlement, kept until Redis confirms it. */
+struct settle_cmd {
+    struct settle_task *t;
+    struct cmd cmd;
+    int script;
+    enum cmd_state state;
+    const struct slot_entry *running;   /* the fail of the running job */
+};
+
+/* The settlement of one dead worker: its commands, then recover. */
+struct settle_task {
+    struct settler *st;
+    struct settle_task *next;
+    struct qparts parts;        /* the keys of the queue's partitions */
+    size_t table_end[SLOT_TABLES];  /* t->e[..table_end[0]) came from table
+                                   0, then table 1's */
+    unsigned table_part[SLOT_TABLES];   /* the partition of each table's */
+    char queue[DQ_QUEUE_MAX + 1];
+    char who[16];
+    char cause[128];
+    char owner[128];            /* the commands borrow these strings */
+    struct slot_entry *e;       /* copies of the entries to act on */
+    dq_job *jobs;               /* their ids and fences, for the builders */
+    size_t n;
+    struct settle_cmd *cmds;    /* the last parts.n are the recovers */
+    size_t ncmds;
+    int64_t give_up_ms;
+    int error_logged;
+    size_t acked, failed, released, recovered;
+};
+
+struct settler {
+    struct rconn *conn;
+    struct event *retry_timer;
+    struct metrics *metrics;
+    struct settle_task *tasks;
+    int freeing;
+};
+
+static void pump(struct settler *st);
+
+static void on_up(struct rconn *rc, void *arg)
+{
+    (void)rc;
+    pump(arg);
+}
+
+static void on_retry_timer(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    pump(arg);
+}
+
+struct settler *settler_new(struct event_base *base, const struct daemon_conf *dc,
+                            struct metrics *metrics)
+{
+    struct settler *st = calloc(1, sizeof *st);
+    if (!st)
+        return NULL;
+    st->metrics = metrics;
+    struct rconn_events ev = { on_up, NULL, st };
+    st->conn = rconn_from_conf(base, &dc->redis, "settle", &ev);
+    st->retry_timer = event_new(base, -1, EV_PERSIST, on_retry_timer, st);
+    if (!st->conn || !st->retry_timer) {
+        settler_free(st);
+        return NULL;
+    }
+    struct timeval tv = { SETTLE_RETRY_MS / 1000, 0 };
+    if (event_add(st->retry_timer, &tv) < 0) {
+        settler_free(st);
+        return NULL;
+    }
+    rconn_start(st->conn);
+    return st;
+}
+
+static void task_free(struct settle_task *t)
+{
+    for (size_t i = 0; i < t->ncmds; i++)
+        cmd_free(&t->cmds[i].cmd);
+    free(t->cmds);
+    free(t->jobs);
+    free(t->e);
+    qparts_free(&t->parts);
+    free(t);
+}
+
+void settler_free(struct settler *st)
+{
+    if (!st)
+        return;
+    st->freeing = 1;
+    rconn_free(st->conn);       /* pending requests get NULL: no pump */
+    if (st->retry_timer)
+        event_free(st->retry_timer);
+    while (st->tasks) {
+        struct settle_task *t = st->tasks;
+        st->tasks = t->next;
+        task_free(t);
+    }
+    free(st);
+}
+
+int settler_idle(const struct settler *st)
+{
+    return !st || !st->tasks;
+}
+
+void settler_close_in_child(struct settler *st)
+{
+    if (st)
+        rconn_close_in_child(st->conn);
+}
+
+/* ---- replies ------------------------------------------------------------ */
+
+static void log_running_fail(struct settle_task *t, const struct settle_cmd *c,
+                             const redisReply *reply)
+{
+    dq_fail_result res;
+    dq_status st = proto_fail_reply(reply, &res);
+    if (st == DQ_OK) {
+        t->failed++;
+        if (t->st->metrics)
+            metrics_count_orphan(t->st->metrics, t->queue, c->running->type, res.dead);
+        log_warn("job failed: queue=%s id=%s type=%s error=%s -> %s", t->queue,
+                 c->running->id, c->running->type, t->cause, res.dead ? "dead" : "retry");
+    } else if (st == DQ_ERR_STALE) {
+        log_info("job %s: already settled", c->running->id);
+    }
+}
+
+/* Count what a confirmed command did, for the summary line. */
+static void count_reply(struct settle_task *t, const struct settle_cmd *c,
+                        const redisReply *reply)
+{
+    if (c->running) {
+        log_running_fail(t, c, reply);
+    } else if (c->script == DQ_SCRIPT_ACK) {
+        for (size_t i = 0; i < reply->elements; i++)
+            t->acked += reply->element[i]->type == REDIS_REPLY_INTEGER
+                        && reply->element[i]->integer == 1;
+    } else if (c->script == DQ_SCRIPT_FAIL) {
+        dq_fail_result res;
+        t->failed += proto_fail_reply(reply, &res) == DQ_OK;
+    } else if (reply->type == REDIS_REPLY_INTEGER) {
+        if (c->script == DQ_SCRIPT_RELEASE)
+            t->released += (size_t)reply->integer;
+        else
+            t->recovered += (size_t)reply->integer;
+    }
+}
+
+static void on_reply(struct rconn *rc, redisReply *reply, void *arg)
+{
+    (void)rc;
+    struct settle_cmd *c = arg;
+    struct settle_task *t = c->t;
+    if (!reply || reply->type == REDIS_REPLY_ERROR) {
+        /* Lost: re-sent when the connection is back.  Refused (Redis
+         * read-only, out of memory): re-sent by the retry timer. */
+        c->state = C_WAITING;
+        if (reply && !t->error_logged) {
+            t->error_logged = 1;
+            log_warn("settling the jobs of %s: %s; trying again", t->who, reply->str);
+        }
+        return;
+    }
+    c->state = C_DONE;
+    count_reply(t, c, reply);
+    if (!t->st->freeing)
+        pump(t->st);
+}
+
+/* ---- sending ------------------------------------------------------------ */
+
+static void send_cmd(struct settler *st, struct settle_cmd *c)
+{
+    if (c->state == C_WAITING
+        && rconn_send(st->conn, &c->cmd, c->script, on_reply, c) == 0)
+        c->state = C_SENT;
+}
+
+/* Send what a task may send now: its settling commands, then, once they
+ * are all confirmed, the recovers.  Returns 1 when the task is finished. */
+static int advance(struct settler *st, struct settle_task *t)
+{
+    size_t last = t->ncmds - t->parts.n, done = 0, sent = 0, recovered = 0;
+    for (size_t i = 0; i < last; i++) {
+        send_cmd(st, &t->cmds[i]);
+        done += t->cmds[i].state == C_DONE;
+        sent += t->cmds[i].state == C_SENT;
+    }
+    for (size_t i = last; i < t->ncmds; i++) {
+        if (done == last)
+            send_cmd(st, &t->cmds[i]);
+        recovered += t->cmds[i].state == C_DONE;
+        sent += t->cmds[i].state == C_SENT;
+    }
+    if (recovered == t->parts.n) {
+        size_t moved = t->acked + t->failed + t->released;
+        if (t->n > 0 || t->recovered > 0)
+            log_info("%s: settled the %zu job%s it held: %zu acked, %zu failed, %zu given "
+                     "back, %zu already settled; %zu of a claim on its way given back",
+                     t->who, t->n, t->n == 1 ? "" : "s", t->acked, t->failed, t->released,
+                     t->n > moved ? t->n - moved : 0, t->recovered);
+        return 1;
+    }
+    if (slots_now_ms() >= t->give_up_ms && sent == 0) {
+        log_err("%s: its claimed jobs could not be settled in time; the reaper returns "
+                "them as their leases expire", t->who);
+        return 1;
+    }
+    return 0;
+}
+
+static void pump(struct settler *st)
+{
+    if (!rconn_is_up(st->conn))
+        return;
+    struct settle_task **p = &st->tasks;
+    while (*p) {
+        struct settle_task *t = *p;
+        if (advance(st, t)) {
+            *p = t->next;
+            task_free(t);
+        } else {
+            p = &t->next;
+        }
+    }
+}
+
+/* ---- building a settlement ---------------------------------------------- */
+
+/* Copy the entries of `slot` that still need something done. */
+static int copy_entries(struct settle_task *t, const struct worker_slot *slot)
+{
+    size_t total = 0;
+    for (int k = 0; k < SLOT_TABLES; k++)
+        total += __atomic_load_n(&slot->tables[k].n, __ATOMIC_ACQUIRE);
+    t->e = calloc(total ? total : 1, sizeof *t->e);
+    t->jobs = calloc(total ? total : 1, sizeof *t->jobs);
+    if (!t->e || !t->jobs)
+        return -1;
+    for (int k = 0; k < SLOT_TABLES; k++) {
+        uint32_t n = __atomic_load_n(&slot->tables[k].n, __ATOMIC_ACQUIRE);
+        for (uint32_t i = 0; i < n; i++) {
+            const struct slot_entry *e = &slot->tables[k].e[i];
+            if (__atomic_load_n(&e->state, __ATOMIC_ACQUIRE) == SE_DONE)
+                continue;
+            t->e[t->n] = *e;
+            t->jobs[t->n].id = t->e[t->n].id;
+            t->jobs[t->n].fence = t->e[t->n].fence;
+            t->n++;
+        }
+        t->table_end[k] = t->n;
+        t->table_part[k] = __atomic_load_n(&slot->tables[k].part, __ATOMIC_ACQUIRE);
+    }
+    return 0;
+}
+
+static struct settle_cmd *add_cmd(struct settle_task *t, int script)
+{
+    struct settle_cmd *c = &t->cmds[t->ncmds++];
+    c->t = t;
+    c->script = script;
+    cmd_init(&c->cmd);
+    return c;
+}
+
+/* The entries of t->e[from..end) in state `state`, gathered in
+ * t->jobs[from..): their count.  Reorders t->e and t->jobs together. */
+static size_t gather(struct settle_task *t, size_t from, size_t end, int state)
+{
+    size_t k = from;
+    for (size_t i = from; i < end; i++)
+        if (t->e[i].state == state) {
+            struct slot_entry e = t->e[k];
+            t->e[k] = t->e[i];
+            t->e[i] = e;
+            k++;
+        }
+    for (size_t i = from; i < end; i++) {
+        t->jobs[i].id = t->e[i].id;
+        t->jobs[i].fence = t->e[i].fence;
+    }
+    return k - from;
+}
+
+static void add_fail(struct settle_task *t, const struct settle_req *req,
+                     const struct queue_keys *keys, const struct slot_entry *e)
+{
+    struct settle_cmd *c = add_cmd(t, DQ_SCRIPT_FAIL);
+    const char *type = e->state == SE_RUNNING ? req->slot->job.type : e->type;
+    dq_retry_policy policy = req->q->retry;
+    policy.default_max_attempts = dconfig_max_attempts(req->dc, req->q, type);
+    if (e->state == SE_RUNNING) {
+        c->running = e;
+        proto_fail_cmd(&c->cmd, keys, e->id, e->fence, t->cause, DQ_FAIL_RETRY, -1,
+                       &policy, (uint32_t)random());
+    } else {
+        proto_fail_cmd(&c->cmd, keys, e->id, e->fence, e->error,
+                       e->state == SE_DEAD ? DQ_FAIL_DEAD : DQ_FAIL_RETRY,
+                       e->retry_delay_ms, &policy, (uint32_t)random());
+    }
+}
+
+/* The commands of table entries t->e[at..end), all of partition `keys`:
+ * one ack, a fail per failed or running job, one release. */
+static void build_table_cmds(struct settle_task *t, const struct settle_req *req,
+                             const struct queue_keys *keys, size_t at, size_t end)
+{
+    size_t k;
+    if ((k = gather(t, at, end, SE_OK)) > 0)
+        proto_ack_cmd(&add_cmd(t, DQ_SCRIPT_ACK)->cmd, keys, &t->jobs[at], k);
+    at += k;
+    size_t failed = gather(t, at, end, SE_RETRY);
+    failed += gather(t, at + failed, end, SE_DEAD);
+    failed += gather(t, at + failed, end, SE_RUNNING);
+    for (size_t i = at; i < at + failed; i++) {
+        if (t->e[i].state == SE_RUNNING)
+            snprintf(t->e[i].type, sizeof t->e[i].type, "%s", req->slot->job.type);
+        add_fail(t, req, keys, &t->e[i]);
+    }
+    at += failed;
+    if ((k = gather(t, at, end, SE_PENDING)) > 0)
+        proto_release_cmd(&add_cmd(t, DQ_SCRIPT_RELEASE)->cmd, keys, &t->jobs[at], k);
+}
+
+/* The commands, in t->cmds: each table's (build_table_cmds, on the
+ * partition it was claimed from), then recover on every partition, last:
+ * a claim in flight when the worker died may have leased jobs in any. */
+static int build_cmds(struct settle_task *t, const struct settle_req *req)
+{
+    t->cmds = calloc(t->n + 2 * SLOT_TABLES + t->parts.n, sizeof *t->cmds);
+    if (!t->cmds)
+        return -1;
+    size_t at = 0;
+    for (int k = 0; k < SLOT_TABLES; k++) {
+        build_table_cmds(t, req, qparts_keys(&t->parts, t->table_part[k]), at,
+                         t->table_end[k]);
+        at = t->table_end[k];
+    }
+    for (unsigned p = 0; p < t->parts.n; p++)
+        proto_recover_cmd(&add_cmd(t, DQ_SCRIPT_RECOVER)->cmd, qparts_keys(&t->parts, p),
+                          t->owner);
+    for (size_t i = 0; i < t->ncmds; i++)
+        if (t->cmds[i].cmd.oom)
+            return -1;
+    return 0;
+}
+
+void settler_settle(struct settler *st, const struct settle_req *req)
+{
+    struct settle_task *t = calloc(1, sizeof *t);
+    if (!t)
+        goto oom;
+    t->st = st;
+    snprintf(t->queue, sizeof t->queue, "%s", req->q->name);
+    snprintf(t->who, sizeof t->who, "%s", req->who);
+    snprintf(t->cause, sizeof t->cause, "%s", req->cause);
+    snprintf(t->owner, sizeof t->owner, "%s", req->owner);
+    if (qparts_init(&t->parts, &req->dc->redis, req->q->name,
+                    (unsigned)req->q->partitions, 0, 1) < 0)
+        goto oom;
+    t->give_up_ms = slots_now_ms() + req->q->lease_ms;
+    if (copy_entries(t, req->slot) < 0 || build_cmds(t, req) < 0)
+        goto oom;
+    t->next = st->tasks;
+    st->tasks = t;
+    pump(st);
+    return;
+oom:
+    if (t)
+        task_free(t);
+    log_err("%s: out of memory settling its jobs; the reaper returns them as their "
+            "leases expire", req->who);
+}

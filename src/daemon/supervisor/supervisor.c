@@ -1,0 +1,509 @@
+/*
+ * The supervisor (nginx's master): it forks the children a configuration
+ * asks for (children.c), watches and restarts them, relays signals, runs
+ * reloads as a swap of generations, feeds systemd's watchdog and answers
+ * /metrics and /healthz from cached figures.  It never waits on Redis.
+ */
+#include "daemon/supervisor/supervisor.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "daemon/exitcodes.h"
+#include "daemon/supervisor/generation.h"
+#include "daemon/worker/handlers.h"
+#include "daemon/admin/http_admin.h"
+#include "daemon/log.h"
+#include "daemon/admin/metrics.h"
+#include "daemon/supervisor/notify.h"
+#include "daemon/supervisor/qparts_record.h"
+#include "daemon/signals.h"
+#include "daemon/slots.h"
+#include "daemon/supervisor/strays.h"
+#include "daemon/supervisor/supervisor_int.h"
+#include "daemon/admin/ui_history.h"
+
+#define TICK_MS 50
+#define SETTLE_WAIT_MS 5000     /* at a stop, wait this long for settlements */
+
+/* This run's nonce, which names its workers' claims (children.c). */
+static void draw_nonce(struct supervisor *s)
+{
+    uint64_t v = 0;
+    FILE *f = fopen("/dev/urandom", "r");
+    if (!f || fread(&v, sizeof v, 1, f) != 1)
+        v = ((uint64_t)time(NULL) << 20) ^ (uint64_t)getpid() ^ (uint64_t)slots_now_us();
+    if (f)
+        fclose(f);
+    snprintf(s->owner_nonce, sizeof s->owner_nonce, "%016llx", (unsigned long long)v);
+}
+
+/* ---- the tick: timeouts, respawns, shutdown ----------------------------- */
+
+static int generation_in_use(const struct supervisor *s, const struct generation *g)
+{
+    if (!generation_idle(g))
+        return 1;
+    for (int i = 0; i < MAX_CHILDREN; i++)
+        if (s->children[i].role != ROLE_NONE && s->children[i].gen == g)
+            return 1;
+    return 0;
+}
+
+/* Free the older generations once no child runs with them and their
+ * settler has finished. */
+static void drop_old_generations(struct supervisor *s)
+{
+    for (int g = 0; g < MAX_GENERATIONS; g++)
+        if (s->old[g] && !generation_in_use(s, s->old[g])) {
+            generation_free(s->old[g]);
+            s->old[g] = NULL;
+        }
+}
+
+/* Tell systemd we are ready once every worker of the configuration in
+ * force is connected and claiming; keep its watchdog fed. */
+static void notify_progress(struct supervisor *s, int64_t now)
+{
+    if (s->watchdog_ms && now >= s->watchdog_next_ms) {
+        notify_send("WATCHDOG=1");
+        s->watchdog_next_ms = now + s->watchdog_ms;
+    }
+    if (s->ready_sent || s->stopping)
+        return;
+    for (int i = 0; i < MAX_CHILDREN; i++) {
+        const struct child *c = &s->children[i];
+        if (c->role == ROLE_WORKER && c->gen == s->cur && !c->retiring
+            && (!c->pid || !s->slots[i].ready))
+            return;
+    }
+    /* The log line first: whoever sees READY=1 finds it in the log. */
+    log_info("ready: every worker is connected and claiming");
+    notify_send("READY=1");
+    s->ready_sent = 1;
+}
+
+static void reload(struct supervisor *s);
+
+/* Respawns, the children the configuration in force still lacks, and a
+ * reload that waited for room. */
+static void keep_children(struct supervisor *s, int64_t now)
+{
+    for (int i = 0; i < MAX_CHILDREN; i++) {
+        struct child *c = &s->children[i];
+        if (c->role != ROLE_NONE && !c->pid && c->respawn_at_ms && now >= c->respawn_at_ms)
+            children_spawn(s, c);
+    }
+    if (s->reload_pending) {
+        for (int g = 0; g < MAX_GENERATIONS; g++)
+            if (!s->old[g]) {
+                s->reload_pending = 0;
+                reload(s);
+                break;
+            }
+    }
+    if (s->config_refused)
+        return;
+    int missing = children_start_missing(s);
+    if (missing == 0 && s->missing_logged) {
+        log_info("every child of the configuration in force runs again");
+        s->missing_logged = 0;
+    }
+}
+
+/* Stopping: wait for the children, then for the settlers; kill what is
+ * left at the deadline. */
+static void drain(struct supervisor *s, int64_t now)
+{
+    int settling = !generation_idle(s->cur);
+    for (int g = 0; g < MAX_GENERATIONS; g++)
+        settling |= s->old[g] && !generation_idle(s->old[g]);
+    if (children_live(s) == 0 && (!settling || now >= s->settle_deadline_ms)) {
+        event_base_loopbreak(s->base);
+        return;
+    }
+    if (children_live(s) == 0) {
+        if (!s->settle_deadline_ms)
+            s->settle_deadline_ms = now + SETTLE_WAIT_MS;
+        return;
+    }
+    if (now >= s->stop_deadline_ms) {
+        log_warn("shutdown timeout: killing %d child%s", children_live(s),
+                 children_live(s) == 1 ? "" : "ren");
+        for (int i = 0; i < MAX_CHILDREN; i++)
+            if (s->children[i].role != ROLE_NONE && s->children[i].pid)
+                children_signal(s, &s->children[i], SIGKILL);
+        s->stop_deadline_ms = now + 60000;
+    }
+}
+
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct supervisor *s = arg;
+    int64_t now = slots_now_ms();
+    children_collect(s);
+    children_check_timeouts(s, now);
+    drop_old_generations(s);
+    notify_progress(s, now);
+    if (s->stopping) {
+        drain(s, now);
+        return;
+    }
+    keep_children(s, now);
+    if (s->config_refused && children_live(s) == 0) {
+        log_err("no worker can run with this configuration: exiting");
+        event_base_loopbreak(s->base);
+    }
+}
+
+/* ---- metrics and health (metrics.c writes them, http_admin.c serves) ---- */
+
+/* The child table as metrics.h sees it, into rows[MAX_CHILDREN]; returns
+ * how many. */
+static size_t metrics_rows(const struct supervisor *s, struct metrics_child *rows)
+{
+    size_t n = 0;
+    for (int i = 0; i < MAX_CHILDREN; i++) {
+        const struct child *c = &s->children[i];
+        if (c->role == ROLE_NONE)
+            continue;
+        rows[n++] = (struct metrics_child){
+            .queue = children_queue_of(c), .slot = &s->slots[i], .running = c->pid != 0,
+            .in_force = c->role == ROLE_WORKER && c->gen == s->cur && !c->retiring };
+    }
+    return n;
+}
+
+/* Answer /metrics (health 0) or /healthz (health 1) from the supervisor's
+ * state and the cached statistics (never from Redis); returns the status. */
+static int answer(struct supervisor *s, FILE *out, struct http_admin_header *extra,
+                  int health)
+{
+    struct metrics_child rows[MAX_CHILDREN];
+    size_t n = metrics_rows(s, rows);
+    struct qstats_view stats;
+    if (s->cur->stats)
+        qstats_read(s->cur->stats, &stats);
+    else
+        stats = (struct qstats_view){ .age_ms = -1, .why = "statistics not refreshed" };
+    if (stats.age_ms >= 0) {
+        snprintf(extra->name, sizeof extra->name, "X-Delayq-Stats-Age");
+        snprintf(extra->value, sizeof extra->value, "%.3f", (double)stats.age_ms / 1000.0);
+    }
+    struct metrics_view v = { .children = rows, .nchildren = n, .conf = s->cur->conf,
+                              .stats = &stats, .stopping = s->stopping };
+    return health ? metrics_health(&v, out) : metrics_write(s->metrics, &v, out);
+}
+
+static int on_metrics(FILE *out, struct http_admin_header *extra, void *arg)
+{
+    return answer(arg, out, extra, 0);
+}
+
+static int on_healthz(FILE *out, struct http_admin_header *extra, void *arg)
+{
+    return answer(arg, out, extra, 1);
+}
+
+static const struct http_admin_route admin_routes[] = {
+    { "/metrics", "text/plain; version=0.0.4; charset=utf-8", on_metrics },
+    { "/healthz", "text/plain; charset=utf-8", on_healthz },
+};
+
+/* Serve /metrics and /healthz where the configuration in force says: at
+ * start, and on reload (move, or stop).  -1 after logging why the address
+ * cannot be bound; a reload then keeps the previous one. */
+static int metrics_listen(struct supervisor *s)
+{
+    const struct daemon_conf *dc = s->cur->conf;
+    char err[300];
+    if (!dc->metrics_listen) {
+        if (http_admin_fd(s->http) >= 0)
+            log_info("metrics: no longer served");
+        http_admin_unlisten(s->http);
+        return 0;
+    }
+    int had = http_admin_fd(s->http) >= 0;
+    int rc = http_admin_listen(s->http, (const struct sockaddr *)&dc->metrics_addr,
+                               dc->metrics_addrlen, err, sizeof err);
+    if (rc < 0)
+        log_err("metrics: cannot listen on %s: %s%s", dc->metrics_listen, err,
+                had ? "; still serving on the previous address" : "");
+    else if (rc > 0)
+        log_info("metrics: serving /metrics and /healthz on http://%s", dc->metrics_listen);
+    return rc < 0 ? -1 : 0;
+}
+
+/* ---- the dashboard's history -------------------------------------------- */
+
+/* Once a second while admin.ui is on: each queue's running totals into
+ * the history (ui_history.h), from memory only.  Off, the history is
+ * dropped. */
+static void on_history_tick(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct supervisor *s = arg;
+    const struct daemon_conf *dc = s->cur->conf;
+    if (!dc->admin_ui) {
+        ui_history_free(s->history);
+        s->history = NULL;
+        return;
+    }
+    if (!s->history && !(s->history = ui_history_new())) {
+        log_warn("dashboard: out of memory for the history");
+        return;
+    }
+    struct metrics_child rows[MAX_CHILDREN];
+    struct metrics_view v = { .children = rows, .nchildren = metrics_rows(s, rows),
+                              .conf = dc };
+    int64_t now = slots_now_ms();
+    for (size_t q = 0; q < dc->nqueues; q++) {
+        struct ui_totals t;
+        metrics_queue_totals(s->metrics, &v, dc->queues[q].name, &t);
+        ui_history_sample(s->history, dc->queues[q].name, now, &t);
+    }
+}
+
+/* ---- signals ------------------------------------------------------------- */
+
+static void ask_to_stop(struct supervisor *s, int retiring_only)
+{
+    for (int i = 0; i < MAX_CHILDREN; i++) {
+        struct child *c = &s->children[i];
+        if (c->role == ROLE_NONE || (retiring_only && !c->retiring))
+            continue;
+        if (c->pid)
+            children_signal(s, c, SIGTERM);
+        else
+            c->role = ROLE_NONE;    /* waiting to respawn: just forget it */
+    }
+}
+
+static void on_stop_signal(evutil_socket_t sig, short what, void *arg)
+{
+    (void)what;
+    struct supervisor *s = arg;
+    if (s->stopping)
+        return;
+    log_info("%s: stopping; running jobs may finish within %lldms", strsignal((int)sig),
+             (long long)s->cur->conf->shutdown_timeout_ms);
+    s->stopping = 1;
+    notify_send("STOPPING=1");
+    s->stop_deadline_ms = slots_now_ms() + s->cur->conf->shutdown_timeout_ms;
+    ask_to_stop(s, 0);
+}
+
+/* A free place among the older generations, or -1. */
+static int free_old_place(const struct supervisor *s)
+{
+    for (int g = 0; g < MAX_GENERATIONS; g++)
+        if (!s->old[g])
+            return g;
+    return -1;
+}
+
+/*
+ * Build the new generation first (configuration, handlers checked, its
+ * settler and statistics); if that fails, keep the one in force.
+ * Otherwise swap: the old children finish the job in hand and give back
+ * the rest of their batch while the new ones start, so no job is lost or
+ * run twice.  With MAX_GENERATIONS still draining the reload waits (the
+ * tick runs it once one is gone), so no SIGHUP is lost either.
+ */
+static void reload(struct supervisor *s)
+{
+    int place = free_old_place(s);
+    if (place < 0) {
+        if (!s->reload_pending)
+            log_warn("reload: %d earlier configurations still draining; reloading once "
+                     "one is gone", MAX_GENERATIONS);
+        s->reload_pending = 1;
+        return;
+    }
+    char err[800];
+    if (s->ready_sent)
+        notify_send("RELOADING=1");
+    struct handler_table t;
+    struct daemon_conf *conf = handlers_load_config(s->config_path, &t, err, sizeof err);
+    if (conf) {
+        handlers_close(&t);     /* checked; each worker opens its own */
+        if (qparts_reload_check(s->cur->conf, conf, err, sizeof err) < 0) {
+            dconfig_free(conf);
+            free(conf);
+            conf = NULL;
+        }
+    }
+    struct generation *g = conf ? generation_new(s->base, conf, s->metrics) : NULL;
+    if (s->ready_sent)
+        notify_send("READY=1");
+    if (!conf) {
+        log_err("reload refused: %s; the configuration in force stays", err);
+        return;
+    }
+    if (!g) {
+        log_err("reload refused: out of memory; the configuration in force stays");
+        dconfig_free(conf);
+        free(conf);
+        return;
+    }
+    generation_retire(s->cur);
+    s->old[place] = s->cur;
+    s->cur = g;
+    for (int i = 0; i < MAX_CHILDREN; i++)
+        if (s->children[i].role != ROLE_NONE)
+            s->children[i].retiring = 1;
+    ask_to_stop(s, 1);
+    s->config_refused = 0;
+    log_set_level(conf->log_level);
+    metrics_listen(s);
+    supervisor_ui_conf(s);
+    int missing = children_start_missing(s);
+    s->missing_logged = missing > 0;
+    if (missing > 0)
+        log_warn("reloaded %s: %zu queue%s, %zu handler%s; %d child%s start as the "
+                 "previous configuration's exit", s->config_path, conf->nqueues,
+                 conf->nqueues == 1 ? "" : "s", conf->nhandlers, conf->nhandlers == 1 ? "" : "s",
+                 missing, missing == 1 ? "" : "ren");
+    else
+        log_info("reloaded %s: %zu queue%s, %zu handler%s", s->config_path, conf->nqueues,
+                 conf->nqueues == 1 ? "" : "s", conf->nhandlers,
+                 conf->nhandlers == 1 ? "" : "s");
+}
+
+static void on_reload_signal(evutil_socket_t sig, short what, void *arg)
+{
+    (void)sig;
+    (void)what;
+    struct supervisor *s = arg;
+    if (!s->stopping)
+        reload(s);
+}
+
+/* SIGUSR2: the master moved (sentinel_watch.c raises it; an operator may
+ * too).  Relayed to every child, whose Sentinel connections then look the
+ * master up at once; the supervisor's own connections get it from their
+ * own events on this loop. */
+static void on_master_moved_signal(evutil_socket_t sig, short what, void *arg)
+{
+    (void)sig;
+    (void)what;
+    struct supervisor *s = arg;
+    for (int i = 0; i < MAX_CHILDREN; i++)
+        if (s->children[i].role != ROLE_NONE && s->children[i].pid)
+            children_signal(s, &s->children[i], SIGUSR2);
+}
+
+static void on_sigchld(evutil_socket_t sig, short what, void *arg)
+{
+    (void)sig;
+    (void)what;
+    children_collect(arg);
+}
+
+/* ---- set-up -------------------------------------------------------------- */
+
+#define NEVENTS 7
+
+/* The signal events and the timers, added to the loop; -1 after logging. */
+static int add_events(struct supervisor *s, struct event **ev)
+{
+    ev[0] = evsignal_new(s->base, SIGCHLD, on_sigchld, s);
+    ev[1] = evsignal_new(s->base, SIGTERM, on_stop_signal, s);
+    ev[2] = evsignal_new(s->base, SIGINT, on_stop_signal, s);
+    ev[3] = evsignal_new(s->base, SIGHUP, on_reload_signal, s);
+    ev[4] = evsignal_new(s->base, SIGUSR2, on_master_moved_signal, s);
+    ev[5] = event_new(s->base, -1, EV_PERSIST, on_tick, s);
+    ev[6] = event_new(s->base, -1, EV_PERSIST, on_history_tick, s);
+    const struct timeval tick = { 0, TICK_MS * 1000 }, second = { 1, 0 };
+    for (int i = 0; i < NEVENTS; i++)
+        if (!ev[i] || event_add(ev[i], i == 5 ? &tick : i == 6 ? &second : NULL) < 0) {
+            log_err("cannot set up the event loop (signals and timer)");
+            return -1;
+        }
+    return 0;
+}
+
+/* What the supervisor owns besides its generations: the slots, the loop,
+ * the metrics and the admin server.  -1 after logging. */
+static int set_up(struct supervisor *s)
+{
+    s->slots = slots_create(MAX_CHILDREN);
+    s->base = event_base_new();
+    if (!s->slots || !s->base) {
+        log_err("cannot set up: %s", strerror(errno));
+        return -1;
+    }
+    s->metrics = metrics_new();
+    s->http = http_admin_new(s->base, admin_routes, 2, s);
+    if (!s->metrics || !s->http || supervisor_ui_setup(s) < 0) {
+        log_err("cannot set up: out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+static void tear_down(struct supervisor *s, struct event **ev)
+{
+    for (int i = 0; i < NEVENTS; i++)
+        if (ev[i])
+            event_free(ev[i]);
+    http_admin_free(s->http);
+    ui_free(s->ui);
+    generation_free(s->cur);    /* first: their connections use the loop */
+    for (int g = 0; g < MAX_GENERATIONS; g++)
+        generation_free(s->old[g]);
+    if (s->base)
+        event_base_free(s->base);
+    metrics_free(s->metrics);
+    ui_history_free(s->history);
+    slots_destroy(s->slots, MAX_CHILDREN);
+}
+
+int supervisor_run(struct daemon_conf *conf, const char *config_path)
+{
+    static struct supervisor s;     /* big (the child table); one per process */
+    memset(&s, 0, sizeof s);
+    s.config_path = config_path;
+    s.pid = getpid();
+    s.watchdog_ms = notify_watchdog_ms();
+    signals_ignore_pipe();
+    struct event *ev[NEVENTS] = { NULL };
+    int rc = DAEMON_EXIT_OSERR;
+    if (set_up(&s) < 0)
+        goto done;
+    if (!(s.cur = generation_new(s.base, conf, s.metrics))) {
+        log_err("cannot set up: out of memory");
+        goto done;
+    }
+    conf = NULL;                    /* the generation's now */
+    if (metrics_listen(&s) < 0)
+        goto done;
+    supervisor_ui_conf(&s);
+    draw_nonce(&s);
+    if (strays_setup() < 0)
+        log_warn("prctl(PR_SET_CHILD_SUBREAPER): %s: processes a dead worker's handler "
+                 "started may outlive it", strerror(errno));
+    if (add_events(&s, ev) < 0)
+        goto done;
+    on_history_tick(-1, 0, &s);     /* the base: every total is zero yet */
+    children_start_missing(&s);      /* the table has room for a whole configuration */
+    event_base_dispatch(s.base);
+    rc = s.config_refused && !s.stopping ? DAEMON_EXIT_CONFIG : DAEMON_EXIT_OK;
+    log_info("stopped");
+done:
+    tear_down(&s, ev);
+    if (conf) {
+        dconfig_free(conf);
+        free(conf);
+    }
+    return rc;
+}
