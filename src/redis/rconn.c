@@ -12,6 +12,7 @@
 #include "redis/rconn_wait.h"
 #include "daemon/slots.h"
 #include "redis/cluster_map.h"
+#include "redis/cluster_policy.h"
 #include "redis/redis_conn.h"
 #include "lib/scripts.h"
 #include "redis/sentinel.h"
@@ -189,11 +190,12 @@ static int request_write(struct request *req)
 static void send_script_load(struct rconn *rc, int script);
 
 /* A cluster's answer that the routing connection acts on (MOVED, ASK,
- * TRYAGAIN, CLUSTERDOWN): not an error of the command. */
+ * TRYAGAIN, CLUSTERDOWN: see cluster_policy.h): not an error of the
+ * command. */
 static int is_redirection(const redisReply *reply)
 {
-    return strncmp(reply->str, "MOVED ", 6) == 0 || strncmp(reply->str, "ASK ", 4) == 0
-           || cluster_is_retry_later(reply->str);
+    enum cluster_error_kind kind = cluster_error_kind(reply->str);
+    return kind != CLUSTER_ERR_NONE && kind != CLUSTER_ERR_DEMOTED;
 }
 
 static void on_reply(struct rconn_io *io, redisReply *reply, void *privdata)
