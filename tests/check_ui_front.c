@@ -37,7 +37,8 @@ static pthread_t loop_thread;
 static int PORT;
 static struct queue_conf queue = { .name = "orders", .workers = 2 };
 static struct daemon_conf conf = { .queues = &queue, .nqueues = 1, .admin_ui = 1,
-                                   .admin_token = TOKEN };
+                                   .admin_token = TOKEN,
+                                   .redis = { .prefix = DQ_DEFAULT_PREFIX } };
 static int fills, deferred_done;
 static char seen[6][256];    /* what the last page was given */
 

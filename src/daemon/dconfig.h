@@ -96,4 +96,13 @@ const struct handler_conf *dconfig_handler_for(const struct daemon_conf *dc,
 int dconfig_max_attempts(const struct daemon_conf *dc, const struct queue_conf *q,
                          const char *type);
 
+/*
+ * The retry policy for a job of `type` on queue `q`: the queue's backoff
+ * with dconfig_max_attempts as its default limit.  The one set-up for the
+ * worker's failure reports, the reaper's expired leases and the settlement
+ * of a dead worker's jobs.
+ */
+dq_retry_policy dconfig_retry_for(const struct daemon_conf *dc, const struct queue_conf *q,
+                                  const char *type);
+
 #endif

@@ -65,7 +65,7 @@ struct rconn *rconn_new(struct event_base *base, const dq_options *opt,
  * of the configuration, `conf` (&daemon_conf.redis; copied, so it may be
  * freed or reloaded afterwards).  Start it with rconn_start; free it with
  * rconn_free.  NULL when out of memory.  The queue keys under the same
- * settings come from redis_conf_queue_keys.
+ * settings come from the configuration (dconfig_parts.h).
  */
 struct rconn *rconn_from_conf(struct event_base *base, const struct redis_conf *conf,
                               const char *name, const struct rconn_events *ev);

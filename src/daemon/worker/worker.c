@@ -471,8 +471,7 @@ static void report_failure(struct worker *w, size_t i, dq_fail_mode mode,
 {
     const dq_job *job = &w->batch.jobs[i];
     struct report *r = add_report(w, DQ_SCRIPT_FAIL);
-    dq_retry_policy policy = w->q->retry;
-    policy.default_max_attempts = dconfig_max_attempts(w->dc, w->q, job->type);
+    dq_retry_policy policy = dconfig_retry_for(w->dc, w->q, job->type);
     snprintf(r->error, sizeof r->error, "%s", error);
     r->counts = slot_type_entry(w->slot, job->type);
     proto_fail_cmd(&r->cmd, batch_keys(w), job->id, job->fence, r->error, mode, delay_ms,
