@@ -44,24 +44,7 @@
 #ifndef DQ_RCONN_CLUSTER_H
 #define DQ_RCONN_CLUSTER_H
 
-#include "redis/rconn.h"
-
-/* rconn's functions for one node's connection (cluster off). */
-struct rcluster_node_ops {
-    struct rconn *(*node_new)(struct event_base *base, const dq_options *opt,
-                              const char *name, const struct rconn_events *ev);
-    void (*start)(struct rconn *rc);
-    int (*is_up)(const struct rconn *rc);
-    int (*send)(struct rconn *rc, const struct cmd *cmd, int script, rconn_reply_fn fn,
-                void *arg);
-    /* subscribe to channels[0..n) on every (re)connect: 0, or -1 */
-    int (*subscribe)(struct rconn *rc, const char *const *channels, size_t n,
-                     rconn_message_fn fn, void *arg);
-    void (*count_reconnects)(struct rconn *rc, uint64_t *counter);
-    void (*close_in_child)(struct rconn *rc);
-    const char *(*last_failure)(const struct rconn *rc);
-    void (*free)(struct rconn *rc);
-};
+#include "redis/rconn_types.h"
 
 struct rcluster;
 
