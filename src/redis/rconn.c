@@ -130,7 +130,10 @@ static void drop_soon(struct rconn *rc, const char *why)
     rc->dropping = 1;
     note_failure(rc, why);
     struct timeval now = { 0, 0 };
-    evtimer_add(rc->connect_timer, &now);
+    if (evtimer_add(rc->connect_timer, &now) < 0) {
+        log_err("redis (%s connection): cannot arm a timer; dropping from the loop", rc->name);
+        event_active(rc->connect_timer, EV_TIMEOUT, 0);     /* allocates nothing */
+    }
 }
 
 /* The outage is over: say so once, and start the next one's backoff from
@@ -182,7 +185,10 @@ static int request_write(struct request *req)
         /* Under "replicated" any request may queue behind a WAIT. */
         int ms = rc->opt.command_timeout_ms + (rc->replicated ? rc->repl.timeout_ms : 0);
         struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
-        evtimer_add(req->deadline, &tv);
+        /* Sent already: without its deadline it still ends with its reply
+         * or with the connection. */
+        if (evtimer_add(req->deadline, &tv) < 0)
+            log_err("redis (%s connection): cannot arm a request's deadline", rc->name);
     }
     return 0;
 }
@@ -451,7 +457,9 @@ static void connect_now(struct rconn *rc)
     rc->io = io;
     struct timeval tv = { rc->opt.connect_timeout_ms / 1000,
                           (rc->opt.connect_timeout_ms % 1000) * 1000 };
-    evtimer_add(rc->connect_timer, &tv);
+    if (evtimer_add(rc->connect_timer, &tv) < 0)
+        log_err("redis (%s connection): cannot arm the connect timeout; the system's "
+                "applies", rc->name);
 }
 
 static void on_retry_timer(evutil_socket_t fd, short what, void *arg)
@@ -481,7 +489,9 @@ static void schedule_reconnect(struct rconn *rc)
 {
     int ms = redis_conn_backoff_next(&rc->backoff_ms, (unsigned long)random());
     struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
-    evtimer_add(rc->retry_timer, &tv);
+    if (evtimer_add(rc->retry_timer, &tv) < 0)
+        log_err("redis (%s connection): cannot arm the reconnect timer; a SIGUSR2 or a "
+                "restart of this process reconnects", rc->name);
 }
 
 /*

@@ -42,7 +42,9 @@ static void schedule(struct reaped_queue *rq, int64_t ms)
     if (ms < 0 || ms > cap)
         ms = cap;
     struct timeval tv = { (time_t)(ms / 1000), (suseconds_t)((ms % 1000) * 1000) };
-    evtimer_add(rq->timer, &tv);
+    if (evtimer_add(rq->timer, &tv) < 0)
+        log_err("cannot arm the reap timer of a partition: it is reaped again on the "
+                "next reconnect");
 }
 
 static void on_reap(struct rconn *rc, redisReply *reply, void *arg)
@@ -156,7 +158,10 @@ int reaper_main(const struct daemon_conf *dc, struct worker_slot *slot)
         goto done;
     rconn_count_reconnects(r.conn, &slot->redis_reconnects);
     struct timeval poll = { 0, STOP_POLL_MS * 1000 };
-    evtimer_add(r.stop_poll, &poll);
+    if (evtimer_add(r.stop_poll, &poll) < 0) {
+        log_err("cannot arm the stop poll");
+        goto done;
+    }
     rconn_start(r.conn);
     event_base_dispatch(r.base);
     rc = DAEMON_EXIT_OK;

@@ -48,7 +48,9 @@ struct reaper_fsck {
 static void schedule(struct fsck_queue *fq, int64_t ms)
 {
     struct timeval tv = { (time_t)(ms / 1000), (suseconds_t)((ms % 1000) * 1000) };
-    evtimer_add(fq->timer, &tv);
+    if (evtimer_add(fq->timer, &tv) < 0)
+        log_err("cannot arm the fsck timer of a partition: its next pass waits for a "
+                "reconnect");
 }
 
 /* The /healthz line: the first wrong-type key of the first queue that has
