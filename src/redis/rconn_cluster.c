@@ -224,7 +224,7 @@ static void on_node_reply(struct rconn *rc, redisReply *reply, void *arg)
          * deliver() takes the routing connection down, which reads the
          * map again */
         decide(q, NULL, 1, 1, &d);
-        if (d.refresh_map)
+        if (d.refresh_map && !cl->freeing)
             rcluster_plan_refresh(cl, 0);
         char why[sizeof cl->last_failure];
         snprintf(why, sizeof why, "master %.200s:%d lost (%.200s)", q->sent_to.host,
