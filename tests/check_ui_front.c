@@ -21,6 +21,7 @@
 #include "daemon/admin/ui.h"
 #include "daemon/admin/ui_assets.h"
 #include "daemon/admin/ui_auth.h"
+#include "daemon/admin/ui_layout.h"
 #include "daemon/admin/ui_pages.h"
 #include "fixture.h"
 #include "http_client.h"
