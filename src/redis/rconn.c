@@ -490,8 +490,8 @@ static void schedule_reconnect(struct rconn *rc)
     int ms = redis_conn_backoff_next(&rc->backoff_ms, (unsigned long)random());
     struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
     if (evtimer_add(rc->retry_timer, &tv) < 0)
-        log_err("redis (%s connection): cannot arm the reconnect timer; a SIGUSR2 or a "
-                "restart of this process reconnects", rc->name);
+        log_err("redis (%s connection): cannot arm the reconnect timer: the connection "
+                "stays down", rc->name);
 }
 
 /*
