@@ -84,9 +84,6 @@ START_TEST(redirections_are_read)
     ck_assert_int_eq(cluster_parse_redirect("MOVED 1 nohost", &slot, host, sizeof host,
                                             &port), 0);
     ck_assert_int_eq(cluster_parse_redirect("ERR wrong", &slot, host, sizeof host, &port), 0);
-    ck_assert(cluster_is_retry_later("TRYAGAIN Multiple keys request during rehashing"));
-    ck_assert(cluster_is_retry_later("CLUSTERDOWN The cluster is down"));
-    ck_assert(!cluster_is_retry_later("ERR other"));
 }
 END_TEST
 

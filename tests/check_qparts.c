@@ -10,7 +10,7 @@
 #include "daemon/qparts.h"
 #include "fixture.h"
 
-static struct redis_conf RC;
+static struct redis_conf RC = { .prefix = DQ_DEFAULT_PREFIX };
 
 /* One sweep's claims, each answered `more`/`due` as given, into out[]. */
 static unsigned sweep(struct qparts *p, unsigned *out, unsigned max, int64_t due)

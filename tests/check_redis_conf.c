@@ -156,9 +156,12 @@ START_TEST(no_redis_group_means_defaults)
     struct redis_conf rc;
     load_ok(&rc, "queues = ( { name = \"emails\"; } );\nreaper = { interval = \"1s\"; };\n");
     assert_default_options(&rc);
+    /* the prefix is resolved at load: its readers never meet NULL */
+    ck_assert_str_eq(rc.prefix, DQ_DEFAULT_PREFIX);
     redis_conf_free(&rc);
     load_ok(&rc, "redis = { };\n");
     assert_default_options(&rc);
+    ck_assert_str_eq(rc.prefix, DQ_DEFAULT_PREFIX);
     redis_conf_free(&rc);
 }
 END_TEST

@@ -145,6 +145,7 @@ static void ui_open(void)
     ck_assert_ptr_nonnull(base);
     memset(&dc, 0, sizeof dc);
     redis_conf_init(&dc.redis);
+    dc.redis.prefix = DQ_DEFAULT_PREFIX;  /* as redis_conf_read resolves it */
     dc.redis.unix_socket = fx->sock;
     dc.redis.command_timeout_ms = 1000;
     dc.redis.connect_timeout_ms = 1000;

@@ -21,6 +21,7 @@
 #include "daemon/admin/ui.h"
 #include "daemon/admin/ui_assets.h"
 #include "daemon/admin/ui_auth.h"
+#include "daemon/admin/ui_layout.h"
 #include "daemon/admin/ui_pages.h"
 #include "fixture.h"
 #include "http_client.h"
@@ -37,7 +38,8 @@ static pthread_t loop_thread;
 static int PORT;
 static struct queue_conf queue = { .name = "orders", .workers = 2 };
 static struct daemon_conf conf = { .queues = &queue, .nqueues = 1, .admin_ui = 1,
-                                   .admin_token = TOKEN };
+                                   .admin_token = TOKEN,
+                                   .redis = { .prefix = DQ_DEFAULT_PREFIX } };
 static int fills, deferred_done;
 static char seen[6][256];    /* what the last page was given */
 

@@ -3,7 +3,8 @@
 # a module (src/DIR/NAME.c) depends on another when its object uses a
 # symbol the other defines.  Read off the built objects with nm, so that a
 # call through a forward declaration counts as much as an #include; tsort
-# names any loop.
+# names any loop.  Then the #include edges between the modules' headers
+# (read from the sources), so that no loop hides behind headers alone.
 set -u
 command -v nm >/dev/null 2>&1 || { echo "nm is not installed: skipping" >&2; exit 77; }
 objs=$(find src -name '*.o' ! -name 'tests_*' 2>/dev/null)
@@ -26,4 +27,26 @@ if ! out=$(printf '%s\n' "$pairs" | tsort 2>&1 >/dev/null) || [ -n "$out" ]; the
     echo "$out"
     exit 1
 fi
-echo "module dependencies: $npairs, no loop"
+
+# The same for #include: a module (src/DIR/NAME.c with src/DIR/NAME.h)
+# includes another when either of its files includes the other's header.
+# A child's header that includes its parent's, while the parent includes
+# the child's, is such a loop even when no symbol crosses it.
+src=${srcdir:-.}/src
+[ -d "$src" ] || { echo "no sources at $src" >&2; exit 99; }
+ipairs=$(cd "$src" && find . -name '*.[ch]' | sed 's|^\./||' | sort | while read -r f; do
+    sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$f" |
+    while read -r inc; do
+        [ -f "$inc" ] || continue
+        from=${f%.*}
+        to=${inc%.*}
+        [ "$from" = "$to" ] || echo "$from $to"
+    done
+done | sort -u)
+nipairs=$(printf '%s\n' "$ipairs" | grep -c .)
+if ! out=$(printf '%s\n' "$ipairs" | tsort 2>&1 >/dev/null) || [ -n "$out" ]; then
+    echo "modules include each other in a loop (headers of src/):"
+    echo "$out"
+    exit 1
+fi
+echo "module dependencies: $npairs, no loop; #include edges: $nipairs, no loop"

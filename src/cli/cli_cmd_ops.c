@@ -1,6 +1,7 @@
 /* delayq stats and dlq: the figures of queues and their dead-letter sets. */
 #include "cli/cli_cmd_ops.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -239,8 +240,9 @@ static int stats_watch(const struct cli *cli, dq_client *c, const struct ops_arg
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_watch_signal;
     sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    if (sigaction(SIGINT, &sa, NULL) < 0 || sigaction(SIGTERM, &sa, NULL) < 0)
+        return cli_fail(cli, CLI_EXIT_SOFTWARE, "cannot handle SIGINT and SIGTERM: %s",
+                        strerror(errno));
     bool tty = isatty(STDOUT_FILENO);
     for (int round = 0; !watch_stop; round++) {
         if (watch_round(cli, c, a, tty, round) == CLI_EXIT_SOFTWARE)

@@ -131,7 +131,9 @@ static const struct cli_command *find_command(const char *name)
 
 int main(int argc, char **argv)
 {
-    signal(SIGPIPE, SIG_IGN); /* a closed socket or pipe is an error, not death */
+    /* a closed socket or pipe is an error, not death */
+    if (signal(SIGPIPE, SIG_IGN) == SIG_ERR)
+        return cli_fail(NULL, CLI_EXIT_SOFTWARE, "cannot ignore SIGPIPE: %s", strerror(errno));
     struct cli cli = { .usage = usage_text, .argc = argc, .argv = argv };
     cli_conn_init(&cli.conn);
     int code;

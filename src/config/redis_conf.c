@@ -81,18 +81,6 @@ void redis_conf_to_options(const struct redis_conf *rc, dq_options *opt)
     opt->tls.verify = rc->tls.verify;
 }
 
-void redis_conf_queue_keys(const struct redis_conf *rc, const char *queue,
-                           struct queue_keys *k)
-{
-    keys_build(k, rc->prefix ? rc->prefix : DQ_DEFAULT_PREFIX, queue);
-}
-
-void redis_conf_sched_keys(const struct redis_conf *rc, const char *queue,
-                           struct sched_keys *k)
-{
-    keys_build_sched(k, rc->prefix ? rc->prefix : DQ_DEFAULT_PREFIX, queue);
-}
-
 /* ---- typed values: the shared readers, and this group's own rules ------ */
 
 #define PREFIX "redis."
@@ -595,6 +583,11 @@ int redis_conf_read(struct redis_conf *rc, const struct config_t *cfg,
     if (group && read_group(&r, group, &tmp) < 0) {
         redis_conf_free(&tmp);
         return -1;
+    }
+    /* The prefix is resolved here, once: every reader takes rc->prefix. */
+    if (!tmp.prefix && !(tmp.prefix = strdup(DQ_DEFAULT_PREFIX))) {
+        redis_conf_free(&tmp);
+        return conf_fail(&r, group, "out of memory");
     }
     redis_conf_free(rc);
     *rc = tmp;

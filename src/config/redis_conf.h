@@ -55,7 +55,8 @@ struct redis_conf {
     char *password_in;          /* the file that holds it (the config file,
                                    one it includes, or password_file) */
     int db;                     /* default 0 */
-    char *prefix;               /* NULL: DQ_DEFAULT_PREFIX */
+    char *prefix;               /* NULL only before redis_conf_read/load, which
+                                   resolve it (DQ_DEFAULT_PREFIX when unset) */
     int64_t connect_timeout_ms; /* default 5000 */
     int64_t command_timeout_ms; /* default 5000; 0 waits for ever */
     int keepalive;              /* 1 (default) or 0 */
@@ -104,16 +105,6 @@ int redis_conf_password_from_file(struct redis_conf *rc, const char *file,
 /* Fill `opt` (all of it) from `rc`, its TLS settings too.  The strings are borrowed: `rc` must
  * outlive every use of `opt`. */
 void redis_conf_to_options(const struct redis_conf *rc, dq_options *opt);
-
-/* The keys of `queue` under the prefix of `rc` (the one place the
- * daemon's modules take the prefix from). */
-struct queue_keys;
-void redis_conf_queue_keys(const struct redis_conf *rc, const char *queue,
-                           struct queue_keys *k);
-/* The same for the keys of its recurring schedules. */
-struct sched_keys;
-void redis_conf_sched_keys(const struct redis_conf *rc, const char *queue,
-                           struct sched_keys *k);
 
 /*
  * Whether the file that holds the password (see password_in), or the

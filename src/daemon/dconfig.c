@@ -368,3 +368,11 @@ int dconfig_max_attempts(const struct daemon_conf *dc, const struct queue_conf *
         return h->max_attempts;
     return q->retry.default_max_attempts;
 }
+
+dq_retry_policy dconfig_retry_for(const struct daemon_conf *dc, const struct queue_conf *q,
+                                  const char *type)
+{
+    dq_retry_policy policy = q->retry;
+    policy.default_max_attempts = dconfig_max_attempts(dc, q, type);
+    return policy;
+}

@@ -10,7 +10,7 @@
 #include <libconfig.h>
 
 #include "config/conf_reader.h"
-#include "daemon/dconfig.h"
+#include "daemon/dconfig_types.h"
 
 #define DCONFIG_TOKEN_MIN 16    /* bytes: a shorter token is refused */
 

@@ -12,7 +12,7 @@
 #include <stddef.h>
 
 #include "config/conf_reader.h"
-#include "daemon/dconfig.h"
+#include "daemon/dconfig_types.h"
 
 /* The strings point into the daemon_conf's cfg. */
 struct sched_conf {

@@ -32,9 +32,8 @@ int qparts_init(struct qparts *p, const struct redis_conf *rc, const char *queue
         qparts_free(p);
         return -1;
     }
-    const char *prefix = rc->prefix ? rc->prefix : DQ_DEFAULT_PREFIX;
     for (unsigned i = 0; i < p->n; i++)
-        keys_build_part(&p->keys[i], prefix, queue, i, p->n);
+        keys_build_part(&p->keys[i], rc->prefix, queue, i, p->n);
     plan_order(p, k, nworkers);
     return 0;
 }

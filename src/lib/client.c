@@ -54,6 +54,7 @@ const char *dq_status_str(dq_status st)
 struct pipe_guard {
     sigset_t old;
     int was_pending;
+    int blocked;                /* the mask was changed (and is to be restored) */
 };
 
 static void pipe_guard_enter(struct pipe_guard *g)
@@ -63,11 +64,15 @@ static void pipe_guard_enter(struct pipe_guard *g)
     sigaddset(&pipe, SIGPIPE);
     sigpending(&pending);
     g->was_pending = sigismember(&pending, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &pipe, &g->old);
+    /* Fails only for a bad argument; then SIGPIPE is as the caller set it
+     * (a library does not log: the call goes on unguarded). */
+    g->blocked = pthread_sigmask(SIG_BLOCK, &pipe, &g->old) == 0;
 }
 
 static void pipe_guard_leave(struct pipe_guard *g)
 {
+    if (!g->blocked)
+        return;
     sigset_t pipe, pending;
     sigemptyset(&pipe);
     sigaddset(&pipe, SIGPIPE);
@@ -76,7 +81,7 @@ static void pipe_guard_leave(struct pipe_guard *g)
         struct timespec zero = { 0, 0 };
         sigtimedwait(&pipe, NULL, &zero);
     }
-    pthread_sigmask(SIG_SETMASK, &g->old, NULL);
+    (void)pthread_sigmask(SIG_SETMASK, &g->old, NULL);   /* the mask it gave back */
 }
 
 /* (Re)open the connection with the client's settings. */

@@ -13,18 +13,9 @@
 #include <time.h>
 
 #include "redis/cluster_map.h"
+#include "redis/cluster_policy.h"
 #include "redis/redis_io.h"
 #include "lib/scripts.h"
-
-/* Rounds without a pause one call may take (each a redirection): a
- * bound for a cluster that keeps sending us around.  (Rounds that pause
- * are bounded by the connect timeout.) */
-#define CLUSTER_REDIRECTS_MAX 64
-
-/* The longest single pause between rounds: a failover's promotion takes
- * a second or two, and the client should be there soon after, not at the
- * end of a 5 s step of the reconnect backoff. */
-#define CLUSTER_PAUSE_MAX_MS 1000
 
 /* A master's connection: the client's settings with this node's address
  * (a shallow copy: only host is ours).  On the heap, because the TLS state
@@ -282,11 +273,15 @@ struct route {
     int s;                      /* the script EVALSHA runs, or -1 */
     redisReply **replies;       /* NULL: still to be sent */
     int *ask;                   /* per command: the node an ASK named, or -1 */
+    int *redirects;             /* per command: MOVED/ASK followed in a row */
     int *target;                /* per command: its node this round, or -1 */
     int wait;                   /* replicated: a WAIT after each node's part */
     redisReply *unconfirmed;    /* the first WAIT that said 0 */
     int refresh;                /* this round: read the map again */
     int pause;                  /* this round: wait before the next */
+    int give_up;                /* this round: the policy ended the call */
+    int delay_ms;               /* the pause the policy chose (0: none yet) */
+    int next_backoff_ms;        /* and the pause step after it */
     dq_status pause_st;         /* the status when waiting runs out */
     char pause_why[900];        /* and its message */
     int loads;                  /* SCRIPT LOADs this call made */
@@ -299,6 +294,44 @@ static void route_pause(struct route *rt, dq_status st, const char *addr, const 
     rt->pause = 1;
     rt->pause_st = st;
     snprintf(rt->pause_why, sizeof rt->pause_why, "redis %s: %s", addr, why);
+}
+
+/* The cluster policy's decision on a reply (error text `err`; none when
+ * no_reply: the command was not sent) to a command `asked` or not,
+ * redirected `redirects` times in a row, at this point of the call. */
+static void route_decide(struct route *rt, const char *err, int no_reply, int asked,
+                         int redirects, struct cluster_decision *d)
+{
+    const struct cluster_facts f = {
+        .error = err, .no_reply = no_reply, .sent = 0, .asked = asked,
+        .redirects = redirects, .pause_ms = rt->backoff_ms, .elapsed_ms = rt->waited_ms,
+        .budget_ms = rt->c->conn.connect_timeout_ms,
+        .rnd = (unsigned long)rand_r(&rt->c->jitter_seed),
+    };
+    cluster_policy_decide(&f, d);
+}
+
+/* Note for this round what `d` (BACK_OFF, REFRESH or GIVE_UP) asks:
+ * a pause and perhaps a map refresh, or the end of the call.  `why` is
+ * what `addr` said. */
+static void route_follow(struct route *rt, const struct cluster_decision *d, const char *addr,
+                         const char *why)
+{
+    dq_status st = d->outage ? DQ_ERR_CONNECT : DQ_ERR_REDIS;
+    if (d->verdict == CLUSTER_GIVE_UP) {
+        char line[700];
+        if (d->outage)
+            snprintf(line, sizeof line, "%.500s (still after %d ms)", why, rt->waited_ms);
+        else
+            snprintf(line, sizeof line, "%s", d->why);
+        route_pause(rt, st, addr, line);
+        rt->give_up = 1;
+        return;
+    }
+    route_pause(rt, st, addr, why);
+    rt->delay_ms = d->delay_ms;
+    rt->next_backoff_ms = d->pause_ms;
+    rt->refresh |= d->refresh_map;
 }
 
 /* Any node for a command without a key: one already connected, else the
@@ -323,43 +356,41 @@ static unsigned route_node(struct route *rt, size_t i)
                         : any_node(rt->c->cluster);
     if (node == CLUSTER_NO_NODE) {
         char what[64];
+        struct cluster_decision d;
         snprintf(what, sizeof what, "slot %u", slot);
-        route_pause(rt, DQ_ERR_CONNECT, what, "no master serves it");
-        rt->refresh = 1;
+        route_decide(rt, NULL, 1, 0, rt->redirects[i], &d);
+        route_follow(rt, &d, what, "no master serves it");
     }
     return node;
 }
 
 /*
- * Judge command i's reply from `l`: kept (an answer, or an error for the
- * caller), or freed and left to be sent again (a redirection, a pause, a
- * node that is not a master, a missing script).  Returns 1 when the
- * script is to be loaded on this node first.
+ * Judge command i's reply from `l` by the cluster policy: kept (an
+ * answer, or an error for the caller), or freed and left to be sent again
+ * (a redirection, a pause, a node that is not a master, a missing
+ * script).  Returns 1 when the script is to be loaded on this node first.
  */
 static int route_judge(struct route *rt, struct cluster_link *l, size_t i, redisReply *r)
 {
     struct client_cluster *cl = rt->c->cluster;
-    char host[CLUSTER_HOST_MAX], addr[300];
-    unsigned slot;
-    int port, node = -1, noscript = 0;
-    int kind = r->type == REDIS_REPLY_ERROR
-               ? cluster_parse_redirect(r->str, &slot, host, sizeof host, &port) : 0;
-    if (kind)
-        node = cluster_map_node(&cl->map, host, port);
+    char addr[300];
+    int node = -1, noscript = 0;
+    struct cluster_decision d;
+    route_decide(rt, r->type == REDIS_REPLY_ERROR ? r->str : NULL, 0, rt->ask[i] >= 0,
+                 rt->redirects[i], &d);
+    if (d.verdict == CLUSTER_RESEND_MOVED || d.verdict == CLUSTER_RESEND_ASK)
+        node = cluster_map_node(&cl->map, d.host, d.port);
     redis_conn_describe(&l->o, addr, sizeof addr);
-    if (kind == CLUSTER_MOVED && node >= 0) {
-        cl->map.slot[slot] = (uint16_t)node;
+    rt->redirects[i] = d.redirects;
+    if (d.verdict == CLUSTER_RESEND_MOVED && node >= 0) {
+        cl->map.slot[d.slot] = (uint16_t)node;
         rt->refresh = 1;
         rt->ask[i] = -1;
-    } else if (kind == CLUSTER_ASK && node >= 0 && rt->ask[i] < 0) {
+    } else if (d.verdict == CLUSTER_RESEND_ASK && node >= 0) {
         rt->ask[i] = node;
-    } else if (r->type == REDIS_REPLY_ERROR && cluster_is_retry_later(r->str)) {
-        route_pause(rt, strncmp(r->str, "TRYAGAIN", 8) == 0 ? DQ_ERR_REDIS : DQ_ERR_CONNECT,
-                    addr, r->str);
-        rt->ask[i] = -1;
-    } else if (redis_conn_is_failover(r)) {
-        route_pause(rt, DQ_ERR_CONNECT, addr, r->str);
-        rt->refresh = 1;
+    } else if (d.verdict == CLUSTER_BACK_OFF || d.verdict == CLUSTER_REFRESH
+               || d.verdict == CLUSTER_GIVE_UP) {
+        route_follow(rt, &d, addr, r->str);
         rt->ask[i] = -1;
     } else if (rt->s >= 0 && redis_conn_is_noscript(r)) {
         noscript = 1;
@@ -468,11 +499,12 @@ static dq_status route_round(struct route *rt)
         }
         if (!l) {
             char addr[CLUSTER_HOST_MAX + 8];
+            struct cluster_decision d;
             snprintf(addr, sizeof addr, "%s:%d", c->cluster->map.nodes[node].host,
                      c->cluster->map.nodes[node].port);
             const char *why = strstr(c->err, ": ") ? strstr(c->err, ": ") + 2 : c->err;
-            route_pause(rt, DQ_ERR_CONNECT, addr, why);
-            rt->refresh = 1;
+            route_decide(rt, NULL, 1, 0, 0, &d);
+            route_follow(rt, &d, addr, why);
         } else if (st != DQ_OK) {
             return st;
         }
@@ -483,18 +515,24 @@ static dq_status route_round(struct route *rt)
     return DQ_OK;
 }
 
-/* Sleep the next backoff step (100 ms doubled, at most about
- * CLUSTER_PAUSE_MAX_MS); DQ_OK, or the reason for the pause once the
- * connect timeout is spent. */
+/* Sleep the pause the policy chose this round (one for a map that could
+ * not be read, as for a master not reachable); DQ_OK, or the reason for
+ * the pause once the connect timeout is spent. */
 static dq_status route_sleep(struct route *rt)
 {
     dq_client *c = rt->c;
-    if (rt->waited_ms >= c->conn.connect_timeout_ms)
-        return client_fail(c, rt->pause_st, "%s (still after %d ms)", rt->pause_why,
-                           rt->waited_ms);
-    int ms = redis_conn_backoff_next(&rt->backoff_ms, (unsigned long)rand_r(&c->jitter_seed));
-    if (rt->backoff_ms > CLUSTER_PAUSE_MAX_MS)
-        rt->backoff_ms = CLUSTER_PAUSE_MAX_MS;
+    if (rt->delay_ms <= 0) {
+        struct cluster_decision d;
+        route_decide(rt, NULL, 1, 0, 0, &d);
+        if (d.verdict == CLUSTER_GIVE_UP)
+            return client_fail(c, rt->pause_st, "%s (still after %d ms)", rt->pause_why,
+                               rt->waited_ms);
+        rt->delay_ms = d.delay_ms;
+        rt->next_backoff_ms = d.pause_ms;
+    }
+    int ms = rt->delay_ms;
+    rt->backoff_ms = rt->next_backoff_ms;
+    rt->delay_ms = 0;
     struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
     while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
         ;
@@ -514,12 +552,13 @@ static int route_pending(const struct route *rt)
  * until every command has its reply. */
 static dq_status route_run(struct route *rt)
 {
-    int redirected = 0;
     while (route_pending(rt)) {
-        rt->refresh = rt->pause = 0;
+        rt->refresh = rt->pause = rt->give_up = rt->delay_ms = 0;
         dq_status st = route_round(rt);
         if (st != DQ_OK)
             return st;
+        if (rt->give_up)
+            return client_fail(rt->c, rt->pause_st, "%s", rt->pause_why);
         if (!route_pending(rt))
             break;
         if (rt->refresh) {
@@ -531,9 +570,6 @@ static dq_status route_run(struct route *rt)
         }
         if (rt->pause && (st = route_sleep(rt)) != DQ_OK)
             return st;
-        if (!rt->pause && ++redirected == CLUSTER_REDIRECTS_MAX)
-            return client_fail(rt->c, DQ_ERR_REDIS, "redis cluster: still redirected after "
-                               "%d rounds", CLUSTER_REDIRECTS_MAX);
     }
     return DQ_OK;
 }
@@ -552,11 +588,12 @@ dq_status cluster_pipeline(dq_client *c, struct cmd *cmds, size_t n, int s,
     }
     struct route rt = { .c = c, .cmds = cmds, .n = n, .s = s, .replies = replies,
                         .wait = client_wants_wait(c, s),
-                        .backoff_ms = REDIS_CONN_BACKOFF_MIN_MS };
+                        .backoff_ms = CLUSTER_PAUSE_MIN_MS };
     rt.ask = malloc((n ? n : 1) * sizeof *rt.ask);
     rt.target = malloc((n ? n : 1) * sizeof *rt.target);
+    rt.redirects = calloc(n ? n : 1, sizeof *rt.redirects);
     dq_status st = DQ_ERR_NOMEM;
-    if (!rt.ask || !rt.target)
+    if (!rt.ask || !rt.target || !rt.redirects)
         client_fail(c, st, "out of memory");
     else {
         for (size_t i = 0; i < n; i++)
@@ -577,6 +614,7 @@ dq_status cluster_pipeline(dq_client *c, struct cmd *cmds, size_t n, int s,
         c->err[0] = '\0';
     free(rt.ask);
     free(rt.target);
+    free(rt.redirects);
     return st;
 }
 

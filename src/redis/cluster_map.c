@@ -144,8 +144,3 @@ int cluster_parse_redirect(const char *err, unsigned *slot, char *host, size_t h
     *port = (int)pt;
     return kind;
 }
-
-int cluster_is_retry_later(const char *err)
-{
-    return strncmp(err, "TRYAGAIN", 8) == 0 || strncmp(err, "CLUSTERDOWN", 11) == 0;
-}

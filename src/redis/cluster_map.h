@@ -3,7 +3,8 @@
  * and the daemon's async connections: which hash slot a key is in (CRC16
  * of its hash tag, as the Cluster spec gives it), which master serves a
  * slot (the map read from CLUSTER SLOTS), and what a MOVED or ASK
- * redirection says.  No I/O here: the callers own the connections.
+ * redirection says.  No I/O here: the callers own the connections.  What
+ * to do about a reply is redis/cluster_policy.h.
  */
 #ifndef DQ_CLUSTER_MAP_H
 #define DQ_CLUSTER_MAP_H
@@ -67,10 +68,5 @@ unsigned cluster_map_lookup(const struct cluster_map *m, unsigned slot);
 #define CLUSTER_ASK 2
 int cluster_parse_redirect(const char *err, unsigned *slot, char *host, size_t hostlen,
                            int *port);
-
-/* An error that says "try again after a pause": TRYAGAIN (a multi-key
- * command during a slot migration) or CLUSTERDOWN (no quorum, or a slot
- * not served while a failover happens). */
-int cluster_is_retry_later(const char *err);
 
 #endif

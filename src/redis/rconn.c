@@ -12,6 +12,7 @@
 #include "redis/rconn_wait.h"
 #include "daemon/slots.h"
 #include "redis/cluster_map.h"
+#include "redis/cluster_policy.h"
 #include "redis/redis_conn.h"
 #include "lib/scripts.h"
 #include "redis/sentinel.h"
@@ -129,7 +130,10 @@ static void drop_soon(struct rconn *rc, const char *why)
     rc->dropping = 1;
     note_failure(rc, why);
     struct timeval now = { 0, 0 };
-    evtimer_add(rc->connect_timer, &now);
+    if (evtimer_add(rc->connect_timer, &now) < 0) {
+        log_err("redis (%s connection): cannot arm a timer; dropping from the loop", rc->name);
+        event_active(rc->connect_timer, EV_TIMEOUT, 0);     /* allocates nothing */
+    }
 }
 
 /* The outage is over: say so once, and start the next one's backoff from
@@ -181,7 +185,10 @@ static int request_write(struct request *req)
         /* Under "replicated" any request may queue behind a WAIT. */
         int ms = rc->opt.command_timeout_ms + (rc->replicated ? rc->repl.timeout_ms : 0);
         struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
-        evtimer_add(req->deadline, &tv);
+        /* Sent already: without its deadline it still ends with its reply
+         * or with the connection. */
+        if (evtimer_add(req->deadline, &tv) < 0)
+            log_err("redis (%s connection): cannot arm a request's deadline", rc->name);
     }
     return 0;
 }
@@ -189,11 +196,12 @@ static int request_write(struct request *req)
 static void send_script_load(struct rconn *rc, int script);
 
 /* A cluster's answer that the routing connection acts on (MOVED, ASK,
- * TRYAGAIN, CLUSTERDOWN): not an error of the command. */
+ * TRYAGAIN, CLUSTERDOWN: see cluster_policy.h): not an error of the
+ * command. */
 static int is_redirection(const redisReply *reply)
 {
-    return strncmp(reply->str, "MOVED ", 6) == 0 || strncmp(reply->str, "ASK ", 4) == 0
-           || cluster_is_retry_later(reply->str);
+    enum cluster_error_kind kind = cluster_error_kind(reply->str);
+    return kind != CLUSTER_ERR_NONE && kind != CLUSTER_ERR_DEMOTED;
 }
 
 static void on_reply(struct rconn_io *io, redisReply *reply, void *privdata)
@@ -449,7 +457,9 @@ static void connect_now(struct rconn *rc)
     rc->io = io;
     struct timeval tv = { rc->opt.connect_timeout_ms / 1000,
                           (rc->opt.connect_timeout_ms % 1000) * 1000 };
-    evtimer_add(rc->connect_timer, &tv);
+    if (evtimer_add(rc->connect_timer, &tv) < 0)
+        log_err("redis (%s connection): cannot arm the connect timeout; the system's "
+                "applies", rc->name);
 }
 
 static void on_retry_timer(evutil_socket_t fd, short what, void *arg)
@@ -479,7 +489,9 @@ static void schedule_reconnect(struct rconn *rc)
 {
     int ms = redis_conn_backoff_next(&rc->backoff_ms, (unsigned long)random());
     struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
-    evtimer_add(rc->retry_timer, &tv);
+    if (evtimer_add(rc->retry_timer, &tv) < 0)
+        log_err("redis (%s connection): cannot arm the reconnect timer: the connection "
+                "stays down", rc->name);
 }
 
 /*

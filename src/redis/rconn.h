@@ -35,24 +35,8 @@
 
 #include "config/redis_conf.h"
 #include "lib/cmd.h"
-
-struct rconn;
-
-/* A reply, or NULL when the request failed (connection lost, deadline
- * missed, rconn freed).  The reply is freed after the callback returns:
- * copy what must outlive it.  The callback may send new requests, but
- * after a NULL reply they fail until on_up. */
-typedef void (*rconn_reply_fn)(struct rconn *rc, redisReply *reply, void *arg);
-
-/* A message published on a subscribed channel. */
-typedef void (*rconn_message_fn)(struct rconn *rc, const char *payload,
-                                 size_t len, void *arg);
-
-struct rconn_events {
-    void (*on_up)(struct rconn *rc, void *arg);   /* ready for requests */
-    void (*on_down)(struct rconn *rc, void *arg); /* lost; pending failed */
-    void *arg;
-};
+#include "redis/rconn_types.h"
+#include "redis/rconn_wait.h"
 
 /* Make a connection that will connect to `opt` (copied) once started.
  * `name` tags its log lines ("cmd", "sub").  NULL when out of memory (or
@@ -65,7 +49,7 @@ struct rconn *rconn_new(struct event_base *base, const dq_options *opt,
  * of the configuration, `conf` (&daemon_conf.redis; copied, so it may be
  * freed or reloaded afterwards).  Start it with rconn_start; free it with
  * rconn_free.  NULL when out of memory.  The queue keys under the same
- * settings come from redis_conf_queue_keys.
+ * settings come from the configuration (dconfig_parts.h).
  */
 struct rconn *rconn_from_conf(struct event_base *base, const struct redis_conf *conf,
                               const char *name, const struct rconn_events *ev);
@@ -113,11 +97,8 @@ int rconn_subscribe_many(struct rconn *rc, const char *const *channels, size_t n
  * Every request's deadline is then the command timeout plus the
  * replication timeout (it may queue behind a WAIT).  With "local" nothing
  * changes: no WAIT, no copy.
+ * (RCONN_NOT_REPLICATED and rconn_is_not_replicated: rconn_wait.h.)
  */
-#define RCONN_NOT_REPLICATED "NOTREPLICATED"
-
-/* Whether `reply` is the error a write not replicated in time gets. */
-int rconn_is_not_replicated(const redisReply *reply);
 
 /* Add 1 to *counter (a worker slot's, see slots.h) each time the
  * connection is made again after having been up; NULL stops counting. */

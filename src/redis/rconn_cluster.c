@@ -5,14 +5,14 @@
  */
 #include "redis/rconn_cluster.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "daemon/log.h"
+#include "redis/cluster_policy.h"
 #include "redis/rconn_cluster_nodes.h"
-
-#define RCLUSTER_PAUSE_MIN_MS 100       /* TRYAGAIN, CLUSTERDOWN, a node not up */
 
 /* One request: a copy of the command, kept to be sent again. */
 struct creq {
@@ -23,11 +23,13 @@ struct creq {
     int script;
     int keyless;                /* no route key: any master */
     unsigned slot;
-    int redirects;
+    int redirects;              /* MOVED/ASK in a row (the policy's count) */
     char ask_host[CLUSTER_HOST_MAX]; /* ASK target when ask_port > 0 */
     int ask_port;
-    int pause_ms;
-    int64_t give_up_ms;         /* monotonic */
+    int asked;                  /* the last send followed an ASKING */
+    int pause_ms;               /* the policy's next pause step */
+    int64_t started_ms;         /* monotonic: when the caller sent it */
+    int64_t budget_ms;          /* how long it may wait for a master */
     char last_error[128];       /* the last TRYAGAIN or CLUSTERDOWN */
     struct cluster_node sent_to; /* where it went last */
     struct event *timer;        /* the pause; NULL until the first */
@@ -113,6 +115,7 @@ static int dispatch(struct creq *q)
         if (rv < 0)
             return -1;
         q->ask_port = 0;    /* once */
+        q->asked = 1;
     }
     return cl->ops.send(n->rc, &q->cmd, q->script, on_node_reply, q);
 }
@@ -130,18 +133,36 @@ static void unpark(struct creq *q)
     q->prev = q->next = NULL;
 }
 
-/* Send `q` again after a pause (100 ms, doubled each time, the last one
- * cut to the deadline): 0, or -1 when the deadline has passed. */
-static int park(struct creq *q)
+/* The cluster policy's decision on `q`: its reply's error text `err`, or
+ * no reply (`no_reply`; `sent` when the command had been written). */
+static void decide(const struct creq *q, const char *err, int no_reply, int sent,
+                   struct cluster_decision *d)
+{
+    int64_t now = rcluster_now_ms();
+    const struct cluster_facts f = {
+        .error = err, .no_reply = no_reply, .sent = sent, .asked = q->asked,
+        .redirects = q->redirects, .pause_ms = q->pause_ms,
+        .elapsed_ms = now - q->started_ms, .budget_ms = q->budget_ms,
+        .rnd = (unsigned long)now ^ (unsigned long)(uintptr_t)q,
+    };
+    cluster_policy_decide(&f, d);
+}
+
+/* Send `q` again after the pause `d` chose (BACK_OFF, REFRESH: with the
+ * map read again first): 0, or -1 when it cannot wait (the connection is
+ * being freed, or the policy gave up). */
+static int park(struct creq *q, const struct cluster_decision *d)
 {
     struct rcluster *cl = q->cl;
-    int64_t left = q->give_up_ms - rcluster_now_ms();
-    if (cl->freeing || left <= 0)
+    if (cl->freeing || d->verdict == CLUSTER_GIVE_UP)
         return -1;
     if (!q->timer && !(q->timer = evtimer_new(cl->base, on_pause_end, q)))
         return -1;
-    rcluster_arm(q->timer, q->pause_ms < left ? q->pause_ms : (int)left);
-    q->pause_ms *= 2;
+    if (d->refresh_map)
+        rcluster_plan_refresh(cl, 0);
+    rcluster_arm(q->timer, d->delay_ms);
+    q->pause_ms = d->pause_ms;
+    q->redirects = d->redirects;
     q->next = cl->parked;
     if (q->next)
         q->next->prev = q;
@@ -149,11 +170,21 @@ static int park(struct creq *q)
     return 0;
 }
 
-/* Send now, or after a pause while the master is not up; NULL to the
- * caller past the deadline. */
+/* Send now, or, while the master is not up, after the pause the policy
+ * chooses: 0, or -1 when it gives up (past the deadline). */
+static int send_or_park(struct creq *q)
+{
+    struct cluster_decision d;
+    if (dispatch(q) == 0)
+        return 0;
+    decide(q, NULL, 1, 0, &d);
+    return park(q, &d);
+}
+
+/* Send now or after a pause; NULL to the caller past the deadline. */
 static void resend(struct creq *q)
 {
-    if (dispatch(q) < 0 && park(q) < 0)
+    if (send_or_park(q) < 0)
         give_up(q);
 }
 
@@ -187,7 +218,14 @@ static void on_node_reply(struct rconn *rc, redisReply *reply, void *arg)
 {
     struct creq *q = arg;
     struct rcluster *cl = q->cl;
+    struct cluster_decision d;
     if (!reply) {
+        /* a lost master: the policy gives up (the command may have run);
+         * deliver() takes the routing connection down, which reads the
+         * map again */
+        decide(q, NULL, 1, 1, &d);
+        if (d.refresh_map && !cl->freeing)
+            rcluster_plan_refresh(cl, 0);
         char why[sizeof cl->last_failure];
         snprintf(why, sizeof why, "master %.200s:%d lost (%.200s)", q->sent_to.host,
                  q->sent_to.port, cl->ops.last_failure(rc));
@@ -198,33 +236,39 @@ static void on_node_reply(struct rconn *rc, redisReply *reply, void *arg)
         deliver(q, reply, NULL);
         return;
     }
-    char host[CLUSTER_HOST_MAX];
-    int port;
-    unsigned slot;
-    int kind = cluster_parse_redirect(reply->str, &slot, host, sizeof host, &port);
-    if (kind && q->redirects++ < RCLUSTER_MAX_REDIRECTS) {
-        if (kind == CLUSTER_MOVED) {
-            note_moved(cl, slot, host, port);
-        } else {
-            log_debug("redis cluster (%s connection): %s", cl->name, reply->str);
-            snprintf(q->ask_host, sizeof q->ask_host, "%s", host);
-            q->ask_port = port;
-        }
+    decide(q, reply->str, 0, 0, &d);
+    q->asked = 0;
+    switch (d.verdict) {
+    case CLUSTER_RESEND_MOVED:
+        q->redirects = d.redirects;
+        note_moved(cl, d.slot, d.host, d.port);
         resend(q);
         return;
-    }
-    if (!kind && cluster_is_retry_later(reply->str)) {
+    case CLUSTER_RESEND_ASK:
+        q->redirects = d.redirects;
         log_debug("redis cluster (%s connection): %s", cl->name, reply->str);
-        snprintf(q->last_error, sizeof q->last_error, "%s", reply->str);
-        q->redirects = 0;   /* an ASK, then TRYAGAIN there, and again */
-        if (park(q) < 0)
-            give_up(q);
+        snprintf(q->ask_host, sizeof q->ask_host, "%s", d.host);
+        q->ask_port = d.port;
+        resend(q);
+        return;
+    case CLUSTER_BACK_OFF:
+    case CLUSTER_REFRESH:
+    case CLUSTER_GIVE_UP:
+        break;
+    case CLUSTER_ANSWER:
+        deliver(q, reply, NULL);
         return;
     }
-    if (kind)
-        log_warn("redis cluster (%s connection): still redirected after %d redirections: %s",
-                 cl->name, RCLUSTER_MAX_REDIRECTS, reply->str);
-    deliver(q, reply, NULL);
+    enum cluster_error_kind kind = cluster_error_kind(reply->str);
+    if (kind == CLUSTER_ERR_MOVED || kind == CLUSTER_ERR_ASK) {
+        log_warn("redis cluster (%s connection): %s", cl->name, d.why);
+        deliver(q, reply, NULL);
+        return;
+    }
+    log_debug("redis cluster (%s connection): %s", cl->name, reply->str);
+    snprintf(q->last_error, sizeof q->last_error, "%s", reply->str);
+    if (park(q, &d) < 0)
+        give_up(q);
 }
 
 /* A copy of `cmd` to route and keep; NULL when memory ran out. */
@@ -245,10 +289,10 @@ static struct creq *creq_new(struct rcluster *cl, const struct cmd *cmd, int scr
     const char *key = cmd_route_key(&q->cmd, &len);
     q->keyless = key == NULL;
     q->slot = key ? cluster_keyslot(key, len) : 0;
-    q->pause_ms = RCLUSTER_PAUSE_MIN_MS;
-    int patience = cl->opt.command_timeout_ms > 0 ? cl->opt.command_timeout_ms
-                                                   : cl->opt.connect_timeout_ms;
-    q->give_up_ms = rcluster_now_ms() + patience;
+    q->pause_ms = CLUSTER_PAUSE_MIN_MS;
+    q->budget_ms = cl->opt.command_timeout_ms > 0 ? cl->opt.command_timeout_ms
+                                                  : cl->opt.connect_timeout_ms;
+    q->started_ms = rcluster_now_ms();
     if (q->cmd.oom || cmd->oom) {
         creq_free(q);
         return NULL;
@@ -267,7 +311,7 @@ int rcluster_send(struct rcluster *cl, const struct cmd *cmd, int script,
     /* Up, yet its master is not (a slot no master serves, or a MOVED to a
      * node still connecting): the caller would wait for an on_up that
      * does not come, so the request waits here, within its deadline. */
-    if (dispatch(q) < 0 && park(q) < 0) {
+    if (send_or_park(q) < 0) {
         creq_free(q);
         return -1;
     }

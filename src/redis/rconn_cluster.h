@@ -7,16 +7,17 @@
  * sends every request to the master of its route key's slot
  * (cmd_route_key).
  *
- * Replies:
+ * Replies are judged by the cluster policy (redis/cluster_policy.h), the
+ * same as the library's blocking client:
  * - MOVED: the slot goes to the node named (added when new) and a full
  *   CLUSTER SLOTS refresh is planned; the command is sent again there.
  * - ASK: "ASKING" then the command on the node named, pipelined on its
  *   connection; the map is not changed.
- * - TRYAGAIN, CLUSTERDOWN: sent again after a pause (100 ms, doubled
- *   each time); after the command timeout (the connect timeout when
- *   there is none) the caller gets NULL.
- * A request is redirected at most RCLUSTER_MAX_REDIRECTS times; past that
- * the caller gets the last redirection as an error reply.
+ * - TRYAGAIN, CLUSTERDOWN, a master not up: sent again after a pause
+ *   (100 ms, doubled each time up to 1 s); after the command timeout (the
+ *   connect timeout when there is none) the caller gets NULL.
+ * A request is redirected at most CLUSTER_REDIRECTS_MAX times in a row;
+ * past that the caller gets the last redirection as an error reply.
  *
  * Up and down: the routing connection is up when it has a slot map and
  * every master that serves a slot is up.  A master lost (its connection
@@ -43,26 +44,7 @@
 #ifndef DQ_RCONN_CLUSTER_H
 #define DQ_RCONN_CLUSTER_H
 
-#include "redis/rconn.h"
-
-#define RCLUSTER_MAX_REDIRECTS 5
-
-/* rconn's functions for one node's connection (cluster off). */
-struct rcluster_node_ops {
-    struct rconn *(*node_new)(struct event_base *base, const dq_options *opt,
-                              const char *name, const struct rconn_events *ev);
-    void (*start)(struct rconn *rc);
-    int (*is_up)(const struct rconn *rc);
-    int (*send)(struct rconn *rc, const struct cmd *cmd, int script, rconn_reply_fn fn,
-                void *arg);
-    /* subscribe to channels[0..n) on every (re)connect: 0, or -1 */
-    int (*subscribe)(struct rconn *rc, const char *const *channels, size_t n,
-                     rconn_message_fn fn, void *arg);
-    void (*count_reconnects)(struct rconn *rc, uint64_t *counter);
-    void (*close_in_child)(struct rconn *rc);
-    const char *(*last_failure)(const struct rconn *rc);
-    void (*free)(struct rconn *rc);
-};
+#include "redis/rconn_types.h"
 
 struct rcluster;
 

@@ -23,7 +23,10 @@ int64_t rcluster_now_ms(void)
 void rcluster_arm(struct event *ev, int ms)
 {
     struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
-    evtimer_add(ev, &tv);
+    if (evtimer_add(ev, &tv) == 0)
+        return;
+    log_err("redis cluster: cannot arm a timer of %d ms; running it now", ms);
+    event_active(ev, EV_TIMEOUT, 0);    /* allocates nothing */
 }
 
 /* ---- outages --------------------------------------------------------------- */

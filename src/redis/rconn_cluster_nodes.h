@@ -12,7 +12,7 @@
 
 #include <stdint.h>
 
-#include "redis/rconn_cluster.h"
+#include "redis/rconn_types.h"
 #include "redis/cluster_map.h"
 #include "redis/redis_conn.h"
 

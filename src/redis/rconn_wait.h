@@ -15,8 +15,14 @@
 #ifndef DQ_RCONN_WAIT_H
 #define DQ_RCONN_WAIT_H
 
-#include "redis/rconn.h"
+#include "redis/rconn_types.h"
 #include "redis/redis_conn.h"
+
+/* The error reply a write not replicated in time gets (see rconn.h). */
+#define RCONN_NOT_REPLICATED "NOTREPLICATED"
+
+/* Whether `reply` is the error a write not replicated in time gets. */
+int rconn_is_not_replicated(const redisReply *reply);
 
 /* What a connection's replicated writes need: kept in each rconn. */
 struct rconn_replication {

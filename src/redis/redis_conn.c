@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "lib/cmd.h"
+#include "redis/cluster_policy.h"
 #include "lib/scripts.h"
 
 /* The cluster settings came out of the reserved tail: the struct, and so
@@ -133,9 +134,7 @@ int redis_conn_is_noscript(const redisReply *r)
 
 int redis_conn_is_failover(const redisReply *r)
 {
-    return r && r->type == REDIS_REPLY_ERROR
-           && (strncmp(r->str, "READONLY", 8) == 0 || strncmp(r->str, "MASTERDOWN", 10) == 0
-               || strncmp(r->str, "LOADING", 7) == 0);
+    return r && r->type == REDIS_REPLY_ERROR && cluster_error_kind(r->str) == CLUSTER_ERR_DEMOTED;
 }
 
 dq_status redis_conn_context_error(const struct redis_conn_opts *o,

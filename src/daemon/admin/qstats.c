@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/dconfig_parts.h"
 #include "redis/rconn.h"
 #include "daemon/slots.h"
 #include "lib/proto.h"
@@ -188,11 +189,9 @@ static struct rconn *supervisor_conn_new(struct event_base *base,
     redis_conf_to_options(&dc->redis, &opt);
     opt.connect_timeout_ms = CONNECT_TIMEOUT_MS;
     opt.command_timeout_ms = QSTATS_STALE_MS;
-    const char *prefix = dc->redis.prefix ? dc->redis.prefix : DQ_DEFAULT_PREFIX;
-    for (size_t i = 0; i < dc->nqueues; i++)
-        for (int p = 0; p < dc->queues[i].partitions; p++)
-            keys_build_part(keys++, prefix, dc->queues[i].name, (unsigned)p,
-                            (unsigned)dc->queues[i].partitions);
+    struct dconfig_part it;
+    for (dconfig_parts_begin(&it, dc); dconfig_parts_next(&it);)
+        keys[it.at] = it.keys;
     return rconn_new(base, &opt, "stats", ev);
 }
 
@@ -203,8 +202,7 @@ struct qstats *qstats_new(struct event_base *base, const struct daemon_conf *dc)
         return NULL;
     size_t n = dc->nqueues ? dc->nqueues : 1;
     q->dc = dc;
-    for (size_t i = 0; i < dc->nqueues; i++)
-        q->nparts += (size_t)dc->queues[i].partitions;
+    q->nparts = dconfig_parts_count(dc);
     size_t np = q->nparts ? q->nparts : 1;
     q->keys = calloc(np, sizeof *q->keys);
     q->reqs = calloc(np, sizeof *q->reqs);
@@ -222,10 +220,9 @@ struct qstats *qstats_new(struct event_base *base, const struct daemon_conf *dc)
         || !q->paused_cur || !q->paused_next || !q->parts_oldest || !q->oldest_cur
         || !q->oldest_next || !q->timer)
         goto fail;
-    size_t at = 0;
-    for (size_t i = 0; i < dc->nqueues; i++)
-        for (int p = 0; p < dc->queues[i].partitions; p++, at++)
-            q->reqs[at] = (struct qstats_req){ q, at, i };
+    struct dconfig_part it;
+    for (dconfig_parts_begin(&it, dc); dconfig_parts_next(&it);)
+        q->reqs[it.at] = (struct qstats_req){ q, it.at, it.queue };
     struct rconn_events ev = { on_up, NULL, q };
     if (!(q->conn = supervisor_conn_new(base, dc, q->keys, &ev)))
         goto fail;

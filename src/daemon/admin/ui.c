@@ -22,6 +22,7 @@
 #include "daemon/admin/ui_auth.h"
 #include "daemon/admin/ui_ctx.h"
 #include "daemon/admin/ui_joblog.h"
+#include "daemon/admin/ui_layout.h"
 #include "daemon/admin/ui_pages.h"
 
 #define UI_SEGMENT_LEN 1024

@@ -12,7 +12,7 @@
 #include <event2/keyvalq_struct.h>
 #include <stddef.h>
 
-#include "daemon/admin/ui.h"
+#include "daemon/admin/ui_env.h"
 
 #define UI_SEGMENTS_MAX 8
 

@@ -89,7 +89,7 @@ static void op_finish(struct ui_op *op)
 
 static const char *prefix_of(const struct ui_data *d)
 {
-    return d->dc->redis.prefix ? d->dc->redis.prefix : DQ_DEFAULT_PREFIX;
+    return d->dc->redis.prefix;
 }
 
 static enum dq_script_id action_cmd(struct ui_op *op, struct cmd *c,

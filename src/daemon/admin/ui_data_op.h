@@ -9,9 +9,13 @@
 
 #include <hiredis/hiredis.h>
 
-#include "daemon/admin/ui_data.h"
+#include "daemon/admin/ui_data_types.h"
 #include "lib/cmd.h"
 #include "lib/keys.h"
+
+struct daemon_conf;
+struct queue_conf;
+struct rconn;
 
 struct ui_data {
     const struct daemon_conf *dc;

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/admin/ui_data.h"
 #include "daemon/admin/ui_data_op.h"
 #include "lib/proto.h"
 

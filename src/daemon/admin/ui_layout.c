@@ -4,7 +4,6 @@
 #include <string.h>
 
 #include "daemon/admin/ui_html.h"
-#include "daemon/admin/ui_pages.h"
 
 int ui_layout_open(struct ui_out *o)
 {

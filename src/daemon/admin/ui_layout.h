@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "daemon/admin/ui.h"
+#include "daemon/admin/ui_env.h"
 
 /* A page being written: f is an open_memstream over buf/len. */
 struct ui_out {
@@ -54,6 +54,9 @@ const struct queue_conf *ui_layout_queue(const struct ui_env *env, const char *n
  * answered) or no connection yet (a 503 answered): x is then freed. */
 struct ui_data *ui_layout_data_for(struct ui_ctx *x, const char *queue,
                                    const struct queue_conf **q);
+
+/* 404 page, for a path or queue the router does not know. */
+void ui_page_not_found(struct ui_ctx *x, const char *what);
 
 /* A 503 page: Redis could not be asked (`why`: a line for the operator,
  * may be NULL).  Frees x. */

@@ -19,7 +19,7 @@
 #ifndef DQ_UI_PAGES_H
 #define DQ_UI_PAGES_H
 
-#include "daemon/admin/ui.h"
+#include "daemon/admin/ui_env.h"
 
 void ui_page_overview(struct ui_ctx *x);
 /* `queue` is a queue of the configuration in force. */
@@ -31,8 +31,6 @@ void ui_action_queue(struct ui_ctx *x, const char *queue, const char *action);
 /* `action`: "requeue", "delete", "cancel", "run-now". */
 void ui_action_job(struct ui_ctx *x, const char *queue, const char *id,
                    const char *action);
-/* 404 page, for a path or queue the router does not know. */
-void ui_page_not_found(struct ui_ctx *x, const char *what);
 /* The login page (code 200, or 401 when authentication failed/missing);
  * `error` NULL or a fixed message. */
 void ui_page_login(struct ui_ctx *x, int code, const char *error);

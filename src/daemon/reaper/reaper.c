@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/dconfig_parts.h"
 #include "daemon/exitcodes.h"
 #include "daemon/log.h"
 #include "redis/rconn.h"
@@ -41,7 +42,9 @@ static void schedule(struct reaped_queue *rq, int64_t ms)
     if (ms < 0 || ms > cap)
         ms = cap;
     struct timeval tv = { (time_t)(ms / 1000), (suseconds_t)((ms % 1000) * 1000) };
-    evtimer_add(rq->timer, &tv);
+    if (evtimer_add(rq->timer, &tv) < 0)
+        log_err("cannot arm the reap timer of a partition: it is reaped again on the "
+                "next reconnect");
 }
 
 static void on_reap(struct rconn *rc, redisReply *reply, void *arg)
@@ -85,8 +88,7 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
     const struct daemon_conf *dc = rq->r->dc;
     if (rq->busy)
         return;
-    dq_retry_policy policy = rq->q->retry;
-    policy.default_max_attempts = dconfig_max_attempts(dc, rq->q, NULL);
+    dq_retry_policy policy = dconfig_retry_for(dc, rq->q, NULL);
     struct cmd cmd;
     cmd_init(&cmd);
     proto_reap_cmd(&cmd, &rq->keys, dc->reaper_batch, &policy, (uint32_t)random());
@@ -123,23 +125,17 @@ static void on_stop_poll(evutil_socket_t fd, short what, void *arg)
 /* The entries of r->queues: each partition of each queue, with its keys. */
 static int list_partitions(struct reaper *r)
 {
-    const struct daemon_conf *dc = r->dc;
-    const char *prefix = dc->redis.prefix ? dc->redis.prefix : DQ_DEFAULT_PREFIX;
-    size_t n = 0;
-    for (size_t i = 0; i < dc->nqueues; i++)
-        n += (size_t)dc->queues[i].partitions;
+    size_t n = dconfig_parts_count(r->dc);
     if (!(r->queues = calloc(n ? n : 1, sizeof *r->queues)))
         return -1;
-    for (size_t i = 0; i < dc->nqueues; i++) {
-        const struct queue_conf *q = &dc->queues[i];
-        for (int p = 0; p < q->partitions; p++) {
-            struct reaped_queue *rq = &r->queues[r->nqueues++];
-            rq->r = r;
-            rq->q = q;
-            keys_build_part(&rq->keys, prefix, q->name, (unsigned)p, (unsigned)q->partitions);
-            if (!(rq->timer = evtimer_new(r->base, on_timer, rq)))
-                return -1;
-        }
+    struct dconfig_part it;
+    for (dconfig_parts_begin(&it, r->dc); dconfig_parts_next(&it);) {
+        struct reaped_queue *rq = &r->queues[r->nqueues++];
+        rq->r = r;
+        rq->q = it.q;
+        rq->keys = it.keys;
+        if (!(rq->timer = evtimer_new(r->base, on_timer, rq)))
+            return -1;
     }
     return 0;
 }
@@ -162,7 +158,10 @@ int reaper_main(const struct daemon_conf *dc, struct worker_slot *slot)
         goto done;
     rconn_count_reconnects(r.conn, &slot->redis_reconnects);
     struct timeval poll = { 0, STOP_POLL_MS * 1000 };
-    evtimer_add(r.stop_poll, &poll);
+    if (evtimer_add(r.stop_poll, &poll) < 0) {
+        log_err("cannot arm the stop poll");
+        goto done;
+    }
     rconn_start(r.conn);
     event_base_dispatch(r.base);
     rc = DAEMON_EXIT_OK;

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/dconfig_parts.h"
 #include "daemon/log.h"
 #include "lib/proto.h"
 
@@ -47,7 +48,9 @@ struct reaper_fsck {
 static void schedule(struct fsck_queue *fq, int64_t ms)
 {
     struct timeval tv = { (time_t)(ms / 1000), (suseconds_t)((ms % 1000) * 1000) };
-    evtimer_add(fq->timer, &tv);
+    if (evtimer_add(fq->timer, &tv) < 0)
+        log_err("cannot arm the fsck timer of a partition: its next pass waits for a "
+                "reconnect");
 }
 
 /* The /healthz line: the first wrong-type key of the first queue that has
@@ -236,24 +239,18 @@ struct reaper_fsck *reaper_fsck_new(struct event_base *base, struct rconn *conn,
     f->slot = slot;
     if (dc->fsck_interval_ms <= 0 || dc->nqueues == 0)
         return f;
-    size_t n = 0;
-    for (size_t i = 0; i < dc->nqueues; i++)
-        n += (size_t)dc->queues[i].partitions;
-    f->queues = calloc(n, sizeof *f->queues);
+    f->queues = calloc(dconfig_parts_count(dc), sizeof *f->queues);
     if (!f->queues)
         goto fail;
-    const char *prefix = dc->redis.prefix ? dc->redis.prefix : DQ_DEFAULT_PREFIX;
-    for (size_t i = 0; i < dc->nqueues; i++) {
-        const struct queue_conf *q = &dc->queues[i];
-        for (int p = 0; p < q->partitions; p++) {
-            struct fsck_queue *fq = &f->queues[f->nqueues++];
-            fq->f = f;
-            fq->q = q;
-            keys_build_part(&fq->keys, prefix, q->name, (unsigned)p, (unsigned)q->partitions);
-            fq->entry = slot_fsck_entry(slot, q->name);
-            if (!(fq->timer = evtimer_new(base, on_timer, fq)))
-                goto fail;
-        }
+    struct dconfig_part it;
+    for (dconfig_parts_begin(&it, dc); dconfig_parts_next(&it);) {
+        struct fsck_queue *fq = &f->queues[f->nqueues++];
+        fq->f = f;
+        fq->q = it.q;
+        fq->keys = it.keys;
+        fq->entry = slot_fsck_entry(slot, it.q->name);
+        if (!(fq->timer = evtimer_new(base, on_timer, fq)))
+            goto fail;
     }
     return f;
 fail:

@@ -287,10 +287,10 @@ struct reaper_sched *reaper_sched_new(struct event_base *base, struct rconn *con
         sq->rs = rs;
         sq->q = &dc->queues[i];
         /* A partitioned queue's schedules fire into partition 0. */
-        keys_build_part(&sq->keys, dc->redis.prefix ? dc->redis.prefix : DQ_DEFAULT_PREFIX,
-                        sq->q->name, 0, (unsigned)sq->q->partitions);
-        keys_build_sched_part(&sq->sk, dc->redis.prefix ? dc->redis.prefix : DQ_DEFAULT_PREFIX,
-                              sq->q->name, (unsigned)sq->q->partitions);
+        keys_build_part(&sq->keys, dc->redis.prefix, sq->q->name, 0,
+                        (unsigned)sq->q->partitions);
+        keys_build_sched_part(&sq->sk, dc->redis.prefix, sq->q->name,
+                              (unsigned)sq->q->partitions);
     }
     struct timeval tv = { SCHED_POLL_MS / 1000, (SCHED_POLL_MS % 1000) * 1000 };
     if (event_add(rs->timer, &tv) < 0) {

@@ -90,8 +90,11 @@ static void become_child(struct supervisor *s, struct child *c)
     char name[16];
     child_name(s, c, name, sizeof name);
     log_set_role(name);
-    if (signals_child_setup(s->pid) < 0)
+    int sig = signals_child_setup(s->pid);
+    if (sig == -1)
         _exit(0);
+    if (sig < 0)
+        _exit(DAEMON_EXIT_SOFTWARE);
     http_admin_close_in_child(s->http); /* the metrics port is the supervisor's */
     /* The parent's connections: close our copies of the sockets; the
      * parent's event base is left alone (freeing it would touch the shared

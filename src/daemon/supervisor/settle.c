@@ -309,8 +309,7 @@ static void add_fail(struct settle_task *t, const struct settle_req *req,
 {
     struct settle_cmd *c = add_cmd(t, DQ_SCRIPT_FAIL);
     const char *type = e->state == SE_RUNNING ? req->slot->job.type : e->type;
-    dq_retry_policy policy = req->q->retry;
-    policy.default_max_attempts = dconfig_max_attempts(req->dc, req->q, type);
+    dq_retry_policy policy = dconfig_retry_for(req->dc, req->q, type);
     if (e->state == SE_RUNNING) {
         c->running = e;
         proto_fail_cmd(&c->cmd, keys, e->id, e->fence, t->cause, DQ_FAIL_RETRY, -1,

@@ -475,10 +475,9 @@ int supervisor_run(struct daemon_conf *conf, const char *config_path)
     s.config_path = config_path;
     s.pid = getpid();
     s.watchdog_ms = notify_watchdog_ms();
-    signals_ignore_pipe();
     struct event *ev[NEVENTS] = { NULL };
     int rc = DAEMON_EXIT_OSERR;
-    if (set_up(&s) < 0)
+    if (signals_ignore_pipe() < 0 || set_up(&s) < 0)
         goto done;
     if (!(s.cur = generation_new(s.base, conf, s.metrics))) {
         log_err("cannot set up: out of memory");

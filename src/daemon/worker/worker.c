@@ -170,7 +170,8 @@ static void sleep_for_us(struct worker *w, int64_t us)
     w->state = W_SLEEPING;
     w->sleep_until_us = slots_now_us() + us;
     struct timeval tv = { (time_t)(us / 1000000), (suseconds_t)(us % 1000000) };
-    evtimer_add(w->wake_timer, &tv);
+    if (evtimer_add(w->wake_timer, &tv) < 0)
+        log_err("cannot arm the wake timer: the next claim waits for a wake message");
 }
 
 static void sleep_for(struct worker *w, int64_t ms)
@@ -471,8 +472,7 @@ static void report_failure(struct worker *w, size_t i, dq_fail_mode mode,
 {
     const dq_job *job = &w->batch.jobs[i];
     struct report *r = add_report(w, DQ_SCRIPT_FAIL);
-    dq_retry_policy policy = w->q->retry;
-    policy.default_max_attempts = dconfig_max_attempts(w->dc, w->q, job->type);
+    dq_retry_policy policy = dconfig_retry_for(w->dc, w->q, job->type);
     snprintf(r->error, sizeof r->error, "%s", error);
     r->counts = slot_type_entry(w->slot, job->type);
     proto_fail_cmd(&r->cmd, batch_keys(w), job->id, job->fence, r->error, mode, delay_ms,
@@ -1050,7 +1050,10 @@ static int worker_setup(struct worker *w)
     if (subscribe_wake(w) < 0)
         return DAEMON_EXIT_SOFTWARE;
     struct timeval poll = { 0, STOP_POLL_MS * 1000 };
-    evtimer_add(w->stop_poll, &poll);
+    if (evtimer_add(w->stop_poll, &poll) < 0) {
+        log_err("cannot arm the stop poll");
+        return DAEMON_EXIT_SOFTWARE;
+    }
     return DAEMON_EXIT_OK;
 }
 
