@@ -180,7 +180,7 @@ class Client:
             o.user = unquote(u.username)
         if u.password is not None:
             o.password = unquote(u.password)
-        elif u.username and not u.password:
+        elif u.username and "password_file" not in q:
             o.password, o.user = o.user, None   # redis://secret@host: a password
         for k, v in q.items():
             if k == "password_file":
