@@ -176,6 +176,9 @@ class ClientTest(unittest.TestCase):
                     if replica.raw.info("replication").get("master_link_status") == "up":
                         break
                     time.sleep(0.02)
+            # (a generous timeout: the machine may be loaded)
+            with delayq.Client.from_url("unix://%s?durability=replicated&"
+                                        "replication_timeout_ms=10000" % master.sock) as dq:
                 self.assertEqual(dq.enqueue("q", "t", id="safe"), "safe")
                 got = dq.enqueue_many("q", [{"type": "t", "id": "m%d" % i} for i in range(3)])
                 self.assertTrue(all(e.ok for e in got))
