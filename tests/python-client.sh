@@ -1,7 +1,9 @@
 #!/bin/sh
-# The Python client's own tests (tests/python/test_client.py): the scripts
+# The Python client's own tests: tests/python/test_client.py (the scripts
 # it carries are the C library's, byte for byte; NOSCRIPT; durability;
-# ACL users; URLs and delayqd.conf.  Skipped (77, one line) without
+# ACL users; URLs and delayqd.conf) and tests/python/test_topologies.py (a
+# partitioned queue over a three-master Redis Cluster, Sentinel, TLS with
+# a client certificate).  Skipped (77, one line) without
 # /usr/bin/python3, its redis module (python3-redis) or redis-server.
 set -u
 srcdir=${srcdir:-.}
@@ -14,5 +16,6 @@ skip() { echo "python client tests skipped: $*"; exit 77; }
 { [ -n "$server" ] && [ -x "$server" ]; } || skip "no redis-server (apt-get install redis-server)"
 [ -f "$top/pyclient/delayq/scripts/enqueue.lua" ] \
     || { echo "python client tests: $top/pyclient is not staged (run make)"; exit 1; }
-REDIS_SERVER=$server TOP_BUILDDIR=$top PYTHONPATH=$top/pyclient \
-    exec "$py" "$srcdir/tests/python/test_client.py" -v
+export REDIS_SERVER=$server TOP_BUILDDIR=$top PYTHONPATH=$top/pyclient
+"$py" "$srcdir/tests/python/test_client.py" -v || exit 1
+exec "$py" "$srcdir/tests/python/test_topologies.py" -v

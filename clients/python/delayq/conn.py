@@ -202,6 +202,13 @@ class Conn:
         """EVALSHA of script `name`; SCRIPT LOAD and again on NOSCRIPT; WAIT
         after a write under durability "replicated"."""
         s = _scripts.get(name)
+        if self.cluster:
+            # by the master of the keys, as a pipeline of one (redis-py's
+            # cluster client logs every NOSCRIPT as an exception)
+            reply = self.run_many(name, [(keys, args)])[0]
+            if isinstance(reply, Exception):
+                raise translate(self.o, reply, name)
+            return reply
 
         def once():
             try:
@@ -217,6 +224,35 @@ class Conn:
     def command(self, *args, what=None):
         return self._retrying(lambda: self.r.execute_command(*args), what or args[0])
 
+    def _send_by_node(self, s, batch):
+        """A cluster's pipeline: the calls grouped by the master that holds
+        their keys, one round trip to each (redis-py 4.3's own cluster
+        pipeline refuses EVALSHA).  A call that met MOVED, ASK, TRYAGAIN
+        or CLUSTERDOWN ran nothing: the slot map is read again and those
+        calls are sent again, a few times."""
+        replies = [None] * len(batch)
+        todo = list(range(len(batch)))
+        for attempt in range(5):
+            groups = {}
+            for i in todo:
+                node = self.r.get_node_from_key(batch[i][0][0])
+                groups.setdefault(node.name, (node, []))[1].append(i)
+            for node, idx in groups.values():
+                p = node.redis_connection.pipeline(transaction=False)
+                for i in idx:
+                    keys, args = batch[i]
+                    p.evalsha(s.sha, len(keys), *keys, *args)
+                for i, rep in zip(idx, p.execute(raise_on_error=False)):
+                    replies[i] = rep
+            todo = [i for i in todo if isinstance(replies[i], (rex.MovedError, rex.AskError,
+                                                                rex.TryAgainError,
+                                                                rex.ClusterDownError))]
+            if not todo:
+                break
+            time.sleep(0.05 * (attempt + 1))
+            self.r.nodes_manager.initialize()
+        return replies
+
     def run_many(self, name, calls):
         """Pipeline the calls [(keys, args)] of one script: one round trip
         (per master, in a cluster); the scripts missing after a restart are
@@ -225,6 +261,8 @@ class Conn:
         s = _scripts.get(name)
 
         def send(batch):
+            if self.cluster:
+                return self._send_by_node(s, batch)
             p = self.r.pipeline(transaction=False)
             for keys, args in batch:
                 p.evalsha(s.sha, len(keys), *keys, *args)
