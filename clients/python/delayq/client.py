@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 from urllib.parse import parse_qs, unquote, urlparse
 
 from . import errors, keys
-from .conn import Conn, Options
+from .conn import Conn, Options, translate
 from .errors import (DeadError, ExistsError, InvalidError, NotFoundError, RedisError,
                      RunningError, TooLargeError)
 from .jobs import DeadJob, DeadPage, Enqueued, Job, Schedule, Stats
@@ -262,9 +262,8 @@ class Client:
             p.sadd(keys.registry_key(self.prefix), queue)
             p.hsetnx(keys.meta_key(self.prefix, queue), "protocol", PROTOCOL_VERSION)
             p.execute()
-        except Exception as e:
-            err = self.conn and __import__("delayq.conn", fromlist=["translate"]).translate(
-                self.options, e, "SADD")
+        except Exception as e:  # redis-py's, as a delayq.Error
+            err = translate(self.options, e, "SADD")
             if isinstance(err, errors.ConnectError):
                 self._forget()
             raise err from None
@@ -366,8 +365,6 @@ class Client:
         except errors.Error as e:
             if isinstance(e, errors.ConnectError):
                 self._forget()
-            for _, j in good:
-                pass
             for i, _ in good:
                 out[i].error = e
             return out

@@ -33,8 +33,6 @@ def _duration(s):
     if not s:
         raise ValueError("empty duration")
     total, parts = 0, 0
-    for num, unit in re.findall(r"(\d+)([a-z]*)", s):
-        pass
     if not re.fullmatch(r"(\d+[a-z]*)+", s):
         raise ValueError("expected a number (durations look like 500ms, 30s, 15m, 2h, 1d)")
     for num, unit in re.findall(r"(\d+)([a-z]*)", s):

@@ -131,7 +131,7 @@ def check_named_id(job_id):
     """An id that names an existing job (show, cancel, ...)."""
     if job_id is None or to_bytes(job_id) == b"":
         raise InvalidError("job id is empty")
-    return to_bytes(job_id).decode("latin-1")
+    return job_id
 
 
 def check_schedule_name(name):
