@@ -4,7 +4,6 @@ The same operations, arguments, checks and messages as libdelayq (the C
 client); the same scripts (see scripts.py); docs/protocol.md is the
 contract.
 """
-import os
 import random
 from datetime import datetime, timedelta
 from urllib.parse import parse_qs, unquote, urlparse
