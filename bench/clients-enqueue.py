@@ -7,8 +7,10 @@ push_bulk), into a private redis-server on a unix socket.
     python3 bench/clients-enqueue.py --build BUILD [-n 10000] [--rounds 3]
 
 For each row and round: FLUSHALL, CONFIG RESETSTAT, the run, then INFO
-commandstats: jobs/s (client wall time) and Redis's own µs per job (the
-usec of every command, summed, over N).  Prints the median of the rounds;
+commandstats: jobs/s (client wall time), Redis's time in commands per job
+(commandstats, each command once: see command_usec) and redis-server's
+CPU per job (INFO cpu, which also counts reading and writing the
+sockets).  Prints the median of the rounds;
 the rows alternate within each round.  Sidekiq is skipped (one line) when
 ruby or its sidekiq gem is missing (apt-get install ruby-sidekiq).
 """
@@ -48,8 +50,24 @@ def external_run(argv):
     return float(out.stdout.strip().splitlines()[-1])
 
 
-def redis_usec(r):
-    return sum(v.get("usec", 0) for k, v in r.info("commandstats").items())
+def command_usec(r):
+    """Redis's time in commands (INFO commandstats), each counted once: a
+    script's usec already holds the commands it called (which commandstats
+    also lists on their own), so with EVALSHA only the top-level commands
+    a delayq client sends count: evalsha and the registration's."""
+    stats = r.info("commandstats")
+    stats = {k.replace("cmdstat_", ""): v for k, v in stats.items()
+             if not k.startswith("cmdstat_config")}
+    if "evalsha" in stats:
+        return sum(stats.get(k, {}).get("usec", 0) for k in ("evalsha", "sadd", "hsetnx",
+                                                             "hmget", "ping", "time"))
+    return sum(v.get("usec", 0) for v in stats.values())
+
+
+def cpu_usec(r):
+    """redis-server's CPU (user + sys) so far, in µs."""
+    info = r.info("cpu")
+    return (info["used_cpu_user"] + info["used_cpu_sys"]) * 1e6
 
 
 def main():
@@ -92,24 +110,27 @@ def main():
                 break
             except redis.exceptions.ConnectionError:
                 time.sleep(0.02)
-        results = {name: ([], []) for name, _ in rows}
+        results = {name: ([], [], []) for name, _ in rows}
         for rnd in range(a.rounds):
             order = rows if rnd % 2 == 0 else list(reversed(rows))
             for name, fn in order:
                 r.flushall()
                 r.config_resetstat()
+                cpu0 = cpu_usec(r)
                 secs = fn(sock)
-                usec = redis_usec(r)
+                cpu = cpu_usec(r) - cpu0
+                usec = command_usec(r)
                 results[name][0].append(a.n / secs)
                 results[name][1].append(usec / a.n)
+                results[name][2].append(cpu / a.n)
         print("%d jobs per run, %d rounds, medians (redis-server %s)"
               % (a.n, a.rounds, r.info("server")["redis_version"]))
-        print("| client | jobs/s | Redis µs/job |")
-        print("| --- | ---: | ---: |")
+        print("| client | jobs/s | Redis command µs/job | redis-server CPU µs/job |")
+        print("| --- | ---: | ---: | ---: |")
         for name, _ in rows:
-            js, us = results[name]
-            print("| %s | %s | %.1f |" % (name, format(int(statistics.median(js)), ","),
-                                          statistics.median(us)))
+            js, us, cpu = results[name]
+            print("| %s | %s | %.1f | %.1f |" % (name, format(int(statistics.median(js)), ","),
+                                                 statistics.median(us), statistics.median(cpu)))
     finally:
         proc.terminate()
         proc.wait()
