@@ -3,7 +3,9 @@
 # it carries are the C library's, byte for byte; NOSCRIPT; durability;
 # ACL users; URLs and delayqd.conf) and tests/python/test_topologies.py (a
 # partitioned queue over a three-master Redis Cluster, Sentinel, TLS with
-# a client certificate).  Skipped (77, one line) without
+# a client certificate) and tests/python/test_daemon.py (with the real
+# delayqd: jobs from Python and from C run once with their bytes, a dead
+# job made by C is requeued by Python, a schedule from Python fires).  Skipped (77, one line) without
 # /usr/bin/python3, its redis module (python3-redis) or redis-server.
 set -u
 srcdir=${srcdir:-.}
@@ -18,4 +20,5 @@ skip() { echo "python client tests skipped: $*"; exit 77; }
     || { echo "python client tests: $top/pyclient is not staged (run make)"; exit 1; }
 export REDIS_SERVER=$server TOP_BUILDDIR=$top PYTHONPATH=$top/pyclient
 "$py" "$srcdir/tests/python/test_client.py" -v || exit 1
-exec "$py" "$srcdir/tests/python/test_topologies.py" -v
+"$py" "$srcdir/tests/python/test_topologies.py" -v || exit 1
+exec "$py" "$srcdir/tests/python/test_daemon.py" -v
