@@ -5,129 +5,29 @@ client); the same scripts (see scripts.py); docs/protocol.md is the
 contract.
 """
 import random
-from datetime import datetime, timedelta
 from urllib.parse import parse_qs, unquote, urlparse
 
 from . import errors, keys
 from .conn import Conn, Options, translate
 from .errors import (DeadError, ExistsError, InvalidError, NotFoundError, RedisError,
-                     RunningError, TooLargeError)
-from .jobs import DeadJob, DeadPage, Enqueued, Job, Schedule, Stats
+                     RunningError)
+from .jobs import DeadJob, DeadPage, Enqueued, Job, Stats
+from .request import Request
+from .schedules import Schedules
 
 # The protocol version this client writes and the newest it can read: the
 # meta field `protocol` of a queue (docs/protocol.md, "Versioning").
 PROTOCOL_VERSION = 1
-PRIORITIES = {"high": 0, "normal": 5, "low": 9}
 ENQUEUE_CHUNK = 1000   # jobs per enqueue_many call, as libdelayq
 ADMIN_BATCH = 500      # dead jobs moved per script call
 DEAD_PAGE_MAX = 10000
-CATCH_UP = ("one", "all", "none")
 
 
 def _text(b):
     return b.decode("utf-8", "replace") if isinstance(b, bytes) else str(b)
 
 
-def _int(v):
-    return int(v) if v is not None else 0
-
-
-def _payload_bytes(payload):
-    if payload is None:
-        return b""
-    if isinstance(payload, str):
-        return payload.encode("utf-8")
-    if isinstance(payload, (bytes, bytearray, memoryview)):
-        return bytes(payload)
-    raise InvalidError("payload is a %s, not bytes or str" % type(payload).__name__)
-
-
-def _ms_of_delay(delay):
-    if isinstance(delay, timedelta):
-        return delay // timedelta(milliseconds=1)
-    if isinstance(delay, bool) or not isinstance(delay, int):
-        raise InvalidError("delay %r is not a timedelta or whole milliseconds" % (delay,))
-    return delay
-
-
-def _ms_of_time(at):
-    if isinstance(at, datetime):
-        if at.tzinfo is None:
-            raise InvalidError("time %s has no time zone (give tzinfo, e.g. timezone.utc)"
-                               % at.isoformat())
-        return int(at.timestamp() * 1000)
-    if isinstance(at, bool) or not isinstance(at, int):
-        raise InvalidError("time %r is not a datetime or Unix milliseconds" % (at,))
-    return at
-
-
-def _priority(p):
-    if p is None:
-        return 5
-    if isinstance(p, str) and p in PRIORITIES:
-        return PRIORITIES[p]
-    if isinstance(p, str) and len(p) == 1 and p.isdigit():
-        return int(p)
-    if isinstance(p, int) and not isinstance(p, bool) and 0 <= p <= 9:
-        return p
-    raise InvalidError('priority %r is not 0..9, "high", "normal" or "low"' % (p,))
-
-
-def _local_now_ms():
-    import time
-    return int(time.time() * 1000)
-
-
-class _Job:
-    """One enqueue request, checked as libdelayq's check_request does."""
-
-    def __init__(self, c, queue, type, payload, delay, at, id, replace, priority,
-                 max_attempts):
-        keys.check_type(type)
-        self.type = keys.to_bytes(type)
-        self.id = keys.check_id(id) if id not in (None, "", b"") else ""
-        self.payload = _payload_bytes(payload)
-        if len(self.payload) > c.max_payload:
-            raise TooLargeError("payload is %d bytes, over the limit of %d"
-                                % (len(self.payload), c.max_payload))
-        if isinstance(max_attempts, bool) or not isinstance(max_attempts, int):
-            raise InvalidError("max attempts %r is not a whole number" % (max_attempts,))
-        if max_attempts < 0:
-            raise InvalidError("max attempts is negative")
-        if max_attempts > keys.MAX_ATTEMPTS:
-            raise InvalidError("max attempts %d is over %d" % (max_attempts, keys.MAX_ATTEMPTS))
-        self.max_attempts = max_attempts
-        self.priority = _priority(priority)
-        self.replace = bool(replace)
-        if delay is not None and at is not None:
-            raise InvalidError("give a delay or a time (at), not both")
-        self.at = None
-        self.delay = 0
-        if at is not None:
-            self.at = _ms_of_time(at)
-            if self.at < 0 or self.at > _local_now_ms() + keys.MAX_AHEAD_MS:
-                raise InvalidError("time %d (Unix ms) is negative or more than 100 years "
-                                   "from now" % self.at)
-        elif delay is not None:
-            self.delay = _ms_of_delay(delay)
-            if self.delay < 0 or self.delay > keys.MAX_AHEAD_MS:
-                raise InvalidError("delay %d ms is not in 0..%d (100 years)"
-                                   % (self.delay, keys.MAX_AHEAD_MS))
-
-    def when(self):
-        """enqueue_many's when: r to replace, @ for a time, /L for a level."""
-        s = ("r" if self.replace else "") + ("@%d" % self.at if self.at is not None
-                                              else "%d" % self.delay)
-        return s + ("/%d" % self.priority if self.priority != 5 else "")
-
-    def body_head(self):
-        """The record body's start: array of 6, type, payload, max_attempts."""
-        from .msgpack import array_head, str_head, uint
-        return (array_head(6) + str_head(len(self.type)) + self.type
-                + str_head(len(self.payload)) + self.payload + uint(self.max_attempts))
-
-
-class Client:
+class Client(Schedules):
     """A connection to the Redis that holds the jobs.  Not thread-safe:
     one Client per thread (or share one behind a lock)."""
 
@@ -285,7 +185,7 @@ class Client:
         replace is false; RunningError when replace meets a job being
         processed."""
         queue = keys.check_queue(queue)
-        j = _Job(self, queue, type, payload, delay, at, id, replace, priority, max_attempts)
+        j = Request(self, queue, type, payload, delay, at, id, replace, priority, max_attempts)
         self._register(queue)
         n = self._nparts(queue)
         if j.id:
@@ -323,7 +223,7 @@ class Client:
         for spec in jobs:
             try:
                 spec = dict(spec)
-                j = _Job(self, queue, spec.pop("type", None), spec.pop("payload", b""),
+                j = Request(self, queue, spec.pop("type", None), spec.pop("payload", b""),
                          spec.pop("delay", None), spec.pop("at", None), spec.pop("id", None),
                          spec.pop("replace", False), spec.pop("priority", None),
                          spec.pop("max_attempts", 0))
@@ -563,96 +463,6 @@ class Client:
     def server_time_ms(self) -> int:
         sec, usec = self._cmd("TIME")
         return int(sec) * 1000 + int(usec) // 1000
-
-    # ---- recurring schedules ------------------------------------------------
-
-    def _sched_keys(self, queue):
-        n = self._nparts(queue)
-        queue = keys.check_queue(queue)
-        ks, wake = self._keys(queue, 0, n)
-        return ks + keys.sched_keys(self.prefix, queue, n), wake
-
-    def schedule_add(self, queue, name, type, expr, payload=b"", *, tz=None,
-                     max_attempts=0, catch_up="one", replace=False) -> int:
-        """Store a recurring schedule; returns its first tick (Unix ms).
-        expr: five-field cron, "@every 90s", "@daily", ...; tz: an IANA
-        zone (None: UTC).  ExistsError when the name is taken."""
-        from . import cron
-        queue = keys.check_queue(queue)
-        keys.check_schedule_name(name)
-        keys.check_type(type)
-        e = cron.parse(expr)
-        cron.check_zone(tz)
-        data = _payload_bytes(payload)
-        if len(data) > self.max_payload:
-            raise TooLargeError("payload is %d bytes, over the limit of %d"
-                                % (len(data), self.max_payload))
-        if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) \
-                or max_attempts < 0:
-            raise InvalidError("max attempts is negative")
-        if catch_up not in CATCH_UP:
-            raise InvalidError("catch-up policy %r is not one, all or none" % (catch_up,))
-        ks, _ = self._sched_keys(queue)
-        now = self.server_time_ms()
-        nxt = cron.first_tick(e, tz, now)
-        if nxt < 0:
-            raise InvalidError('expression "%s" fires at no time in the next eight years'
-                               % expr)
-        self._register(queue)
-        r = self._run("sched_add", ks, [name, expr, tz or "", type, data, max_attempts,
-                                        catch_up, nxt, 1 if replace else 0])
-        if _text(r[0]) == "exists":
-            raise ExistsError("schedule %s already exists in queue %s (use replace)"
-                              % (name, queue))
-        if _text(r[0]) not in ("ok", "replaced", "same"):
-            raise RedisError("unexpected reply from the sched_add script")
-        return int(r[1])
-
-    def schedule_list(self, queue):
-        """The queue's schedules, soonest next tick first."""
-        ks, _ = self._sched_keys(queue)
-        r = self._run("sched_list", ks, [-1, 10000])
-        out = []
-        for i in range(1, len(r), 9):
-            out.append(Schedule(name=_text(r[i]), expr=_text(r[i + 1]), tz=_text(r[i + 2]),
-                                type=_text(r[i + 3]), payload=bytes(r[i + 4]),
-                                max_attempts=int(r[i + 5]),
-                                catch_up=_text(r[i + 6]) if _text(r[i + 6]) in CATCH_UP
-                                else "one",
-                                next_ms=int(r[i + 7]), readable=int(r[i + 8]) == 1))
-        return out
-
-    def schedule_remove(self, queue, name) -> None:
-        """Delete a schedule; NotFoundError when there is none."""
-        keys.check_schedule_name(name)
-        ks, _ = self._sched_keys(queue)
-        if int(self._run("sched_remove", ks, [name])) != 1:
-            raise NotFoundError("no schedule %s in queue %s" % (name, queue))
-
-    def schedule_run_now(self, queue, name) -> str:
-        """Make one job of the schedule now; returns its id
-        (NAME@now-2026-11-23T10:05:00.123Z)."""
-        keys.check_schedule_name(name)
-        ks, wake = self._sched_keys(queue)
-        now = self.server_time_ms()
-        job_id = "%s@now-%s" % (name, iso_ms(now))
-        r = self._run("sched_fire", ks, [wake, name, "-", now, job_id, 0])
-        st = _text(r[0])
-        if st == "missing":
-            raise NotFoundError("no schedule %s in queue %s" % (name, queue))
-        if st == "exists":
-            raise ExistsError("job %s exists already" % job_id)
-        if st != "fired":
-            raise RedisError("unexpected reply from the sched_fire script")
-        return job_id
-
-
-def iso_ms(ms):
-    """2026-11-23T10:05:00.123Z, as libdelayq's timefmt_iso."""
-    from datetime import timezone
-    t = datetime.fromtimestamp(ms // 1000, tz=timezone.utc)
-    return "%s.%03dZ" % (t.strftime("%Y-%m-%dT%H:%M:%S"), ms % 1000)
-
 
 def check_protocol(queue, proto):
     """Refuse a queue whose data was written with a newer protocol."""
