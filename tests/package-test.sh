@@ -150,8 +150,14 @@ say "built the upgrade test packages, version $new_version"
 if [ -n "$debs_out" ]; then
     mkdir -p "$debs_out/old" "$debs_out/new"
     rm -f "$debs_out"/old/*.deb "$debs_out"/new/*.deb
-    cp "${debs[@]}" "$debs_out/old/"
-    cp "${new_debs[@]}" "$debs_out/new/"
+    # Not python3-delayq: tests/systemd-test.sh installs these with dpkg -i
+    # in a tree without python3-redis.
+    for deb in "${debs[@]}"; do
+        [[ $deb == */python3-delayq_* ]] || cp "$deb" "$debs_out/old/"
+    done
+    for deb in "${new_debs[@]}"; do
+        [[ $deb == */python3-delayq_* ]] || cp "$deb" "$debs_out/new/"
+    done
     say "copied the packages to $debs_out/old ($version) and $debs_out/new ($new_version)"
 fi
 
