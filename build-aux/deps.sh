@@ -9,11 +9,13 @@
 # brings redis-cli) for the demo's and the tests' private servers; Check,
 # faketime and mandoc for the tests (mandoc lints the man pages; Debian's
 # minimal images have no groff to fall back on); tzdata for the schedules'
-# time zones (and their daylight-saving tests).
+# time zones (and their daylight-saving tests); python3 and python3-redis for
+# the Python client (clients/python) and its tests, and dh-python,
+# python3-all and python3-setuptools, which debian/ builds python3-delayq with.
 # shellcheck disable=SC2034 # used by the scripts that source this file
 DEPS_PACKAGES=(build-essential autoconf automake libtool pkg-config
     libhiredis-dev libevent-dev libssl-dev libconfig-dev redis-server check faketime mandoc
-    tzdata openssl)
+    tzdata openssl python3 python3-redis dh-python python3-all python3-setuptools)
 
 # For the dashboard's browser test (tests/browser-ui.sh): Debian's Chromium,
 # its chromedriver, and python3 to drive it (some 400 MB): `./quickstart

@@ -18,6 +18,7 @@
 
 #include "client_test.h"
 
+#include "lib/cluster_map.h"
 #include "lib/keys.h"
 #include "lib/scripts.h"
 
@@ -891,6 +892,14 @@ START_TEST(schedule_ids_map_to_partition_0)
     ck_assert_uint_eq(keys_partition_of("1234", 16), 1234 % 16);
     /* longer than any integer type: (10^23 - 1) mod 7 is 4 */
     ck_assert_uint_eq(keys_partition_of("99999999999999999999999", 7), 4);
+    /* A producer may not take that form (it would route to partition 0,
+     * not by its CRC16); a near miss is an ordinary id. */
+    ck_assert_ptr_nonnull(keys_check_id("invoice@2026-01-06T00:00:00Z"));
+    ck_assert_ptr_nonnull(keys_check_id("invoice@now-2026-01-06T00:00:00.5Z"));
+    ck_assert_ptr_null(keys_check_id("invoice@2026-01-06T00:00:00"));
+    ck_assert_ptr_null(keys_check_id("a@b@2026-01-06T00:00:00Z"));
+    ck_assert_uint_eq(keys_partition_of("a@b@2026-01-06T00:00:00Z", 16),
+                      cluster_crc16("a@b@2026-01-06T00:00:00Z", 24) % 16);
 }
 END_TEST
 

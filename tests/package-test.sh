@@ -25,7 +25,7 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 keep=${PACKAGE_TEST_KEEP:-0}
 debs_out=${PACKAGE_TEST_DEBS:-}
-packages=(delayq libdelayq5 libdelayq-dev)
+packages=(delayq libdelayq5 libdelayq-dev python3-delayq)
 installed_by_us=0
 work=
 
@@ -121,6 +121,7 @@ build_debs() {
     built_debs=()
     for p in "${packages[@]}"; do
         deb=$work/${p}_${v}_${arch}.deb
+        [ -f "$deb" ] || deb=$work/${p}_${v}_all.deb   # python3-delayq
         [ -f "$deb" ] || fail "dpkg-buildpackage made no $(basename "$deb")"
         built_debs+=("$deb")
     done
@@ -149,8 +150,14 @@ say "built the upgrade test packages, version $new_version"
 if [ -n "$debs_out" ]; then
     mkdir -p "$debs_out/old" "$debs_out/new"
     rm -f "$debs_out"/old/*.deb "$debs_out"/new/*.deb
-    cp "${debs[@]}" "$debs_out/old/"
-    cp "${new_debs[@]}" "$debs_out/new/"
+    # Not python3-delayq: tests/systemd-test.sh installs these with dpkg -i
+    # in a tree without python3-redis.
+    for deb in "${debs[@]}"; do
+        [[ $deb == */python3-delayq_* ]] || cp "$deb" "$debs_out/old/"
+    done
+    for deb in "${new_debs[@]}"; do
+        [[ $deb == */python3-delayq_* ]] || cp "$deb" "$debs_out/new/"
+    done
     say "copied the packages to $debs_out/old ($version) and $debs_out/new ($new_version)"
 fi
 
@@ -293,6 +300,41 @@ else
     say "no C compiler: skipping the libdelayq-dev build checks"
 fi
 
+# python3-delayq: the module imports with Debian's python3-redis, carries the
+# same scripts as /usr/share/delayq/scripts, and enqueues through a private
+# redis-server (when one is installed).
+pymod=$(/usr/bin/python3 -c 'import delayq, os; print(os.path.dirname(delayq.__file__))') \
+    || fail "python3-delayq: import delayq fails"
+for lua in /usr/share/delayq/scripts/*.lua; do
+    cmp -s "$lua" "$pymod/scripts/$(basename "$lua")" \
+        || fail "python3-delayq: $pymod/scripts/$(basename "$lua") differs from $lua"
+done
+if command -v redis-server >/dev/null; then
+    mkdir -m 0700 "$work/redis"
+    redis-server --port 0 --unixsocket "$work/redis/r.sock" --save '' --appendonly no \
+        --dir "$work/redis" >"$work/redis/log" 2>&1 &
+    redis_pid=$!
+    for _ in $(seq 100); do [ -S "$work/redis/r.sock" ] && break; sleep 0.05; done
+    got=$(/usr/bin/python3 - "$work/redis/r.sock" <<'EOF'
+import sys
+from datetime import timedelta
+import delayq
+with delayq.Client.from_url("unix://" + sys.argv[1]) as dq:
+    dq.enqueue("orders", "order.cancel", b'{"order":1234}', delay=timedelta(minutes=30),
+               id="order:1234:cancel")
+    job = dq.show("orders", "order:1234:cancel")
+    print(job.state, job.payload.decode(), dq.cancel("orders", "order:1234:cancel"))
+EOF
+    ) || { kill "$redis_pid"; fail "python3-delayq: enqueueing through it failed"; }
+    kill "$redis_pid"
+    wait "$redis_pid" 2>/dev/null || true
+    [ "$got" = 'delayed {"order":1234} True' ] \
+        || fail "python3-delayq: enqueue, show, cancel gave '$got'"
+    say "python3-delayq: enqueued, shown and cancelled a job in a private redis-server"
+else
+    say "python3-delayq: imports, scripts identical (no redis-server to enqueue into)"
+fi
+
 # ---- the units ----------------------------------------------------------------
 if ! command -v systemd-analyze >/dev/null; then
     say "systemd-analyze not installed: skipping the unit checks"
@@ -361,7 +403,7 @@ for p in "${packages[@]}"; do
         fail "$p is still known to dpkg after the purge"
     fi
 done
-for f in "${files[@]}" /etc/delayq /usr/share/delayq "$libdir/delayq" /usr/include/delayq \
+for f in "${files[@]}" /etc/delayq /usr/share/delayq "$libdir/delayq" /usr/include/delayq "$pymod" \
     /etc/systemd/system/multi-user.target.wants/delayqd.service; do
     if [ -e "$f" ] || [ -L "$f" ]; then fail "$f is left after the purge"; fi
 done

@@ -409,27 +409,72 @@ static dq_status pipeline_unguarded(dq_client *c, struct cmd *cmds, size_t n,
     return st;
 }
 
-/* The registry's SADD in cluster mode: routed like any command (the map's
- * refresh forgets what was registered, as a reconnect does). */
+/* The two commands that register `queue`: SADD to the registry, and the
+ * protocol marker on its meta hash, set once (HSETNX: an older version
+ * written there stays, and is refused by part_lookup when too new). */
+struct registration {
+    char registry[KEYS_NAME_MAX];
+    struct queue_keys k;
+    char version[12];
+    const char *sadd[3];
+    const char *mark[4];
+};
+
+static void registration_init(struct registration *g, const dq_client *c, const char *queue)
+{
+    keys_registry(g->registry, sizeof g->registry, c->prefix);
+    keys_build(&g->k, c->prefix, queue);
+    snprintf(g->version, sizeof g->version, "%d", KEYS_PROTOCOL_VERSION);
+    g->sadd[0] = "SADD";
+    g->sadd[1] = g->registry;
+    g->sadd[2] = queue;
+    g->mark[0] = "HSETNX";
+    g->mark[1] = g->k.key[4];
+    g->mark[2] = KEYS_PROTOCOL_FIELD;
+    g->mark[3] = g->version;
+}
+
+/* The registration in cluster mode: each command routed by its key (the
+ * map's refresh forgets what was registered, as a reconnect does). */
 static dq_status register_routed(dq_client *c, const char *queue)
 {
     if (strcmp(c->registered, queue) == 0)
         return DQ_OK;
-    char key[KEYS_NAME_MAX];
-    keys_registry(key, sizeof key, c->prefix);
-    struct cmd cmd;
-    cmd_init(&cmd);
-    cmd_push_str(&cmd, "SADD");
-    cmd_push_str(&cmd, key);
-    cmd_push_str(&cmd, queue);
-    redisReply *r = NULL;
-    dq_status st = cluster_run(c, &cmd, -1, &r, 0);
-    cmd_free(&cmd);
-    if (r)
-        freeReplyObject(r);
+    struct registration g;
+    registration_init(&g, c, queue);
+    dq_status st = DQ_OK;
+    for (int i = 0; i < 2 && st == DQ_OK; i++) {
+        struct cmd cmd;
+        cmd_init(&cmd);
+        for (int a = 0; a < (i == 0 ? 3 : 4); a++)
+            cmd_push_str(&cmd, i == 0 ? g.sadd[a] : g.mark[a]);
+        redisReply *r = NULL;
+        st = cluster_run(c, &cmd, -1, &r, 0);
+        cmd_free(&cmd);
+        if (r)
+            freeReplyObject(r);
+    }
     if (st == DQ_OK)
         snprintf(c->registered, sizeof c->registered, "%s", queue);
     return st;
+}
+
+/* Send both registration commands in one write and read both replies
+ * into r[0], r[1] (NULL when the connection broke: the caller frees what
+ * is there). */
+static void registration_send(dq_client *c, struct registration *g, redisReply *r[2])
+{
+    r[0] = r[1] = NULL;
+    if (redisAppendCommandArgv(c->rc, 3, g->sadd, NULL) != REDIS_OK
+        || redisAppendCommandArgv(c->rc, 4, g->mark, NULL) != REDIS_OK
+        || redis_io_flush(c->rc) != REDIS_OK)
+        return;
+    for (int i = 0; i < 2; i++) {
+        void *got = NULL;
+        if (redis_io_get_reply(c->rc, &got) != REDIS_OK)
+            return;
+        r[i] = got;
+    }
 }
 
 static dq_status register_unguarded(dq_client *c, const char *queue)
@@ -443,26 +488,33 @@ static dq_status register_unguarded(dq_client *c, const char *queue)
         return st;
     if (strcmp(c->registered, queue) == 0)
         return DQ_OK;
-    char key[KEYS_NAME_MAX];
-    keys_registry(key, sizeof key, c->prefix);
-    const char *argv[3] = { "SADD", key, queue };
-    redisReply *r = redis_io_command(c->rc, 3, argv, NULL);
+    struct registration g;
+    registration_init(&g, c, queue);
+    redisReply *r[2];
     struct failover_wait fw = FAILOVER_WAIT_INIT;
-    while (r && redis_conn_is_failover(r)) {
-        if ((st = await_master(c, r, &fw)) != DQ_OK)
+    for (;;) {
+        registration_send(c, &g, r);
+        if (!r[0] || !r[1]) {
+            if (r[0])
+                freeReplyObject(r[0]);
+            return broken(c, "SADD");
+        }
+        if (!redis_conn_is_failover(r[0]) && !redis_conn_is_failover(r[1]))
+            break;
+        /* await_master names (and frees) the failover reply */
+        int which = redis_conn_is_failover(r[0]) ? 0 : 1;
+        freeReplyObject(r[1 - which]);
+        if ((st = await_master(c, r[which], &fw)) != DQ_OK)
             return st;
-        r = redis_io_command(c->rc, 3, argv, NULL);
     }
-    if (!r)
-        return broken(c, "SADD");
-    if (r->type == REDIS_REPLY_ERROR) {
-        st = client_check_reply(c, r, "SADD");
-        freeReplyObject(r);
-        return st;
+    for (int i = 0; i < 2; i++) {
+        if (st == DQ_OK && r[i]->type == REDIS_REPLY_ERROR)
+            st = client_check_reply(c, r[i], i == 0 ? "SADD" : "HSETNX");
+        freeReplyObject(r[i]);
     }
-    freeReplyObject(r);
-    snprintf(c->registered, sizeof c->registered, "%s", queue);
-    return DQ_OK;
+    if (st == DQ_OK)
+        snprintf(c->registered, sizeof c->registered, "%s", queue);
+    return st;
 }
 
 /* ---- replicated durability ---------------------------------------------- */

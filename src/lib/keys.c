@@ -157,5 +157,10 @@ const char *keys_check_id(const char *id)
         return "job id has a space or a non-printable character";
     if (strspn(id, "0123456789") == strlen(id))
         return "job id is all digits (that form is kept for generated ids)";
+    /* Routed to partition 0 as a schedule's job would be: refused, so that
+     * a producer's id always routes by its CRC16. */
+    if (keys_is_schedule_id(id))
+        return "job id has the form NAME@2026-01-06T00:00:00Z, kept for the jobs of "
+               "recurring schedules";
     return NULL;
 }

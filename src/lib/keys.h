@@ -51,6 +51,17 @@ void keys_build(struct queue_keys *k, const char *prefix, const char *queue);
 #define KEYS_PARTITIONS_MAX 256
 #define KEYS_PARTITIONS_FIELD "partitions"
 
+/*
+ * The protocol version a queue's data was written with: the field
+ * KEYS_PROTOCOL_FIELD of the unpartitioned meta hash P:{Q}:meta, set
+ * (HSETNX) when a producer's connection first registers the queue, and
+ * read with the partition count (so neither costs an enqueue anything).
+ * Absent means 1.  A client refuses a queue whose version is newer than
+ * KEYS_PROTOCOL_VERSION (docs/protocol.md, "Versioning").
+ */
+#define KEYS_PROTOCOL_FIELD "protocol"
+#define KEYS_PROTOCOL_VERSION 1
+
 /* keys_build for partition `part` of a queue of `nparts` partitions. */
 void keys_build_part(struct queue_keys *k, const char *prefix, const char *queue,
                      unsigned part, unsigned nparts);

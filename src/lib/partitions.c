@@ -23,9 +23,28 @@ void part_keys(const dq_client *c, const char *queue, unsigned part, unsigned n,
 }
 
 /*
- * Read the stored count of `queue` from Redis (HGET on the unpartitioned
- * meta hash): 1 when the field is absent.  A field that is not a count in
- * 1..KEYS_PARTITIONS_MAX is DQ_ERR_REDIS: every key would be guessed.
+ * Refuse a queue whose protocol marker (meta field KEYS_PROTOCOL_FIELD,
+ * `r`: the HMGET element) names a version newer than this library's:
+ * its data may hold what this library would misread or damage.
+ */
+static dq_status check_protocol(dq_client *c, const char *queue, const redisReply *r)
+{
+    if (r->type == REDIS_REPLY_NIL)
+        return DQ_OK;
+    if (r->type == REDIS_REPLY_STRING && r->len > 0 && r->len < 10
+        && strspn(r->str, "0123456789") == r->len
+        && strtol(r->str, NULL, 10) <= KEYS_PROTOCOL_VERSION)
+        return DQ_OK;
+    return client_fail(c, DQ_ERR_REDIS, "queue %s holds data of protocol version \"%.20s\"; "
+                       "this client knows versions up to %d: upgrade it", queue,
+                       r->type == REDIS_REPLY_STRING ? r->str : "?", KEYS_PROTOCOL_VERSION);
+}
+
+/*
+ * Read the stored count of `queue` from Redis (HMGET on the unpartitioned
+ * meta hash, with the protocol marker, which is checked here): 1 when the
+ * field is absent.  A field that is not a count in 1..KEYS_PARTITIONS_MAX
+ * is DQ_ERR_REDIS: every key would be guessed.
  */
 static dq_status read_count(dq_client *c, const char *queue, unsigned *n)
 {
@@ -33,27 +52,36 @@ static dq_status read_count(dq_client *c, const char *queue, unsigned *n)
     keys_build(&k, c->prefix, queue);
     struct cmd cmd;
     cmd_init(&cmd);
-    cmd_push_str(&cmd, "HGET");
+    cmd_push_str(&cmd, "HMGET");
     cmd_push_str(&cmd, k.key[4]);
     cmd_push_str(&cmd, KEYS_PARTITIONS_FIELD);
+    cmd_push_str(&cmd, KEYS_PROTOCOL_FIELD);
     redisReply *r;
     dq_status st = client_run(c, &cmd, -1, &r);
     cmd_free(&cmd);
     if (st != DQ_OK)
         return st;
     *n = 1;
-    if (r->type == REDIS_REPLY_STRING) {
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
+        st = client_fail(c, DQ_ERR_REDIS, "unexpected reply to HMGET %s", k.key[4]);
+        freeReplyObject(r);
+        return st;
+    }
+    const redisReply *count = r->element[0];
+    if ((st = check_protocol(c, queue, r->element[1])) != DQ_OK) {
+        /* refused */
+    } else if (count->type == REDIS_REPLY_STRING) {
         char *end;
-        unsigned long v = strtoul(r->str, &end, 10);
-        if (r->len == 0 || *end || r->str[0] < '0' || r->str[0] > '9'
+        unsigned long v = strtoul(count->str, &end, 10);
+        if (count->len == 0 || *end || count->str[0] < '0' || count->str[0] > '9'
             || v < 1 || v > KEYS_PARTITIONS_MAX)
             st = client_fail(c, DQ_ERR_REDIS, "%s field %s is \"%.20s\", not a "
                              "partition count (1..%d)", k.key[4], KEYS_PARTITIONS_FIELD,
-                             r->str, KEYS_PARTITIONS_MAX);
+                             count->str, KEYS_PARTITIONS_MAX);
         else
             *n = (unsigned)v;
-    } else if (r->type != REDIS_REPLY_NIL) {
-        st = client_fail(c, DQ_ERR_REDIS, "unexpected reply to HGET %s", k.key[4]);
+    } else if (count->type != REDIS_REPLY_NIL) {
+        st = client_fail(c, DQ_ERR_REDIS, "unexpected reply to HMGET %s", k.key[4]);
     }
     freeReplyObject(r);
     return st;

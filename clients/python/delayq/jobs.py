@@ -1,0 +1,98 @@
+"""What the calls return: a job as show reads it, a queue's figures, the
+dead list, a schedule."""
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import List, Optional
+
+
+def _dt(ms):
+    return datetime.fromtimestamp(ms / 1000.0, tz=timezone.utc)
+
+
+@dataclass
+class Job:
+    """A job as `show` reads it.  payload is bytes (any bytes); type,
+    last_error are str (decoded as UTF-8, undecodable bytes escaped)."""
+    id: str
+    state: str            # delayed, processing, dead, orphan, unreadable
+    type: str
+    payload: bytes
+    attempts: int         # attempts made (the one running included)
+    max_attempts: int     # 0: the consumer's default
+    priority: int         # 0 (most urgent) .. 9; 5 normal
+    created_ms: int
+    due_ms: int
+    fence: int            # the claim's fence while processing, else 0
+    last_error: str
+    state_ms: int         # due time, lease deadline or time of death
+    now_ms: int           # the server's time when read
+    unreadable: str = ""  # why the record cannot be read, "" when it can
+    where: str = ""       # the set that holds the id
+
+    @property
+    def due(self) -> datetime:
+        return _dt(self.due_ms)
+
+    @property
+    def created(self) -> datetime:
+        return _dt(self.created_ms)
+
+
+@dataclass
+class Stats:
+    delayed: int          # waiting, not yet due
+    due: int              # due, waiting for a worker
+    processing: int
+    expired: int          # processing past their lease
+    dead: int
+    next_due_in_ms: int   # -1 when nothing is delayed
+    now_ms: int
+    due_by_priority: List[int] = field(default_factory=lambda: [0] * 10)
+    paused_since_ms: int = -1
+
+
+@dataclass
+class DeadJob:
+    id: str
+    died_ms: int
+    type: str
+    attempts: int
+    last_error: str
+    payload_bytes: int
+    unreadable: str = ""
+
+
+@dataclass
+class DeadPage:
+    total: int
+    jobs: List[DeadJob]
+
+
+@dataclass
+class Schedule:
+    name: str
+    expr: str
+    tz: str               # "" for UTC
+    type: str
+    payload: bytes
+    max_attempts: int
+    catch_up: str         # one, all, none
+    next_ms: int
+    readable: bool = True
+
+    @property
+    def next(self) -> datetime:
+        return _dt(self.next_ms)
+
+
+@dataclass
+class Enqueued:
+    """One job of enqueue_many: its id and due time, or the error that
+    refused it (then id is the id asked for, or None)."""
+    id: Optional[str]
+    due_ms: int = 0
+    error: Optional[Exception] = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None

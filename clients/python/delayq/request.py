@@ -1,0 +1,103 @@
+"""One enqueue request, checked before anything is sent exactly as
+libdelayq's check_request does (the same order, the same messages)."""
+import time
+from datetime import datetime, timedelta
+
+from . import keys
+from .errors import InvalidError, TooLargeError
+
+PRIORITIES = {"high": 0, "normal": 5, "low": 9}
+
+
+def payload_bytes(payload):
+    if payload is None:
+        return b""
+    if isinstance(payload, str):
+        return payload.encode("utf-8")
+    if isinstance(payload, (bytes, bytearray, memoryview)):
+        return bytes(payload)
+    raise InvalidError("payload is a %s, not bytes or str" % type(payload).__name__)
+
+
+def _ms_of_delay(delay):
+    if isinstance(delay, timedelta):
+        return delay // timedelta(milliseconds=1)
+    if isinstance(delay, bool) or not isinstance(delay, int):
+        raise InvalidError("delay %r is not a timedelta or whole milliseconds" % (delay,))
+    return delay
+
+
+def _ms_of_time(at):
+    if isinstance(at, datetime):
+        if at.tzinfo is None:
+            raise InvalidError("time %s has no time zone (give tzinfo, e.g. timezone.utc)"
+                               % at.isoformat())
+        return int(at.timestamp() * 1000)
+    if isinstance(at, bool) or not isinstance(at, int):
+        raise InvalidError("time %r is not a datetime or Unix milliseconds" % (at,))
+    return at
+
+
+def _priority(p):
+    if p is None:
+        return 5
+    if isinstance(p, str) and p in PRIORITIES:
+        return PRIORITIES[p]
+    if isinstance(p, str) and len(p) == 1 and p.isdigit():
+        return int(p)
+    if isinstance(p, int) and not isinstance(p, bool) and 0 <= p <= 9:
+        return p
+    raise InvalidError('priority %r is not 0..9, "high", "normal" or "low"' % (p,))
+
+
+def _local_now_ms():
+    return int(time.time() * 1000)
+
+
+class Request:
+    """One enqueue request, checked as libdelayq's check_request does."""
+
+    def __init__(self, c, queue, type, payload, delay, at, id, replace, priority,
+                 max_attempts):
+        keys.check_type(type)
+        self.type = keys.to_bytes(type)
+        self.id = keys.check_id(id) if id not in (None, "", b"") else ""
+        self.payload = payload_bytes(payload)
+        if len(self.payload) > c.max_payload:
+            raise TooLargeError("payload is %d bytes, over the limit of %d"
+                                % (len(self.payload), c.max_payload))
+        if isinstance(max_attempts, bool) or not isinstance(max_attempts, int):
+            raise InvalidError("max attempts %r is not a whole number" % (max_attempts,))
+        if max_attempts < 0:
+            raise InvalidError("max attempts is negative")
+        if max_attempts > keys.MAX_ATTEMPTS:
+            raise InvalidError("max attempts %d is over %d" % (max_attempts, keys.MAX_ATTEMPTS))
+        self.max_attempts = max_attempts
+        self.priority = _priority(priority)
+        self.replace = bool(replace)
+        if delay is not None and at is not None:
+            raise InvalidError("give a delay or a time (at), not both")
+        self.at = None
+        self.delay = 0
+        if at is not None:
+            self.at = _ms_of_time(at)
+            if self.at < 0 or self.at > _local_now_ms() + keys.MAX_AHEAD_MS:
+                raise InvalidError("time %d (Unix ms) is negative or more than 100 years "
+                                   "from now" % self.at)
+        elif delay is not None:
+            self.delay = _ms_of_delay(delay)
+            if self.delay < 0 or self.delay > keys.MAX_AHEAD_MS:
+                raise InvalidError("delay %d ms is not in 0..%d (100 years)"
+                                   % (self.delay, keys.MAX_AHEAD_MS))
+
+    def when(self):
+        """enqueue_many's when: r to replace, @ for a time, /L for a level."""
+        s = ("r" if self.replace else "") + ("@%d" % self.at if self.at is not None
+                                              else "%d" % self.delay)
+        return s + ("/%d" % self.priority if self.priority != 5 else "")
+
+    def body_head(self):
+        """The record body's start: array of 6, type, payload, max_attempts."""
+        from .msgpack import array_head, str_head, uint
+        return (array_head(6) + str_head(len(self.type)) + self.type
+                + str_head(len(self.payload)) + self.payload + uint(self.max_attempts))

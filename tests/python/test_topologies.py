@@ -1,0 +1,211 @@
+#!/usr/bin/python3
+"""The Python client over Redis Cluster (a partitioned queue spread over
+three masters), behind Sentinel, and over TLS: real redis-servers on
+loopback ports, started here and stopped by pid."""
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+import redis
+
+import delayq
+
+SERVER = os.environ.get("REDIS_SERVER") or shutil.which("redis-server")
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def wait_for(fn, what, seconds=20):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        try:
+            if fn():
+                return
+        except (redis.exceptions.RedisError, OSError):
+            pass
+        time.sleep(0.05)
+    raise RuntimeError("timed out waiting for " + what)
+
+
+class Procs:
+    def __init__(self):
+        self.tmp = tempfile.mkdtemp(prefix="pytopo.")
+        self.procs = []
+
+    def start(self, name, *args):
+        d = os.path.join(self.tmp, name)
+        os.mkdir(d)
+        p = subprocess.Popen([SERVER] + list(args) + ["--dir", d, "--save", "",
+                                                       "--appendonly", "no"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=d)
+        self.procs.append(p)
+        return d
+
+    def stop(self):
+        for p in self.procs:
+            p.terminate()
+            p.wait()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+class ClusterTest(unittest.TestCase):
+    """A queue of 6 partitions over 3 masters: every call finds its job."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.p = Procs()
+        cls.ports = [free_port() for _ in range(3)]
+        buses = [free_port() for _ in range(3)]
+        for i, port in enumerate(cls.ports):
+            cls.p.start("n%d" % i, "--port", str(port), "--bind", "127.0.0.1",
+                        "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+                        "--cluster-port", str(buses[i]),
+                        "--cluster-node-timeout", "2000")
+        nodes = [redis.Redis(port=port) for port in cls.ports]
+        for n in nodes:
+            wait_for(n.ping, "a cluster node")
+        bounds = [(0, 5460), (5461, 10922), (10923, 16383)]
+        for n, (lo, hi) in zip(nodes, bounds):
+            n.execute_command("CLUSTER ADDSLOTSRANGE", lo, hi)
+        for n in nodes[1:]:
+            n.execute_command("CLUSTER MEET", "127.0.0.1", cls.ports[0], buses[0])
+        def ready(n):
+            info = n.execute_command("CLUSTER INFO")   # parsed into a dict
+            return info["cluster_state"] == "ok" and info["cluster_known_nodes"] == "3"
+        wait_for(lambda: all(ready(n) for n in nodes), "the cluster")
+        cls.nodes = nodes
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.p.stop()
+
+    def test_partitioned_queue_over_three_masters(self):
+        conf = os.path.join(self.p.tmp, "cluster.conf")
+        with open(conf, "w") as f:
+            f.write('redis = {\n  cluster = true;\n  nodes = [ %s ];\n};\n'
+                    % ", ".join('"127.0.0.1:%d"' % p for p in self.ports))
+        with delayq.Client.from_config(conf) as dq:
+            dq.set_partitions("orders", 6)
+            self.assertEqual(dq.partitions("orders"), 6)
+            ids = [dq.enqueue("orders", "t", b"%d" % i, id="order:%d" % i, delay=60000)
+                   for i in range(30)]
+            ids += [dq.enqueue("orders", "t", b"gen", delay=60000) for _ in range(12)]
+            got = dq.enqueue_many("orders", [{"type": "t", "id": "bulk:%d" % i,
+                                              "payload": b"\x00\xff"} for i in range(200)]
+                                  + [{"type": "t"} for _ in range(60)])
+            self.assertTrue(all(e.ok for e in got), [e.error for e in got if not e.ok][:3])
+            ids += [e.id for e in got]
+            self.assertEqual(len(set(ids)), 302)
+            for job_id in ids:
+                self.assertIsNotNone(dq.show("orders", job_id), job_id)
+            s = dq.stats("orders")
+            self.assertEqual(s.delayed + s.due, 302)
+            # the partitions' keys live on more than one master
+            holding = [n for n in self.nodes if any(n.scan_iter(match="dq:*orders*"))]
+            self.assertGreaterEqual(len(holding), 2)
+            for job_id in ids:
+                self.assertTrue(dq.cancel("orders", job_id), job_id)
+            self.assertEqual(dq.stats("orders").due, 0)
+            dq.schedule_add("orders", "nightly", "report", "@daily")
+            run = dq.schedule_run_now("orders", "nightly")
+            self.assertEqual(dq.show("orders", run).type, "report")
+            self.assertTrue(dq.cancel("orders", run))
+            dq.schedule_remove("orders", "nightly")
+            self.assertTrue(dq.pause("orders") > 0)
+            self.assertIsNotNone(dq.paused("orders"))
+            dq.resume("orders")
+
+    def test_noscript_on_a_master_loads_there(self):
+        with delayq.Client(cluster=True, nodes=["127.0.0.1:%d" % self.ports[0]]) as dq:
+            dq.enqueue("plain", "t", id="a")
+            for n in self.nodes:
+                n.script_flush()
+            self.assertEqual(dq.enqueue("plain", "t", id="b"), "b")
+            self.assertEqual(len(dq.enqueue_many("plain", [{"type": "t"}])), 1)
+            self.assertEqual(dq.stats("plain").due, 3)
+
+
+class SentinelTest(unittest.TestCase):
+    def test_master_found_through_the_sentinels(self):
+        p = Procs()
+        try:
+            mport, sport = free_port(), free_port()
+            p.start("master", "--port", str(mport), "--bind", "127.0.0.1")
+            wait_for(redis.Redis(port=mport).ping, "the master")
+            sconf = os.path.join(p.tmp, "sentinel.conf")
+            with open(sconf, "w") as f:
+                f.write("port %d\nbind 127.0.0.1\nsentinel monitor jobs 127.0.0.1 %d 1\n"
+                        % (sport, mport))
+            d = os.path.join(p.tmp, "s")
+            os.mkdir(d)
+            p.procs.append(subprocess.Popen([SERVER, sconf, "--sentinel"], cwd=d,
+                                            stdout=subprocess.DEVNULL,
+                                            stderr=subprocess.DEVNULL))
+            sent = redis.Redis(port=sport)
+            wait_for(lambda: sent.execute_command("SENTINEL", "get-master-addr-by-name",
+                                                  "jobs"), "the sentinel")
+            conf = os.path.join(p.tmp, "s.conf")
+            with open(conf, "w") as f:
+                f.write('redis = {\n  sentinel = {\n    master = "jobs";\n'
+                        '    nodes = [ "127.0.0.1:%d" ];\n  };\n};\n' % sport)
+            with delayq.Client.from_config(conf) as dq:
+                self.assertEqual(dq.enqueue("q", "t", b"x", id="s1"), "s1")
+            self.assertIsNotNone(redis.Redis(port=mport).hget("dq:{q}:jobs", "s1"))
+        finally:
+            p.stop()
+
+
+class TlsTest(unittest.TestCase):
+    def test_tls_with_a_client_certificate(self):
+        p = Procs()
+        try:
+            certs = os.path.join(p.tmp, "certs")
+            os.mkdir(certs)
+            subprocess.run(["sh", os.path.join(HERE, "..", "tls-certs.sh"), certs], check=True,
+                           stdout=subprocess.DEVNULL)
+            port = free_port()
+            c = lambda n: os.path.join(certs, n)  # noqa: E731
+            p.start("tls", "--port", "0", "--tls-port", str(port), "--bind", "127.0.0.1",
+                    "--tls-cert-file", c("server.crt"), "--tls-key-file", c("server.key"),
+                    "--tls-ca-cert-file", c("ca.crt"), "--tls-auth-clients", "yes")
+            conf = os.path.join(p.tmp, "tls.conf")
+            with open(conf, "w") as f:
+                f.write('redis = {\n  host = "localhost";\n  port = %d;\n  tls = {\n'
+                        '    ca_file = "%s";\n    cert_file = "%s";\n    key_file = "%s";\n'
+                        '  };\n};\n' % (port, c("ca.crt"), c("client.crt"), c("client.key")))
+            wait_for(lambda: socket.create_connection(("127.0.0.1", port)).close() or True,
+                     "the TLS port")
+            with delayq.Client.from_config(conf) as dq:
+                self.assertEqual(dq.enqueue("q", "t", b"x", id="tls1"), "tls1")
+                self.assertTrue(dq.cancel("q", "tls1"))
+            with open(conf, "w") as f:
+                f.write('redis = {\n  host = "localhost";\n  port = %d;\n  tls = {\n'
+                        '    ca_file = "%s";\n    cert_file = "%s";\n    key_file = "%s";\n'
+                        '  };\n};\n' % (port, c("other-ca.crt"), c("client.crt"),
+                                        c("client.key")))
+            with delayq.Client.from_config(conf) as dq:
+                with self.assertRaises(delayq.ConnectError):
+                    dq.enqueue("q", "t", b"x", id="tls2")
+        finally:
+            p.stop()
+
+
+if __name__ == "__main__":
+    if not SERVER:
+        print("python topology tests skipped: no redis-server")
+        sys.exit(77)
+    import warnings
+    warnings.simplefilter("ignore", ResourceWarning)
+    unittest.main()
