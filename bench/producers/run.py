@@ -16,7 +16,7 @@ median of --rounds runs, the database flushed before each.
 
 Producers (a row is skipped with one line when its runtime is missing):
   c        libdelayq (BUILD/delayq-producer-bench)
-  python   the delayq Python client (clients/python, BUILD's scripts)
+  python   the delayq Python client (BUILD/pyclient: the package as built)
   node     the delayq Node client (BUILD/clients/node)
   bullmq   BullMQ Queue.add / addBulk (--bullmq DIR: a node_modules holding bullmq)
   sidekiq  Sidekiq::Client push / push_bulk (Debian's ruby-sidekiq)
@@ -87,8 +87,7 @@ def pin(core):
 
 def producers(args):
     b = os.path.abspath(args.build)
-    env_py = dict(os.environ, PYTHONPATH=os.path.join(b, 'clients', 'python') + os.pathsep +
-                  os.path.join(SRC, 'clients', 'python'))
+    env_py = dict(os.environ, PYTHONPATH=os.path.join(b, 'pyclient'))
     env_node = dict(os.environ, NODE_PATH=os.path.join(b, 'clients', 'node', 'node_modules'))
     env_bull = dict(os.environ, NODE_PATH=os.path.join(os.path.abspath(args.bullmq or '.'), 'node_modules'))
     return {
