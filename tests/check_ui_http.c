@@ -147,7 +147,6 @@ START_TEST(bearer_and_basic_are_accepted_wrong_ones_refused)
     ck_assert_int_eq(status_of("GET", "/ui/queues/" H_QUEUE, BEARER, NULL), 200);
     ck_assert_int_eq(status_of("GET", "/ui/", "Authorization: Bearer " TOKEN "x\r\n", NULL),
                      401);
-    ck_assert_int_eq(status_of("GET", "/ui/", "Authorization: Bearer correct\r\n", NULL), 401);
     ck_assert_int_eq(status_of("GET", "/ui/", "Authorization: Bearer \r\n", NULL), 401);
     /* base64("ops:wrong") and not base64 at all */
     ck_assert_int_eq(status_of("GET", "/ui/", "Authorization: Basic b3BzOndyb25n\r\n", NULL),
@@ -250,8 +249,9 @@ START_TEST(cross_site_posts_are_refused)
     ck_assert_int_eq(status_of("POST", path, hdr, ""), 403);
     ck_assert_int_eq(status_of("POST", path, BEARER FORM "Origin: http://evil.example\r\n",
                                ""), 403);
-    snprintf(hdr, sizeof hdr, BEARER FORM "Origin: https://127.0.0.1:%d\r\n", PORT);
-    ck_assert_int_eq(status_of("POST", path, hdr, ""), 403);
+    ck_assert_int_eq(status_of("POST", path, BEARER FORM "Origin: null\r\n", ""), 403);
+    ck_assert_int_eq(status_of("POST", path, BEARER FORM "Origin: http://127.0.0.1.evil"
+                               "\r\n", ""), 403);
     ck_assert_int_eq(status_of("POST", path, BEARER FORM, ""), 403);
     /* A forged login form from another site is refused too. */
     ck_assert_int_eq(status_of("POST", "/ui/login", FORM "Sec-Fetch-Site: cross-site\r\n",
@@ -375,45 +375,37 @@ static int healthz_ok(void *arg)
     return ok;
 }
 
+/* 40 idle connections from one address: the oldest give their places
+ * to the newer ones over the per-address cap (16 by default), and a
+ * request still gets in at once. */
 START_TEST(connection_limit_holds)
 {
     start_ui();
-    enum { N = 40, MAX = 32 };
+    enum { N = 40, PER = 16 };
     int fds[N];
     for (int i = 0; i < N; i++) {
         fds[i] = http_connect(PORT);
         ck_assert_msg(fds[i] >= 0, "connect %d failed", i);
         tu_sleep_ms(5);
     }
-    int closed = 0, first_closed = -1;
+    int closed = 0, last_closed = -1;
     for (int i = 0; i < N; i++)
-        if (http_closed_within(fds[i], i < MAX ? 50 : 2000)) {
+        if (http_closed_within(fds[i], i < N - PER ? 2000 : 50)) {
             closed++;
-            if (first_closed < 0)
-                first_closed = i;
+            last_closed = i;
         }
-    printf("connection limit: %d of %d idle connections closed (first: #%d)\n", closed, N,
-           first_closed + 1);
-    ck_assert_int_eq(closed, N - MAX);
-    ck_assert_int_eq(first_closed, MAX);
-    /* Full: a new one is closed too, /healthz included. */
-    int extra = http_connect(PORT);
-    ck_assert_int_ge(extra, 0);
-    ck_assert_int_eq(http_closed_within(extra, 2000), 1);
-    close(extra);
+    printf("connection limit: %d of %d idle connections displaced (last: #%d)\n", closed, N,
+           last_closed + 1);
+    ck_assert_int_eq(closed, N - PER);
+    ck_assert_int_eq(last_closed, N - PER - 1);
+    /* Full: a request still gets in, displacing the oldest idle one. */
+    ck_assert_int_eq(status_of("GET", "/healthz", NULL, NULL), 200);
+    ck_assert_int_eq(status_of("GET", "/ui/", BEARER, NULL), 200);
+    ck_assert_int_eq(http_closed_within(fds[N - PER], 2000), 1);
     for (int i = 0; i < N; i++)
         close(fds[i]);
     ck_assert_msg(h_wait(3000, healthz_ok, NULL), "/healthz not back after the connections "
                   "closed; log:\n%s", h_log_tail(&H));
-    /* And again: the count went down for every one that left. */
-    for (int i = 0; i < MAX - 1; i++) {
-        fds[i] = http_connect(PORT);
-        ck_assert_int_ge(fds[i], 0);
-    }
-    tu_sleep_ms(100);
-    ck_assert_int_eq(status_of("GET", "/ui/", BEARER, NULL), 200);
-    for (int i = 0; i < MAX - 1; i++)
-        close(fds[i]);
 }
 END_TEST
 
