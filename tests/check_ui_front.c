@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "daemon/admin/http_admin.h"
+#include "daemon/admin/ui_throttle.h"
 #include "daemon/admin/ui.h"
 #include "daemon/admin/ui_assets.h"
 #include "daemon/admin/ui_auth.h"
@@ -342,6 +343,48 @@ START_TEST(assets_need_no_login_and_cache)
 }
 END_TEST
 
+/* Failures cost nothing 5 times, then a wait that doubles up to a
+ * minute; refused attempts do not lengthen it; the right secret clears
+ * the address; a line a second at most is logged. */
+START_TEST(throttle_grows_and_forgets)
+{
+    struct ui_throttle *t = ui_throttle_new();
+    ck_assert_ptr_nonnull(t);
+    struct ui_throttle_report rep;
+    int64_t now = 5000;
+    for (int i = 0; i < UI_THROTTLE_FREE - 1; i++) {
+        ui_throttle_failed(t, "10.0.0.1", 0, now, &rep);
+        ck_assert_int_eq(ui_throttle_wait(t, "10.0.0.1", now), 0);
+        ck_assert_int_eq(rep.log, i == 0);
+    }
+    ui_throttle_failed(t, "10.0.0.1", 0, now, &rep);
+    ck_assert_int_eq(ui_throttle_wait(t, "10.0.0.1", now), 1000);
+    ck_assert_int_eq(ui_throttle_wait(t, "10.0.0.2", now), 0);
+    ui_throttle_failed(t, "10.0.0.1", 1, now + 500, &rep);       /* refused */
+    ck_assert_int_eq(ui_throttle_wait(t, "10.0.0.1", now + 500), 500);
+    ui_throttle_failed(t, "10.0.0.1", 0, now + 1000, &rep);
+    ck_assert_int_eq(rep.log, 1);
+    ck_assert_int_eq(rep.failures, UI_THROTTLE_FREE + 1);      /* since the first line */
+    ck_assert_int_eq(rep.refused, 1);
+    ck_assert_int_eq(ui_throttle_wait(t, "10.0.0.1", now + 1000), 2000);
+    for (int i = 0; i < 20; i++)
+        ui_throttle_failed(t, "10.0.0.1", 0, now + 1000, &rep);
+    ck_assert_int_eq(ui_throttle_wait(t, "10.0.0.1", now + 1000), UI_THROTTLE_MAX_WAIT_MS);
+    ui_throttle_passed(t, "10.0.0.1");
+    ck_assert_int_eq(ui_throttle_wait(t, "10.0.0.1", now + 1000), 0);
+    /* More addresses than the table holds: bounded, the newest kept. */
+    char addr[32];
+    for (int i = 0; i < UI_THROTTLE_ADDRS + 50; i++) {
+        snprintf(addr, sizeof addr, "10.1.%d.%d", i / 256, i % 256);
+        for (int k = 0; k < UI_THROTTLE_FREE; k++)
+            ui_throttle_failed(t, addr, 0, now + i, &rep);
+    }
+    ck_assert_int_gt(ui_throttle_wait(t, addr, now + UI_THROTTLE_ADDRS + 50), 0);
+    ck_assert_int_eq(ui_throttle_wait(t, "10.1.0.0", now + UI_THROTTLE_ADDRS + 50), 0);
+    ui_throttle_free(t);
+}
+END_TEST
+
 START_TEST(equal_is_exact)
 {
     ck_assert(ui_auth_equal("abc", 3, "abc", 3));
@@ -372,6 +415,25 @@ static int cookie_ok(struct ui_auth *a, const char *cookie, int64_t now)
     evhttp_request_free(req);
     return ok;
 }
+
+/* A session used every 11 hours still ends at its absolute lifetime. */
+START_TEST(sessions_end_at_their_lifetime_however_used)
+{
+    struct ui_auth *a = ui_auth_new();
+    ck_assert_ptr_nonnull(a);
+    const int64_t hour = 3600 * 1000, life = 72 * hour;
+    struct daemon_conf dc = { .admin_token = TOKEN, .admin_session_lifetime_ms = life };
+    ui_auth_set_conf(a, &dc);
+    char cookie[160];
+    ck_assert_int_eq(ui_auth_login(a, TOKEN, 1000, cookie, sizeof cookie), 0);
+    int64_t t = 1000;
+    for (; t <= 1000 + life; t += 11 * hour)
+        ck_assert_msg(cookie_ok(a, cookie, t), "ended at %lld h", (long long)(t / hour));
+    ck_assert(cookie_ok(a, cookie, 1000 + life));
+    ck_assert(!cookie_ok(a, cookie, 1000 + life + 1));
+    ui_auth_free(a);
+}
+END_TEST
 
 START_TEST(sessions_are_bounded_and_expire)
 {
@@ -412,5 +474,7 @@ int main(void)
     tc = fixture_tcase(s, "auth", 10, NULL, NULL, NULL, NULL);
     tcase_add_test(tc, equal_is_exact);
     tcase_add_test(tc, sessions_are_bounded_and_expire);
+    tcase_add_test(tc, sessions_end_at_their_lifetime_however_used);
+    tcase_add_test(tc, throttle_grows_and_forgets);
     return fixture_run_suite(s);
 }

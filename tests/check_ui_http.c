@@ -512,7 +512,7 @@ START_TEST(config_errors_exit_78_with_file_and_line)
     h_assert_refused(&H, 7, "admin.ui: needs token_file or basic_auth_file");
     write_admin_conf("admin", "  ui = true;\n  token_file = \"/nonexistent/ui.token\";\n");
     h_assert_refused(&H, 8, "cannot read '/nonexistent/ui.token'");
-    char lines[600];
+    char lines[900];
     snprintf(lines, sizeof lines, "  ui = true;\n  token_file = \"%s\";\n", H.fx.dir);
     write_admin_conf("admin", lines);
     h_assert_refused(&H, 8, "is not a regular file");
@@ -524,6 +524,40 @@ START_TEST(config_errors_exit_78_with_file_and_line)
     snprintf(lines, sizeof lines, "  ui = true;\n  basic_auth_file = \"%s\";\n", TOKEN_FILE);
     write_admin_conf("admin", lines);
     h_assert_refused(&H, 8, "expected one line 'user:password'");
+    /* basic_auth_file: a user name and a password of 12 bytes or more. */
+    static const struct { const char *line, *why; } basic[] = {
+        { ":\n", "the user name before ':' is empty" },
+        { ":" BASIC_PASS "\n", "the user name before ':' is empty" },
+        { "admin:\n", "shorter than 12 bytes" },
+        { "admin:elevenbytes\n", "shorter than 12 bytes" },
+    };
+    for (size_t i = 0; i < sizeof basic / sizeof basic[0]; i++) {
+        write_secret(BASIC_FILE, basic[i].line, 0600);
+        snprintf(lines, sizeof lines, "  ui = true;\n  basic_auth_file = \"%s\";\n",
+                 BASIC_FILE);
+        write_admin_conf("admin", lines);
+        h_assert_refused(&H, 8, basic[i].why);
+    }
+    write_secret(BASIC_FILE, "admin:twelve-bytes\n", 0600);
+    write_admin_conf("admin", lines);
+    const char *targs[] = { "-t", "-c", H.conf, NULL };
+    char terr[4096];
+    ck_assert_msg(h_run_delayqd(targs, terr, sizeof terr) == 0, "%s", terr);
+    /* The listener's limits and names. */
+    write_admin_conf("admin", "  max_connections = 16;\n  max_connections_per_address = 16;\n");
+    h_assert_refused(&H, 8, "not below max_connections");
+    write_admin_conf("admin", "  max_connections_per_address = 64;\n");
+    h_assert_refused(&H, 7, "not below max_connections (64)");
+    write_admin_conf("admin", "  max_connections = 5000;\n");
+    h_assert_refused(&H, 7, "admin.max_connections");
+    write_admin_conf("admin", "  request_timeout = \"10ms\";\n");
+    h_assert_refused(&H, 7, "admin.request_timeout");
+    write_admin_conf("admin", "  session_lifetime = \"1s\";\n");
+    h_assert_refused(&H, 7, "admin.session_lifetime");
+    write_admin_conf("admin", "  hosts = [ \"dq.example.com\",\n    \"evil.example:80\" ];\n");
+    h_assert_refused(&H, 8, "admin.hosts: entry 2 is not a host name");
+    write_admin_conf("admin", "  hosts = \"dq.example.com\";\n");
+    h_assert_refused(&H, 7, "admin.hosts: expected a list");
     write_admin_conf("admin", "  read_only = 1;\n");
     h_assert_refused(&H, 7, "admin.read_only");
     write_admin_conf("metrics", "  ui = \"yes\";\n");
@@ -542,7 +576,10 @@ START_TEST(config_errors_exit_78_with_file_and_line)
     h_assert_refused(&H, 6, "'admin'");
     /* The good ones pass. */
     snprintf(lines, sizeof lines, "  ui = true;\n  token_file = \"%s\";\n"
-             "  basic_auth_file = \"%s\";\n  read_only = false;\n", TOKEN_FILE, BASIC_FILE);
+             "  basic_auth_file = \"%s\";\n  read_only = false;\n  request_timeout = \"5s\";\n"
+             "  max_connections = 100;\n  max_connections_per_address = 10;\n"
+             "  hosts = [ \"dq.example.com\", \"10.0.0.5\", \"[fd00::5]\" ];\n"
+             "  session_lifetime = \"1d\";\n", TOKEN_FILE, BASIC_FILE);
     write_admin_conf("metrics", lines);
     const char *args[] = { "-t", "-c", H.conf, NULL };
     char err[4096];
