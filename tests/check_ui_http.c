@@ -448,7 +448,7 @@ START_TEST(metrics_and_healthz_unchanged)
     ck_assert_ptr_null(http_header(&r, "Content-Security-Policy", (char[8]){ 0 }, 8));
     http_reply_free(&r);
     req("GET", "/healthz", NULL, NULL, &r);
-    ck_assert_int_eq(r.status, 200);
+    ck_assert_msg(r.status == 200, "/healthz %d: %s", r.status, r.body);
     ck_assert_str_eq(r.body, "ok\n");
     http_reply_free(&r);
     ck_assert_int_eq(status_of("POST", "/metrics", NULL, ""), 405);
