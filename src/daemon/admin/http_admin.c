@@ -58,6 +58,8 @@ static void reply_text(struct evhttp_request *req, int code, const char *reason,
         evbuffer_free(buf);
 }
 
+static void on_conn_close(struct evhttp_connection *evcon, void *arg);
+
 /*
  * Every request passes here first, once whole: its Host must name this
  * server (host_allow.h), else 421 before anything else; and the
@@ -67,6 +69,11 @@ static void reply_text(struct evhttp_request *req, int code, const char *reason,
  */
 static int admit(struct http_admin *h, struct evhttp_request *req, int dashboard)
 {
+    /* Read before on_conn_ready looked at its connection: hear of its
+     * close from now on all the same (the dashboard must). */
+    struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+    if (evcon)
+        evhttp_connection_set_closecb(evcon, on_conn_close, h);
     int busy = http_conns_answering(h->conns, req, dashboard) < 0;
     const char *host = evhttp_find_header(evhttp_request_get_input_headers(req), "Host");
     struct host_allow set = { h->hosts, h->nhosts, h->bound ? &h->addr : NULL };
