@@ -8,6 +8,7 @@
  * a page is given, and the assets' caching headers.
  */
 #include <check.h>
+#include <event2/buffer.h>
 #include <event2/event.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -18,6 +19,7 @@
 #include <unistd.h>
 
 #include "daemon/admin/http_admin.h"
+#include "daemon/admin/ui_ctx.h"
 #include "daemon/admin/ui_throttle.h"
 #include "daemon/admin/ui.h"
 #include "daemon/admin/ui_assets.h"
@@ -106,9 +108,20 @@ void ui_page_not_found(struct ui_ctx *x, const char *what)
 {
     ui_ctx_reply(x, 404, NULL, what, strlen(what));
 }
+/* What the login page saw of its request's body: its length and how
+ * many of its bytes were not zero (the form's secret must be overwritten
+ * where libevent holds it once read). */
+static size_t login_body_len, login_body_nonzero;
+
 void ui_page_login(struct ui_ctx *x, int code, const char *error)
 {
     (void)error;
+    struct evbuffer *in = evhttp_request_get_input_buffer(x->req);
+    login_body_len = evbuffer_get_length(in);
+    login_body_nonzero = 0;
+    unsigned char *p = evbuffer_pullup(in, -1);
+    for (size_t i = 0; p && i < login_body_len; i++)
+        login_body_nonzero += p[i] != 0;
     ui_ctx_reply(x, code, NULL, "login", 5);
 }
 void ui_api_history(struct ui_ctx *x)
@@ -325,6 +338,18 @@ START_TEST(pages_get_decoded_segments_query_and_form)
 }
 END_TEST
 
+/* A login's form, once read, is overwritten where libevent holds it. */
+START_TEST(login_form_secret_is_overwritten)
+{
+    const char *form = "token=a-wrong-but-secret-looking-token";
+    ck_assert_int_eq(status_of("POST", "/ui/login", "Sec-Fetch-Site: same-origin\r\n"
+                               "Content-Type: application/x-www-form-urlencoded\r\n",
+                               form), 401);
+    ck_assert_uint_eq(login_body_len, strlen(form));
+    ck_assert_uint_eq(login_body_nonzero, 0);
+}
+END_TEST
+
 START_TEST(assets_need_no_login_and_cache)
 {
     struct http_reply r;
@@ -471,6 +496,7 @@ int main(void)
     tcase_add_test(tc, deferred_reply_after_the_client_left);
     tcase_add_test(tc, pages_get_decoded_segments_query_and_form);
     tcase_add_test(tc, assets_need_no_login_and_cache);
+    tcase_add_test(tc, login_form_secret_is_overwritten);
     tc = fixture_tcase(s, "auth", 10, NULL, NULL, NULL, NULL);
     tcase_add_test(tc, equal_is_exact);
     tcase_add_test(tc, sessions_are_bounded_and_expire);
