@@ -173,6 +173,8 @@ START_TEST(healthz_answers_through_32_then_100_trickling_clients)
     trickle_and_probe(32, 10000);
     trickle_and_probe(100, 10000);
     ck_assert_int_eq(status_of("GET", "/ui/", BEARER, NULL), 200);
+    /* Hundreds of connections closed: summed up, a line a minute at most. */
+    ck_assert_msg(h_log_count(&H, "admin: connections closed") == 1, "%s", h_log_tail(&H));
 }
 END_TEST
 

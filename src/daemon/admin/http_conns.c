@@ -27,6 +27,9 @@ struct conn {
 struct http_conns {
     struct event_base *base;
     struct http_conns_limits lim;
+    /* Connections closed by the deadline, displaced, refused, since the
+     * last summary line (at most one a minute). */
+    int64_t late, displaced, refused, logged_ms;
     struct conn *conns[HTTP_CONNS_HARD_MAX + 1];
     int n;
 };
@@ -125,10 +128,29 @@ static void peer_of(int fd, char *out, size_t len)
         inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, out, (socklen_t)len);
 }
 
+/* Count a connection closed for `kind` (0 late, 1 displaced, 2 refused)
+ * and log a summary at most once a minute: clients this listener holds
+ * off are worth an operator's look, not a line each. */
+static void count_closed(struct http_conns *t, int kind, const char *peer)
+{
+    int64_t *n[] = { &t->late, &t->displaced, &t->refused };
+    (*n[kind])++;
+    int64_t now = mono_ms();
+    if (t->logged_ms && now - t->logged_ms < 60000)
+        return;
+    log_warn("admin: connections closed since the last line: %lld past "
+             "admin.request_timeout, %lld displaced by newer ones over a cap, %lld refused "
+             "(every place answering); the last from %s", (long long)t->late,
+             (long long)t->displaced, (long long)t->refused, peer);
+    t->late = t->displaced = t->refused = 0;
+    t->logged_ms = now;
+}
+
 /* Close c's connection (evhttp's close callback then forgets it). */
-static void drop(struct conn *c, const char *why)
+static void drop(struct conn *c, int kind, const char *why)
 {
     log_debug("admin: closing a connection from %s: %s", c->peer, why);
+    count_closed(c->t, kind, c->peer);
     evhttp_connection_free(c->evcon);
 }
 
@@ -138,7 +160,7 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
     (void)what;
     struct conn *c = arg;
     if (!c->answering)
-        drop(c, "its request did not arrive within admin.request_timeout");
+        drop(c, 0, "its request did not arrive within admin.request_timeout");
 }
 
 /* c waits for a request from now: arm its deadline. */
@@ -187,13 +209,13 @@ static int make_room(struct http_conns *t, struct conn *c)
         struct conn *old = oldest_waiting(t, c->peer, c);
         if (!old)
             return -1;
-        drop(old, "displaced by a newer connection from the same address");
+        drop(old, 1, "displaced by a newer connection from the same address");
     }
     while (t->n > t->lim.max) {
         struct conn *old = oldest_waiting(t, NULL, c);
         if (!old)
             return -1;
-        drop(old, "displaced by a newer connection (admin.max_connections)");
+        drop(old, 1, "displaced by a newer connection (admin.max_connections)");
     }
     return 0;
 }
@@ -237,6 +259,7 @@ int http_conns_adopt(struct http_conns *t, struct evhttp_connection *evcon, int 
     if (make_room(t, c) < 0 && may_refuse) {
         log_debug("admin: refusing a connection from %s: every connection is answering",
                   c->peer);
+        count_closed(t, 2, c->peer);
         unlist(t, c);
         conn_free(c);
         say_busy(fd);
