@@ -244,9 +244,12 @@ int http_conns_adopt(struct http_conns *t, struct evhttp_connection *evcon, int 
         free(c);
         c = NULL;
     }
-    if (!c) {
-        say_busy(fd);
-        evhttp_connection_free(evcon);
+    if (!c) {           /* out of memory, or the table full */
+        if (may_refuse) {   /* never a connection whose request is being read */
+            count_closed(t, 2, "?");
+            say_busy(fd);
+            evhttp_connection_free(evcon);
+        }
         return -1;
     }
     c->t = t;

@@ -54,7 +54,8 @@ void http_conns_set_limits(struct http_conns *t, const struct http_conns_limits 
  * evcon was accepted: count it and arm its deadline, displacing an older
  * connection if a cap is reached.  With `may_refuse` (the connection has
  * sent nothing yet) and no connection to displace, it gets a 503 and is
- * freed: returns -1.  0 when counted (or already).  The connections it
+ * freed: returns -1 (also when out of memory; without `may_refuse` the
+ * connection is then left alone, uncounted).  0 when counted (or already).  The connections it
  * frees go through evhttp_connection_free, so their close callback (set
  * by the caller before adopting) runs.
  */
