@@ -205,15 +205,17 @@ START_TEST(whole_request_deadline)
 END_TEST
 
 /* The global cap, from three addresses: the oldest waiting connections
- * make room, whoever they are; the per-address cap keeps one address to
- * its share. */
+ * make room, whoever they are, once they have waited half a second; the
+ * per-address cap keeps one address to its share.  Then a burst from a
+ * fourth address, younger than half a second: it may take twice the cap
+ * before its own oldest go. */
 START_TEST(caps_per_address_and_in_all)
 {
     start("max_connections = 12; max_connections_per_address = 6;");
     int a[8], b[6], c[6];
     for (int i = 0; i < 8; i++) {
         a[i] = connect_from(2);
-        tu_sleep_ms(20);
+        tu_sleep_ms(i == 5 ? 600 : 20);     /* the first 6 wait past the grace */
     }
     tu_sleep_ms(200);
     int closed_a = 0;
@@ -225,6 +227,7 @@ START_TEST(caps_per_address_and_in_all)
         b[i] = connect_from(3);
         tu_sleep_ms(20);
     }
+    tu_sleep_ms(600);
     for (int i = 0; i < 6; i++) {
         c[i] = connect_from(4);
         tu_sleep_ms(20);
@@ -242,6 +245,17 @@ START_TEST(caps_per_address_and_in_all)
     ck_assert_int_eq(open_b, 6);
     ck_assert_int_eq(open_c, 6);
     ck_assert_int_eq(status_of("GET", "/healthz", NULL, NULL), 200);
+    int d[14], open_d = 0;
+    for (int i = 0; i < 14; i++)
+        d[i] = connect_from(5);
+    tu_sleep_ms(200);
+    for (int i = 0; i < 14; i++)
+        open_d += !closed_now(d[i]);
+    printf("caps: a burst of 14 from one address with a cap of 6: %d open\n", open_d);
+    ck_assert_int_eq(open_d, 12);
+    ck_assert(closed_now(d[0]) && closed_now(d[1]));
+    for (int i = 0; i < 14; i++)
+        close(d[i]);
     for (int i = 0; i < 6; i++) {
         close(b[i]);
         close(c[i]);

@@ -19,7 +19,8 @@ struct conn {
                                        evhttp freed it without telling us */
     struct event *deadline;
     char peer[INET6_ADDRSTRLEN];    /* the client's address, "local" for a Unix socket */
-    int64_t since_ms;               /* its current request began (oldest goes first) */
+    int64_t since_ms;               /* its current request began */
+    uint64_t order;                 /* ... in the order of all (oldest goes first) */
     int answering;                  /* a whole request is in, being answered */
     int dashboard;                  /* ... and it is the dashboard's */
 };
@@ -30,7 +31,8 @@ struct http_conns {
     /* Connections closed by the deadline, displaced, refused, since the
      * last summary line (at most one a minute). */
     int64_t late, displaced, refused, logged_ms;
-    struct conn *conns[HTTP_CONNS_HARD_MAX + 1];
+    uint64_t next_order;
+    struct conn *conns[HTTP_CONNS_HARD_MAX + 1];     /* n <= twice the cap (make_room) */
     int n;
 };
 
@@ -80,8 +82,8 @@ void http_conns_free(struct http_conns *t)
 void http_conns_set_limits(struct http_conns *t, const struct http_conns_limits *l)
 {
     t->lim = *l;
-    if (t->lim.max > HTTP_CONNS_HARD_MAX)
-        t->lim.max = HTTP_CONNS_HARD_MAX;
+    if (t->lim.max > HTTP_CONNS_HARD_MAX / 2)
+        t->lim.max = HTTP_CONNS_HARD_MAX / 2;
 }
 
 int http_conns_count(const struct http_conns *t)
@@ -171,6 +173,7 @@ static void await_request(struct conn *c)
     c->answering = 0;
     c->dashboard = 0;
     c->since_ms = mono_ms();
+    c->order = c->t->next_order++;
     if (evtimer_add(c->deadline, &tv) < 0)
         log_warn("admin: cannot arm a request deadline: %s", strerror(errno));
 }
@@ -185,7 +188,7 @@ static struct conn *oldest_waiting(struct http_conns *t, const char *peer,
         struct conn *c = t->conns[i];
         if (c == self || c->answering || (peer && strcmp(c->peer, peer) != 0))
             continue;
-        if (!best || c->since_ms < best->since_ms)
+        if (!best || c->order < best->order)
             best = c;
     }
     return best;
@@ -201,23 +204,43 @@ static int count_of(const struct http_conns *t, const char *peer, int dashboard_
     return n;
 }
 
-/* Make room for `c` under both caps by displacing older waiting
- * connections; -1 when there is none to displace. */
-static int make_room(struct http_conns *t, struct conn *c)
+/*
+ * Bring one scope (the connections of address `peer`, or all with NULL)
+ * back under `cap` for newcomer `c`: displace the oldest waiting
+ * connections that have waited HTTP_CONNS_GRACE_MS or more.  A burst of
+ * younger ones (clients that connected together and have not written
+ * yet) may go over the cap, up to twice it, before the oldest of them is
+ * displaced all the same.  -1 when over twice the cap with no connection
+ * waiting (every one being answered).
+ */
+static int room_in(struct http_conns *t, struct conn *c, const char *peer, int cap,
+                   const char *why)
 {
-    while (count_of(t, c->peer, 0) > t->lim.max_per_address) {
-        struct conn *old = oldest_waiting(t, c->peer, c);
-        if (!old)
+    int hard = 2 * cap < HTTP_CONNS_HARD_MAX ? 2 * cap : HTTP_CONNS_HARD_MAX;
+    int64_t now = mono_ms();
+    for (int n = count_of(t, peer, 0); n > cap; n = count_of(t, peer, 0)) {
+        struct conn *old = oldest_waiting(t, peer, c);
+        if (old && now - old->since_ms >= HTTP_CONNS_GRACE_MS)
+            drop(old, 1, why);
+        else if (n <= hard)
+            return 0;
+        else if (old)
+            drop(old, 1, why);
+        else
             return -1;
-        drop(old, 1, "displaced by a newer connection from the same address");
-    }
-    while (t->n > t->lim.max) {
-        struct conn *old = oldest_waiting(t, NULL, c);
-        if (!old)
-            return -1;
-        drop(old, 1, "displaced by a newer connection (admin.max_connections)");
     }
     return 0;
+}
+
+/* Make room for `c` under both caps (room_in); -1 when it cannot have
+ * any. */
+static int make_room(struct http_conns *t, struct conn *c)
+{
+    if (room_in(t, c, c->peer, t->lim.max_per_address,
+                "displaced by a newer connection from the same address") < 0)
+        return -1;
+    return room_in(t, c, NULL, t->lim.max,
+                   "displaced by a newer connection (admin.max_connections)");
 }
 
 /* Tell a client we cannot take that we are busy, without waiting: a

@@ -9,10 +9,13 @@
  * - At most max_per_address connections from one client address and max
  *   in all.  A connection over either cap takes the place of the oldest
  *   connection still sending its request (or idle between requests) from
- *   that address, or from anyone for the global cap; when every one is
- *   being answered, the newcomer gets a 503 and is closed.  A request
- *   arrives whole in a few milliseconds, so a probe always gets its
- *   place, and a trickling client only ever displaces its own kind.
+ *   that address, or from anyone for the global cap, once that one has
+ *   waited HTTP_CONNS_GRACE_MS; a burst of connections younger than that
+ *   may take up to twice the cap before the oldest of them goes all the
+ *   same.  When every connection is being answered, the newcomer gets a
+ *   503 and is closed.  A request arrives whole in a few milliseconds, so
+ *   a probe always gets its place, and a trickling client only ever
+ *   displaces its own kind.
  * - A reserved share: dashboard requests being answered (they may wait
  *   for Redis) hold at most three quarters of each cap; one more gets a
  *   503 at once.  /metrics and /healthz are answered as soon as they are
@@ -29,11 +32,15 @@
 #include <event2/http.h>
 #include <stdint.h>
 
-#define HTTP_CONNS_HARD_MAX 1024
+#define HTTP_CONNS_HARD_MAX 2048    /* twice the largest admin.max_connections */
+/* A connection still sending its request is displaced by a newer one
+ * over a cap only once it has waited this long; younger ones (a burst of
+ * clients that connected together) may take up to twice the cap. */
+#define HTTP_CONNS_GRACE_MS 500
 
 struct http_conns_limits {
     int64_t request_timeout_ms;     /* the whole request */
-    int max;                        /* connections in all, <= HTTP_CONNS_HARD_MAX */
+    int max;                        /* connections in all, <= HTTP_CONNS_HARD_MAX / 2 */
     int max_per_address;            /* from one address, below max */
 };
 
