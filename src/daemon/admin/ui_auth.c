@@ -281,7 +281,9 @@ int ui_auth_same_origin(struct evhttp_request *req, const struct daemon_conf *dc
     const char *origin = evhttp_find_header(hdr, "Origin");
     if (site && strcmp(site, "same-origin") != 0)
         return 0;
-    if (!origin)
+    /* The pages' Referrer-Policy: no-referrer makes a browser send
+     * "Origin: null" with their own forms: then Sec-Fetch-Site decides. */
+    if (!origin || strcmp(origin, "null") == 0)
         return site != NULL;
     struct host_allow set = { NULL, 0, NULL };
     if (dc)

@@ -62,7 +62,8 @@ const char *ui_auth_challenge(const struct ui_auth *a);
  * when sent, is "same-origin"; and Origin, when sent, names this server
  * (host_allow.h: the listen address, the connection's, localhost or a
  * name of admin.hosts in dc), never compared with the request's own Host;
- * one of the two must be there. */
+ * one of the two must be there ("Origin: null", which browsers send with
+ * the pages' no-referrer policy, counts as absent). */
 int ui_auth_same_origin(struct evhttp_request *req, const struct daemon_conf *dc);
 
 /* Constant-time equality of two byte strings (the time depends on the
