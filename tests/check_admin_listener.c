@@ -324,6 +324,9 @@ START_TEST(rebinding_requests_are_421_before_anything)
     snprintf(hdr, sizeof hdr, REBIND BEARER, PORT, PORT);
     ck_assert_int_eq(status_of("GET", "/ui/", hdr, NULL), 421);
     ck_assert_int_eq(status_of("GET", "/nothing", hdr, NULL), 421);
+    /* Said once (a minute), with the name, for an operator to list it. */
+    ck_assert_msg(h_log_count(&H, "answered 421, the last for Host 'evil.example:") == 1,
+                  "%s", h_log_tail(&H));
     /* The names of this server pass, with or without a port. */
     ck_assert_int_eq(status_of("GET", "/metrics", "Host: localhost\r\n", NULL), 200);
     ck_assert_int_eq(status_of("GET", "/metrics", "Host: LOCALHOST:1\r\n", NULL), 200);

@@ -8,10 +8,12 @@
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "daemon/admin/host_allow.h"
 #include "daemon/admin/http_conns.h"
+#include "daemon/log.h"
 
 #define IDLE_TIMEOUT_S 10
 #define MAX_HEADERS_SIZE 8192
@@ -31,6 +33,8 @@ struct http_admin {
     struct http_conns *conns;           /* deadlines, caps, shares */
     char **hosts;                       /* admin.hosts, owned */
     size_t nhosts;
+    int64_t misdirected;                /* 421s since the last line about them */
+    struct timespec misdirected_logged; /* that line (0: none yet) */
     /* The prefix handler (http_admin_set_prefix). */
     char prefix[32];
     http_admin_prefix_fn on_prefix;
@@ -60,6 +64,28 @@ static void reply_text(struct evhttp_request *req, int code, const char *reason,
 
 static void on_conn_close(struct evhttp_connection *evcon, void *arg);
 
+/* A request for another Host was refused: say so at most once a minute,
+ * with the name (printable bytes only, cut), since a name of this server
+ * missing from admin.hosts looks the same. */
+static void log_misdirected(struct http_admin *h, const char *host)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    h->misdirected++;
+    if (h->misdirected_logged.tv_sec && now.tv_sec - h->misdirected_logged.tv_sec < 60)
+        return;
+    char name[64];
+    size_t i = 0;
+    for (; host[i] && i < sizeof name - 1; i++)
+        name[i] = host[i] > 0x20 && host[i] < 0x7f ? host[i] : '?';
+    name[i] = '\0';
+    log_warn("admin: %lld request%s for another server answered 421, the last for Host "
+             "'%s': if that names this server, list it in admin.hosts",
+             (long long)h->misdirected, h->misdirected == 1 ? "" : "s", name);
+    h->misdirected = 0;
+    h->misdirected_logged = now;
+}
+
 /*
  * Every request passes here first, once whole: its Host must name this
  * server (host_allow.h), else 421 before anything else; and the
@@ -78,6 +104,7 @@ static int admit(struct http_admin *h, struct evhttp_request *req, int dashboard
     const char *host = evhttp_find_header(evhttp_request_get_input_headers(req), "Host");
     struct host_allow set = { h->hosts, h->nhosts, h->bound ? &h->addr : NULL };
     if (host && !host_allow_host(&set, host_allow_fd(req), host)) {
+        log_misdirected(h, host);
         static const char msg[] = "misdirected request: the Host header does not name "
                                   "this server (admin.hosts)\n";
         reply_text(req, 421, "Misdirected Request", "text/plain; charset=utf-8", msg,
