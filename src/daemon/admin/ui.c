@@ -312,12 +312,13 @@ static void do_login(struct ui_ctx *x)
     else if (user && pass)
         snprintf(secret, sizeof secret, "%s:%s", user, pass);
     char cookie[160];
-    int ok = secret[0] && ui_auth_login(x->u->auth, secret, now_ms(), cookie,
-                                        sizeof cookie) == 0;
+    int given = secret[0] != '\0';
+    int ok = given && ui_auth_login(x->u->auth, secret, now_ms(), cookie,
+                                    sizeof cookie) == 0;
     explicit_bzero(secret, sizeof secret);
     if (ok)
         login_passed(x);
-    else
+    else if (given)             /* an empty form guesses nothing */
         login_failed(x, "form", 0);
     if (!ok) {
         evhttp_add_header(evhttp_request_get_output_headers(x->req), "WWW-Authenticate",
