@@ -454,6 +454,10 @@ END_TEST
 START_TEST(metrics_and_healthz_unchanged)
 {
     start_ui();
+    /* Healthy once its figures are refreshed (a loaded machine may take a
+     * moment after start). */
+    ck_assert_msg(h_wait(10000, healthz_ok, NULL), "never healthy; log:\n%s",
+                  h_log_tail(&H));
     struct http_reply r;
     req("GET", "/metrics", NULL, NULL, &r);
     ck_assert_int_eq(r.status, 200);
