@@ -18,6 +18,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "daemon/admin/host_allow.h"
 #include "daemon/admin/http_admin.h"
 #include "daemon/admin/ui_ctx.h"
 #include "daemon/admin/ui_throttle.h"
@@ -410,6 +411,37 @@ START_TEST(throttle_grows_and_forgets)
 }
 END_TEST
 
+/* The names a Host or an Origin may give (no connection: fd -1). */
+START_TEST(host_names_and_origins)
+{
+    char *names[] = { "jobs.example.com", "fd00::5" };
+    struct sockaddr_storage listen = { 0 };
+    struct sockaddr_in *v4 = (struct sockaddr_in *)&listen;
+    v4->sin_family = AF_INET;
+    v4->sin_addr.s_addr = htonl(0x0a000005);    /* 10.0.0.5 */
+    struct host_allow set = { names, 2, &listen };
+    const char *good[] = { "localhost", "LocalHost:80", "10.0.0.5", "10.0.0.5:9464",
+                           "jobs.example.com", "JOBS.example.com:443", "[fd00::5]",
+                           "[fd00::5]:9464" };
+    const char *bad[] = { "", ":80", "evil.example", "jobs.example.com.evil",
+                          "10.0.0.5.nip.io", "10.0.0.6", "localhost:x", "localhost:80:80",
+                          "fd00::5", "[fd00::5", "[fd00::5]x", "0.0.0.0", "[::1]" };
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
+        ck_assert_msg(host_allow_host(&set, -1, good[i]), "refused %s", good[i]);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        ck_assert_msg(!host_allow_host(&set, -1, bad[i]), "allowed %s", bad[i]);
+    ck_assert(host_allow_origin(&set, -1, "http://jobs.example.com"));
+    ck_assert(host_allow_origin(&set, -1, "https://jobs.example.com:8443"));
+    ck_assert(!host_allow_origin(&set, -1, "http://jobs.example.com/x"));
+    ck_assert(!host_allow_origin(&set, -1, "ftp://jobs.example.com"));
+    ck_assert(!host_allow_origin(&set, -1, "null"));
+    ck_assert(!host_allow_origin(&set, -1, "http://evil.example"));
+    /* A wildcard listen address names nothing. */
+    v4->sin_addr.s_addr = htonl(INADDR_ANY);
+    ck_assert(!host_allow_host(&set, -1, "0.0.0.0:9464"));
+}
+END_TEST
+
 START_TEST(equal_is_exact)
 {
     ck_assert(ui_auth_equal("abc", 3, "abc", 3));
@@ -499,6 +531,7 @@ int main(void)
     tcase_add_test(tc, login_form_secret_is_overwritten);
     tc = fixture_tcase(s, "auth", 10, NULL, NULL, NULL, NULL);
     tcase_add_test(tc, equal_is_exact);
+    tcase_add_test(tc, host_names_and_origins);
     tcase_add_test(tc, sessions_are_bounded_and_expire);
     tcase_add_test(tc, sessions_end_at_their_lifetime_however_used);
     tcase_add_test(tc, throttle_grows_and_forgets);
