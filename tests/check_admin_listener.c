@@ -48,8 +48,8 @@ static void teardown(void)
     h_teardown(&H);
 }
 
-/* Start delayqd with the dashboard on and `keys` in the admin group. */
-static void start(const char *keys)
+/* Write the configuration: the dashboard on and `keys` in the admin group. */
+static void write_conf(const char *keys)
 {
     struct h_conf hc;
     h_conf_defaults(&hc);
@@ -58,6 +58,11 @@ static void start(const char *keys)
              "token_file = \"%s\"; %s };\n", PORT, TOKEN_FILE, keys);
     hc.extra = extra;
     h_write_conf(&H, &hc);
+}
+
+static void start(const char *keys)
+{
+    write_conf(keys);
     h_start(&H, 2);
 }
 
@@ -354,6 +359,13 @@ START_TEST(rebinding_requests_are_421_before_anything)
                                "http://dq.example.com\r\n" FORM, "token=" TOKEN), 303);
     ck_assert_int_eq(status_of("POST", "/ui/login", "Host: localhost\r\nOrigin: "
                                "https://dq.example.com:8443\r\n" FORM, "token=" TOKEN), 303);
+    /* A reload takes new names, and drops the old. */
+    write_conf("hosts = [ \"jobs.example.org\" ];");
+    ck_assert_int_eq(kill(H.pid, SIGHUP), 0);
+    ck_assert_msg(h_wait_log(&H, "reloaded", 1, 5000) == 1, "no reload:\n%s",
+                  h_log_tail(&H));
+    ck_assert_int_eq(status_of("GET", "/metrics", "Host: jobs.example.org\r\n", NULL), 200);
+    ck_assert_int_eq(status_of("GET", "/metrics", "Host: dq.example.com\r\n", NULL), 421);
 }
 END_TEST
 
