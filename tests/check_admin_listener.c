@@ -351,6 +351,16 @@ START_TEST(rebinding_requests_are_421_before_anything)
     ck_assert_int_eq(status_of("GET", "/metrics", "Host: dq.example.com.evil\r\n", NULL), 421);
     ck_assert_int_eq(status_of("GET", "/metrics", "Host: 127.0.0.1.nip.io\r\n", NULL), 421);
     ck_assert_int_eq(status_of("GET", "/metrics", "Host: 0.0.0.0\r\n", NULL), 421);
+    /* No Host at all (HTTP/1.0): no browser, let through. */
+    int fd = http_connect(PORT);
+    ck_assert_int_ge(fd, 0);
+    const char *old_req = "GET /healthz HTTP/1.0\r\n\r\n";
+    ck_assert_int_eq(send(fd, old_req, strlen(old_req), MSG_NOSIGNAL), (ssize_t)strlen(old_req));
+    char buf[64] = "";
+    ck_assert_int_gt(recv(fd, buf, sizeof buf - 1, 0), 12);
+    ck_assert_msg(strncmp(buf, "HTTP/1.0 200", 12) == 0 || strncmp(buf, "HTTP/1.1 200", 12) == 0,
+                  "%s", buf);
+    close(fd);
     /* The Origin of a POST is compared with these names, not with Host. */
     snprintf(hdr, sizeof hdr, "Host: 127.0.0.1:%d\r\nOrigin: http://evil.example:%d\r\n"
              FORM, PORT, PORT);

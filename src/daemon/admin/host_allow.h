@@ -4,7 +4,8 @@
  * connection came in on, `localhost`, or a name of admin.hosts; anything
  * else is a request meant for another site (a page of that site whose DNS
  * name was rebound to this address), answered 421 before anything else
- * (http_admin.c).  A POST's Origin is compared with the same set, never
+ * (http_admin.c); a request without Host (HTTP/1.0) is let through, as
+ * a browser always sends one.  A POST's Origin is compared with the same set, never
  * with the request's own Host (ui_auth.c).  The port is not compared: a
  * page of another site cannot make a browser send a Host or an Origin
  * that names one of these.
