@@ -552,6 +552,8 @@ START_TEST(usage_errors)
     assert_fails(CLI("add", "-q", "u{x}", "-t", "t"), 2, "queue name contains '{'");
     assert_fails(CLI("add", "-q", "u", "-t", "has space"), 2, "bad type");
     assert_fails(CLI("add", "-q", "u", "-t", "t", "--id", "123"), 2, "all digits");
+    assert_fails(CLI("add", "-q", "u", "-t", "t", "--id", "."), 2, "'.' or '..'");
+    assert_fails(CLI("add", "-q", "u", "-t", "t", "--id", ".."), 2, "'.' or '..'");
     assert_fails(CLI("add", "-q", "u", "-t", "t", "a", "b"), 2, "more than one payload");
     assert_fails(CLI("add", "-q"), 2, "option '-q' needs a value");
     assert_fails(CLI("frobnicate"), 2, "unknown command 'frobnicate'");

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "client_test.h"
+#include "lib/scripts.h"
 
 /* ---- producing ---------------------------------------------------------- */
 
@@ -40,6 +41,51 @@ START_TEST(enqueue_generates_ids_and_keeps_chosen_ones)
     ck_assert_int_eq(dq_enqueue(cl, &r, NULL), DQ_ERR_INVALID);
     ck_assert_ptr_nonnull(strstr(dq_errmsg(cl), "digits"));
     ck_assert_int_eq(dq_show(cl, Q, "12345", &info), DQ_ERR_NOTFOUND);
+    ck_assert_int_eq(stats().due, 3);
+}
+END_TEST
+
+/* "." and "..": path segments a browser rewrites, so no URL could name
+ * the job; refused like all-digit ids, by the library and by the scripts
+ * (for producers in other languages), nothing written. */
+START_TEST(dot_ids_are_refused_everywhere)
+{
+    const char *dots[] = { ".", ".." };
+    for (size_t i = 0; i < 2; i++) {
+        dq_enqueue_req r = req_make(dots[i], "x", 0, 0);
+        ck_assert_int_eq(dq_enqueue(cl, &r, NULL), DQ_ERR_INVALID);
+        ck_assert_msg(strstr(dq_errmsg(cl), "'.' or '..'"), "%s", dq_errmsg(cl));
+        dq_status st;
+        ck_assert_int_eq(dq_enqueue_many(cl, &r, 1, NULL, &st), DQ_ERR_INVALID);
+        redisContext *rc = raw_connect();
+        redisReply *rep = redisCommand(rc, "EVAL %s 6 %s %s %s %s %s %s %s %s t x delay 0 0 0",
+                                       dq_scripts[DQ_SCRIPT_ENQUEUE].text,
+                                       "dq:{" Q "}:jobs", "dq:{" Q "}:delayed",
+                                       "dq:{" Q "}:processing", "dq:{" Q "}:dead",
+                                       "dq:{" Q "}:meta", "dq:{" Q "}:lease", "", dots[i]);
+        ck_assert_int_eq(rep->type, REDIS_REPLY_ERROR);
+        ck_assert_msg(strstr(rep->str, "enqueue: id") && strstr(rep->str, "'.' or '..'")
+                          && !strchr(rep->str, '\n'), "%s", rep->str);
+        freeReplyObject(rep);
+        rep = redisCommand(rc, "EVAL %s 6 %s %s %s %s %s %s %s %s %s %b",
+                           dq_scripts[DQ_SCRIPT_ENQUEUE_MANY].text,
+                           "dq:{" Q "}:jobs", "dq:{" Q "}:delayed",
+                           "dq:{" Q "}:processing", "dq:{" Q "}:dead",
+                           "dq:{" Q "}:meta", "dq:{" Q "}:lease", "", dots[i], "0",
+                           "\x96\xa1t\xa1x\x00", (size_t)6);
+        ck_assert_int_eq(rep->type, REDIS_REPLY_ERROR);
+        ck_assert_msg(strstr(rep->str, "job 1 id") && strstr(rep->str, "'.' or '..'"), "%s",
+                      rep->str);
+        freeReplyObject(rep);
+        redisFree(rc);
+    }
+    ck_assert_int_eq(fixture_redis_int(fx, "EXISTS dq:{" Q "}:jobs"), 0);
+    dq_stats s = stats();
+    ck_assert_int_eq(s.due + s.delayed, 0);
+    /* Ids that merely hold dots are fine. */
+    enq(".hidden", "x", 0, 0);
+    enq("a..b", "x", 0, 0);
+    enq("...", "x", 0, 0);
     ck_assert_int_eq(stats().due, 3);
 }
 END_TEST
@@ -552,6 +598,7 @@ Suite *client_suite(void)
     Suite *s = suite_create("client_produce");
     TCase *tc = tcase(s, "produce", 10);
     tcase_add_test(tc, enqueue_generates_ids_and_keeps_chosen_ones);
+    tcase_add_test(tc, dot_ids_are_refused_everywhere);
     tcase_add_test(tc, identical_payloads_stay_two_jobs);
     tcase_add_test(tc, payload_is_binary_safe);
     tcase_add_test(tc, oversized_payload_is_refused_and_not_stored);

@@ -45,6 +45,7 @@ static struct seen {
     char last_error[SEEN_MAX][64];
     int64_t total, matched, now_ms;
     dq_status st;
+    dq_status action_st;            /* the last action's */
     int64_t count;
     dq_job_info info;
     int have_info;
@@ -92,7 +93,7 @@ static void on_action(dq_status st, int64_t count, const char *err, void *arg)
 {
     (void)arg;
     seen.calls++;
-    seen.st = st;
+    seen.st = seen.action_st = st;
     seen.count = count;
     if (err)
         snprintf(seen.err, sizeof seen.err, "%s", err);
@@ -633,6 +634,8 @@ START_TEST(stalled_redis_fails_the_call_once)
     ck_assert(seen.failed);
     ck_assert_int_ne(seen.st, DQ_OK);
     ck_assert_msg(strstr(seen.err, "closing") != NULL, "%s", seen.err);
+    /* The action was sent: it may have run (ui_actions.c says so). */
+    ck_assert_int_eq(seen.action_st, DQ_ERR_TIMEOUT);
     kill(*live_pid, SIGCONT);
     event_base_free(base);
 }

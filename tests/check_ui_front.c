@@ -8,6 +8,7 @@
  * a page is given, and the assets' caching headers.
  */
 #include <check.h>
+#include <event2/buffer.h>
 #include <event2/event.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -17,7 +18,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "daemon/admin/host_allow.h"
 #include "daemon/admin/http_admin.h"
+#include "daemon/admin/ui_ctx.h"
+#include "daemon/admin/ui_throttle.h"
 #include "daemon/admin/ui.h"
 #include "daemon/admin/ui_assets.h"
 #include "daemon/admin/ui_auth.h"
@@ -107,9 +111,20 @@ void ui_page_not_found(struct ui_ctx *x, const char *what)
 {
     ui_ctx_reply(x, 404, NULL, what, strlen(what));
 }
+/* What the login page saw of its request's body: its length and how
+ * many of its bytes were not zero (the form's secret must be overwritten
+ * where libevent holds it once read). */
+static size_t login_body_len, login_body_nonzero;
+
 void ui_page_login(struct ui_ctx *x, int code, const char *error)
 {
     (void)error;
+    struct evbuffer *in = evhttp_request_get_input_buffer(x->req);
+    login_body_len = evbuffer_get_length(in);
+    login_body_nonzero = 0;
+    unsigned char *p = evbuffer_pullup(in, -1);
+    for (size_t i = 0; p && i < login_body_len; i++)
+        login_body_nonzero += p[i] != 0;
     ui_ctx_reply(x, code, NULL, "login", 5);
 }
 void ui_api_history(struct ui_ctx *x)
@@ -272,17 +287,18 @@ START_TEST(deferred_reply_after_the_client_left)
         ck_assert_int_eq(status_of("GET", "/healthz", NULL, NULL), 200);
         ck_assert_int_eq(status_of("GET", "/ui/queues/orders", BEARER, NULL), 200);
     }
-    /* Many at once, all gone before their answers. */
-    int fds[20];
-    for (int i = 0; i < 20; i++) {
+    /* Many at once (within the dashboard's share of one address's
+     * connections, http_conns.h), all gone before their answers. */
+    int fds[10];
+    for (int i = 0; i < 10; i++) {
         fds[i] = http_connect(PORT);
         ck_assert_int_ge(fds[i], 0);
         ck_assert_int_eq(write(fds[i], reqs, strlen(reqs)), (ssize_t)strlen(reqs));
     }
     tu_sleep_ms(50);
-    for (int i = 0; i < 20; i++)
+    for (int i = 0; i < 10; i++)
         close(fds[i]);
-    int want = 23;
+    int want = 13;
     ck_assert_msg(wait_for(3000, deferred_n, &want), "not every page answered");
     ck_assert_int_eq(status_of("GET", "/healthz", NULL, NULL), 200);
 }
@@ -325,6 +341,18 @@ START_TEST(pages_get_decoded_segments_query_and_form)
 }
 END_TEST
 
+/* A login's form, once read, is overwritten where libevent holds it. */
+START_TEST(login_form_secret_is_overwritten)
+{
+    const char *form = "token=a-wrong-but-secret-looking-token";
+    ck_assert_int_eq(status_of("POST", "/ui/login", "Sec-Fetch-Site: same-origin\r\n"
+                               "Content-Type: application/x-www-form-urlencoded\r\n",
+                               form), 401);
+    ck_assert_uint_eq(login_body_len, strlen(form));
+    ck_assert_uint_eq(login_body_nonzero, 0);
+}
+END_TEST
+
 START_TEST(assets_need_no_login_and_cache)
 {
     struct http_reply r;
@@ -340,6 +368,79 @@ START_TEST(assets_need_no_login_and_cache)
                                NULL), 304);
     ck_assert_int_eq(status_of("GET", "/ui/assets/nope.js", NULL, NULL), 404);
     ck_assert_int_eq(status_of("GET", "/ui/assets/app.css/x", NULL, NULL), 404);
+}
+END_TEST
+
+/* Failures cost nothing 5 times, then a wait that doubles up to a
+ * minute; refused attempts do not lengthen it; the right secret clears
+ * the address; a line a second at most is logged. */
+START_TEST(throttle_grows_and_forgets)
+{
+    struct ui_throttle *t = ui_throttle_new();
+    ck_assert_ptr_nonnull(t);
+    struct ui_throttle_report rep;
+    int64_t now = 5000;
+    for (int i = 0; i < UI_THROTTLE_FREE - 1; i++) {
+        ui_throttle_failed(t, "10.0.0.1", 0, now, &rep);
+        ck_assert_int_eq(ui_throttle_wait(t, "10.0.0.1", now), 0);
+        ck_assert_int_eq(rep.log, i == 0);
+    }
+    ui_throttle_failed(t, "10.0.0.1", 0, now, &rep);
+    ck_assert_int_eq(ui_throttle_wait(t, "10.0.0.1", now), 1000);
+    ck_assert_int_eq(ui_throttle_wait(t, "10.0.0.2", now), 0);
+    ui_throttle_failed(t, "10.0.0.1", 1, now + 500, &rep);       /* refused */
+    ck_assert_int_eq(ui_throttle_wait(t, "10.0.0.1", now + 500), 500);
+    ui_throttle_failed(t, "10.0.0.1", 0, now + 1000, &rep);
+    ck_assert_int_eq(rep.log, 1);
+    ck_assert_int_eq(rep.failures, UI_THROTTLE_FREE + 1);      /* since the first line */
+    ck_assert_int_eq(rep.refused, 1);
+    ck_assert_int_eq(ui_throttle_wait(t, "10.0.0.1", now + 1000), 2000);
+    for (int i = 0; i < 20; i++)
+        ui_throttle_failed(t, "10.0.0.1", 0, now + 1000, &rep);
+    ck_assert_int_eq(ui_throttle_wait(t, "10.0.0.1", now + 1000), UI_THROTTLE_MAX_WAIT_MS);
+    ui_throttle_passed(t, "10.0.0.1");
+    ck_assert_int_eq(ui_throttle_wait(t, "10.0.0.1", now + 1000), 0);
+    /* More addresses than the table holds: bounded, the newest kept. */
+    char addr[32];
+    for (int i = 0; i < UI_THROTTLE_ADDRS + 50; i++) {
+        snprintf(addr, sizeof addr, "10.1.%d.%d", i / 256, i % 256);
+        for (int k = 0; k < UI_THROTTLE_FREE; k++)
+            ui_throttle_failed(t, addr, 0, now + i, &rep);
+    }
+    ck_assert_int_gt(ui_throttle_wait(t, addr, now + UI_THROTTLE_ADDRS + 50), 0);
+    ck_assert_int_eq(ui_throttle_wait(t, "10.1.0.0", now + UI_THROTTLE_ADDRS + 50), 0);
+    ui_throttle_free(t);
+}
+END_TEST
+
+/* The names a Host or an Origin may give (no connection: fd -1). */
+START_TEST(host_names_and_origins)
+{
+    char *names[] = { "jobs.example.com", "fd00::5" };
+    struct sockaddr_storage listen = { 0 };
+    struct sockaddr_in *v4 = (struct sockaddr_in *)&listen;
+    v4->sin_family = AF_INET;
+    v4->sin_addr.s_addr = htonl(0x0a000005);    /* 10.0.0.5 */
+    struct host_allow set = { names, 2, &listen };
+    const char *good[] = { "localhost", "LocalHost:80", "10.0.0.5", "10.0.0.5:9464",
+                           "jobs.example.com", "JOBS.example.com:443", "[fd00::5]",
+                           "[fd00::5]:9464" };
+    const char *bad[] = { "", ":80", "evil.example", "jobs.example.com.evil",
+                          "10.0.0.5.nip.io", "10.0.0.6", "localhost:x", "localhost:80:80",
+                          "fd00::5", "[fd00::5", "[fd00::5]x", "0.0.0.0", "[::1]" };
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
+        ck_assert_msg(host_allow_host(&set, -1, good[i]), "refused %s", good[i]);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        ck_assert_msg(!host_allow_host(&set, -1, bad[i]), "allowed %s", bad[i]);
+    ck_assert(host_allow_origin(&set, -1, "http://jobs.example.com"));
+    ck_assert(host_allow_origin(&set, -1, "https://jobs.example.com:8443"));
+    ck_assert(!host_allow_origin(&set, -1, "http://jobs.example.com/x"));
+    ck_assert(!host_allow_origin(&set, -1, "ftp://jobs.example.com"));
+    ck_assert(!host_allow_origin(&set, -1, "null"));
+    ck_assert(!host_allow_origin(&set, -1, "http://evil.example"));
+    /* A wildcard listen address names nothing. */
+    v4->sin_addr.s_addr = htonl(INADDR_ANY);
+    ck_assert(!host_allow_host(&set, -1, "0.0.0.0:9464"));
 }
 END_TEST
 
@@ -373,6 +474,25 @@ static int cookie_ok(struct ui_auth *a, const char *cookie, int64_t now)
     evhttp_request_free(req);
     return ok;
 }
+
+/* A session used every 11 hours still ends at its absolute lifetime. */
+START_TEST(sessions_end_at_their_lifetime_however_used)
+{
+    struct ui_auth *a = ui_auth_new();
+    ck_assert_ptr_nonnull(a);
+    const int64_t hour = 3600 * 1000, life = 72 * hour;
+    struct daemon_conf dc = { .admin_token = TOKEN, .admin_session_lifetime_ms = life };
+    ui_auth_set_conf(a, &dc);
+    char cookie[160];
+    ck_assert_int_eq(ui_auth_login(a, TOKEN, 1000, cookie, sizeof cookie), 0);
+    int64_t t = 1000;
+    for (; t <= 1000 + life; t += 11 * hour)
+        ck_assert_msg(cookie_ok(a, cookie, t), "ended at %lld h", (long long)(t / hour));
+    ck_assert(cookie_ok(a, cookie, 1000 + life));
+    ck_assert(!cookie_ok(a, cookie, 1000 + life + 1));
+    ui_auth_free(a);
+}
+END_TEST
 
 START_TEST(sessions_are_bounded_and_expire)
 {
@@ -410,8 +530,12 @@ int main(void)
     tcase_add_test(tc, deferred_reply_after_the_client_left);
     tcase_add_test(tc, pages_get_decoded_segments_query_and_form);
     tcase_add_test(tc, assets_need_no_login_and_cache);
+    tcase_add_test(tc, login_form_secret_is_overwritten);
     tc = fixture_tcase(s, "auth", 10, NULL, NULL, NULL, NULL);
     tcase_add_test(tc, equal_is_exact);
+    tcase_add_test(tc, host_names_and_origins);
     tcase_add_test(tc, sessions_are_bounded_and_expire);
+    tcase_add_test(tc, sessions_end_at_their_lifetime_however_used);
+    tcase_add_test(tc, throttle_grows_and_forgets);
     return fixture_run_suite(s);
 }

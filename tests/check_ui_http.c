@@ -147,7 +147,6 @@ START_TEST(bearer_and_basic_are_accepted_wrong_ones_refused)
     ck_assert_int_eq(status_of("GET", "/ui/queues/" H_QUEUE, BEARER, NULL), 200);
     ck_assert_int_eq(status_of("GET", "/ui/", "Authorization: Bearer " TOKEN "x\r\n", NULL),
                      401);
-    ck_assert_int_eq(status_of("GET", "/ui/", "Authorization: Bearer correct\r\n", NULL), 401);
     ck_assert_int_eq(status_of("GET", "/ui/", "Authorization: Bearer \r\n", NULL), 401);
     /* base64("ops:wrong") and not base64 at all */
     ck_assert_int_eq(status_of("GET", "/ui/", "Authorization: Basic b3BzOndyb25n\r\n", NULL),
@@ -236,6 +235,7 @@ END_TEST
 START_TEST(cross_site_posts_are_refused)
 {
     start_ui();
+    int st;
     const char *path = "/ui/queues/" H_QUEUE "/pause";
     ck_assert_int_eq(status_of("POST", path, BEARER FORM "Sec-Fetch-Site: cross-site\r\n",
                                ""), 403);
@@ -250,15 +250,21 @@ START_TEST(cross_site_posts_are_refused)
     ck_assert_int_eq(status_of("POST", path, hdr, ""), 403);
     ck_assert_int_eq(status_of("POST", path, BEARER FORM "Origin: http://evil.example\r\n",
                                ""), 403);
-    snprintf(hdr, sizeof hdr, BEARER FORM "Origin: https://127.0.0.1:%d\r\n", PORT);
+    ck_assert_int_eq(status_of("POST", path, BEARER FORM "Origin: null\r\n", ""), 403);
+    /* What a browser sends with the pages' no-referrer policy. */
+    st = status_of("POST", path, BEARER FORM SAME "Origin: null\r\n", "");
+    ck_assert_msg(st != 403 && st != 401 && st != 400, "same-origin, Origin null: %d", st);
+    snprintf(hdr, sizeof hdr, BEARER FORM SAME "Origin: http://evil.example:%d\r\n", PORT);
     ck_assert_int_eq(status_of("POST", path, hdr, ""), 403);
+    ck_assert_int_eq(status_of("POST", path, BEARER FORM "Origin: http://127.0.0.1.evil"
+                               "\r\n", ""), 403);
     ck_assert_int_eq(status_of("POST", path, BEARER FORM, ""), 403);
     /* A forged login form from another site is refused too. */
     ck_assert_int_eq(status_of("POST", "/ui/login", FORM "Sec-Fetch-Site: cross-site\r\n",
                                "token=" TOKEN), 403);
 
     /* Same origin passes the gate (whatever the page then answers). */
-    int st = status_of("POST", path, BEARER FORM SAME, "");
+    st = status_of("POST", path, BEARER FORM SAME, "");
     ck_assert_msg(st != 403 && st != 401 && st != 400, "same-origin: %d", st);
     snprintf(hdr, sizeof hdr, BEARER FORM "Origin: http://127.0.0.1:%d\r\n", PORT);
     st = status_of("POST", path, hdr, "");
@@ -375,45 +381,45 @@ static int healthz_ok(void *arg)
     return ok;
 }
 
+/* 40 idle connections from one address within 200 ms: a burst may take
+ * twice the per-address cap (16 by default), then the oldest go; once
+ * they have waited half a second, a newcomer brings the address back
+ * under the cap, and a request still gets in at once. */
 START_TEST(connection_limit_holds)
 {
     start_ui();
-    enum { N = 40, MAX = 32 };
+    enum { N = 40, PER = 16 };
     int fds[N];
     for (int i = 0; i < N; i++) {
         fds[i] = http_connect(PORT);
         ck_assert_msg(fds[i] >= 0, "connect %d failed", i);
         tu_sleep_ms(5);
     }
-    int closed = 0, first_closed = -1;
+    int closed = 0, last_closed = -1;
     for (int i = 0; i < N; i++)
-        if (http_closed_within(fds[i], i < MAX ? 50 : 2000)) {
+        if (http_closed_within(fds[i], i < N - 2 * PER ? 2000 : 50)) {
             closed++;
-            if (first_closed < 0)
-                first_closed = i;
+            last_closed = i;
         }
-    printf("connection limit: %d of %d idle connections closed (first: #%d)\n", closed, N,
-           first_closed + 1);
-    ck_assert_int_eq(closed, N - MAX);
-    ck_assert_int_eq(first_closed, MAX);
-    /* Full: a new one is closed too, /healthz included. */
-    int extra = http_connect(PORT);
-    ck_assert_int_ge(extra, 0);
-    ck_assert_int_eq(http_closed_within(extra, 2000), 1);
-    close(extra);
+    printf("connection limit: %d of %d idle connections displaced (last: #%d)\n", closed, N,
+           last_closed + 1);
+    ck_assert_int_eq(closed, N - 2 * PER);
+    ck_assert_int_eq(last_closed, N - 2 * PER - 1);
+    /* Half a second on: a request gets in, and the oldest idle ones go
+     * until the address is back under its cap. */
+    tu_sleep_ms(600);
+    ck_assert_int_eq(status_of("GET", "/healthz", NULL, NULL), 200);
+    ck_assert_int_eq(status_of("GET", "/ui/", BEARER, NULL), 200);
+    int open = 0;
+    for (int i = N - 2 * PER; i < N; i++)
+        open += !http_closed_within(fds[i], 100);
+    ck_assert_int_eq(open, PER - 1);
+    ck_assert_int_eq(http_closed_within(fds[N - PER], 50), 1);
+    ck_assert_int_eq(http_closed_within(fds[N - PER + 1], 50), 0);
     for (int i = 0; i < N; i++)
         close(fds[i]);
     ck_assert_msg(h_wait(3000, healthz_ok, NULL), "/healthz not back after the connections "
                   "closed; log:\n%s", h_log_tail(&H));
-    /* And again: the count went down for every one that left. */
-    for (int i = 0; i < MAX - 1; i++) {
-        fds[i] = http_connect(PORT);
-        ck_assert_int_ge(fds[i], 0);
-    }
-    tu_sleep_ms(100);
-    ck_assert_int_eq(status_of("GET", "/ui/", BEARER, NULL), 200);
-    for (int i = 0; i < MAX - 1; i++)
-        close(fds[i]);
 }
 END_TEST
 
@@ -448,6 +454,10 @@ END_TEST
 START_TEST(metrics_and_healthz_unchanged)
 {
     start_ui();
+    /* Healthy once its figures are refreshed (a loaded machine may take a
+     * moment after start). */
+    ck_assert_msg(h_wait(10000, healthz_ok, NULL), "never healthy; log:\n%s",
+                  h_log_tail(&H));
     struct http_reply r;
     req("GET", "/metrics", NULL, NULL, &r);
     ck_assert_int_eq(r.status, 200);
@@ -456,7 +466,7 @@ START_TEST(metrics_and_healthz_unchanged)
     ck_assert_ptr_null(http_header(&r, "Content-Security-Policy", (char[8]){ 0 }, 8));
     http_reply_free(&r);
     req("GET", "/healthz", NULL, NULL, &r);
-    ck_assert_int_eq(r.status, 200);
+    ck_assert_msg(r.status == 200, "/healthz %d: %s", r.status, r.body);
     ck_assert_str_eq(r.body, "ok\n");
     http_reply_free(&r);
     ck_assert_int_eq(status_of("POST", "/metrics", NULL, ""), 405);
@@ -520,7 +530,7 @@ START_TEST(config_errors_exit_78_with_file_and_line)
     h_assert_refused(&H, 7, "admin.ui: needs token_file or basic_auth_file");
     write_admin_conf("admin", "  ui = true;\n  token_file = \"/nonexistent/ui.token\";\n");
     h_assert_refused(&H, 8, "cannot read '/nonexistent/ui.token'");
-    char lines[600];
+    char lines[900];
     snprintf(lines, sizeof lines, "  ui = true;\n  token_file = \"%s\";\n", H.fx.dir);
     write_admin_conf("admin", lines);
     h_assert_refused(&H, 8, "is not a regular file");
@@ -532,6 +542,40 @@ START_TEST(config_errors_exit_78_with_file_and_line)
     snprintf(lines, sizeof lines, "  ui = true;\n  basic_auth_file = \"%s\";\n", TOKEN_FILE);
     write_admin_conf("admin", lines);
     h_assert_refused(&H, 8, "expected one line 'user:password'");
+    /* basic_auth_file: a user name and a password of 12 bytes or more. */
+    static const struct { const char *line, *why; } basic[] = {
+        { ":\n", "the user name before ':' is empty" },
+        { ":" BASIC_PASS "\n", "the user name before ':' is empty" },
+        { "admin:\n", "shorter than 12 bytes" },
+        { "admin:elevenbytes\n", "shorter than 12 bytes" },
+    };
+    for (size_t i = 0; i < sizeof basic / sizeof basic[0]; i++) {
+        write_secret(BASIC_FILE, basic[i].line, 0600);
+        snprintf(lines, sizeof lines, "  ui = true;\n  basic_auth_file = \"%s\";\n",
+                 BASIC_FILE);
+        write_admin_conf("admin", lines);
+        h_assert_refused(&H, 8, basic[i].why);
+    }
+    write_secret(BASIC_FILE, "admin:twelve-bytes\n", 0600);
+    write_admin_conf("admin", lines);
+    const char *targs[] = { "-t", "-c", H.conf, NULL };
+    char terr[4096];
+    ck_assert_msg(h_run_delayqd(targs, terr, sizeof terr) == 0, "%s", terr);
+    /* The listener's limits and names. */
+    write_admin_conf("admin", "  max_connections = 16;\n  max_connections_per_address = 16;\n");
+    h_assert_refused(&H, 8, "not below max_connections");
+    write_admin_conf("admin", "  max_connections_per_address = 64;\n");
+    h_assert_refused(&H, 7, "not below max_connections (64)");
+    write_admin_conf("admin", "  max_connections = 5000;\n");
+    h_assert_refused(&H, 7, "admin.max_connections");
+    write_admin_conf("admin", "  request_timeout = \"10ms\";\n");
+    h_assert_refused(&H, 7, "admin.request_timeout");
+    write_admin_conf("admin", "  session_lifetime = \"1s\";\n");
+    h_assert_refused(&H, 7, "admin.session_lifetime");
+    write_admin_conf("admin", "  hosts = [ \"dq.example.com\",\n    \"evil.example:80\" ];\n");
+    h_assert_refused(&H, 8, "admin.hosts: entry 2 is not a host name");
+    write_admin_conf("admin", "  hosts = \"dq.example.com\";\n");
+    h_assert_refused(&H, 7, "admin.hosts: expected a list");
     write_admin_conf("admin", "  read_only = 1;\n");
     h_assert_refused(&H, 7, "admin.read_only");
     write_admin_conf("metrics", "  ui = \"yes\";\n");
@@ -550,7 +594,10 @@ START_TEST(config_errors_exit_78_with_file_and_line)
     h_assert_refused(&H, 6, "'admin'");
     /* The good ones pass. */
     snprintf(lines, sizeof lines, "  ui = true;\n  token_file = \"%s\";\n"
-             "  basic_auth_file = \"%s\";\n  read_only = false;\n", TOKEN_FILE, BASIC_FILE);
+             "  basic_auth_file = \"%s\";\n  read_only = false;\n  request_timeout = \"5s\";\n"
+             "  max_connections = 100;\n  max_connections_per_address = 10;\n"
+             "  hosts = [ \"dq.example.com\", \"10.0.0.5\", \"[fd00::5]\" ];\n"
+             "  session_lifetime = \"1d\";\n", TOKEN_FILE, BASIC_FILE);
     write_admin_conf("metrics", lines);
     const char *args[] = { "-t", "-c", H.conf, NULL };
     char err[4096];

@@ -282,6 +282,7 @@ int dconfig_load(struct daemon_conf *dc, const char *path, char *err, size_t err
     dc->fsck_interval_ms = 60000;
     dc->log_level = DQ_LOG_INFO;
     dc->claim_failure_grace_ms = 10000;
+    dconfig_admin_defaults(dc);
     struct conf_reader r;
     conf_reader_init(&r, path, err, errlen);
     if (conf_read_file(&dc->cfg, path, err, errlen) < 0)
@@ -340,6 +341,9 @@ void dconfig_free(struct daemon_conf *dc)
     free(dc->metrics_listen);
     free(dc->admin_token);
     free(dc->admin_basic);
+    for (size_t i = 0; i < dc->nadmin_hosts; i++)
+        free(dc->admin_hosts[i]);
+    free(dc->admin_hosts);
     free(dc->path);
     redis_conf_free(&dc->redis);
     if (dc->cfg.root)

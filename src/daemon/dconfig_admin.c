@@ -152,11 +152,109 @@ static void read_ui(struct conf_reader *r, struct daemon_conf *dc, const config_
         conf_fail(r, tf, "%stoken_file: the token in it is shorter than %d bytes",
                   where, DCONFIG_TOKEN_MIN);
     const config_setting_t *bf = config_setting_get_member(g, "basic_auth_file");
-    if (!r->failed && dc->admin_basic && !strchr(dc->admin_basic, ':'))
+    const char *colon = dc->admin_basic ? strchr(dc->admin_basic, ':') : NULL;
+    if (!r->failed && dc->admin_basic && !colon)
+        conf_fail(r, bf, "%sbasic_auth_file: expected one line 'user:password'", where);
+    else if (!r->failed && colon && colon == dc->admin_basic)
+        conf_fail(r, bf, "%sbasic_auth_file: the user name before ':' is empty", where);
+    else if (!r->failed && colon && strlen(colon + 1) < DCONFIG_PASSWORD_MIN)
+        conf_fail(r, bf, "%sbasic_auth_file: the password after ':' is shorter than %d "
+                  "bytes", where, DCONFIG_PASSWORD_MIN);
+    else if (!r->failed && colon && strchr(dc->admin_basic, '\n'))
         conf_fail(r, bf, "%sbasic_auth_file: expected one line 'user:password'", where);
     if (!r->failed && dc->admin_ui && !dc->admin_token && !dc->admin_basic)
         conf_fail(r, config_setting_get_member(g, "ui"),
                   "%sui: needs token_file or basic_auth_file", where);
+}
+
+void dconfig_admin_defaults(struct daemon_conf *dc)
+{
+    dc->admin_request_timeout_ms = 10000;
+    dc->admin_max_conns = 64;
+    dc->admin_max_conns_per_address = 16;
+    dc->admin_session_lifetime_ms = 7LL * 24 * 3600 * 1000;
+}
+
+/* Whether `name` may be listed in admin.hosts: a DNS name or an IPv4
+ * address (letters, digits, '.', '-'), or an IPv6 address in brackets;
+ * no port. */
+static int host_name_ok(const char *name)
+{
+    size_t len = strlen(name);
+    if (len == 0 || len > 253)
+        return 0;
+    if (name[0] == '[')
+        return len > 2 && name[len - 1] == ']'
+               && strspn(name + 1, "0123456789abcdefABCDEF:.") == len - 2;
+    return strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-")
+           == len;
+}
+
+/* admin.hosts = [ "NAME", ... ]: the names besides the listen address and
+ * localhost that a request's Host (and a POST's Origin) may give. */
+static void read_hosts(struct conf_reader *r, struct daemon_conf *dc,
+                       const config_setting_t *s, const char *where)
+{
+    if (!s)
+        return;
+    if (!config_setting_is_array(s) && !config_setting_is_list(s)) {
+        conf_fail(r, s, "%shosts: expected a list of names: [ \"dq.example.com\" ]", where);
+        return;
+    }
+    int n = config_setting_length(s);
+    if (n > DCONFIG_HOSTS_MAX) {
+        conf_fail(r, s, "%shosts: more than %d names", where, DCONFIG_HOSTS_MAX);
+        return;
+    }
+    dc->admin_hosts = calloc((size_t)n + 1, sizeof *dc->admin_hosts);
+    if (!dc->admin_hosts) {
+        conf_fail(r, s, "%shosts: out of memory", where);
+        return;
+    }
+    for (int i = 0; i < n && !r->failed; i++) {
+        const config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
+        const char *name = config_setting_get_string(e);
+        if (!name || !host_name_ok(name)) {
+            conf_fail(r, e, "%shosts: entry %d is not a host name (a DNS name, an IPv4 "
+                      "address or a bracketed IPv6 address, without port)", where, i + 1);
+            return;
+        }
+        size_t len = strlen(name);
+        char *copy = name[0] == '[' ? strndup(name + 1, len - 2) : strdup(name);
+        if (!copy) {
+            conf_fail(r, e, "%shosts: out of memory", where);
+            return;
+        }
+        for (char *c = copy; *c; c++)
+            if (*c >= 'A' && *c <= 'Z')
+                *c = (char)(*c - 'A' + 'a');
+        dc->admin_hosts[dc->nadmin_hosts++] = copy;
+    }
+}
+
+/* The listener's limits: request_timeout, max_connections and
+ * max_connections_per_address (below it), and session_lifetime. */
+static void read_limits(struct conf_reader *r, struct daemon_conf *dc,
+                        const config_setting_t *g, const char *where)
+{
+    conf_duration(r, config_setting_get_member(g, "request_timeout"), where, 100,
+                  &dc->admin_request_timeout_ms);
+    conf_duration(r, config_setting_get_member(g, "session_lifetime"), where, 60000,
+                  &dc->admin_session_lifetime_ms);
+    long long max = dc->admin_max_conns, per = dc->admin_max_conns_per_address;
+    const config_setting_t *ps = config_setting_get_member(g, "max_connections_per_address");
+    if (conf_int(r, config_setting_get_member(g, "max_connections"), where, 3,
+                 DCONFIG_CONNS_MAX, &max) < 0
+        || conf_int(r, ps, where, 2, DCONFIG_CONNS_MAX, &per) < 0)
+        return;
+    if (per >= max) {
+        conf_fail(r, ps ? ps : config_setting_get_member(g, "max_connections"),
+                  "%smax_connections_per_address: %lld is not below max_connections (%lld)",
+                  where, per, max);
+        return;
+    }
+    dc->admin_max_conns = (int)max;
+    dc->admin_max_conns_per_address = (int)per;
 }
 
 void dconfig_read_admin(struct conf_reader *r, struct daemon_conf *dc,
@@ -181,8 +279,12 @@ void dconfig_read_admin(struct conf_reader *r, struct daemon_conf *dc,
     }
     static const char *const known[] = { "listen", "allow_remote", "claim_failure_grace",
                                          "ui", "token_file", "basic_auth_file",
-                                         "read_only", NULL };
+                                         "read_only", "request_timeout", "max_connections",
+                                         "max_connections_per_address", "hosts",
+                                         "session_lifetime", NULL };
     conf_check_keys(r, g, where, known);
+    read_limits(r, dc, g, where);
+    read_hosts(r, dc, config_setting_get_member(g, "hosts"), where);
     conf_duration(r, config_setting_get_member(g, "claim_failure_grace"), where, 0,
                   &dc->claim_failure_grace_ms);
     const char *listen = NULL;

@@ -13,6 +13,13 @@
 #include "daemon/dconfig_types.h"
 
 #define DCONFIG_TOKEN_MIN 16    /* bytes: a shorter token is refused */
+#define DCONFIG_PASSWORD_MIN 12 /* bytes: basic_auth_file's shorter password is refused */
+#define DCONFIG_CONNS_MAX 1024  /* admin.max_connections at most */
+#define DCONFIG_HOSTS_MAX 32    /* admin.hosts entries at most */
+
+/* The group's defaults (before reading): 10 s per request, 64
+ * connections, 16 per address, sessions of 7 days at most. */
+void dconfig_admin_defaults(struct daemon_conf *dc);
 
 /* Read the group from `root` into dc's metrics_* and admin_* fields;
  * problems are reported through r (file:line). */

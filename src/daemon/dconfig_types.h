@@ -71,6 +71,17 @@ struct daemon_conf {
     int admin_read_only;        /* admin.read_only: pages yes, actions 403 */
     char *admin_token;          /* token_file's token */
     char *admin_basic;          /* basic_auth_file's "user:password" */
+    /* The admin listener's limits (http_conns.h) and the names it answers
+     * to (host_allow.h): admin.request_timeout (the whole request, headers
+     * and body), admin.max_connections, admin.max_connections_per_address
+     * (below max_connections), admin.hosts; and admin.session_lifetime,
+     * a dashboard session's absolute limit. */
+    int64_t admin_request_timeout_ms;
+    int admin_max_conns;
+    int admin_max_conns_per_address;
+    char **admin_hosts;         /* lower case, brackets of IPv6 dropped */
+    size_t nadmin_hosts;
+    int64_t admin_session_lifetime_ms;
 };
 
 #endif

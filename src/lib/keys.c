@@ -157,6 +157,8 @@ const char *keys_check_id(const char *id)
         return "job id has a space or a non-printable character";
     if (strspn(id, "0123456789") == strlen(id))
         return "job id is all digits (that form is kept for generated ids)";
+    if (strcmp(id, ".") == 0 || strcmp(id, "..") == 0)
+        return "job id is '.' or '..' (a path segment that URLs cannot name)";
     /* Routed to partition 0 as a schedule's job would be: refused, so that
      * a producer's id always routes by its CRC16. */
     if (keys_is_schedule_id(id))

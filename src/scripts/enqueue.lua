@@ -16,6 +16,8 @@ local channel = arg_str(1, 'wake_channel')
 local id = arg_id(2, 'id', true)
 if match(id, '^%d+$') then
   arg_bad('id', id, 'a producer id (all digits are kept for generated ids)')
+elseif id == '.' or id == '..' then
+  arg_bad('id', id, "a producer id (not '.' or '..', which URLs cannot name)")
 end
 local jtype = ARGV[3]
 if not (jtype and is_plain(jtype, 128) and jtype ~= '*') then

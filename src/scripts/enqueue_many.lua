@@ -112,8 +112,8 @@ for i = 1, n do
     last_when, last_replace = when, r == 'r'
     last_prio = (pr and pr ~= '') and tonumber(pr) or NORMAL
   end
-  if id ~= '' and (not is_plain(id, 256) or match(id, '^%d+$')) then
-    arg_bad('job ' .. i .. ' id', id, 'a producer id (1..256 printable bytes, no spaces, not all digits)')
+  if id ~= '' and (not is_plain(id, 256) or match(id, '^%d+$') or id == '.' or id == '..') then
+    arg_bad('job ' .. i .. ' id', id, "a producer id (1..256 printable bytes, no spaces, not all digits, not '.' or '..')")
     break
   end
   local why = body_fault_at(body)

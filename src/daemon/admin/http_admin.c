@@ -8,9 +8,14 @@
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
-#define REQUEST_TIMEOUT_S 10
+#include "daemon/admin/host_allow.h"
+#include "daemon/admin/http_conns.h"
+#include "daemon/log.h"
+
+#define IDLE_TIMEOUT_S 10
 #define MAX_HEADERS_SIZE 8192
 #define MAX_BODY_SIZE 16384
 
@@ -25,10 +30,11 @@ struct http_admin {
     void *arg;
     struct route_call *calls;
     struct event_base *base;
-    /* The connections open, each by its bufferevent, of which we hold a
-     * reference so that we can tell a freed one (callbacks cleared). */
-    struct bufferevent *conns[HTTP_ADMIN_MAX_CONNS];
-    size_t nconns;
+    struct http_conns *conns;           /* deadlines, caps, shares */
+    char **hosts;                       /* admin.hosts, owned */
+    size_t nhosts;
+    int64_t misdirected;                /* 421s since the last line about them */
+    struct timespec misdirected_logged; /* that line (0: none yet) */
     /* The prefix handler (http_admin_set_prefix). */
     char prefix[32];
     http_admin_prefix_fn on_prefix;
@@ -56,9 +62,70 @@ static void reply_text(struct evhttp_request *req, int code, const char *reason,
         evbuffer_free(buf);
 }
 
+static void on_conn_close(struct evhttp_connection *evcon, void *arg);
+
+/* A request for another Host was refused: say so at most once a minute,
+ * with the name (printable bytes only, cut), since a name of this server
+ * missing from admin.hosts looks the same. */
+static void log_misdirected(struct http_admin *h, const char *host)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    h->misdirected++;
+    if (h->misdirected_logged.tv_sec && now.tv_sec - h->misdirected_logged.tv_sec < 60)
+        return;
+    char name[64];
+    size_t i = 0;
+    for (; host[i] && i < sizeof name - 1; i++)
+        name[i] = host[i] > 0x20 && host[i] < 0x7f ? host[i] : '?';
+    name[i] = '\0';
+    log_warn("admin: %lld request%s for another server answered 421, the last for Host "
+             "'%s': if that names this server, list it in admin.hosts",
+             (long long)h->misdirected, h->misdirected == 1 ? "" : "s", name);
+    h->misdirected = 0;
+    h->misdirected_logged = now;
+}
+
+/*
+ * Every request passes here first, once whole: its Host must name this
+ * server (host_allow.h), else 421 before anything else; and the
+ * connection's deadline stops while it is answered (http_conns.h), unless
+ * it is a dashboard request over the dashboard's share (503).  Returns 0
+ * when the request may go on; else it is answered.
+ */
+static int admit(struct http_admin *h, struct evhttp_request *req, int dashboard)
+{
+    /* Read before on_conn_ready looked at its connection: hear of its
+     * close from now on all the same (the dashboard must). */
+    struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+    if (evcon)
+        evhttp_connection_set_closecb(evcon, on_conn_close, h);
+    int busy = http_conns_answering(h->conns, req, dashboard) < 0;
+    const char *host = evhttp_find_header(evhttp_request_get_input_headers(req), "Host");
+    struct host_allow set = { h->hosts, h->nhosts, h->bound ? &h->addr : NULL };
+    if (host && !host_allow_host(&set, host_allow_fd(req), host)) {
+        log_misdirected(h, host);
+        static const char msg[] = "misdirected request: the Host header does not name "
+                                  "this server (admin.hosts)\n";
+        reply_text(req, 421, "Misdirected Request", "text/plain; charset=utf-8", msg,
+                   sizeof msg - 1);
+        return -1;
+    }
+    if (busy) {
+        static const char msg[] = "too many dashboard requests in progress: try again\n";
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", "1");
+        reply_text(req, 503, "Service Unavailable", "text/plain; charset=utf-8", msg,
+                   sizeof msg - 1);
+        return -1;
+    }
+    return 0;
+}
+
 static void on_route(struct evhttp_request *req, void *arg)
 {
     const struct route_call *call = arg;
+    if (admit(call->h, req, 0) < 0)
+        return;
     enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
     if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD) {
         evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "GET, HEAD");
@@ -101,7 +168,10 @@ static void on_other(struct evhttp_request *req, void *arg)
 {
     struct http_admin *h = arg;
     const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
-    if (uri && under_prefix(h, evhttp_uri_get_path(uri))) {
+    int dashboard = uri && under_prefix(h, evhttp_uri_get_path(uri));
+    if (admit(h, req, dashboard) < 0)
+        return;
+    if (dashboard) {
         h->on_prefix(req, h->prefix_arg);
         return;
     }
@@ -140,24 +210,10 @@ fail:;
     return -1;
 }
 
-/* Forget the connections evhttp has freed (their callbacks cleared). */
-static void sweep_conns(struct http_admin *h)
-{
-    size_t kept = 0;
-    for (size_t i = 0; i < h->nconns; i++) {
-        bufferevent_data_cb readcb = NULL;
-        bufferevent_getcb(h->conns[i], &readcb, NULL, NULL, NULL);
-        if (readcb)
-            h->conns[kept++] = h->conns[i];
-        else
-            bufferevent_decref(h->conns[i]);
-    }
-    h->nconns = kept;
-}
-
 static void on_conn_close(struct evhttp_connection *evcon, void *arg)
 {
     struct http_admin *h = arg;
+    http_conns_closed(h->conns, evcon);
     if (h->on_close)
         h->on_close(evcon, h->prefix_arg);
 }
@@ -168,8 +224,9 @@ struct new_conn {
     struct bufferevent *bev;    /* referenced */
 };
 
-/* A connection evhttp has set up (see on_new_bev): count it, or close it
- * at once when HTTP_ADMIN_MAX_CONNS are open already. */
+/* A connection evhttp has set up (see on_new_bev): watch its close and
+ * hand it to the table (http_conns.h), which counts it and arms its
+ * deadline, or refuses it. */
 static void on_conn_ready(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
@@ -179,25 +236,21 @@ static void on_conn_ready(evutil_socket_t fd, short what, void *arg)
     bufferevent_data_cb readcb = NULL;
     void *cbarg = NULL;
     bufferevent_getcb(nc->bev, &readcb, NULL, NULL, &cbarg);
-    sweep_conns(h);
-    if (!readcb || !cbarg) {                /* already gone */
-        bufferevent_decref(nc->bev);
-    } else if (h->nconns >= HTTP_ADMIN_MAX_CONNS) {
-        evhttp_connection_free(cbarg);
-        bufferevent_decref(nc->bev);
-    } else {
+    if (readcb && cbarg) {              /* not already gone */
         evhttp_connection_set_closecb(cbarg, on_conn_close, h);
-        h->conns[h->nconns++] = nc->bev;    /* keeps the reference */
+        (void)http_conns_adopt(h->conns, cbarg, 1);
     }
+    bufferevent_decref(nc->bev);
     free(nc);
 }
 
 /*
  * evhttp asks for a bufferevent for each connection it accepts (libevent
- * 2.1 has no connection limit of its own): make it, keep a reference so
- * that its callbacks tell later whether evhttp still uses it, and look at
- * the connection once evhttp has set it up, on the next turn of the loop.
- * NULL (evhttp then makes its own, uncounted) only when out of memory.
+ * 2.1 has no connection limit, no deadline and no new-request hook of its
+ * own): make it, and look at the connection once evhttp has set it up, on
+ * the next turn of the loop; a request read before then is counted when
+ * it is answered (http_conns_answering).  NULL (evhttp then makes its
+ * own) only when out of memory.
  */
 static struct bufferevent *on_new_bev(struct event_base *base, void *arg)
 {
@@ -232,11 +285,11 @@ struct http_admin *http_admin_new(struct event_base *base,
     h->arg = arg;
     h->base = base;
     h->calls = calloc(n ? n : 1, sizeof *h->calls);
-    if (!h->calls || !(h->http = evhttp_new(base))) {
+    if (!h->calls || !(h->http = evhttp_new(base)) || !(h->conns = http_conns_new(base))) {
         http_admin_free(h);
         return NULL;
     }
-    evhttp_set_timeout(h->http, REQUEST_TIMEOUT_S);
+    evhttp_set_timeout(h->http, IDLE_TIMEOUT_S);
     evhttp_set_max_headers_size(h->http, MAX_HEADERS_SIZE);
     evhttp_set_max_body_size(h->http, MAX_BODY_SIZE);
     /* Other methods are let in to be answered 405 rather than 501. */
@@ -356,14 +409,44 @@ void http_admin_set_prefix(struct http_admin *h, const char *prefix,
     h->prefix_arg = arg;
 }
 
+static void free_hosts(struct http_admin *h)
+{
+    for (size_t i = 0; i < h->nhosts; i++)
+        free(h->hosts[i]);
+    free(h->hosts);
+    h->hosts = NULL;
+    h->nhosts = 0;
+}
+
+int http_admin_set_conf(struct http_admin *h, const struct daemon_conf *dc)
+{
+    struct http_conns_limits l = { dc->admin_request_timeout_ms, dc->admin_max_conns,
+                                   dc->admin_max_conns_per_address };
+    http_conns_set_limits(h->conns, &l);
+    char **hosts = calloc(dc->nadmin_hosts + 1, sizeof *hosts);
+    for (size_t i = 0; hosts && i < dc->nadmin_hosts; i++)
+        if (!(hosts[i] = strdup(dc->admin_hosts[i]))) {
+            while (i > 0)
+                free(hosts[--i]);
+            free(hosts);
+            hosts = NULL;
+        }
+    if (!hosts)
+        return -1;      /* the names in use stay */
+    free_hosts(h);
+    h->hosts = hosts;
+    h->nhosts = dc->nadmin_hosts;
+    return 0;
+}
+
 void http_admin_free(struct http_admin *h)
 {
     if (!h)
         return;
     if (h->http)
         evhttp_free(h->http);   /* closes the sockets; on_close hears of each */
-    for (size_t i = 0; i < h->nconns; i++)
-        bufferevent_decref(h->conns[i]);
+    http_conns_free(h->conns);
+    free_hosts(h);
     free(h->calls);
     free(h);
 }

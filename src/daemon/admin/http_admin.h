@@ -11,9 +11,13 @@
  * method, to another module, which authenticates its requests itself
  * (http_admin_set_prefix).
  *
- * Limits, so that a slow or hostile client cannot hold the supervisor:
- * headers 8 KiB, a body 16 KiB (413), 10 s to send a request, and at most
- * HTTP_ADMIN_MAX_CONNS connections at once (more are closed at once).
+ * Every request's Host must name this server (host_allow.h), else 421,
+ * on every path, before anything else.
+ *
+ * Limits, so that a slow or hostile client cannot hold the server:
+ * headers 8 KiB, a body 16 KiB (413), 10 s without a byte either way, and
+ * the deadline for a whole request, the caps of connections per client
+ * address and in all, and the dashboard's share, of http_conns.h.
  */
 #ifndef DQ_HTTP_ADMIN_H
 #define DQ_HTTP_ADMIN_H
@@ -21,6 +25,8 @@
 #include <event2/event.h>
 #include <stdio.h>
 #include <sys/socket.h>
+
+#include "daemon/dconfig.h"
 
 /* One header a route may add to its answer (name "" for none). */
 struct http_admin_header {
@@ -39,8 +45,6 @@ struct http_admin_route {
 struct http_admin;
 struct evhttp_request;
 struct evhttp_connection;
-
-#define HTTP_ADMIN_MAX_CONNS 32
 
 /* A request under the prefix, answered by the callee (now or later). */
 typedef void (*http_admin_prefix_fn)(struct evhttp_request *req, void *arg);
@@ -85,6 +89,11 @@ void http_admin_close_in_child(const struct http_admin *h);
 void http_admin_set_prefix(struct http_admin *h, const char *prefix,
                            http_admin_prefix_fn on_request, http_admin_close_fn on_close,
                            void *arg);
+
+/* Take the admin group's limits and names (admin.request_timeout,
+ * max_connections, max_connections_per_address, hosts) for the requests
+ * from now on; -1 when out of memory (the names in use stay). */
+int http_admin_set_conf(struct http_admin *h, const struct daemon_conf *dc);
 
 /* Close everything and free; NULL is ignored. */
 void http_admin_free(struct http_admin *h);

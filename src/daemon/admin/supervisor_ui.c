@@ -103,6 +103,8 @@ void supervisor_ui_conf(struct supervisor *s)
 {
     const struct daemon_conf *dc = s->cur->conf;
     ui_set_conf(s->ui, dc);
+    if (http_admin_set_conf(s->http, dc) < 0)
+        log_warn("admin: out of memory taking admin.hosts: the previous names stay");
     if (!dc->admin_ui || !dc->metrics_listen)
         return;
     log_info("dashboard: http://%s/ui/ (%s%s%s%s)", dc->metrics_listen,

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/queue.h>
 #include <time.h>
 
@@ -24,6 +25,8 @@
 #include "daemon/admin/ui_joblog.h"
 #include "daemon/admin/ui_layout.h"
 #include "daemon/admin/ui_pages.h"
+#include "daemon/admin/ui_throttle.h"
+#include "daemon/log.h"
 
 #define UI_SEGMENT_LEN 1024
 
@@ -33,8 +36,10 @@ struct ui *ui_new(const struct ui_host *host)
     if (!u)
         return NULL;
     u->host = *host;
-    if (!(u->auth = ui_auth_new()) || !(u->joblog = ui_joblog_new())) {
+    if (!(u->auth = ui_auth_new()) || !(u->joblog = ui_joblog_new())
+        || !(u->throttle = ui_throttle_new())) {
         ui_auth_free(u->auth);
+        ui_joblog_free(u->joblog);
         free(u);
         return NULL;
     }
@@ -52,6 +57,7 @@ void ui_free(struct ui *u)
         x->u = NULL;
     ui_auth_free(u->auth);
     ui_joblog_free(u->joblog);
+    ui_throttle_free(u->throttle);
     free(u);
 }
 
@@ -181,7 +187,14 @@ static int parse_form(struct ui_ctx *x)
     }
     body[len] = '\0';
     int rc = evhttp_parse_query_str(body, &x->form);
+    /* The body may hold a login's token or password: overwrite our copy,
+     * and libevent's where it lies (no copy made: in place). */
+    explicit_bzero(body, len);
     free(body);
+    struct evbuffer_iovec v[16];
+    int n = evbuffer_peek(in, -1, NULL, v, 16);
+    for (int i = 0; i < n && i < 16; i++)
+        explicit_bzero(v[i].iov_base, v[i].iov_len);
     return rc;
 }
 
@@ -234,9 +247,63 @@ static void serve_asset(struct ui_ctx *x, const char *name)
         evbuffer_free(buf);
 }
 
+/* The client's address of x's request, into out ("" when gone). */
+static void client_addr(const struct ui_ctx *x, char *out, size_t len)
+{
+    char *addr = NULL;
+    ev_uint16_t port = 0;
+    out[0] = '\0';
+    if (x->evcon)
+        evhttp_connection_get_peer(x->evcon, &addr, &port);
+    snprintf(out, len, "%s", addr ? addr : "");
+}
+
+/* A failed login attempt of x's client (`how`: "form", "bearer",
+ * "basic"; `refused`: not checked, during its wait): count it, and log
+ * it, at most a line a second per address. */
+static void login_failed(struct ui_ctx *x, const char *how, int refused)
+{
+    char addr[64];
+    client_addr(x, addr, sizeof addr);
+    struct ui_throttle_report rep;
+    ui_throttle_failed(x->u->throttle, addr, refused, now_ms(), &rep);
+    if (!rep.log)
+        return;
+    log_warn("dashboard: %lld failed login%s from %s (last by %s; %lld refused unchecked "
+             "while it waited); %lld on record, next attempt checked in %.1f s",
+             (long long)rep.failures, rep.failures == 1 ? "" : "s", addr, how,
+             (long long)rep.refused, (long long)rep.total, (double)rep.wait_ms / 1000.0);
+}
+
+/* Whether x's client must wait before its credentials are checked: then
+ * it is answered 429 with Retry-After (counted, perhaps logged). */
+static int throttled(struct ui_ctx *x, const char *how)
+{
+    char addr[64];
+    client_addr(x, addr, sizeof addr);
+    int64_t wait = ui_throttle_wait(x->u->throttle, addr, now_ms());
+    if (wait <= 0)
+        return 0;
+    login_failed(x, how, 1);
+    char secs[24];
+    snprintf(secs, sizeof secs, "%lld", (long long)(wait + 999) / 1000);
+    evhttp_add_header(evhttp_request_get_output_headers(x->req), "Retry-After", secs);
+    reply_plain(x, 429, "too many failed logins from your address: try again later\n");
+    return 1;
+}
+
+static void login_passed(struct ui_ctx *x)
+{
+    char addr[64];
+    client_addr(x, addr, sizeof addr);
+    ui_throttle_passed(x->u->throttle, addr);
+}
+
 /* POST /ui/login: the token, or user and password. */
 static void do_login(struct ui_ctx *x)
 {
+    if (throttled(x, "form"))
+        return;
     const char *token = ui_ctx_form(x, "token");
     const char *user = ui_ctx_form(x, "user");
     const char *pass = ui_ctx_form(x, "password");
@@ -246,9 +313,14 @@ static void do_login(struct ui_ctx *x)
     else if (user && pass)
         snprintf(secret, sizeof secret, "%s:%s", user, pass);
     char cookie[160];
-    int ok = secret[0] && ui_auth_login(x->u->auth, secret, now_ms(), cookie,
-                                        sizeof cookie) == 0;
+    int given = secret[0] != '\0';
+    int ok = given && ui_auth_login(x->u->auth, secret, now_ms(), cookie,
+                                    sizeof cookie) == 0;
     explicit_bzero(secret, sizeof secret);
+    if (ok)
+        login_passed(x);
+    else if (given)             /* an empty form guesses nothing */
+        login_failed(x, "form", 0);
     if (!ok) {
         evhttp_add_header(evhttp_request_get_output_headers(x->req), "WWW-Authenticate",
                           ui_auth_challenge(x->u->auth));
@@ -278,7 +350,7 @@ static int route_login(struct ui_ctx *x)
             ui_page_login(x, 200, NULL);
         else if (!is_post(x))
             method_not_allowed(x, "GET, HEAD, POST");
-        else if (!ui_auth_same_origin(x->req))
+        else if (!ui_auth_same_origin(x->req, ui_ctx_env(x)->conf))
             reply_plain(x, 403, "cross-site request refused\n");
         else
             do_login(x);
@@ -287,7 +359,7 @@ static int route_login(struct ui_ctx *x)
     if (strcmp(s0, "logout") == 0) {
         if (!is_post(x))
             method_not_allowed(x, "POST");
-        else if (!ui_auth_same_origin(x->req))
+        else if (!ui_auth_same_origin(x->req, ui_ctx_env(x)->conf))
             reply_plain(x, 403, "cross-site request refused\n");
         else
             do_logout(x);
@@ -364,10 +436,36 @@ static void route(struct ui_ctx *x)
     }
 }
 
+/* Gate 3: whether the request is authenticated: a session open, or an
+ * Authorization header with the right secret, checked only when the
+ * address has no failed logins to wait out (else 429, answered here).  A
+ * wrong one counts as a failed login. */
+static int authenticated(struct ui_ctx *x)
+{
+    if (ui_auth_session(x->u->auth, x->req, now_ms()))
+        return 1;
+    const char *h = evhttp_find_header(evhttp_request_get_input_headers(x->req),
+                                       "Authorization");
+    const char *how = h && strncasecmp(h, "Basic ", 6) == 0 ? "basic" : "bearer";
+    if (!h)
+        return 0;
+    if (throttled(x, how))
+        return -1;
+    if (ui_auth_header(x->u->auth, x->req) == UI_AUTH_OK) {
+        login_passed(x);
+        return 1;
+    }
+    login_failed(x, how, 0);
+    return 0;
+}
+
 /* Gates 3 and 4: authentication, methods, origin, read_only. */
 static void gate_and_route(struct ui_ctx *x)
 {
-    if (!ui_auth_check(x->u->auth, x->req, now_ms())) {
+    int auth = authenticated(x);
+    if (auth < 0)
+        return;
+    if (!auth) {
         evhttp_add_header(evhttp_request_get_output_headers(x->req), "WWW-Authenticate",
                           ui_auth_challenge(x->u->auth));
         if (is_get(x))
@@ -381,7 +479,7 @@ static void gate_and_route(struct ui_ctx *x)
         return;
     }
     if (is_post(x)) {
-        if (!ui_auth_same_origin(x->req)) {
+        if (!ui_auth_same_origin(x->req, ui_ctx_env(x)->conf)) {
             reply_plain(x, 403, "cross-site request refused\n");
             return;
         }

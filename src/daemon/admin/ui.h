@@ -4,15 +4,19 @@
  *
  * ui.c is the front door: every request under /ui/ passes its gates in
  * this order, and only then reaches a page (ui_pages.h):
+ *   0. (before, in http_admin.c, on every path) the Host names this
+ *      server, else 421; the dashboard's share of connections, else 503;
  *   1. /ui/assets/...: the built-in CSS and JS (ui_assets.h), no login;
  *   2. /ui/login (GET form, POST token) and POST /ui/logout;
  *   3. authentication (ui_auth.h): a session cookie from /ui/login, or
  *      "Authorization: Bearer TOKEN" / "Basic ..."; else 401 with the login
- *      page;
+ *      page; a client address with failed logins to wait out gets 429
+ *      before its secret is checked (ui_throttle.h);
  *   4. methods: GET/HEAD for pages, POST for actions (else 405); a POST
- *      must come from the dashboard itself (Sec-Fetch-Site: same-origin,
- *      or where a browser sends none, Origin equal to the Host), else 403;
- *      with read_only every POST but logout is 403;
+ *      must come from the dashboard itself (Sec-Fetch-Site, when sent,
+ *      same-origin; Origin, when sent, one of this server's names,
+ *      host_allow.h), else 403; with read_only every POST but logout is
+ *      403;
  *   5. the route table: pages and actions (ui_pages.h), /ui/api/history.
  * Every answer carries the security headers (Content-Security-Policy
  * without inline script, X-Frame-Options DENY, nosniff, no-store, no

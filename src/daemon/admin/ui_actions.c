@@ -2,8 +2,10 @@
  * The dashboard's actions (POST, past ui.c's gates: authenticated,
  * same-origin, not read_only).  Each is the one protocol script the CLI
  * runs for it (ui_data_action), then a 303 to the form's `back` page with
- * ?done=CODE or ?failed=CODE, which the page turns into a fixed message
- * (ui_layout.c): nothing of the request is echoed.
+ * ?done=CODE or ?failed=CODE, or ?sent=unknown when the script was sent
+ * and no answer came (it may have run: a timeout, a reload), which the
+ * page turns into a fixed message (ui_layout.c): nothing of the request
+ * is echoed.
  *
  * Requeue-all and purge-all touch every dead job, so they first answer a
  * page asking to confirm, showing how many there are now; the confirmed
@@ -95,6 +97,11 @@ static void on_action(dq_status st, int64_t count, const char *err, void *arg)
         if (a->id)
             ui_joblog_add(ui_ctx_env(a->x)->joblog, a->queue, a->id, a->done);
         act_redirect(a, "done", a->done);
+    } else if (st == DQ_ERR_TIMEOUT) {
+        /* Sent, and perhaps done: never say "failed" for it. */
+        log_warn("ui: %s %sin queue %s: sent, but %s: the outcome is unknown", a->name,
+                 a->id ? "of a job " : "", a->queue, err ? err : "no answer");
+        act_redirect(a, "sent", "unknown");
     } else {
         if (st != DQ_ERR_NOTFOUND && st != DQ_ERR_RUNNING && st != DQ_ERR_DEAD)
             log_warn("ui: %s in queue %s failed: %s", a->name, a->queue,

@@ -8,6 +8,8 @@
 #include <strings.h>
 #include <sys/random.h>
 
+#include "daemon/admin/host_allow.h"
+
 #define SESSION_BYTES 32
 #define SESSION_HEX (SESSION_BYTES * 2)
 #define COOKIE_NAME "dq_session"
@@ -15,17 +17,22 @@
 struct session {
     char id[SESSION_HEX + 1];   /* "" for a free entry */
     int64_t used_ms;            /* monotonic: the last request with it */
+    int64_t born_ms;            /* monotonic: its login */
 };
 
 struct ui_auth {
     char *token;                /* NULL: no token configured */
     char *basic;                /* "user:password", or NULL */
+    int64_t lifetime_ms;        /* admin.session_lifetime */
     struct session sessions[UI_SESSIONS_MAX];
 };
 
 struct ui_auth *ui_auth_new(void)
 {
-    return calloc(1, sizeof(struct ui_auth));
+    struct ui_auth *a = calloc(1, sizeof(struct ui_auth));
+    if (a)
+        a->lifetime_ms = UI_SESSION_LIFETIME_MS;
+    return a;
 }
 
 /* Overwrite a secret before freeing it. */
@@ -61,6 +68,8 @@ static int same_string(const char *x, const char *y)
 
 void ui_auth_set_conf(struct ui_auth *a, const struct daemon_conf *dc)
 {
+    if (dc->admin_session_lifetime_ms > 0)
+        a->lifetime_ms = dc->admin_session_lifetime_ms;
     if (same_string(a->token, dc->admin_token) && same_string(a->basic, dc->admin_basic))
         return;
     free_secret(a->token);
@@ -118,11 +127,10 @@ static int base64_decode(const char *in, char *out, size_t outlen)
     return memchr(out, '\0', o) ? -1 : 0;
 }
 
-/* The request's Authorization header proves a configured secret. */
+/* The request's Authorization header `h` (not NULL) proves a configured
+ * secret. */
 static int check_authorization(const struct ui_auth *a, const char *h)
 {
-    if (!h)
-        return 0;
     if (strncasecmp(h, "Bearer ", 7) == 0)
         return equal_str(h + 7, a->token);
     if (strncasecmp(h, "Basic ", 6) == 0 && a->basic) {
@@ -172,7 +180,7 @@ static struct session *find_session(struct ui_auth *a, struct evhttp_request *re
         struct session *s = &a->sessions[i];
         if (!s->id[0])
             continue;
-        if (now_ms - s->used_ms > UI_SESSION_IDLE_MS) {
+        if (now_ms - s->used_ms > UI_SESSION_IDLE_MS || now_ms - s->born_ms > a->lifetime_ms) {
             explicit_bzero(s, sizeof *s);
             continue;
         }
@@ -182,19 +190,29 @@ static struct session *find_session(struct ui_auth *a, struct evhttp_request *re
     return found;
 }
 
-int ui_auth_check(struct ui_auth *a, struct evhttp_request *req, int64_t now_ms)
+int ui_auth_session(struct ui_auth *a, struct evhttp_request *req, int64_t now_ms)
 {
     if (!a->token && !a->basic)
         return 0;
-    const char *h = evhttp_find_header(evhttp_request_get_input_headers(req),
-                                       "Authorization");
-    if (check_authorization(a, h))
-        return 1;
     struct session *s = find_session(a, req, now_ms);
     if (!s)
         return 0;
     s->used_ms = now_ms;
     return 1;
+}
+
+enum ui_auth_result ui_auth_header(const struct ui_auth *a, struct evhttp_request *req)
+{
+    const char *h = evhttp_find_header(evhttp_request_get_input_headers(req),
+                                       "Authorization");
+    if (!h)
+        return UI_AUTH_NONE;
+    return (a->token || a->basic) && check_authorization(a, h) ? UI_AUTH_OK : UI_AUTH_WRONG;
+}
+
+int ui_auth_check(struct ui_auth *a, struct evhttp_request *req, int64_t now_ms)
+{
+    return ui_auth_header(a, req) == UI_AUTH_OK || ui_auth_session(a, req, now_ms);
 }
 
 /* A new session id: 32 random bytes as hex; -1 when the kernel gives none. */
@@ -235,7 +253,7 @@ int ui_auth_login(struct ui_auth *a, const char *secret, int64_t now_ms, char *c
         explicit_bzero(slot, sizeof *slot);
         return -1;
     }
-    slot->used_ms = now_ms;
+    slot->used_ms = slot->born_ms = now_ms;
     snprintf(cookie, cookielen, COOKIE_NAME "=%s; Path=/ui/; HttpOnly; SameSite=Strict",
              slot->id);
     return 0;
@@ -244,7 +262,7 @@ int ui_auth_login(struct ui_auth *a, const char *secret, int64_t now_ms, char *c
 void ui_auth_logout(struct ui_auth *a, struct evhttp_request *req, char *cookie,
                     size_t cookielen)
 {
-    struct session *s = find_session(a, req, 0);
+    struct session *s = find_session(a, req, INT64_MIN / 2);
     if (s)
         explicit_bzero(s, sizeof *s);
     snprintf(cookie, cookielen,
@@ -256,16 +274,20 @@ const char *ui_auth_challenge(const struct ui_auth *a)
     return a->token || !a->basic ? "Bearer realm=\"delayq\"" : "Basic realm=\"delayq\"";
 }
 
-int ui_auth_same_origin(struct evhttp_request *req)
+int ui_auth_same_origin(struct evhttp_request *req, const struct daemon_conf *dc)
 {
-    const struct evkeyvalq *in = evhttp_request_get_input_headers(req);
-    struct evkeyvalq *hdr = (struct evkeyvalq *)in;
+    struct evkeyvalq *hdr = evhttp_request_get_input_headers(req);
     const char *site = evhttp_find_header(hdr, "Sec-Fetch-Site");
-    if (site)
-        return strcmp(site, "same-origin") == 0;
     const char *origin = evhttp_find_header(hdr, "Origin");
-    const char *host = evhttp_find_header(hdr, "Host");
-    if (!origin || !host || strncmp(origin, "http://", 7) != 0)
+    if (site && strcmp(site, "same-origin") != 0)
         return 0;
-    return strcmp(origin + 7, host) == 0;
+    /* The pages' Referrer-Policy: no-referrer makes a browser send
+     * "Origin: null" with their own forms: then Sec-Fetch-Site decides. */
+    if (!origin || strcmp(origin, "null") == 0)
+        return site != NULL;
+    struct host_allow set = { NULL, 0, NULL };
+    if (dc)
+        set = (struct host_allow){ dc->admin_hosts, dc->nadmin_hosts,
+                                   dc->metrics_listen ? &dc->metrics_addr : NULL };
+    return host_allow_origin(&set, host_allow_fd(req), origin);
 }

@@ -18,18 +18,31 @@
 
 #define UI_SESSIONS_MAX 64          /* the oldest goes first */
 #define UI_SESSION_IDLE_MS (12LL * 3600 * 1000)
+/* A session also ends this long after its login, used or not
+ * (admin.session_lifetime; this is its default). */
+#define UI_SESSION_LIFETIME_MS (7LL * 24 * 3600 * 1000)
 
 struct ui_auth;
 
 struct ui_auth *ui_auth_new(void);
 void ui_auth_free(struct ui_auth *a);
 
-/* Take dc's credentials; every session ends when they changed. */
+/* Take dc's credentials and session lifetime; every session ends when
+ * the credentials changed. */
 void ui_auth_set_conf(struct ui_auth *a, const struct daemon_conf *dc);
 
 /* Whether `req` is authenticated (bearer, basic or session cookie);
- * `now_ms` monotonic, for the session's idle limit. */
+ * `now_ms` monotonic, for the session's idle and absolute limits. */
 int ui_auth_check(struct ui_auth *a, struct evhttp_request *req, int64_t now_ms);
+
+/* Whether `req` carries a session cookie of a session still open (its
+ * use counts: the idle limit starts again). */
+int ui_auth_session(struct ui_auth *a, struct evhttp_request *req, int64_t now_ms);
+
+/* What req's Authorization header proves: UI_AUTH_NONE (no such header),
+ * UI_AUTH_OK, or UI_AUTH_WRONG (a wrong or malformed secret). */
+enum ui_auth_result { UI_AUTH_NONE, UI_AUTH_OK, UI_AUTH_WRONG };
+enum ui_auth_result ui_auth_header(const struct ui_auth *a, struct evhttp_request *req);
 
 /* A login with `token` (or "user:password" for basic credentials):
  * on success a new session, and its Set-Cookie value in cookie; 0 on
@@ -45,10 +58,13 @@ void ui_auth_logout(struct ui_auth *a, struct evhttp_request *req, char *cookie,
 /* The WWW-Authenticate value a 401 carries. */
 const char *ui_auth_challenge(const struct ui_auth *a);
 
-/* Whether a POST comes from the dashboard's own pages: Sec-Fetch-Site is
- * "same-origin", or it is absent and Origin is http://HOST with HOST the
- * request's Host header. */
-int ui_auth_same_origin(struct evhttp_request *req);
+/* Whether a POST comes from the dashboard's own pages: Sec-Fetch-Site,
+ * when sent, is "same-origin"; and Origin, when sent, names this server
+ * (host_allow.h: the listen address, the connection's, localhost or a
+ * name of admin.hosts in dc), never compared with the request's own Host;
+ * one of the two must be there ("Origin: null", which browsers send with
+ * the pages' no-referrer policy, counts as absent). */
+int ui_auth_same_origin(struct evhttp_request *req, const struct daemon_conf *dc);
 
 /* Constant-time equality of two byte strings (the time depends on the
  * lengths only). */

@@ -40,6 +40,11 @@ void ui_ctx_free(struct ui_ctx *x)
     for (size_t i = 0; i < x->nsegs; i++)
         free(x->segs[i]);
     evhttp_clear_headers(&x->query);
+    /* A login form's token or password: overwritten before it is freed. */
+    struct evkeyval *kv;
+    TAILQ_FOREACH(kv, &x->form, next)
+        if (kv->value)
+            explicit_bzero(kv->value, strlen(kv->value));
     evhttp_clear_headers(&x->form);
     free(x);
 }

@@ -22,6 +22,7 @@ struct ui {
     struct ui_host host;
     struct ui_auth *auth;
     struct ui_joblog *joblog;   /* what its pages did to jobs */
+    struct ui_throttle *throttle;   /* failed logins per address */
     int enabled;                /* admin.ui */
     int read_only;
     struct ui_ctx *pending;     /* contexts not yet answered */

@@ -224,8 +224,10 @@ int ui_data_op_start_all(struct ui_op *op)
 static int reply_usable(struct ui_op *op, const redisReply *r)
 {
     if (!r) {
-        ui_data_op_fail(op, DQ_ERR_CONNECT, "no answer from Redis: %s",
-                        op->d->freeing ? "the dashboard is closing"
+        /* An action sent and not answered may have run. */
+        ui_data_op_fail(op, op->kind == OP_ACTION ? DQ_ERR_TIMEOUT : DQ_ERR_CONNECT,
+                        "no answer from Redis: %s",
+                        op->d->freeing ? "the dashboard's connection is closing (a reload)"
                                        : rconn_last_failure(op->d->conn));
         return 0;
     }

@@ -52,7 +52,10 @@ int ui_data_schedules(struct ui_data *d, const struct queue_conf *q,
 
 /* `st`: DQ_OK, or why not as the library's call says it (DQ_ERR_NOTFOUND:
  * no such job in that state; DQ_ERR_RUNNING, DQ_ERR_DEAD), or the failure
- * to ask (DQ_ERR_CONNECT, DQ_ERR_REDIS...) with `err`.  `count`: the jobs moved or deleted (the *_ALL ones),
+ * to ask (DQ_ERR_CONNECT, DQ_ERR_REDIS...) with `err`; DQ_ERR_TIMEOUT when
+ * the script was sent and no answer came (a timeout, a lost connection,
+ * the dashboard's connection closed by a reload): it may have run, the
+ * outcome is unknown.  `count`: the jobs moved or deleted (the *_ALL ones),
  * else 1 or 0. */
 /* `id`: the job, for the one-job actions; NULL for the others. */
 int ui_data_action(struct ui_data *d, const struct queue_conf *q, enum ui_action a,

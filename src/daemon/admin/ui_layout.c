@@ -88,7 +88,13 @@ void ui_layout_begin(FILE *f, struct ui_ctx *x, const char *title, int flags)
 {
     const char *done = ui_ctx_query(x, "done");
     const char *failed = ui_ctx_query(x, "failed");
+    const char *sent = ui_ctx_query(x, "sent");
     const char *flash = flash_text(done, failed);
+    const char *cls = done && !failed ? "ok" : "failed";
+    if (!flash && sent && strcmp(sent, "unknown") == 0) {
+        flash = "Sent; the outcome is unknown, look at the queue.";
+        cls = "unknown";
+    }
     fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
           "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
           "<title>", f);
@@ -101,7 +107,7 @@ void ui_layout_begin(FILE *f, struct ui_ctx *x, const char *title, int flags)
     fputs((flags & UI_LAYOUT_REFRESH) ? "<main id=\"content\" data-refresh=\"3\">\n"
                                       : "<main id=\"content\">\n", f);
     if (flash) {
-        fprintf(f, "<p id=\"flash\" class=\"%s\">", done && !failed ? "ok" : "failed");
+        fprintf(f, "<p id=\"flash\" class=\"%s\">", cls);
         html_text(f, flash);
         fputs("</p>\n", f);
     }
