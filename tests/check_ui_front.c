@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "daemon/admin/http_admin.h"
+#include "daemon/supervisor/admin_socket.h"
 #include "daemon/admin/ui.h"
 #include "daemon/admin/ui_assets.h"
 #include "daemon/admin/ui_auth.h"
@@ -184,8 +185,9 @@ static void setup(void)
     struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)PORT),
                              .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
     char err[200];
-    ck_assert_int_eq(http_admin_listen(server, (struct sockaddr *)&a, sizeof a, err,
-                                       sizeof err), 1);
+    int fd = admin_socket_bind((struct sockaddr *)&a, sizeof a, err, sizeof err);
+    ck_assert_msg(fd >= 0, "%s", err);
+    ck_assert_int_eq(http_admin_adopt(server, fd), 0);
     ck_assert_int_eq(pthread_create(&loop_thread, NULL, run_loop, NULL), 0);
 }
 

@@ -1,11 +1,9 @@
 #include "daemon/admin/http_admin.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/http.h>
-#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -20,8 +18,6 @@ struct http_admin {
     struct evhttp *http;
     struct evhttp_bound_socket *bound;  /* NULL: not listening */
     int fd;                             /* bound's socket, or -1 */
-    struct sockaddr_storage addr;       /* where bound listens */
-    socklen_t addrlen;
     void *arg;
     struct route_call *calls;
     struct event_base *base;
@@ -107,37 +103,6 @@ static void on_other(struct evhttp_request *req, void *arg)
     }
     reply_text(req, 404, "Not Found", "text/plain; charset=utf-8",
                "not found: try /metrics or /healthz\n", 36);
-}
-
-/* A non-blocking listening socket on `addr`; -1 with the reason in err. */
-static int listen_on(const struct sockaddr *addr, socklen_t addrlen, char *err,
-                     size_t errlen)
-{
-    const char *step = "socket";
-    int fd = socket(addr->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        goto fail;
-    int one = 1;
-    step = "setsockopt";
-    if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0)
-        goto fail;
-    if (addr->sa_family == AF_INET6
-        && setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one) < 0)
-        goto fail;
-    step = "bind";
-    if (bind(fd, addr, addrlen) < 0)
-        goto fail;
-    step = "listen";
-    if (listen(fd, 64) < 0)
-        goto fail;
-    return fd;
-fail:;
-    int saved = errno;
-    snprintf(err, errlen, "%s: %s", step, strerror(saved));
-    if (fd >= 0)
-        close(fd);
-    errno = saved;
-    return -1;
 }
 
 /* Forget the connections evhttp has freed (their callbacks cleared). */
@@ -252,51 +217,14 @@ struct http_admin *http_admin_new(struct event_base *base,
     return h;
 }
 
-/* Start accepting on a listening socket; -1 (socket closed) on failure. */
-static int accept_on(struct http_admin *h, int fd, const struct sockaddr *addr,
-                     socklen_t addrlen)
+int http_admin_adopt(struct http_admin *h, int fd)
 {
     struct evhttp_bound_socket *b = evhttp_accept_socket_with_handle(h->http, fd);
-    if (!b) {
-        close(fd);
+    if (!b)
         return -1;
-    }
     h->bound = b;
     h->fd = fd;
-    memcpy(&h->addr, addr, addrlen);
-    h->addrlen = addrlen;
     return 0;
-}
-
-int http_admin_listen(struct http_admin *h, const struct sockaddr *addr,
-                      socklen_t addrlen, char *err, size_t errlen)
-{
-    if (h->bound && addrlen == h->addrlen && memcmp(addr, &h->addr, addrlen) == 0)
-        return 0;
-    int fd = listen_on(addr, addrlen, err, errlen);
-    if (fd < 0 && errno == EADDRINUSE && h->bound) {
-        /* Perhaps our own port (a new host on the same port): let it go
-         * and try again, and take it back if that fails. */
-        struct sockaddr_storage old = h->addr;
-        socklen_t oldlen = h->addrlen;
-        http_admin_unlisten(h);
-        fd = listen_on(addr, addrlen, err, errlen);
-        if (fd < 0) {
-            char again[200];
-            int oldfd = listen_on((struct sockaddr *)&old, oldlen, again, sizeof again);
-            if (oldfd >= 0)
-                accept_on(h, oldfd, (struct sockaddr *)&old, oldlen);
-            return -1;
-        }
-    }
-    if (fd < 0)
-        return -1;
-    http_admin_unlisten(h);
-    if (accept_on(h, fd, addr, addrlen) < 0) {
-        snprintf(err, errlen, "cannot accept connections on the socket");
-        return -1;
-    }
-    return 1;
 }
 
 void http_admin_unlisten(struct http_admin *h)
@@ -311,39 +239,6 @@ void http_admin_unlisten(struct http_admin *h)
 int http_admin_fd(const struct http_admin *h)
 {
     return h ? h->fd : -1;
-}
-
-/* The port of a socket address, or -1 for another family. */
-static int port_of(const struct sockaddr_storage *ss)
-{
-    if (ss->ss_family == AF_INET)
-        return ntohs(((const struct sockaddr_in *)ss)->sin_port);
-    if (ss->ss_family == AF_INET6)
-        return ntohs(((const struct sockaddr_in6 *)ss)->sin6_port);
-    return -1;
-}
-
-void http_admin_close_in_child(const struct http_admin *h)
-{
-    if (!h || !h->bound)
-        return;
-    int port = port_of(&h->addr);
-    DIR *d = opendir("/proc/self/fd");
-    if (!d) {
-        close(h->fd);
-        return;
-    }
-    int dfd = dirfd(d);
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        int fd = atoi(e->d_name);
-        struct sockaddr_storage ss;
-        socklen_t len = sizeof ss;
-        if (fd > 2 && fd != dfd && getsockname(fd, (struct sockaddr *)&ss, &len) == 0
-            && ss.ss_family == h->addr.ss_family && port_of(&ss) == port)
-            close(fd);
-    }
-    closedir(d);
 }
 
 void http_admin_set_prefix(struct http_admin *h, const char *prefix,
