@@ -56,8 +56,9 @@ rss_kb() { awk '/^VmRSS/ { print $2 }' "/proc/$1/status"; }
 hwm_kb() { awk '/^VmHWM/ { print $2 }' "/proc/$1/status"; }
 admin_pid() {
     for p in $(pgrep -P "$DAEMON_PID" 2>/dev/null); do
-        [ "$(cat /proc/$p/comm 2>/dev/null)" = delayqd-admin ] && { echo "$p"; return; }
+        [ "$(cat /proc/$p/comm 2>/dev/null)" = delayqd-admin ] && { echo "$p"; return 0; }
     done
+    return 0
 }
 
 c0=$(cpu_ticks "$DAEMON_PID")
