@@ -1,5 +1,5 @@
 /*
- * ui: the web dashboard under /ui/, served by the supervisor on the admin
+ * ui: the web dashboard under /ui/, served by the admin process on the admin
  * listener (http_admin.h) beside /metrics and /healthz.
  *
  * ui.c is the front door: every request under /ui/ passes its gates in
@@ -44,7 +44,7 @@ struct ui_queue_live {
 };
 
 /*
- * The supervisor's state as one request sees it, filled afresh by the
+ * The daemon's state as one request sees it, filled afresh by the
  * host's fill() at each ui_ctx_env call: never keep these pointers across
  * a Redis round trip (a reload may free them); keep the queue's name.
  */
@@ -63,7 +63,7 @@ struct ui_env {
     void *holder_arg;
 };
 
-/* What the supervisor gives the dashboard. */
+/* What the admin process gives the dashboard (admin_view.c). */
 struct ui_host {
     void (*fill)(void *arg, struct ui_env *env);
     void *arg;
@@ -91,7 +91,7 @@ void ui_connection_closed(struct ui *u, struct evhttp_connection *evcon);
 
 /* ---- for the pages (ui_pages.c, ui_api.c) ---- */
 
-/* The supervisor's state now (see struct ui_env). */
+/* The daemon's state now (see struct ui_env). */
 const struct ui_env *ui_ctx_env(struct ui_ctx *x);
 
 /* A query parameter (?name=value) or POST form field (urlencoded body),

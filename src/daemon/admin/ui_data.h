@@ -1,7 +1,7 @@
 /*
  * ui_data: what the dashboard asks Redis, without ever blocking the
- * supervisor: every call sends over the dashboard's own asynchronous
- * connection (rconn.h) and its callback runs on the supervisor's loop
+ * admin process: every call sends over the dashboard's own asynchronous
+ * connection (rconn.h) and its callback runs on the admin process's loop
  * when the answer (or the failure) is in.  Reads are the no-writes
  * scripts (browse, show, dead_list, sched_list); each action is the one
  * protocol script the CLI runs for it (requeue, purge, cancel, run_now,

@@ -4,7 +4,7 @@
  * Time is counted in ticks, one per sampling round, shared by every queue
  * so that their rings line up: a call more than half a second after the
  * round's first call starts a new round, and a round that comes late (the
- * supervisor was busy, or the dashboard was off) skips as many seconds as
+ * admin process was busy or restarting, or the dashboard was off) skips as many seconds as
  * went by.  A queue keeps the totals of its last reading (its base); a
  * sample is the difference to the new reading, written at the round's
  * tick.  The lateness of each of a queue's last 60 seconds is kept as a
