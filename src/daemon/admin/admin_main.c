@@ -16,14 +16,16 @@
 #include "daemon/admin/admin_int.h"
 #include "daemon/exitcodes.h"
 #include "daemon/log.h"
+#include "daemon/signals.h"
 
 #define WATCH_MS 250            /* how often the supervisor's life is checked */
 #define HISTORY_MS 1000
 #define OPEN_POLL_MS 10
 #define OPEN_WAIT_MS 500        /* longest wait for the first statistics */
+#define STOP_POLL_MS 20
 
 struct admin_events {
-    struct event *term, *intr, *watch, *history, *end, *open;
+    struct event *term, *intr, *watch, *history, *end, *open, *drained;
 };
 
 static void stop(struct admin *ad, struct admin_events *ev, const char *why)
@@ -37,8 +39,9 @@ static void stop(struct admin *ad, struct admin_events *ev, const char *why)
     else
         close(ad->a->listen_fd);
     const struct timeval grace = { ADMIN_STOP_GRACE_MS / 1000,
-                                   (ADMIN_STOP_GRACE_MS % 1000) * 1000 };
-    if (!ev->end || event_add(ev->end, &grace) < 0)
+                                   (ADMIN_STOP_GRACE_MS % 1000) * 1000 },
+                         poll = { 0, STOP_POLL_MS * 1000 };
+    if (event_add(ev->end, &grace) < 0 || event_add(ev->drained, &poll) < 0)
         event_base_loopbreak(ad->base);
 }
 
@@ -98,6 +101,16 @@ static void on_open(evutil_socket_t fd, short what, void *arg)
     event_del(cb->ev->open);
 }
 
+/* Stopping: end as soon as no connection is left open. */
+static void on_drained(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct admin *ad = arg;
+    if (http_admin_open_connections(ad->http) == 0)
+        event_base_loopbreak(ad->base);
+}
+
 static void on_end(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
@@ -114,10 +127,12 @@ static int add_events(struct admin *ad, struct admin_events *ev, struct admin_cb
     ev->history = event_new(ad->base, -1, EV_PERSIST, on_history, ad);
     ev->end = evtimer_new(ad->base, on_end, ad->base);
     ev->open = event_new(ad->base, -1, EV_PERSIST, on_open, cb);
+    ev->drained = event_new(ad->base, -1, EV_PERSIST, on_drained, ad);
     const struct timeval watch = { 0, WATCH_MS * 1000 }, second = { HISTORY_MS / 1000, 0 },
                          poll = { 0, OPEN_POLL_MS * 1000 };
     ad->open_by_ms = slots_now_ms() + OPEN_WAIT_MS;
     if (!ev->term || !ev->intr || !ev->watch || !ev->history || !ev->end || !ev->open
+        || !ev->drained
         || event_add(ev->term, NULL) < 0 || event_add(ev->intr, NULL) < 0
         || event_add(ev->watch, &watch) < 0 || event_add(ev->history, &second) < 0
         || event_add(ev->open, &poll) < 0) {
@@ -129,7 +144,8 @@ static int add_events(struct admin *ad, struct admin_events *ev, struct admin_cb
 
 static void free_events(struct admin_events *ev)
 {
-    struct event *all[] = { ev->term, ev->intr, ev->watch, ev->history, ev->end, ev->open };
+    struct event *all[] = { ev->term, ev->intr, ev->watch, ev->history, ev->end, ev->open,
+                            ev->drained };
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         if (all[i])
             event_free(all[i]);
@@ -178,7 +194,14 @@ int admin_main(const struct admin_args *a)
     /* Its own name in ps and top, and for whoever looks for it in /proc. */
     if (prctl(PR_SET_NAME, "delayqd-admin", 0, 0, 0) < 0)
         log_warn("prctl(PR_SET_NAME): %s", strerror(errno));
+    /* It only reads what the supervisor and the workers write. */
+    if (slots_seal(a->slots, a->nslots) < 0 || metrics_seal(a->metrics) < 0)
+        log_warn("mprotect (the shared memory read-only): %s", strerror(errno));
     if (set_up(&ad) == 0 && add_events(&ad, &ev, &cb) == 0) {
+        /* A SIGTERM before its signal events were added only set the flag
+         * of signals_child_setup's handler. */
+        if (signals_stop_requested())
+            stop(&ad, &ev, "stop requested");
         admin_view_sample_history(&ad);
         if (getppid() == a->parent)
             event_base_dispatch(ad.base);

@@ -36,6 +36,7 @@ struct admin_args {
     uint64_t conf_gen;              /* that generation's number (metrics.h) */
     int listen_fd;                  /* the admin socket (admin_socket.h) */
     struct worker_slot *slots;      /* the child table's, row i: slots[i] */
+    size_t nslots;
     const struct metrics *metrics;  /* the supervisor's totals and table */
     struct ui_history *history;     /* the dashboard's, kept across restarts */
     pid_t parent;                   /* the supervisor */

@@ -241,6 +241,12 @@ int http_admin_fd(const struct http_admin *h)
     return h ? h->fd : -1;
 }
 
+size_t http_admin_open_connections(struct http_admin *h)
+{
+    sweep_conns(h);
+    return h->nconns;
+}
+
 void http_admin_set_prefix(struct http_admin *h, const char *prefix,
                            http_admin_prefix_fn on_request, http_admin_close_fn on_close,
                            void *arg)

@@ -67,6 +67,9 @@ void http_admin_unlisten(struct http_admin *h);
 /* The listening socket, or -1 when not listening. */
 int http_admin_fd(const struct http_admin *h);
 
+/* The connections open now (a stopping server waits for them). */
+size_t http_admin_open_connections(struct http_admin *h);
+
 /* Hand every request whose path starts with `prefix` ("/ui/"), or is
  * the prefix without its last slash, to on_request(req, arg); on_close
  * (may be NULL) hears of every connection that closes. */

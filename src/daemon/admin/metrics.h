@@ -103,6 +103,10 @@ void metrics_post_state(struct metrics *m, int stopping, uint64_t conf_gen);
 
 /* ---- the admin process's side --------------------------------------------- */
 
+/* Make this process's view of `m` read-only (the admin process only
+ * reads it).  0, or -1 with errno set. */
+int metrics_seal(const struct metrics *m);
+
 /* A consistent copy of the supervisor's figures and child table, with the
  * live slots of `slots` (row i: slots[i]) added to the totals. */
 struct metrics_snap {

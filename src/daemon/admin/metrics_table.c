@@ -149,6 +149,8 @@ static void fold(struct metrics_table *t, uint64_t *reconnects, const char *queu
 struct metrics *metrics_new(void)
 {
     size_t len = sizeof(struct metrics) + SHARED_ROWS * sizeof(struct metrics_row);
+    _Static_assert(sizeof(struct metrics) % _Alignof(struct metrics_row) == 0,
+                   "the rows follow the header aligned");
     /* Lazily backed (MAP_NORESERVE): only the rows in use cost memory. */
     void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
                    MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -162,10 +164,17 @@ struct metrics *metrics_new(void)
     return m;
 }
 
+#define MAPPED_LEN (sizeof(struct metrics) + SHARED_ROWS * sizeof(struct metrics_row))
+
 void metrics_free(struct metrics *m)
 {
     if (m)
-        munmap(m, sizeof *m + SHARED_ROWS * sizeof(struct metrics_row));
+        munmap(m, MAPPED_LEN);
+}
+
+int metrics_seal(const struct metrics *m)
+{
+    return mprotect((void *)m, MAPPED_LEN, PROT_READ);
 }
 
 void metrics_begin(struct metrics *m)
@@ -229,14 +238,16 @@ void metrics_post_child(struct metrics *m, size_t i, enum metrics_role role, int
 {
     if (i >= METRICS_CHILDREN_MAX)
         return;
-    struct metrics_post p = { .role = (int)role, .pid = pid, .in_force = in_force };
-    snprintf(p.queue, sizeof p.queue, "%s", queue ? queue : "");
+    const char *q = queue ? queue : "";
     struct metrics_post *to = &m->children[i];
-    if (to->role == p.role && to->pid == p.pid && to->in_force == p.in_force
-        && strcmp(to->queue, p.queue) == 0)
+    if (to->role == (int)role && to->pid == pid && to->in_force == in_force
+        && strncmp(to->queue, q, sizeof to->queue) == 0)
         return;
     metrics_begin(m);
-    *to = p;
+    to->role = (int)role;
+    to->pid = pid;
+    to->in_force = in_force;
+    snprintf(to->queue, sizeof to->queue, "%s", q);
     if (role != MR_NONE && i >= m->nchildren)
         m->nchildren = i + 1;
     metrics_end(m);

@@ -110,6 +110,7 @@ static void become_child(struct supervisor *s, struct child *c)
     if (c->role == ROLE_ADMIN) {
         struct admin_args a = { .dc = dc, .conf_gen = c->gen->serial,
                                 .listen_fd = s->admin_fd, .slots = s->slots,
+                                .nslots = MAX_CHILDREN,
                                 .metrics = s->metrics, .history = s->history,
                                 .parent = s->pid };
         _exit(admin_main(&a));
