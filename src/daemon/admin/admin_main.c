@@ -28,6 +28,9 @@ struct admin_events {
     struct event *term, *intr, *watch, *history, *end, *open, *drained;
 };
 
+/* Stop accepting (the next admin process, or nobody at a stop, takes the
+ * socket's new connections), and end once the open connections are gone
+ * or after ADMIN_STOP_GRACE_MS. */
 static void stop(struct admin *ad, struct admin_events *ev, const char *why)
 {
     if (ad->stopping)
@@ -36,8 +39,8 @@ static void stop(struct admin *ad, struct admin_events *ev, const char *why)
     log_debug("%s: no longer accepting; ending in %d ms", why, ADMIN_STOP_GRACE_MS);
     if (ad->open)
         http_admin_unlisten(ad->http);  /* closes our copy of the socket */
-    else
-        close(ad->a->listen_fd);
+    else if (close(ad->a->listen_fd) < 0)
+        log_warn("close of the admin socket: %s", strerror(errno));
     const struct timeval grace = { ADMIN_STOP_GRACE_MS / 1000,
                                    (ADMIN_STOP_GRACE_MS % 1000) * 1000 },
                          poll = { 0, STOP_POLL_MS * 1000 };
