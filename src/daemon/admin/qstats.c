@@ -263,12 +263,6 @@ void qstats_free(struct qstats *q)
     free(q);
 }
 
-void qstats_close_in_child(struct qstats *q)
-{
-    if (q)
-        rconn_close_in_child(q->conn);
-}
-
 void qstats_read(const struct qstats *q, struct qstats_view *v)
 {
     int64_t now = slots_now_ms();

@@ -31,8 +31,6 @@ struct qstats *qstats_new(struct event_base *base, const struct daemon_conf *dc)
 /* Stop, drop the connection, free; NULL is ignored. */
 void qstats_free(struct qstats *q);
 
-/* In a forked child: close the child's copy of the connection. */
-void qstats_close_in_child(struct qstats *q);
 
 /* What a request sees (borrowed until the next turn of the loop). */
 struct qstats_view {

@@ -30,7 +30,6 @@ struct ui_data;
 /* Connect to dc's Redis (dc must outlive it).  NULL when out of memory. */
 struct ui_data *ui_data_new(struct event_base *base, const struct daemon_conf *dc);
 void ui_data_free(struct ui_data *d);
-void ui_data_close_in_child(struct ui_data *d);
 int ui_data_is_up(const struct ui_data *d);
 
 enum ui_list { UI_LIST_DELAYED, UI_LIST_PROCESSING, UI_LIST_DEAD };
