@@ -31,7 +31,6 @@ struct qstats *qstats_new(struct event_base *base, const struct daemon_conf *dc)
 /* Stop, drop the connection, free; NULL is ignored. */
 void qstats_free(struct qstats *q);
 
-
 /* What a request sees (borrowed until the next turn of the loop). */
 struct qstats_view {
     const dq_stats *stats;      /* one per queue, in dc's order; NULL: none yet */
