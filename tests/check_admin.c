@@ -9,7 +9,7 @@
  *     can bind the port;
  *   - /healthz still sees a dead worker (from shared memory), and recovers;
  *   - a reload starts a new admin process and /healthz is answered all
- *     along.
+ *     along; a reload to a port that is taken keeps the old one.
  */
 #include <arpa/inet.h>
 #include <check.h>
@@ -43,18 +43,29 @@ static void teardown(void)
     h_teardown(&H);
 }
 
-/* Start the daemon: `workers` workers, the test handler, the admin socket
- * on PORT; wait until /healthz says ok. */
-static void start(int workers)
+/* The configuration: `workers` workers, the test handler, the admin
+ * socket on `port`; written whole, then renamed (a reload never reads
+ * half a file). */
+static void write_conf(int workers, int port)
 {
     struct h_conf hc;
     h_conf_defaults(&hc);
     hc.workers = workers;
     hc.batch = 8;
     char extra[128];
-    snprintf(extra, sizeof extra, "metrics = { listen = \"127.0.0.1:%d\"; };\n", PORT);
+    snprintf(extra, sizeof extra, "metrics = { listen = \"127.0.0.1:%d\"; };\n", port);
     hc.extra = extra;
-    h_write_conf(&H, &hc);
+    struct harness tmp = H;
+    ck_assert(strlen(H.conf) + 4 < sizeof tmp.conf);
+    memcpy(tmp.conf + strlen(H.conf), ".new", 5);
+    h_write_conf(&tmp, &hc);
+    ck_assert_int_eq(rename(tmp.conf, H.conf), 0);
+}
+
+/* Start the daemon (write_conf on PORT); wait until /healthz says ok. */
+static void start(int workers)
+{
+    write_conf(workers, PORT);
     h_start(&H, workers);
     int64_t end = tu_mono_ms() + 10000;
     while (fixture_http_get(PORT, "/healthz", PAGE, sizeof PAGE) != 200
@@ -319,8 +330,8 @@ START_TEST(a_reload_starts_a_new_admin_process_and_healthz_is_answered_throughou
     int64_t end = tu_mono_ms() + 2500;
     while (tu_mono_ms() < end) {
         int st = fixture_http_get(PORT, "/healthz", PAGE, sizeof PAGE);
-        answered += st != 0;
-        unanswered += st == 0;
+        answered += st > 0;
+        unanswered += st <= 0;
         tu_sleep_ms(5);
     }
     ck_assert_msg(unanswered == 0, "%d of %d requests got no answer during the reload",
@@ -332,6 +343,52 @@ START_TEST(a_reload_starts_a_new_admin_process_and_healthz_is_answered_throughou
 }
 END_TEST
 
+/* A listening socket on 127.0.0.1:port, held by the test. */
+static int hold_port(int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    ck_assert_int_ge(fd, 0);
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+    ck_assert_int_eq(listen(fd, 1), 0);
+    return fd;
+}
+
+START_TEST(a_reload_to_a_taken_port_keeps_the_old_one)
+{
+    start(1);
+    int port2 = fixture_free_port();
+    ck_assert_int_ne(port2, PORT);
+    int taken = hold_port(port2);
+    pid_t admin = admin_pid();
+    write_conf(1, port2);
+    ck_assert_int_eq(kill(H.pid, SIGHUP), 0);
+    char line[96];
+    snprintf(line, sizeof line, "cannot listen on 127.0.0.1:%d: bind: ", port2);
+    ck_assert_msg(h_wait_log(&H, line, 1, 5000) == 1, "no '%s'; log:\n%s", line,
+                  h_log_tail(&H));
+    ck_assert_int_eq(h_wait_log(&H, "still serving on the previous address", 1, 1000), 1);
+    /* The new configuration's admin process serves the old address. */
+    int64_t end = tu_mono_ms() + 5000;
+    while ((admin_pid() == admin || tu_process_running(admin)) && tu_mono_ms() < end)
+        tu_sleep_ms(20);
+    ck_assert_int_ne(admin_pid(), admin);
+    ck_assert_int_eq(fixture_http_get(PORT, "/healthz", PAGE, sizeof PAGE), 200);
+    /* Once the port is free, the next reload moves there. */
+    close(taken);
+    ck_assert_int_eq(kill(H.pid, SIGHUP), 0);
+    end = tu_mono_ms() + 5000;
+    while (fixture_http_get(port2, "/healthz", PAGE, sizeof PAGE) != 200 && tu_mono_ms() < end)
+        tu_sleep_ms(20);
+    ck_assert_str_eq(PAGE, "ok\n");
+    end = tu_mono_ms() + 5000;
+    while (fixture_http_get(PORT, "/healthz", PAGE, sizeof PAGE) != -1 && tu_mono_ms() < end)
+        tu_sleep_ms(20);
+    ck_assert_int_eq(fixture_http_get(PORT, "/healthz", PAGE, sizeof PAGE), -1);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("admin");
@@ -340,5 +397,6 @@ int main(void)
     tcase_add_test(tc, the_port_is_kept_while_no_admin_process_runs);
     tcase_add_test(tc, healthz_sees_a_dead_worker);
     tcase_add_test(tc, a_reload_starts_a_new_admin_process_and_healthz_is_answered_throughout);
+    tcase_add_test(tc, a_reload_to_a_taken_port_keeps_the_old_one);
     return fixture_run_suite(s);
 }
