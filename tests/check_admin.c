@@ -7,7 +7,8 @@
  *   - the port stays the supervisor's while no admin process runs: a
  *     connection made then is answered by the next one, and nobody else
  *     can bind the port;
- *   - /healthz still sees a dead worker (from shared memory), and recovers;
+ *   - /healthz still sees a dead worker (from shared memory), and recovers,
+ *     and says "stopping" while the workers drain at a stop;
  *   - a reload starts a new admin process and /healthz is answered all
  *     along; a reload to a port that is taken keeps the old one.
  */
@@ -20,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "daemon_harness.h"
@@ -343,6 +345,27 @@ START_TEST(a_reload_starts_a_new_admin_process_and_healthz_is_answered_throughou
 }
 END_TEST
 
+START_TEST(healthz_says_stopping_while_the_workers_drain)
+{
+    start(1);
+    h_enqueue(&H, "long", NULL, "sleep:800", 0, 0);
+    ck_assert_int_eq(h_wait_record(&H, "long", 0, 1, 5000), 1);
+    ck_assert_int_eq(kill(H.pid, SIGTERM), 0);
+    int seen = 0;
+    int64_t end = tu_mono_ms() + 1000;
+    while (!seen && tu_mono_ms() < end) {
+        seen = fixture_http_get(PORT, "/healthz", PAGE, sizeof PAGE) == 503
+               && strcmp(PAGE, "stopping\n") == 0;
+        tu_sleep_ms(10);
+    }
+    ck_assert_msg(seen, "no 'stopping' while the job ran; last: '%s'", PAGE);
+    int status = h_stop(&H, 10000);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %d; log:\n%s",
+                  status, h_log_tail(&H));
+    ck_assert_msg(h_wait_record(&H, "long", 1, 1, 100) == 1, "the job did not end; log:\n%s", h_log_tail(&H));
+}
+END_TEST
+
 /* A listening socket on 127.0.0.1:port, held by the test. */
 static int hold_port(int port)
 {
@@ -398,5 +421,6 @@ int main(void)
     tcase_add_test(tc, healthz_sees_a_dead_worker);
     tcase_add_test(tc, a_reload_starts_a_new_admin_process_and_healthz_is_answered_throughout);
     tcase_add_test(tc, a_reload_to_a_taken_port_keeps_the_old_one);
+    tcase_add_test(tc, healthz_says_stopping_while_the_workers_drain);
     return fixture_run_suite(s);
 }

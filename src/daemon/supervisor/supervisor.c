@@ -121,8 +121,28 @@ static void keep_children(struct supervisor *s, int64_t now)
 
 /* Stopping: wait for the children, then for the settlers; kill what is
  * left at the deadline. */
+/* Stopping: the admin process answers (/healthz: "stopping") while the
+ * workers drain; once they and the reaper are gone it is asked to stop
+ * too. */
+static void stop_admin_when_alone(struct supervisor *s)
+{
+    for (int i = 0; i < MAX_CHILDREN; i++) {
+        const struct child *c = &s->children[i];
+        if (c->role != ROLE_NONE && c->role != ROLE_ADMIN && c->pid)
+            return;
+    }
+    for (int i = 0; i < MAX_CHILDREN; i++) {
+        struct child *c = &s->children[i];
+        if (c->role == ROLE_ADMIN && c->pid && !c->retiring) {
+            c->retiring = 1;
+            children_signal(s, c, SIGTERM);
+        }
+    }
+}
+
 static void drain(struct supervisor *s, int64_t now)
 {
+    stop_admin_when_alone(s);
     int settling = !generation_idle(s->cur);
     for (int g = 0; g < MAX_GENERATIONS; g++)
         settling |= s->old[g] && !generation_idle(s->old[g]);
@@ -212,11 +232,15 @@ static int admin_listen(struct supervisor *s)
 
 /* ---- signals ------------------------------------------------------------- */
 
+/* SIGTERM to the children (the retiring ones only, at a reload).  At a
+ * stop the admin process of the configuration in force is left to the end
+ * (stop_admin_when_alone). */
 static void ask_to_stop(struct supervisor *s, int retiring_only)
 {
     for (int i = 0; i < MAX_CHILDREN; i++) {
         struct child *c = &s->children[i];
-        if (c->role == ROLE_NONE || (retiring_only && !c->retiring))
+        if (c->role == ROLE_NONE || (retiring_only && !c->retiring)
+            || (!retiring_only && c->role == ROLE_ADMIN && c->pid && !c->retiring))
             continue;
         if (c->pid)
             children_signal(s, c, SIGTERM);
