@@ -376,7 +376,7 @@ static int cookie_ok(struct ui_auth *a, const char *cookie, int64_t now)
 
 START_TEST(sessions_are_bounded_and_expire)
 {
-    struct ui_auth *a = ui_auth_new();
+    struct ui_auth *a = ui_auth_new(NULL);
     ck_assert_ptr_nonnull(a);
     struct daemon_conf dc = { .admin_token = TOKEN };
     ui_auth_set_conf(a, &dc);

@@ -25,6 +25,7 @@
 
 #include "daemon/dconfig.h"
 #include "daemon/admin/metrics.h"
+#include "daemon/admin/ui_auth.h"
 #include "daemon/admin/ui_history.h"
 #include "daemon/slots.h"
 
@@ -39,6 +40,7 @@ struct admin_args {
     size_t nslots;
     const struct metrics *metrics;  /* the supervisor's totals and table */
     struct ui_history *history;     /* the dashboard's, kept across restarts */
+    struct ui_auth_store *sessions; /* the dashboard's sessions, likewise */
     pid_t parent;                   /* the supervisor */
 };
 

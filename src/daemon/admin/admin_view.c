@@ -143,7 +143,7 @@ static void on_ui_close(struct evhttp_connection *evcon, void *arg)
 
 int admin_view_ui_setup(struct admin *ad)
 {
-    struct ui_host host = { fill, ad };
+    struct ui_host host = { fill, ad, ad->a->sessions };
     if (!(ad->ui = ui_new(&host)))
         return -1;
     http_admin_set_prefix(ad->http, "/ui/", on_ui_request, on_ui_close, ad->ui);

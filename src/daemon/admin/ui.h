@@ -33,6 +33,7 @@
 #include "daemon/dconfig.h"
 #include "daemon/admin/qstats.h"
 
+struct ui_auth_store;
 struct ui_data;
 struct ui_history;
 struct ui_joblog;
@@ -67,6 +68,8 @@ struct ui_env {
 struct ui_host {
     void (*fill)(void *arg, struct ui_env *env);
     void *arg;
+    struct ui_auth_store *auth_store;   /* the sessions' (ui_auth.h); NULL:
+                                           the dashboard's own */
 };
 
 struct ui;

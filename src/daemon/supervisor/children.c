@@ -112,6 +112,7 @@ static void become_child(struct supervisor *s, struct child *c)
                                 .listen_fd = s->admin_fd, .slots = s->slots,
                                 .nslots = MAX_CHILDREN,
                                 .metrics = s->metrics, .history = s->history,
+                                .sessions = s->sessions,
                                 .parent = s->pid };
         _exit(admin_main(&a));
     }

@@ -398,7 +398,7 @@ static int add_events(struct supervisor *s, struct event **ev)
 
 /* What the supervisor owns besides its generations: the loop, and the
  * memory it shares with its children (the slots, the metrics, the
- * dashboard's history), mapped before the first fork.  -1 after logging. */
+ * dashboard's history and sessions), mapped before the first fork.  -1 after logging. */
 static int set_up(struct supervisor *s)
 {
     s->admin_fd = -1;
@@ -406,8 +406,9 @@ static int set_up(struct supervisor *s)
     s->slots = slots_create(MAX_CHILDREN);
     s->metrics = metrics_new();
     s->history = ui_history_new();
+    s->sessions = ui_auth_store_new();
     s->base = event_base_new();
-    if (!s->slots || !s->metrics || !s->history || !s->base) {
+    if (!s->slots || !s->metrics || !s->history || !s->sessions || !s->base) {
         log_err("cannot set up: %s", s->base ? strerror(errno) : "event_base_new failed");
         return -1;
     }
@@ -427,6 +428,7 @@ static void tear_down(struct supervisor *s, struct event **ev)
         event_base_free(s->base);
     metrics_free(s->metrics);
     ui_history_free(s->history);
+    ui_auth_store_free(s->sessions);
     slots_destroy(s->slots, MAX_CHILDREN);
 }
 

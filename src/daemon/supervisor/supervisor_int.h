@@ -17,6 +17,7 @@
 #include "daemon/supervisor/generation.h"
 #include "daemon/slots.h"
 #include "daemon/admin/metrics.h"
+#include "daemon/admin/ui_auth.h"
 #include "daemon/admin/ui_history.h"
 
 /* Rows for two full generations (old and new during a reload): workers,
@@ -70,6 +71,8 @@ struct supervisor {
                                    counts, the child table (metrics.h) */
     struct ui_history *history; /* shared: the dashboard's last hour, which
                                    only the admin process touches */
+    struct ui_auth_store *sessions; /* shared: the dashboard's sessions, the
+                                   admin process's too */
     uint64_t conf_gen;          /* the number of s->cur (1 at start) */
     int admin_fd;               /* the admin socket, or -1 (admin_socket.h) */
     struct sockaddr_storage admin_addr; /* where admin_fd listens */
