@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""What an open dashboard costs: Redis commands per second and the
-supervisor's CPU, with 0, 1 and 10 browser windows open on the overview
-and on a queue page (their live refresh running).
+"""What an open dashboard costs: Redis commands per second and the CPU
+of the supervisor and of the admin process that serves the dashboard,
+with 0, 1 and 10 browser windows open on the overview and on a queue
+page (their live refresh running).
 
     python3 bench/ui-load.py --build BUILDDIR [--seconds 20] [--json FILE]
 
@@ -12,8 +13,9 @@ then for each case measures over --seconds:
   - Redis commands/s: the delta of INFO stats total_commands_processed
     (the bench's own two INFO calls taken off), and the same minus the
     baseline with no window open (what the dashboard adds);
-  - the supervisor's CPU: utime+stime of /proc/PID/stat over the window,
-    in % of one core.
+  - the supervisor's CPU and the admin process's (delayqd-admin, the
+    supervisor's child of that name): utime+stime of /proc/PID/stat over
+    the window, in % of one core.
 The reaper's periodic fsck is off (fsck_interval "0"): its pass over
 every record would swamp the figures.
 Windows, not tabs: the dashboard stops refreshing a hidden tab, and a
@@ -94,6 +96,30 @@ def cpu_seconds(pid):
     fields = stat[stat.rindex(")") + 2:].split()
     # fields[0] is field 3 (state): utime and stime are fields 14 and 15.
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def admin_pid(daemon_pid):
+    """The pid of the daemon's admin process (named delayqd-admin), or
+    None."""
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % name) as f:
+                stat = f.read()
+        except OSError:
+            continue
+        comm = stat[stat.index("(") + 1:stat.rindex(")")]
+        ppid = int(stat[stat.rindex(")") + 2:].split()[1])
+        if comm == "delayqd-admin" and ppid == daemon_pid:
+            return int(name)
+    return None
+
+
+def admin_cpu_seconds(daemon_pid):
+    """(pid, CPU seconds) of the admin process; (None, 0) without one."""
+    pid = admin_pid(daemon_pid)
+    return (pid, cpu_seconds(pid)) if pid else (None, 0.0)
 
 
 class Setup:
@@ -195,16 +221,21 @@ def login(b, url, token_file):
 
 
 def measure(setup, seconds):
-    """(commands/s, supervisor CPU %, the three commands called most, with
+    """(commands/s, supervisor CPU %, admin process CPU % (nan when it
+    changed during the window), the three commands called most, with
     their calls/s) over `seconds`.  The bench's own INFO calls (four per
     window) are taken off."""
-    (c0, k0), t0, w0 = redis_counts(setup.sock), cpu_seconds(setup.daemon.pid), time.monotonic()
+    pid = setup.daemon.pid
+    (c0, k0), t0, (a0p, a0), w0 = (redis_counts(setup.sock), cpu_seconds(pid),
+                                   admin_cpu_seconds(pid), time.monotonic())
     time.sleep(seconds)
-    (c1, k1), t1, w1 = redis_counts(setup.sock), cpu_seconds(setup.daemon.pid), time.monotonic()
+    (c1, k1), t1, (a1p, a1), w1 = (redis_counts(setup.sock), cpu_seconds(pid),
+                                   admin_cpu_seconds(pid), time.monotonic())
     wall = w1 - w0
     k1["info"] = k1.get("info", 0) - 2
     top = sorted(((k1[n] - k0.get(n, 0)) / wall, n) for n in k1)[-3:]
-    return (c1 - c0 - 2) / wall, 100.0 * (t1 - t0) / wall, \
+    admin = 100.0 * (a1 - a0) / wall if a0p and a0p == a1p else float("nan")
+    return (c1 - c0 - 2) / wall, 100.0 * (t1 - t0) / wall, admin, \
         ", ".join("%s %.1f/s" % (n, r) for r, n in reversed(top) if r > 0)
 
 
@@ -262,11 +293,12 @@ def main():
         # Let the start and the fill's aftermath settle (the dead jobs'
         # runs, the first statistics).
         time.sleep(10)
-        base_cmds, base_cpu, top = measure(setup, opts.seconds)
+        base_cmds, base_cpu, base_admin, top = measure(setup, opts.seconds)
         rows.append({"page": "-", "windows": 0, "redis_cmds_s": base_cmds,
-                     "added_cmds_s": 0.0, "sup_cpu_pct": base_cpu, "top": top})
-        print("ui-load: baseline %.1f commands/s (%s), supervisor %.2f%% CPU"
-              % (base_cmds, top, base_cpu), flush=True)
+                     "added_cmds_s": 0.0, "sup_cpu_pct": base_cpu,
+                     "admin_cpu_pct": base_admin, "top": top})
+        print("ui-load: baseline %.1f commands/s (%s), supervisor %.2f%% CPU, admin "
+              "process %.2f%%" % (base_cmds, top, base_cpu, base_admin), flush=True)
         with webdriver.Browser(work, timeout=30) as b:
             login(b, setup.url, setup.token)
             pages = (("overview", setup.url + "/"),
@@ -275,40 +307,41 @@ def main():
                 for n in counts:
                     handles = open_windows(b, n, url)
                     time.sleep(4)
-                    cmds, cpu, top = measure(setup, opts.seconds)
+                    cmds, cpu, admin, top = measure(setup, opts.seconds)
                     seen = refreshes(b, handles)
                     hidden = sum(1 for v, _, _ in seen if v != "visible")
                     fetched = sum(c for _, c, _ in seen)
                     charts = sum(c for _, _, c in seen)
                     rows.append({"page": name, "windows": n, "redis_cmds_s": cmds,
                                  "added_cmds_s": cmds - base_cmds, "sup_cpu_pct": cpu,
+                                 "admin_cpu_pct": admin,
                                  "page_refreshes": fetched, "history_fetches": charts,
                                  "hidden_windows": hidden, "top": top})
                     print("ui-load: %s, %d window(s): %.1f commands/s (%+.1f; %s), "
-                          "supervisor %.2f%% CPU; %d page refreshes and %d history fetches "
-                          "seen, %d window(s) hidden"
-                          % (name, n, cmds, cmds - base_cmds, top, cpu, fetched, charts,
-                             hidden), flush=True)
+                          "supervisor %.2f%% CPU, admin process %.2f%%; %d page refreshes "
+                          "and %d history fetches seen, %d window(s) hidden"
+                          % (name, n, cmds, cmds - base_cmds, top, cpu, admin, fetched,
+                             charts, hidden), flush=True)
         # The baseline again with the browser gone: the table's "added"
         # is against the mean of both.
         time.sleep(3)
-        after_cmds, after_cpu, top = measure(setup, opts.seconds)
-        print("ui-load: baseline after %.1f commands/s (%s), supervisor %.2f%% CPU"
-              % (after_cmds, top, after_cpu), flush=True)
+        after_cmds, after_cpu, after_admin, top = measure(setup, opts.seconds)
+        print("ui-load: baseline after %.1f commands/s (%s), supervisor %.2f%% CPU, admin "
+              "process %.2f%%" % (after_cmds, top, after_cpu, after_admin), flush=True)
         rows.append({"page": "- (after)", "windows": 0, "redis_cmds_s": after_cmds,
-                     "sup_cpu_pct": after_cpu, "top": top})
+                     "sup_cpu_pct": after_cpu, "admin_cpu_pct": after_admin, "top": top})
         base = (base_cmds + after_cmds) / 2
         for r in rows:
             r["added_cmds_s"] = r["redis_cmds_s"] - base if r["windows"] else 0.0
     finally:
         setup.stop()
     print()
-    print("%-11s %7s %12s %12s %10s" % ("page", "windows", "redis cmd/s", "added cmd/s",
-                                        "sup CPU %"))
+    print("%-11s %7s %12s %12s %10s %12s" % ("page", "windows", "redis cmd/s",
+                                             "added cmd/s", "sup CPU %", "admin CPU %"))
     for r in rows:
-        print("%-11s %7d %12.1f %12.1f %10.2f" % (r["page"][:11], r["windows"],
-                                                 r["redis_cmds_s"], r["added_cmds_s"],
-                                                 r["sup_cpu_pct"]))
+        print("%-11s %7d %12.1f %12.1f %10.2f %12.2f" % (r["page"][:11], r["windows"],
+                                                        r["redis_cmds_s"], r["added_cmds_s"],
+                                                        r["sup_cpu_pct"], r["admin_cpu_pct"]))
     if opts.json:
         with open(opts.json, "w") as f:
             json.dump({"seconds": opts.seconds, "rows": rows}, f, indent=2)

@@ -18,7 +18,7 @@
 
 #include "client_test.h"
 
-#include "lib/cluster_map.h"
+#include "redis/cluster_map.h"
 #include "lib/keys.h"
 #include "lib/scripts.h"
 

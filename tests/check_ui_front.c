@@ -22,6 +22,7 @@
 #include "daemon/admin/http_admin.h"
 #include "daemon/admin/ui_ctx.h"
 #include "daemon/admin/ui_throttle.h"
+#include "daemon/supervisor/admin_socket.h"
 #include "daemon/admin/ui.h"
 #include "daemon/admin/ui_assets.h"
 #include "daemon/admin/ui_auth.h"
@@ -192,7 +193,7 @@ static void setup(void)
     ck_assert_int_eq(event_add(stop_ev, NULL), 0);
     server = http_admin_new(base, routes, 1, NULL);
     ck_assert_ptr_nonnull(server);
-    struct ui_host host = { fill, NULL };
+    struct ui_host host = { fill, NULL, NULL };
     dash = ui_new(&host);
     ck_assert_ptr_nonnull(dash);
     ui_set_conf(dash, &conf);
@@ -201,8 +202,9 @@ static void setup(void)
     struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)PORT),
                              .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
     char err[200];
-    ck_assert_int_eq(http_admin_listen(server, (struct sockaddr *)&a, sizeof a, err,
-                                       sizeof err), 1);
+    int fd = admin_socket_bind((struct sockaddr *)&a, sizeof a, err, sizeof err);
+    ck_assert_msg(fd >= 0, "%s", err);
+    ck_assert_int_eq(http_admin_adopt(server, fd), 0);
     ck_assert_int_eq(pthread_create(&loop_thread, NULL, run_loop, NULL), 0);
 }
 
@@ -478,7 +480,7 @@ static int cookie_ok(struct ui_auth *a, const char *cookie, int64_t now)
 /* A session used every 11 hours still ends at its absolute lifetime. */
 START_TEST(sessions_end_at_their_lifetime_however_used)
 {
-    struct ui_auth *a = ui_auth_new();
+    struct ui_auth *a = ui_auth_new(NULL);
     ck_assert_ptr_nonnull(a);
     const int64_t hour = 3600 * 1000, life = 72 * hour;
     struct daemon_conf dc = { .admin_token = TOKEN, .admin_session_lifetime_ms = life };
@@ -496,7 +498,7 @@ END_TEST
 
 START_TEST(sessions_are_bounded_and_expire)
 {
-    struct ui_auth *a = ui_auth_new();
+    struct ui_auth *a = ui_auth_new(NULL);
     ck_assert_ptr_nonnull(a);
     struct daemon_conf dc = { .admin_token = TOKEN };
     ui_auth_set_conf(a, &dc);

@@ -325,6 +325,17 @@ static void worker_runs(struct worker_slot *slot, uint64_t ok, uint64_t failed,
         slot_hist_observe(&e->lateness, late_us);
 }
 
+/* The running totals of "q" as the admin process reads them: a snapshot
+ * of the shared totals with the live slots added. */
+static void totals_of_q(const struct metrics *m, const struct worker_slot *slots,
+                        struct ui_totals *t)
+{
+    struct metrics_snap *snap = metrics_snap_take(m, slots);
+    ck_assert_ptr_nonnull(snap);
+    metrics_queue_totals(snap, "q", t);
+    metrics_snap_free(snap);
+}
+
 START_TEST(worker_exit_keeps_totals)
 {
     struct metrics *m = metrics_new();
@@ -332,19 +343,16 @@ START_TEST(worker_exit_keeps_totals)
     struct ui_history *h = ui_history_new();
     ck_assert_ptr_nonnull(m);
     ck_assert_ptr_nonnull(slots);
-    struct metrics_child rows[3] = {
-        { .queue = "q", .slot = &slots[0], .running = 1, .in_force = 1 },
-        { .queue = "other", .slot = &slots[1], .running = 1, .in_force = 1 },
-        { .queue = NULL, .slot = &slots[2], .running = 1 },     /* the reaper */
-    };
-    struct metrics_view v = { .children = rows, .nchildren = 3 };
+    metrics_post_child(m, 0, MR_WORKER, 100, 1, "q");
+    metrics_post_child(m, 1, MR_WORKER, 101, 1, "other");
+    metrics_post_child(m, 2, MR_REAPER, 102, 1, NULL);
     struct ui_totals t;
-    metrics_queue_totals(m, &v, "q", &t);
+    totals_of_q(m, slots, &t);
     ui_history_sample(h, "q", T0, &t);
 
     worker_runs(&slots[0], 7, 2, 3000);
     worker_runs(&slots[1], 100, 0, 0);      /* another queue's */
-    metrics_queue_totals(m, &v, "q", &t);
+    totals_of_q(m, slots, &t);
     ck_assert_uint_eq(t.succeeded, 7);
     ck_assert_uint_eq(t.retried, 2);
     ck_assert_uint_eq(t.lateness.counts[1], 9);
@@ -353,19 +361,21 @@ START_TEST(worker_exit_keeps_totals)
     /* The worker exits as children_collect sees it: its slot folded into
      * the totals, then zeroed for the next child; the supervisor fails
      * its running job (an orphan, retried). */
+    metrics_begin(m);
     metrics_fold_slot(m, "q", &slots[0]);
     slot_reset(&slots[0]);
-    rows[0].running = 0;
+    metrics_post_child(m, 0, MR_WORKER, 0, 1, "q");
+    metrics_end(m);
     metrics_count_orphan(m, "q", "email", 0);
-    metrics_queue_totals(m, &v, "q", &t);
+    totals_of_q(m, slots, &t);
     ck_assert_uint_eq(t.succeeded, 7);
     ck_assert_uint_eq(t.retried, 3);
     ui_history_sample(h, "q", T0 + 2000, &t);
 
     /* Its replacement runs 4 more. */
-    rows[0].running = 1;
+    metrics_post_child(m, 0, MR_WORKER, 103, 1, "q");
     worker_runs(&slots[0], 4, 0, 100);
-    metrics_queue_totals(m, &v, "q", &t);
+    totals_of_q(m, slots, &t);
     ck_assert_uint_eq(t.succeeded, 11);
     ui_history_sample(h, "q", T0 + 3000, &t);
 

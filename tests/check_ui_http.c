@@ -2,7 +2,8 @@
  * The dashboard's front door over real HTTP (src/daemon/admin/ui.c, ui_auth.c,
  * http_admin.c): a real delayqd on a real redis-server, spoken to with a
  * raw-socket client (http_client.h) so that every header is the test's
- * choice.  Authentication (bearer, basic, login cookie, logout), the POST
+ * choice.  Authentication (bearer, basic, login cookie, logout, sessions
+ * across a reload and an admin restart), the POST
  * gates (origin, read_only), the security headers, the limits (body size,
  * connections, a slow client), /metrics and /healthz beside it, and the
  * configuration errors of the admin group.
@@ -607,6 +608,20 @@ END_TEST
 
 /* A reload reads the files again: a new token works, the old one and its
  * sessions end. */
+/* The admin process serving now (the dashboard's process), waiting up to
+ * 5 s for one; after a reload or a kill, the one that replaced `old`. */
+static pid_t admin_after(pid_t old)
+{
+    int64_t end = tu_mono_ms() + 5000;
+    pid_t p = tu_admin_pid(H.pid);
+    while ((!p || p == old || (old && tu_process_running(old))) && tu_mono_ms() < end) {
+        tu_sleep_ms(10);
+        p = tu_admin_pid(H.pid);
+    }
+    ck_assert_msg(p && p != old, "no new admin process; log:\n%s", h_log_tail(&H));
+    return p;
+}
+
 START_TEST(reload_rereads_the_token_file)
 {
     start_ui();
@@ -614,16 +629,41 @@ START_TEST(reload_rereads_the_token_file)
     ck_assert_int_eq(login("token=" TOKEN, cookie, sizeof cookie), 303);
     snprintf(hdr, sizeof hdr, "Cookie: %s\r\n", cookie);
     ck_assert_int_eq(status_of("GET", "/ui/", hdr, NULL), 200);
+    pid_t admin = admin_after(0);
     write_secret(TOKEN_FILE, "a-brand-new-token-of-enough-length\n", 0600);
     ck_assert_int_eq(kill(H.pid, SIGHUP), 0);
     ck_assert_msg(h_wait_log(&H, "reloaded", 1, 5000) == 1, "no reload:\n%s",
                   h_log_tail(&H));
+    /* The previous configuration's admin process ends within a second. */
+    admin_after(admin);
     ck_assert_int_eq(status_of("GET", "/ui/", BEARER, NULL), 401);
     ck_assert_int_eq(status_of("GET", "/ui/", hdr, NULL), 401);
     ck_assert_int_eq(status_of("GET", "/ui/", "Authorization: Bearer "
                                "a-brand-new-token-of-enough-length\r\n", NULL), 200);
     /* Basic credentials did not change: still good. */
     ck_assert_int_eq(status_of("GET", "/ui/", BASIC, NULL), 200);
+}
+END_TEST
+
+START_TEST(sessions_outlive_a_reload_and_an_admin_restart)
+{
+    start_ui();
+    char cookie[128], hdr[200];
+    ck_assert_int_eq(login("token=" TOKEN, cookie, sizeof cookie), 303);
+    snprintf(hdr, sizeof hdr, "Cookie: %s\r\n", cookie);
+    ck_assert_int_eq(status_of("GET", "/ui/", hdr, NULL), 200);
+    pid_t admin = admin_after(0);
+    /* A reload that keeps the credentials keeps the sessions. */
+    ck_assert_int_eq(kill(H.pid, SIGHUP), 0);
+    ck_assert_int_eq(h_wait_log(&H, "reloaded", 1, 5000), 1);
+    admin = admin_after(admin);
+    ck_assert_int_eq(status_of("GET", "/ui/", hdr, NULL), 200);
+    /* So does a crash of the admin process. */
+    ck_assert_int_eq(kill(admin, SIGKILL), 0);
+    admin_after(admin);
+    ck_assert_int_eq(status_of("GET", "/ui/", hdr, NULL), 200);
+    ck_assert_int_eq(status_of("GET", "/ui/", "Cookie: dq_session=0123456789abcdef0123"
+                               "456789abcdef0123456789abcdef0123456789abcdef\r\n", NULL), 401);
 }
 END_TEST
 
@@ -638,6 +678,7 @@ int main(void)
     tcase_add_test(tc, cross_site_posts_are_refused);
     tcase_add_test(tc, read_only_refuses_every_action);
     tcase_add_test(tc, reload_rereads_the_token_file);
+    tcase_add_test(tc, sessions_outlive_a_reload_and_an_admin_restart);
     tc = fixture_tcase(s, "http", 60, NULL, NULL, setup, teardown);
     tcase_add_test(tc, security_headers_on_every_answer);
     tcase_add_test(tc, bad_paths_are_400_and_ui_redirects);

@@ -538,7 +538,7 @@ purge() {
         >"$work/purge.log" 2>&1 || { cat "$work/purge.log" >&2; fail "dpkg --purge failed"; }
     ! active || fail "delayqd still active after the purge"
     ! active delayqd@second || fail "delayqd@second still active after the purge"
-    if in_sh 'grep -lx delayqd /proc/[0-9]*/comm' >/dev/null 2>&1; then
+    if in_sh "grep -lxE 'delayqd(-admin)?' /proc/[0-9]*/comm" >/dev/null 2>&1; then
         fail "delayqd processes are left after the purge"
     fi
     in_sh "[ ! -e /lib/systemd/system/delayqd.service ] && [ ! -e $conf ]" \

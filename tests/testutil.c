@@ -67,10 +67,14 @@ int tu_proc_stat(pid_t pid, struct tu_proc_stat *ps)
         return -1;
     buf[len] = '\0';
     const char *p = strrchr(buf, ')');
+    const char *open = strchr(buf, '(');
+    if (!p || !open)
+        return -1;
+    snprintf(ps->comm, sizeof ps->comm, "%.*s", (int)(p - open - 1), open + 1);
     int ppid;
     unsigned long long ut, st;
     long long cut, cst;
-    if (!p || sscanf(p + 1, " %c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %lld %lld "
+    if (sscanf(p + 1, " %c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %lld %lld "
                      "%*d %*d %*d %*d %llu", &ps->state, &ppid, &ut, &st, &cut, &cst,
                      &ps->start) != 7)
         return -1;
@@ -100,17 +104,21 @@ int tu_proc_each(int (*fn)(const struct tu_proc_stat *ps, void *arg), void *arg)
     return 0;
 }
 
+#define ADMIN_COMM "delayqd-admin"
+
 struct children_arg {
     pid_t parent;
     pid_t *pids;
     unsigned long long *start;
     size_t n, max;
+    int with_admin;
 };
 
 static int add_child(const struct tu_proc_stat *ps, void *arg)
 {
     struct children_arg *a = arg;
-    if (ps->ppid == a->parent && ps->state != 'Z') {
+    if (ps->ppid == a->parent && ps->state != 'Z'
+        && (a->with_admin || strcmp(ps->comm, ADMIN_COMM) != 0)) {
         if (a->start)
             a->start[a->n] = ps->start;
         a->pids[a->n++] = ps->pid;
@@ -118,12 +126,37 @@ static int add_child(const struct tu_proc_stat *ps, void *arg)
     return a->n == a->max;
 }
 
-size_t tu_children(pid_t parent, pid_t *pids, unsigned long long *start, size_t max)
+static size_t children_of(pid_t parent, pid_t *pids, unsigned long long *start, size_t max,
+                          int with_admin)
 {
-    struct children_arg a = { parent, pids, start, 0, max };
+    struct children_arg a = { parent, pids, start, 0, max, with_admin };
     if (max > 0)
         tu_proc_each(add_child, &a);
     return a.n;
+}
+
+size_t tu_children(pid_t parent, pid_t *pids, unsigned long long *start, size_t max)
+{
+    return children_of(parent, pids, start, max, 0);
+}
+
+struct admin_arg {
+    pid_t parent, found;
+};
+
+static int find_admin(const struct tu_proc_stat *ps, void *arg)
+{
+    struct admin_arg *a = arg;
+    if (ps->ppid == a->parent && ps->state != 'Z' && strcmp(ps->comm, ADMIN_COMM) == 0)
+        a->found = ps->pid;
+    return a->found != 0;
+}
+
+pid_t tu_admin_pid(pid_t parent)
+{
+    struct admin_arg a = { parent, 0 };
+    tu_proc_each(find_admin, &a);
+    return a.found;
 }
 
 int tu_process_running(pid_t pid)
@@ -162,7 +195,7 @@ int tu_stop_process_tree(pid_t pid, int timeout_ms)
     enum { MAX_KIDS = 600 };
     pid_t kids[MAX_KIDS];
     unsigned long long started[MAX_KIDS];
-    size_t nkids = tu_children(pid, kids, started, MAX_KIDS);
+    size_t nkids = children_of(pid, kids, started, MAX_KIDS, 1);
     int status = tu_stop_process(pid, timeout_ms);
     /* A child stuck where it ignores the SIGTERM its parent's death sends
      * (a worker in a handler) must not outlive it either. */

@@ -38,6 +38,7 @@ struct tu_proc_stat {
     int64_t cutime, cstime;     /* of its children it waited for */
     unsigned long long start;   /* ticks after boot: with the pid, names one
                                    process for good (pids are reused) */
+    char comm[32];              /* its name: "delayqd", "delayqd-admin" ... */
 };
 
 /* Read /proc/PID/stat into *ps; 0, or -1 when there is no such process. */
@@ -48,10 +49,15 @@ int tu_proc_stat(pid_t pid, struct tu_proc_stat *ps);
  * /proc cannot be read. */
 int tu_proc_each(int (*fn)(const struct tu_proc_stat *ps, void *arg), void *arg);
 
-/* The live (not zombie) children of `parent`: their pids in `pids`, and
- * when `start` is not NULL their start times; returns how many (at most
- * `max`). */
+/* The live (not zombie) children of `parent` but its admin process (named
+ * "delayqd-admin"): for a delayqd, its workers and its reaper.  Their pids
+ * in `pids`, and when `start` is not NULL their start times; returns how
+ * many (at most `max`). */
 size_t tu_children(pid_t parent, pid_t *pids, unsigned long long *start, size_t max);
+
+/* The live admin process (named "delayqd-admin") of delayqd `parent`;
+ * 0 when there is none. */
+pid_t tu_admin_pid(pid_t parent);
 
 /* Whether `pid` runs (a zombie does not).  Works for a process that is not
  * our child too, where waitpid cannot tell. */

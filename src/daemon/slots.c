@@ -19,6 +19,11 @@ void slots_destroy(struct worker_slot *s, size_t n)
         munmap(s, n * sizeof *s);
 }
 
+int slots_seal(struct worker_slot *s, size_t n)
+{
+    return mprotect(s, n * sizeof *s, PROT_READ);
+}
+
 void slot_reset(struct worker_slot *s)
 {
     memset(s, 0, offsetof(struct worker_slot, tables));

@@ -156,6 +156,11 @@ struct worker_slot {
 struct worker_slot *slots_create(size_t n);
 void slots_destroy(struct worker_slot *s, size_t n);
 
+/* In a process that only reads the slots (the admin process): make this
+ * process's view of them read-only, so that no bug of its can write to
+ * them.  0, or -1 with errno set. */
+int slots_seal(struct worker_slot *s, size_t n);
+
 /* Reset a slot for a new child, without touching its tables' entries. */
 void slot_reset(struct worker_slot *s);
 

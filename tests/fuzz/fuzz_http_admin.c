@@ -2,8 +2,8 @@
  * Fuzz target: the admin HTTP server (src/daemon/admin/http_admin.c) as a client
  * reaches it.  The request is parsed by libevent's evhttp and answered by
  * http_admin's dispatch (routes, 404, 405 for other methods); both run
- * here exactly as in delayqd, on a server made with http_admin_new and
- * http_admin_listen, over a Unix socket instead of TCP.  The input is
+ * here exactly as in delayqd, on a server made with http_admin_new on a
+ * socket bound by admin_socket_bind, over a Unix socket instead of TCP.  The input is
  * sent as one connection's bytes, the client then shuts its side and reads
  * until the server closes.
  *
@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "daemon/admin/http_admin.h"
+#include "daemon/supervisor/admin_socket.h"
 #include "fuzz.h"
 
 #define REPLY_MAX 65536
@@ -89,8 +90,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     snprintf(sock_addr.sun_path, sizeof sock_addr.sun_path, "%s/admin.sock", sock_dir);
     base = event_base_new();
     server = base ? http_admin_new(base, routes, 2, NULL) : NULL;
-    if (!server || http_admin_listen(server, (const struct sockaddr *)&sock_addr,
-                                     sizeof sock_addr, err, sizeof err) != 1) {
+    int fd = server ? admin_socket_bind((const struct sockaddr *)&sock_addr,
+                                        sizeof sock_addr, err, sizeof err) : -1;
+    if (fd < 0 || http_admin_adopt(server, fd) < 0) {
         fprintf(stderr, "fuzz_http_admin: cannot start the server: %s\n",
                 server ? err : "out of memory");
         exit(1);

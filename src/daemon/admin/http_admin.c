@@ -1,11 +1,9 @@
 #include "daemon/admin/http_admin.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/http.h>
-#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -102,7 +100,7 @@ static int admit(struct http_admin *h, struct evhttp_request *req, int dashboard
         evhttp_connection_set_closecb(evcon, on_conn_close, h);
     int busy = http_conns_answering(h->conns, req, dashboard) < 0;
     const char *host = evhttp_find_header(evhttp_request_get_input_headers(req), "Host");
-    struct host_allow set = { h->hosts, h->nhosts, h->bound ? &h->addr : NULL };
+    struct host_allow set = { h->hosts, h->nhosts, h->bound && h->addrlen ? &h->addr : NULL };
     if (host && !host_allow_host(&set, host_allow_fd(req), host)) {
         log_misdirected(h, host);
         static const char msg[] = "misdirected request: the Host header does not name "
@@ -177,37 +175,6 @@ static void on_other(struct evhttp_request *req, void *arg)
     }
     reply_text(req, 404, "Not Found", "text/plain; charset=utf-8",
                "not found: try /metrics or /healthz\n", 36);
-}
-
-/* A non-blocking listening socket on `addr`; -1 with the reason in err. */
-static int listen_on(const struct sockaddr *addr, socklen_t addrlen, char *err,
-                     size_t errlen)
-{
-    const char *step = "socket";
-    int fd = socket(addr->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        goto fail;
-    int one = 1;
-    step = "setsockopt";
-    if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0)
-        goto fail;
-    if (addr->sa_family == AF_INET6
-        && setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one) < 0)
-        goto fail;
-    step = "bind";
-    if (bind(fd, addr, addrlen) < 0)
-        goto fail;
-    step = "listen";
-    if (listen(fd, 64) < 0)
-        goto fail;
-    return fd;
-fail:;
-    int saved = errno;
-    snprintf(err, errlen, "%s: %s", step, strerror(saved));
-    if (fd >= 0)
-        close(fd);
-    errno = saved;
-    return -1;
 }
 
 static void on_conn_close(struct evhttp_connection *evcon, void *arg)
@@ -305,51 +272,19 @@ struct http_admin *http_admin_new(struct event_base *base,
     return h;
 }
 
-/* Start accepting on a listening socket; -1 (socket closed) on failure. */
-static int accept_on(struct http_admin *h, int fd, const struct sockaddr *addr,
-                     socklen_t addrlen)
+int http_admin_adopt(struct http_admin *h, int fd)
 {
     struct evhttp_bound_socket *b = evhttp_accept_socket_with_handle(h->http, fd);
-    if (!b) {
-        close(fd);
+    if (!b)
         return -1;
-    }
     h->bound = b;
     h->fd = fd;
-    memcpy(&h->addr, addr, addrlen);
-    h->addrlen = addrlen;
+    /* Where it listens, for the Host check (host_allow.h); an address
+     * that cannot be read leaves the connection's own local address. */
+    h->addrlen = sizeof h->addr;
+    if (getsockname(fd, (struct sockaddr *)&h->addr, &h->addrlen) < 0)
+        h->addrlen = 0;
     return 0;
-}
-
-int http_admin_listen(struct http_admin *h, const struct sockaddr *addr,
-                      socklen_t addrlen, char *err, size_t errlen)
-{
-    if (h->bound && addrlen == h->addrlen && memcmp(addr, &h->addr, addrlen) == 0)
-        return 0;
-    int fd = listen_on(addr, addrlen, err, errlen);
-    if (fd < 0 && errno == EADDRINUSE && h->bound) {
-        /* Perhaps our own port (a new host on the same port): let it go
-         * and try again, and take it back if that fails. */
-        struct sockaddr_storage old = h->addr;
-        socklen_t oldlen = h->addrlen;
-        http_admin_unlisten(h);
-        fd = listen_on(addr, addrlen, err, errlen);
-        if (fd < 0) {
-            char again[200];
-            int oldfd = listen_on((struct sockaddr *)&old, oldlen, again, sizeof again);
-            if (oldfd >= 0)
-                accept_on(h, oldfd, (struct sockaddr *)&old, oldlen);
-            return -1;
-        }
-    }
-    if (fd < 0)
-        return -1;
-    http_admin_unlisten(h);
-    if (accept_on(h, fd, addr, addrlen) < 0) {
-        snprintf(err, errlen, "cannot accept connections on the socket");
-        return -1;
-    }
-    return 1;
 }
 
 void http_admin_unlisten(struct http_admin *h)
@@ -366,37 +301,10 @@ int http_admin_fd(const struct http_admin *h)
     return h ? h->fd : -1;
 }
 
-/* The port of a socket address, or -1 for another family. */
-static int port_of(const struct sockaddr_storage *ss)
+size_t http_admin_open_connections(struct http_admin *h)
 {
-    if (ss->ss_family == AF_INET)
-        return ntohs(((const struct sockaddr_in *)ss)->sin_port);
-    if (ss->ss_family == AF_INET6)
-        return ntohs(((const struct sockaddr_in6 *)ss)->sin6_port);
-    return -1;
-}
-
-void http_admin_close_in_child(const struct http_admin *h)
-{
-    if (!h || !h->bound)
-        return;
-    int port = port_of(&h->addr);
-    DIR *d = opendir("/proc/self/fd");
-    if (!d) {
-        close(h->fd);
-        return;
-    }
-    int dfd = dirfd(d);
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        int fd = atoi(e->d_name);
-        struct sockaddr_storage ss;
-        socklen_t len = sizeof ss;
-        if (fd > 2 && fd != dfd && getsockname(fd, (struct sockaddr *)&ss, &len) == 0
-            && ss.ss_family == h->addr.ss_family && port_of(&ss) == port)
-            close(fd);
-    }
-    closedir(d);
+    int n = http_conns_count(h->conns);
+    return n > 0 ? (size_t)n : 0;
 }
 
 void http_admin_set_prefix(struct http_admin *h, const char *prefix,

@@ -1,9 +1,10 @@
 /*
- * http_admin: a small HTTP server (libevent's evhttp) on the supervisor's
- * own event loop, for /metrics and /healthz.  No thread: a request is
- * answered inside the loop, so a route's function may read the
- * supervisor's state directly (and must be quick: it never waits on
- * Redis, whose figures the supervisor keeps cached).
+ * http_admin: a small HTTP server (libevent's evhttp) on the admin
+ * process's event loop (admin_main.c), for /metrics and /healthz.  No
+ * thread: a request is answered inside the loop, so a route's function
+ * must be quick (it never waits on Redis, whose figures the admin process
+ * keeps cached).  The listening socket is the supervisor's, bound before
+ * the fork and handed down (http_admin_adopt).
  *
  * The routes take GET and HEAD (else 405); any other path is 404.  They
  * are not authenticated: dconfig refuses a non-loopback address unless
@@ -14,7 +15,7 @@
  * Every request's Host must name this server (host_allow.h), else 421,
  * on every path, before anything else.
  *
- * Limits, so that a slow or hostile client cannot hold the server:
+ * Limits, so that a slow or hostile client cannot hold the admin process:
  * headers 8 KiB, a body 16 KiB (413), 10 s without a byte either way, and
  * the deadline for a whole request, the caps of connections per client
  * address and in all, and the dashboard's share, of http_conns.h.
@@ -59,15 +60,10 @@ struct http_admin *http_admin_new(struct event_base *base,
                                   const struct http_admin_route *routes, size_t n,
                                   void *arg);
 
-/*
- * Listen on `addr` (instead of the address in use, if any).  Returns 1
- * when now listening there, 0 when it already was, or -1 with the reason
- * in err (the failing step and errno's text); the address in use, if any,
- * then stays.  Connections already accepted are kept.
- */
-int http_admin_listen(struct http_admin *h, const struct sockaddr *addr,
-                      socklen_t addrlen, char *err, size_t errlen)
-    __attribute__((warn_unused_result));
+/* Accept connections on `fd`, a listening socket bound by the
+ * supervisor (admin_socket.h) and inherited across fork; it becomes h's.
+ * 0, or -1 when libevent cannot take it (out of memory). */
+int http_admin_adopt(struct http_admin *h, int fd) __attribute__((warn_unused_result));
 
 /* Stop listening (connections already accepted are kept). */
 void http_admin_unlisten(struct http_admin *h);
@@ -75,13 +71,8 @@ void http_admin_unlisten(struct http_admin *h);
 /* The listening socket, or -1 when not listening. */
 int http_admin_fd(const struct http_admin *h);
 
-/*
- * In a forked child: close the copies of the listening socket and of the
- * connections open at the fork (every socket on the listening port), so
- * that a client sees its connection end when the supervisor ends it.
- * Touches nothing else; the parent's server is unaffected.
- */
-void http_admin_close_in_child(const struct http_admin *h);
+/* The connections open now (a stopping server waits for them). */
+size_t http_admin_open_connections(struct http_admin *h);
 
 /* Hand every request whose path starts with `prefix` ("/ui/"), or is
  * the prefix without its last slash, to on_request(req, arg); on_close

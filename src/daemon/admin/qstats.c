@@ -174,8 +174,8 @@ static void on_up(struct rconn *rc, void *arg)
 }
 
 /*
- * The supervisor's Redis connection for `dc` (and the queues' key names):
- * the one place the supervisor makes a connection from the configuration.
+ * The admin process's Redis connection for `dc` (and the queues' key
+ * names), for the statistics.
  * Unlike rconn_from_conf's, its requests time out after QSTATS_STALE_MS,
  * whatever the configured command timeout: figures that old are reported
  * as stale anyway.  The connection is then made again with rconn's backoff.
@@ -258,12 +258,6 @@ void qstats_free(struct qstats *q)
     free(q->oldest_cur);
     free(q->oldest_next);
     free(q);
-}
-
-void qstats_close_in_child(struct qstats *q)
-{
-    if (q)
-        rconn_close_in_child(q->conn);
 }
 
 void qstats_read(const struct qstats *q, struct qstats_view *v)

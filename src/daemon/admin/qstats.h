@@ -1,10 +1,11 @@
 /*
- * qstats: the supervisor's cached queue statistics, for /metrics and
- * /healthz.
+ * qstats: the admin process's cached queue statistics, for /metrics,
+ * /healthz and the dashboard.
  *
- * The supervisor must never wait on Redis (a stall there would stop its
- * timeouts, respawns and watchdog pings), so no HTTP request asks Redis
- * anything: a timer on the supervisor's loop runs the stats script for
+ * No HTTP request waits on Redis (a stall there must not hold a liveness
+ * probe, nor the other requests on the same loop), so no request asks
+ * Redis anything: a timer on the admin process's loop runs the stats
+ * script for
  * every queue of one configuration, over an asynchronous connection
  * (rconn.h), every QSTATS_REFRESH_MS, and a request reads the last
  * complete set of figures and how old they are.
@@ -29,9 +30,6 @@ struct qstats *qstats_new(struct event_base *base, const struct daemon_conf *dc)
 
 /* Stop, drop the connection, free; NULL is ignored. */
 void qstats_free(struct qstats *q);
-
-/* In a forked child: close the child's copy of the connection. */
-void qstats_close_in_child(struct qstats *q);
 
 /* What a request sees (borrowed until the next turn of the loop). */
 struct qstats_view {

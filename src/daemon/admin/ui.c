@@ -36,7 +36,7 @@ struct ui *ui_new(const struct ui_host *host)
     if (!u)
         return NULL;
     u->host = *host;
-    if (!(u->auth = ui_auth_new()) || !(u->joblog = ui_joblog_new())
+    if (!(u->auth = ui_auth_new(host->auth_store)) || !(u->joblog = ui_joblog_new())
         || !(u->throttle = ui_throttle_new())) {
         ui_auth_free(u->auth);
         ui_joblog_free(u->joblog);

@@ -1,5 +1,5 @@
 /*
- * ui: the web dashboard under /ui/, served by the supervisor on the admin
+ * ui: the web dashboard under /ui/, served by the admin process on the admin
  * listener (http_admin.h) beside /metrics and /healthz.
  *
  * ui.c is the front door: every request under /ui/ passes its gates in

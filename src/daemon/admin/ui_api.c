@@ -5,7 +5,7 @@
  * added up) answers the last hour, one element a second, oldest first:
  *   {"queue":"NAME"|null,"seconds":3600,"now_ms":<unix ms>,
  *    "done":[...],"failed":[...],"p50_ms":[...|null],"p99_ms":[...|null]}
- * from the supervisor's memory (ui_history.h): no Redis.  A queue the
+ * from shared memory (ui_history.h): no Redis.  A queue the
  * configuration in force does not have is 404.
  */
 #include "daemon/admin/ui_pages.h"

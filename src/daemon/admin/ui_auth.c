@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 
 #include "daemon/admin/host_allow.h"
@@ -20,18 +21,57 @@ struct session {
     int64_t born_ms;            /* monotonic: its login */
 };
 
+/* The sessions and whose credentials they belong to, in memory shared
+ * across fork (ui_auth.h). */
+struct ui_auth_store {
+    int set;                    /* fingerprint is some credentials' */
+    uint64_t salt;
+    uint64_t fingerprint;       /* of the credentials the sessions were made with */
+    struct session sessions[UI_SESSIONS_MAX];
+};
+
 struct ui_auth {
     char *token;                /* NULL: no token configured */
     char *basic;                /* "user:password", or NULL */
     int64_t lifetime_ms;        /* admin.session_lifetime */
-    struct session sessions[UI_SESSIONS_MAX];
+    struct ui_auth_store *store;
+    int own_store;              /* made by ui_auth_new: freed with it */
+    struct session *sessions;   /* store->sessions, UI_SESSIONS_MAX of them */
 };
 
-struct ui_auth *ui_auth_new(void)
+struct ui_auth_store *ui_auth_store_new(void)
 {
-    struct ui_auth *a = calloc(1, sizeof(struct ui_auth));
-    if (a)
-        a->lifetime_ms = UI_SESSION_LIFETIME_MS;
+    void *p = mmap(NULL, sizeof(struct ui_auth_store), PROT_READ | PROT_WRITE,
+                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    struct ui_auth_store *st = p;
+    if (getrandom(&st->salt, sizeof st->salt, GRND_NONBLOCK) != sizeof st->salt)
+        st->salt = 0;           /* the salt only keeps the value private */
+    return st;
+}
+
+void ui_auth_store_free(struct ui_auth_store *st)
+{
+    if (!st)
+        return;
+    explicit_bzero(st, sizeof *st);
+    munmap(st, sizeof *st);
+}
+
+struct ui_auth *ui_auth_new(struct ui_auth_store *store)
+{
+    struct ui_auth *a = calloc(1, sizeof *a);
+    if (!a)
+        return NULL;
+    a->own_store = !store;
+    a->store = store ? store : ui_auth_store_new();
+    if (!a->store) {
+        free(a);
+        return NULL;
+    }
+    a->sessions = a->store->sessions;
+    a->lifetime_ms = UI_SESSION_LIFETIME_MS;
     return a;
 }
 
@@ -46,16 +86,19 @@ static void free_secret(char *s)
 
 static void end_all_sessions(struct ui_auth *a)
 {
-    explicit_bzero(a->sessions, sizeof a->sessions);
+    explicit_bzero(a->sessions, UI_SESSIONS_MAX * sizeof *a->sessions);
 }
 
+/* The sessions of a shared store outlive this process: only a private
+ * one is ended here. */
 void ui_auth_free(struct ui_auth *a)
 {
     if (!a)
         return;
     free_secret(a->token);
     free_secret(a->basic);
-    end_all_sessions(a);
+    if (a->own_store)
+        ui_auth_store_free(a->store);
     free(a);
 }
 
@@ -66,17 +109,39 @@ static int same_string(const char *x, const char *y)
     return strcmp(x, y) == 0;
 }
 
+/* FNV-1a over `s` (NULL hashes as one byte no string holds). */
+static uint64_t fnv(uint64_t h, const char *s)
+{
+    if (!s)
+        return (h ^ 0xffu) * 0x100000001b3ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+    return (h ^ 0xfeu) * 0x100000001b3ull;
+}
+
+/* Which credentials the store's sessions were made with, salted: the
+ * store keeps no secret, and a changed token or password shows. */
+static uint64_t fingerprint(const struct ui_auth_store *st, const struct daemon_conf *dc)
+{
+    return fnv(fnv(0xcbf29ce484222325ull ^ st->salt, dc->admin_token), dc->admin_basic);
+}
+
 void ui_auth_set_conf(struct ui_auth *a, const struct daemon_conf *dc)
 {
     if (dc->admin_session_lifetime_ms > 0)
         a->lifetime_ms = dc->admin_session_lifetime_ms;
-    if (same_string(a->token, dc->admin_token) && same_string(a->basic, dc->admin_basic))
+    if (!same_string(a->token, dc->admin_token) || !same_string(a->basic, dc->admin_basic)) {
+        free_secret(a->token);
+        free_secret(a->basic);
+        a->token = dc->admin_token ? strdup(dc->admin_token) : NULL;
+        a->basic = dc->admin_basic ? strdup(dc->admin_basic) : NULL;
+    }
+    uint64_t fp = fingerprint(a->store, dc);
+    if (a->store->set && a->store->fingerprint == fp)
         return;
-    free_secret(a->token);
-    free_secret(a->basic);
-    a->token = dc->admin_token ? strdup(dc->admin_token) : NULL;
-    a->basic = dc->admin_basic ? strdup(dc->admin_basic) : NULL;
     end_all_sessions(a);
+    a->store->fingerprint = fp;
+    a->store->set = 1;
 }
 
 int ui_auth_equal(const void *a, size_t alen, const void *b, size_t blen)

@@ -24,11 +24,24 @@
 
 struct ui_auth;
 
-struct ui_auth *ui_auth_new(void);
+/*
+ * Where the sessions are kept: memory shared across fork, made by the
+ * supervisor before it forks any admin process, so that the sessions
+ * outlive a restart of the admin process and a reload that keeps the
+ * credentials (a salted fingerprint of those the sessions were made with
+ * is kept beside them; no secret).  NULL with errno set.
+ */
+struct ui_auth_store;
+struct ui_auth_store *ui_auth_store_new(void);
+void ui_auth_store_free(struct ui_auth_store *st);
+
+/* The dashboard's authentication, its sessions in `store` (NULL: a store
+ * of its own, freed with it).  NULL when out of memory. */
+struct ui_auth *ui_auth_new(struct ui_auth_store *store);
 void ui_auth_free(struct ui_auth *a);
 
 /* Take dc's credentials and session lifetime; every session ends when
- * the credentials changed. */
+ * the credentials are not those the store's sessions were made with. */
 void ui_auth_set_conf(struct ui_auth *a, const struct daemon_conf *dc);
 
 /* Whether `req` is authenticated (bearer, basic or session cookie);

@@ -389,12 +389,6 @@ void ui_data_free(struct ui_data *d)
     free(d);
 }
 
-void ui_data_close_in_child(struct ui_data *d)
-{
-    if (d)
-        rconn_close_in_child(d->conn);
-}
-
 int ui_data_is_up(const struct ui_data *d)
 {
     return d && !d->freeing && rconn_is_up(d->conn);

@@ -1,7 +1,7 @@
 /*
  * ui_data: what the dashboard asks Redis, without ever blocking the
- * supervisor: every call sends over the dashboard's own asynchronous
- * connection (rconn.h) and its callback runs on the supervisor's loop
+ * admin process: every call sends over the dashboard's own asynchronous
+ * connection (rconn.h) and its callback runs on the admin process's loop
  * when the answer (or the failure) is in.  Reads are the no-writes
  * scripts (browse, show, dead_list, sched_list); each action is the one
  * protocol script the CLI runs for it (requeue, purge, cancel, run_now,
@@ -31,7 +31,6 @@ struct ui_data;
 /* Connect to dc's Redis (dc must outlive it).  NULL when out of memory. */
 struct ui_data *ui_data_new(struct event_base *base, const struct daemon_conf *dc);
 void ui_data_free(struct ui_data *d);
-void ui_data_close_in_child(struct ui_data *d);
 int ui_data_is_up(const struct ui_data *d);
 
 /* A page of `which` in list order (due time, lease deadline, time of

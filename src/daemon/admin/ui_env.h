@@ -14,6 +14,7 @@
 #include "daemon/admin/qstats.h"
 
 struct daemon_conf;
+struct ui_auth_store;
 struct ui_data;
 struct ui_history;
 struct ui_joblog;
@@ -25,7 +26,7 @@ struct ui_queue_live {
 };
 
 /*
- * The supervisor's state as one request sees it, filled afresh by the
+ * The daemon's state as one request sees it, filled afresh by the
  * host's fill() at each ui_ctx_env call: never keep these pointers across
  * a Redis round trip (a reload may free them); keep the queue's name.
  */
@@ -44,17 +45,19 @@ struct ui_env {
     void *holder_arg;
 };
 
-/* What the supervisor gives the dashboard. */
+/* What the admin process gives the dashboard (admin_view.c). */
 struct ui_host {
     void (*fill)(void *arg, struct ui_env *env);
     void *arg;
+    struct ui_auth_store *auth_store;   /* the sessions' (ui_auth.h); NULL:
+                                           the dashboard's own */
 };
 
 struct ui_ctx;
 
 /* ---- for the pages (ui_pages.c, ui_api.c) ---- */
 
-/* The supervisor's state now (see struct ui_env). */
+/* The daemon's state now (see struct ui_env). */
 const struct ui_env *ui_ctx_env(struct ui_ctx *x);
 
 /* A query parameter (?name=value) or POST form field (urlencoded body),

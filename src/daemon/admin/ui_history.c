@@ -4,23 +4,35 @@
  * Time is counted in ticks, one per sampling round, shared by every queue
  * so that their rings line up: a call more than half a second after the
  * round's first call starts a new round, and a round that comes late (the
- * supervisor was busy, or the dashboard was off) skips as many seconds as
+ * admin process was busy or restarting, or the dashboard was off) skips as many seconds as
  * went by.  A queue keeps the totals of its last reading (its base); a
  * sample is the difference to the new reading, written at the round's
  * tick.  The lateness of each of a queue's last 60 seconds is kept as a
  * histogram, for the minute's quantiles; the sum of every queue (the
  * overview's charts) keeps its histograms for the whole hour, so its
  * quantiles are true quantiles of all the jobs, not an average of the
- * queues'.  Memory: about 60 KB a queue, 280 KB for the sum.
+ * queues'.
+ *
+ * The whole history is one fixed block in shared memory (no pointer but
+ * into the block itself), made by the supervisor before the first fork:
+ * the admin process writes it, and the next admin process (after a
+ * reload, or a crash) goes on from where it was.  Memory: about 60 KB a
+ * queue in use, 280 KB for the sum; the block is reserved lazily.
  */
 #include "daemon/admin/ui_history.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+
+#include "daemon/dconfig.h"
 
 #define ROUND_MS 500            /* calls closer than this are one round */
 #define MINUTE 60
 #define HBUCKETS (SLOT_HIST_BOUNDS + 1)
+/* Queues kept at once: those of the configuration, and those a reload
+ * removed, for the hour they stay; beyond, the stalest is reused. */
+#define QUEUES (2 * DCONFIG_MAX_QUEUES)
 
 /* The lateness histogram of one second (a second holds < 2^32 jobs). */
 struct hist32 {
@@ -28,21 +40,24 @@ struct hist32 {
 };
 
 struct series {
-    char *queue;                /* NULL: the sum of every queue */
+    int used;
+    char queue[DQ_QUEUE_MAX + 1]; /* "": the sum of every queue */
     int64_t first_tick;         /* the tick of the first reading */
     int64_t tick;               /* the newest tick written */
     struct ui_totals base;      /* the last reading (queues only) */
     struct ui_sample samples[UI_HISTORY_SECONDS];
-    struct hist32 *hists;       /* nhists, at tick % nhists */
+    struct hist32 *hists;       /* nhists, at tick % nhists (in the block) */
     size_t nhists;              /* MINUTE, or UI_HISTORY_SECONDS for the sum */
 };
 
 struct ui_history {
     int64_t tick;               /* the current round; 0 before the first */
-    int64_t tick_ms;            /* when it began */
-    struct series *all;         /* NULL before the first reading */
-    struct series **queues;
-    size_t n, cap;
+    int64_t tick_ms;            /* when it began (monotonic: one clock for
+                                   every process) */
+    struct series all;          /* unused before the first reading */
+    struct series queues[QUEUES];
+    struct hist32 all_hists[UI_HISTORY_SECONDS];
+    struct hist32 queue_hists[QUEUES][MINUTE];
 };
 
 /* ---- quantiles ------------------------------------------------------------ */
@@ -81,33 +96,19 @@ static int32_t quantile32(const struct hist32 *h, double q)
 
 /* ---- one series ------------------------------------------------------------- */
 
-static struct series *series_new(const char *queue, int64_t tick, size_t nhists)
+/* Start series `s` (its histograms `hists`, `nhists` of them) at `tick`. */
+static void series_init(struct series *s, const char *queue, int64_t tick,
+                        struct hist32 *hists, size_t nhists)
 {
-    struct series *s = calloc(1, sizeof *s);
-    if (!s)
-        return NULL;
-    s->hists = calloc(nhists, sizeof *s->hists);
-    s->queue = queue ? strdup(queue) : NULL;
-    if (!s->hists || (queue && !s->queue)) {
-        free(s->hists);
-        free(s->queue);
-        free(s);
-        return NULL;
-    }
+    memset(s, 0, sizeof *s);
+    memset(hists, 0, nhists * sizeof *hists);
+    snprintf(s->queue, sizeof s->queue, "%s", queue ? queue : "");
+    s->hists = hists;
     s->nhists = nhists;
     s->first_tick = s->tick = tick;
     for (size_t i = 0; i < UI_HISTORY_SECONDS; i++)
         s->samples[i].p50_us = s->samples[i].p99_us = -1;
-    return s;
-}
-
-static void series_free(struct series *s)
-{
-    if (!s)
-        return;
-    free(s->hists);
-    free(s->queue);
-    free(s);
+    s->used = 1;
 }
 
 /* Move `s` on to `tick`: the seconds in between (at most a ring's worth)
@@ -160,25 +161,32 @@ static const struct hist32 *series_hist_at(const struct series *s, int64_t t)
 
 struct ui_history *ui_history_new(void)
 {
-    return calloc(1, sizeof(struct ui_history));
+    void *p = mmap(NULL, sizeof(struct ui_history), PROT_READ | PROT_WRITE,
+                   MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
 }
 
 void ui_history_free(struct ui_history *h)
 {
-    if (!h)
+    if (h)
+        munmap(h, sizeof *h);
+}
+
+void ui_history_clear(struct ui_history *h)
+{
+    if (!h->tick)
         return;
-    for (size_t i = 0; i < h->n; i++)
-        series_free(h->queues[i]);
-    free(h->queues);
-    series_free(h->all);
-    free(h);
+    h->tick = h->tick_ms = 0;
+    h->all.used = 0;
+    for (size_t i = 0; i < QUEUES; i++)
+        h->queues[i].used = 0;
 }
 
 static struct series *find_queue(const struct ui_history *h, const char *queue)
 {
-    for (size_t i = 0; i < h->n; i++)
-        if (strcmp(h->queues[i]->queue, queue) == 0)
-            return h->queues[i];
+    for (size_t i = 0; i < QUEUES; i++)
+        if (h->queues[i].used && strcmp(h->queues[i].queue, queue) == 0)
+            return (struct series *)&h->queues[i];
     return NULL;
 }
 
@@ -191,34 +199,25 @@ static void next_round(struct ui_history *h, int64_t now_ms)
     int64_t steps = h->tick ? (now_ms - h->tick_ms + 500) / 1000 : 1;
     h->tick += steps < 1 ? 1 : steps;
     h->tick_ms = now_ms;
-    for (size_t i = 0; i < h->n;) {
-        if (h->tick - h->queues[i]->tick > UI_HISTORY_SECONDS) {
-            series_free(h->queues[i]);
-            h->queues[i] = h->queues[--h->n];
-        } else {
-            i++;
-        }
-    }
+    for (size_t i = 0; i < QUEUES; i++)
+        if (h->queues[i].used && h->tick - h->queues[i].tick > UI_HISTORY_SECONDS)
+            h->queues[i].used = 0;
 }
 
-/* A new queue's series, its base `t`; NULL when out of memory. */
-static struct series *add_queue(struct ui_history *h, const char *queue,
-                                const struct ui_totals *t)
+/* A new queue's series, its base `t`: a free one, else the stalest. */
+static void add_queue(struct ui_history *h, const char *queue, const struct ui_totals *t)
 {
-    if (h->n == h->cap) {
-        size_t cap = h->cap ? 2 * h->cap : 8;
-        struct series **q = realloc(h->queues, cap * sizeof *q);
-        if (!q)
-            return NULL;
-        h->queues = q;
-        h->cap = cap;
+    size_t k = 0;
+    for (size_t i = 0; i < QUEUES; i++) {
+        if (!h->queues[i].used) {
+            k = i;
+            break;
+        }
+        if (h->queues[i].tick < h->queues[k].tick)
+            k = i;
     }
-    struct series *s = series_new(queue, h->tick, MINUTE);
-    if (!s)
-        return NULL;
-    s->base = *t;
-    h->queues[h->n++] = s;
-    return s;
+    series_init(&h->queues[k], queue, h->tick, h->queue_hists[k], MINUTE);
+    h->queues[k].base = *t;
 }
 
 /* b - a, or 0 when b is smaller (a reading must never go back; if one
@@ -233,8 +232,8 @@ void ui_history_sample(struct ui_history *h, const char *queue, int64_t now_ms,
                        const struct ui_totals *t)
 {
     next_round(h, now_ms);
-    if (!h->all && !(h->all = series_new(NULL, h->tick, UI_HISTORY_SECONDS)))
-        return;
+    if (!h->all.used)
+        series_init(&h->all, NULL, h->tick, h->all_hists, UI_HISTORY_SECONDS);
     struct series *s = find_queue(h, queue);
     if (!s) {
         add_queue(h, queue, t);
@@ -249,13 +248,13 @@ void ui_history_sample(struct ui_history *h, const char *queue, int64_t now_ms,
     s->base = *t;
     series_advance(s, h->tick);
     series_add(s, ok + failed, failed, &late);
-    series_advance(h->all, h->tick);
-    series_add(h->all, ok + failed, failed, &late);
+    series_advance(&h->all, h->tick);
+    series_add(&h->all, ok + failed, failed, &late);
 }
 
 static const struct series *series_of(const struct ui_history *h, const char *queue)
 {
-    return queue ? find_queue(h, queue) : h->all;
+    return queue ? find_queue(h, queue) : h->all.used ? &h->all : NULL;
 }
 
 size_t ui_history_series(const struct ui_history *h, const char *queue,

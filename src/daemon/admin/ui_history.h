@@ -1,8 +1,10 @@
 /*
  * ui_history: the dashboard's last hour, per queue, one sample a second,
- * kept in the supervisor's memory from the counters it already has
+ * taken by the admin process from the counters the daemon already has
  * (the workers' slots and the totals of exited ones, metrics.h): no Redis
- * load.  A sample is the difference between two readings of the running
+ * load.  It lives in shared memory that the supervisor maps before the
+ * first fork, so that it outlives a restart of the admin process and a
+ * reload.  A sample is the difference between two readings of the running
  * totals, so a worker's exit or restart changes nothing.  Queues are kept
  * by name, so a reload that keeps a queue keeps its history.
  */
@@ -34,8 +36,13 @@ struct ui_sample {
 
 struct ui_history;
 
+/* An empty history, in shared memory (MAP_SHARED: map it before the
+ * fork of the processes that use it); NULL with errno set. */
 struct ui_history *ui_history_new(void);
 void ui_history_free(struct ui_history *h);
+
+/* Forget every sample (admin.ui was turned off). */
+void ui_history_clear(struct ui_history *h);
 
 /* Record `queue`'s totals at `now_ms` (monotonic), once a second; the
  * first reading of a queue only sets its base. */

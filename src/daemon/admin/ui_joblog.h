@@ -1,5 +1,5 @@
 /*
- * ui_joblog: what this dashboard did to which job since the supervisor
+ * ui_joblog: what this dashboard did to which job since the admin process
  * started (requeued, deleted, cancelled, ran now), for the history on the
  * job page.  Redis keeps no history of a job, so this is the only record
  * of those clicks; it is small, in memory and lost on restart, which the
@@ -18,7 +18,7 @@
 #define UI_JOBLOG_MAX 256
 
 struct ui_joblog_entry {
-    int64_t at_ms;              /* Unix ms (the supervisor's clock) */
+    int64_t at_ms;              /* Unix ms (the host's clock) */
     const char *what;           /* a fixed word: "requeued", "deleted" ... */
 };
 

@@ -4,7 +4,7 @@
  * lease deadline, dead by time of death: one page of UI_PAGE entries from
  * Redis per view), or its schedules; and the search by id (find).
  * Rendering waits for Redis' answer, so the page is written in the
- * callback, from the supervisor's state as it is then (ui_ctx_env).
+ * callback, from the daemon's state as it is then (ui_ctx_env).
  */
 #include "daemon/admin/ui_pages.h"
 

@@ -1,7 +1,7 @@
 /*
  * The dashboard's overview, login and "not found" pages (the queue page
  * is ui_page_queue.c, the job page ui_page_job.c, the actions
- * ui_actions.c).  The overview answers at once from what the supervisor
+ * ui_actions.c).  The overview answers at once from what the admin process
  * already holds (the cached stats of qstats.h, the workers, the history):
  * opening it costs Redis nothing beyond qstats' own bounded refresh.
  */

@@ -1,6 +1,6 @@
 /*
- * The supervisor's child table (nginx's ngx_processes): starting workers
- * and the reaper in their rows, and, when one dies, settling the jobs it
+ * The supervisor's child table (nginx's ngx_processes): starting workers,
+ * the reaper and the admin process in their rows, and, when one dies, settling the jobs it
  * held, killing what its handler left behind, and planning its restart
  * with a backoff that only a crash loop pays.
  */
@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "daemon/exitcodes.h"
-#include "daemon/admin/http_admin.h"
+#include "daemon/admin/admin_main.h"
 #include "daemon/log.h"
 #include "daemon/admin/metrics.h"
 #include "daemon/reaper/reaper.h"
@@ -40,6 +40,8 @@ static void child_name(const struct supervisor *s, const struct child *c, char *
 {
     if (c->role == ROLE_REAPER)
         snprintf(buf, len, "reap");
+    else if (c->role == ROLE_ADMIN)
+        snprintf(buf, len, "admin");
     else
         snprintf(buf, len, "w%d", child_index(s, c));
 }
@@ -95,7 +97,9 @@ static void become_child(struct supervisor *s, struct child *c)
         _exit(0);
     if (sig < 0)
         _exit(DAEMON_EXIT_SOFTWARE);
-    http_admin_close_in_child(s->http); /* the metrics port is the supervisor's */
+    /* Only the admin process accepts on the admin socket. */
+    if (c->role != ROLE_ADMIN && s->admin_fd >= 0)
+        close(s->admin_fd);
     /* The parent's connections: close our copies of the sockets; the
      * parent's event base is left alone (freeing it would touch the shared
      * epoll). */
@@ -106,6 +110,15 @@ static void become_child(struct supervisor *s, struct child *c)
     char owner[64];
     owner_name(s, getpid(), owner, sizeof owner);
     const struct daemon_conf *dc = c->gen->conf;
+    if (c->role == ROLE_ADMIN) {
+        struct admin_args a = { .dc = dc, .conf_gen = c->gen->serial,
+                                .listen_fd = s->admin_fd, .slots = s->slots,
+                                .nslots = MAX_CHILDREN,
+                                .metrics = s->metrics, .history = s->history,
+                                .sessions = s->sessions,
+                                .parent = s->pid };
+        _exit(admin_main(&a));
+    }
     int rc = c->role == ROLE_REAPER
                  ? reaper_main(dc, &s->slots[child_index(s, c)])
                  : worker_main(dc, &dc->queues[c->queue], c->rank,
@@ -117,7 +130,9 @@ int children_spawn(struct supervisor *s, struct child *c)
 {
     if (c->role == ROLE_WORKER)
         c->rank = worker_rank(s, c);
+    metrics_begin(s->metrics);
     slot_reset(&s->slots[child_index(s, c)]);
+    metrics_end(s->metrics);
     fflush(NULL);
     /* Signals stay blocked across fork until the child has its own
      * handlers: a SIGTERM arriving in between would otherwise run libevent's
@@ -145,6 +160,7 @@ int children_spawn(struct supervisor *s, struct child *c)
     c->started_ms = slots_now_ms();
     c->respawn_at_ms = 0;
     c->killed_for_timeout = 0;
+    children_post(s);
     return 0;
 }
 
@@ -157,7 +173,8 @@ static struct child *free_row(struct supervisor *s)
 }
 
 /* Rows the configuration in force has for queue `q` (nqueues: the
- * reaper), running or waiting to respawn. */
+ * reaper, nqueues + 1: the admin process), running or waiting to
+ * respawn. */
 static int rows_of(const struct supervisor *s, size_t q)
 {
     int n = 0;
@@ -170,7 +187,8 @@ static int rows_of(const struct supervisor *s, size_t q)
 
 /*
  * Give the configuration in force every child it asks for that has no row
- * yet (its workers per queue and its reaper): all of them at start and
+ * yet (its workers per queue, its reaper, and its admin process when
+ * metrics.listen is set): all of them at start and
  * after a reload, and, when reloads in a row left old children draining in
  * most rows, the rest as those exit (from the tick).  Returns how many
  * still lack a row.
@@ -179,8 +197,9 @@ int children_start_missing(struct supervisor *s)
 {
     const struct daemon_conf *dc = s->cur->conf;
     int missing = 0;
-    for (size_t q = 0; q <= dc->nqueues; q++) {
-        int want = q < dc->nqueues ? dc->queues[q].workers : 1;
+    for (size_t q = 0; q <= dc->nqueues + 1; q++) {
+        int want = q < dc->nqueues ? dc->queues[q].workers
+                   : q == dc->nqueues ? 1 : s->admin_fd >= 0 && !s->admin_refused;
         for (int n = rows_of(s, q); n < want; n++) {
             struct child *c = free_row(s);
             if (!c) {
@@ -188,7 +207,8 @@ int children_start_missing(struct supervisor *s)
                 break;
             }
             memset(c, 0, sizeof *c);
-            c->role = q < dc->nqueues ? ROLE_WORKER : ROLE_REAPER;
+            c->role = q < dc->nqueues ? ROLE_WORKER
+                      : q == dc->nqueues ? ROLE_REAPER : ROLE_ADMIN;
             c->queue = (int)q;
             c->gen = s->cur;
             children_spawn(s, c);
@@ -245,7 +265,7 @@ static void death_cause(const struct child *c, int status, char *buf, size_t len
         snprintf(buf, len, "worker died: exit status %d", WEXITSTATUS(status));
 }
 
-/* The worker's queue name; NULL for the reaper. */
+/* The worker's queue name; NULL for the reaper and the admin process. */
 const char *children_queue_of(const struct child *c)
 {
     return c->role == ROLE_WORKER ? c->gen->conf->queues[c->queue].name : NULL;
@@ -279,26 +299,42 @@ static void on_child_exit(struct supervisor *s, struct child *c, int status)
     if (strays > 0)
         log_warn("%s: stopped %d process%s its handler had started", name, strays,
                  strays == 1 ? "" : "es");
-    /* Keep its counts before the row's slot is reused. */
+    /* Keep its counts before the row's slot is reused: in one change the
+     * admin process sees whole (metrics.h), so that no counter goes back. */
+    metrics_begin(s->metrics);
     metrics_fold_slot(s->metrics, children_queue_of(c), &s->slots[child_index(s, c)]);
     int made_progress = slot_get(&s->slots[child_index(s, c)].jobs_done) > 0;
     slot_reset(&s->slots[child_index(s, c)]);
     c->pid = 0;
-    if (c->retiring || s->stopping) {
+    if (c->retiring || s->stopping)
         c->role = ROLE_NONE;
+    children_post(s);
+    metrics_end(s->metrics);
+    if (c->role == ROLE_NONE)
+        return;
+    if (c->role == ROLE_ADMIN && WIFEXITED(status)
+        && WEXITSTATUS(status) == DAEMON_EXIT_CONFIG) {
+        log_err("%s cannot serve this configuration: not restarting it until a reload",
+                name);
+        c->role = ROLE_NONE;
+        s->admin_refused = 1;
+        children_post(s);
         return;
     }
     if (WIFEXITED(status) && WEXITSTATUS(status) == DAEMON_EXIT_CONFIG) {
         log_err("%s cannot start with this configuration: not restarting it", name);
         c->role = ROLE_NONE;
         s->config_refused = 1;
+        children_post(s);
         return;
     }
     /* A child that ran jobs, or lived a while, is not crash-looping: a
      * handler that crashes on one job must not slow the queue down. */
     int64_t lived = slots_now_ms() - c->started_ms;
+    /* The admin process's first restart is quick: the open pages wait. */
+    int64_t first = c->role == ROLE_ADMIN ? RESPAWN_MIN_MS : BACKOFF_FIRST_MS;
     c->backoff_ms = lived >= HEALTHY_AFTER_MS || made_progress ? 0
-                    : (c->backoff_ms ? c->backoff_ms * 2 : BACKOFF_FIRST_MS);
+                    : (c->backoff_ms ? c->backoff_ms * 2 : first);
     if (c->backoff_ms > BACKOFF_MAX_MS)
         c->backoff_ms = BACKOFF_MAX_MS;
     c->respawn_at_ms = slots_now_ms()
@@ -350,3 +386,26 @@ int children_live(const struct supervisor *s)
     return n;
 }
 
+
+static enum metrics_role posted_role(enum child_role r)
+{
+    switch (r) {
+    case ROLE_WORKER: return MR_WORKER;
+    case ROLE_REAPER: return MR_REAPER;
+    case ROLE_ADMIN: return MR_ADMIN;
+    case ROLE_NONE: break;
+    }
+    return MR_NONE;
+}
+
+void children_post(struct supervisor *s)
+{
+    metrics_begin(s->metrics);
+    for (int i = 0; i < MAX_CHILDREN; i++) {
+        const struct child *c = &s->children[i];
+        metrics_post_child(s->metrics, (size_t)i, posted_role(c->role), (int)c->pid,
+                           c->role != ROLE_NONE && c->gen == s->cur && !c->retiring,
+                           children_queue_of(c));
+    }
+    metrics_end(s->metrics);
+}

@@ -8,11 +8,10 @@
  *
  * A generation holds the configuration (queues, handler entries, Redis
  * options, the admin address), the settler of its dead workers' jobs (on
- * its Redis, settle.h) and, while it is in force and metrics are on, the
- * cached queue statistics that /metrics and /healthz serve (qstats.h)
- * and the dashboard's connection (ui_data.h) when admin.ui is on,
- * and, while in force and behind Sentinel, the subscriptions to the
- * sentinels' +switch-master (sentinel_watch.h).
+ * its Redis, settle.h) and, while in force and behind Sentinel, the
+ * subscriptions to the sentinels' +switch-master (sentinel_watch.h).  The
+ * statistics and the dashboard's connection are its admin process's
+ * (admin_main.h).
  * Its children point to it; the supervisor frees it once none is left and
  * its settler is idle.
  *
@@ -29,18 +28,15 @@
 
 #include "daemon/dconfig.h"
 #include "daemon/admin/metrics.h"
-#include "daemon/admin/qstats.h"
 #include "redis/sentinel_watch.h"
 #include "daemon/supervisor/settle.h"
-#include "daemon/admin/ui_data.h"
 
 struct generation {
     struct daemon_conf *conf;   /* owned */
     struct settler *settler;
-    struct qstats *stats;       /* NULL: retired, or metrics off */
     struct sentinel_watch *watch; /* NULL: retired, or no Sentinel */
-    struct ui_data *ui;         /* the dashboard's Redis questions; NULL:
-                                   retired, or admin.ui off */
+    uint64_t serial;            /* its number: 1 at start, one more at each
+                                   reload (metrics_post_state) */
 };
 
 /*
@@ -51,7 +47,7 @@ struct generation {
 struct generation *generation_new(struct event_base *base, struct daemon_conf *conf,
                                   struct metrics *metrics);
 
-/* No longer in force: stop refreshing statistics nobody reads. */
+/* No longer in force: stop watching the sentinels for it. */
 void generation_retire(struct generation *g);
 
 /* Nothing of its settler is left to send or to hear back. */

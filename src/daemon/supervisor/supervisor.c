@@ -1,8 +1,9 @@
 /*
  * The supervisor (nginx's master): it forks the children a configuration
  * asks for (children.c), watches and restarts them, relays signals, runs
- * reloads as a swap of generations, feeds systemd's watchdog and answers
- * /metrics and /healthz from cached figures.  It never waits on Redis.
+ * reloads as a swap of generations, feeds systemd's watchdog, and holds
+ * the admin socket that its admin process (admin_main.h) serves /metrics,
+ * /healthz and the dashboard on.  It never waits on Redis.
  */
 #include "daemon/supervisor/supervisor.h"
 
@@ -16,9 +17,9 @@
 #include <unistd.h>
 
 #include "daemon/exitcodes.h"
+#include "daemon/supervisor/admin_socket.h"
 #include "daemon/supervisor/generation.h"
 #include "daemon/worker/handlers.h"
-#include "daemon/admin/http_admin.h"
 #include "daemon/log.h"
 #include "daemon/admin/metrics.h"
 #include "daemon/supervisor/notify.h"
@@ -27,7 +28,8 @@
 #include "daemon/slots.h"
 #include "daemon/supervisor/strays.h"
 #include "daemon/supervisor/supervisor_int.h"
-#include "daemon/admin/ui_history.h"
+
+_Static_assert(MAX_CHILDREN <= METRICS_CHILDREN_MAX, "every row can be posted");
 
 #define TICK_MS 50
 #define SETTLE_WAIT_MS 5000     /* at a stop, wait this long for settlements */
@@ -119,8 +121,28 @@ static void keep_children(struct supervisor *s, int64_t now)
 
 /* Stopping: wait for the children, then for the settlers; kill what is
  * left at the deadline. */
+/* Stopping: the admin process answers (/healthz: "stopping") while the
+ * workers drain; once they and the reaper are gone it is asked to stop
+ * too. */
+static void stop_admin_when_alone(struct supervisor *s)
+{
+    for (int i = 0; i < MAX_CHILDREN; i++) {
+        const struct child *c = &s->children[i];
+        if (c->role != ROLE_NONE && c->role != ROLE_ADMIN && c->pid)
+            return;
+    }
+    for (int i = 0; i < MAX_CHILDREN; i++) {
+        struct child *c = &s->children[i];
+        if (c->role == ROLE_ADMIN && c->pid && !c->retiring) {
+            c->retiring = 1;
+            children_signal(s, c, SIGTERM);
+        }
+    }
+}
+
 static void drain(struct supervisor *s, int64_t now)
 {
+    stop_admin_when_alone(s);
     int settling = !generation_idle(s->cur);
     for (int g = 0; g < MAX_GENERATIONS; g++)
         settling |= s->old[g] && !generation_idle(s->old[g]);
@@ -153,133 +175,72 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     children_check_timeouts(s, now);
     drop_old_generations(s);
     notify_progress(s, now);
+    metrics_post_state(s->metrics, s->stopping, s->conf_gen);
     if (s->stopping) {
         drain(s, now);
         return;
     }
     keep_children(s, now);
+    children_post(s);
     if (s->config_refused && children_live(s) == 0) {
         log_err("no worker can run with this configuration: exiting");
         event_base_loopbreak(s->base);
     }
 }
 
-/* ---- metrics and health (metrics.c writes them, http_admin.c serves) ---- */
+/* ---- the admin socket ------------------------------------------------------ */
 
-/* The child table as metrics.h sees it, into rows[MAX_CHILDREN]; returns
- * how many. */
-static size_t metrics_rows(const struct supervisor *s, struct metrics_child *rows)
+static void admin_unlisten(struct supervisor *s)
 {
-    size_t n = 0;
-    for (int i = 0; i < MAX_CHILDREN; i++) {
-        const struct child *c = &s->children[i];
-        if (c->role == ROLE_NONE)
-            continue;
-        rows[n++] = (struct metrics_child){
-            .queue = children_queue_of(c), .slot = &s->slots[i], .running = c->pid != 0,
-            .in_force = c->role == ROLE_WORKER && c->gen == s->cur && !c->retiring };
-    }
-    return n;
+    if (s->admin_fd >= 0 && close(s->admin_fd) < 0)
+        log_warn("metrics: close of the admin socket: %s", strerror(errno));
+    s->admin_fd = -1;
 }
 
-/* Answer /metrics (health 0) or /healthz (health 1) from the supervisor's
- * state and the cached statistics (never from Redis); returns the status. */
-static int answer(struct supervisor *s, FILE *out, struct http_admin_header *extra,
-                  int health)
-{
-    struct metrics_child rows[MAX_CHILDREN];
-    size_t n = metrics_rows(s, rows);
-    struct qstats_view stats;
-    if (s->cur->stats)
-        qstats_read(s->cur->stats, &stats);
-    else
-        stats = (struct qstats_view){ .age_ms = -1, .why = "statistics not refreshed" };
-    if (stats.age_ms >= 0) {
-        snprintf(extra->name, sizeof extra->name, "X-Delayq-Stats-Age");
-        snprintf(extra->value, sizeof extra->value, "%.3f", (double)stats.age_ms / 1000.0);
-    }
-    struct metrics_view v = { .children = rows, .nchildren = n, .conf = s->cur->conf,
-                              .stats = &stats, .stopping = s->stopping };
-    return health ? metrics_health(&v, out) : metrics_write(s->metrics, &v, out);
-}
-
-static int on_metrics(FILE *out, struct http_admin_header *extra, void *arg)
-{
-    return answer(arg, out, extra, 0);
-}
-
-static int on_healthz(FILE *out, struct http_admin_header *extra, void *arg)
-{
-    return answer(arg, out, extra, 1);
-}
-
-static const struct http_admin_route admin_routes[] = {
-    { "/metrics", "text/plain; version=0.0.4; charset=utf-8", on_metrics },
-    { "/healthz", "text/plain; charset=utf-8", on_healthz },
-};
-
-/* Serve /metrics and /healthz where the configuration in force says: at
- * start, and on reload (move, or stop).  -1 after logging why the address
- * cannot be bound; a reload then keeps the previous one. */
-static int metrics_listen(struct supervisor *s)
+/* Hold the admin socket where the configuration in force says: at start,
+ * and on reload (move, or stop).  A new address is bound before the old
+ * one is let go, so a reload that cannot bind it keeps the old one (-1
+ * after logging why).  The admin processes started from now on get it;
+ * the one of the previous configuration keeps its copy until it ends. */
+static int admin_listen(struct supervisor *s)
 {
     const struct daemon_conf *dc = s->cur->conf;
     char err[300];
     if (!dc->metrics_listen) {
-        if (http_admin_fd(s->http) >= 0)
+        if (s->admin_fd >= 0)
             log_info("metrics: no longer served");
-        http_admin_unlisten(s->http);
+        admin_unlisten(s);
         return 0;
     }
-    int had = http_admin_fd(s->http) >= 0;
-    int rc = http_admin_listen(s->http, (const struct sockaddr *)&dc->metrics_addr,
+    if (s->admin_fd >= 0 && s->admin_addrlen == dc->metrics_addrlen
+        && memcmp(&s->admin_addr, &dc->metrics_addr, dc->metrics_addrlen) == 0)
+        return 0;
+    int fd = admin_socket_bind((const struct sockaddr *)&dc->metrics_addr,
                                dc->metrics_addrlen, err, sizeof err);
-    if (rc < 0)
+    if (fd < 0) {
         log_err("metrics: cannot listen on %s: %s%s", dc->metrics_listen, err,
-                had ? "; still serving on the previous address" : "");
-    else if (rc > 0)
-        log_info("metrics: serving /metrics and /healthz on http://%s", dc->metrics_listen);
-    return rc < 0 ? -1 : 0;
-}
-
-/* ---- the dashboard's history -------------------------------------------- */
-
-/* Once a second while admin.ui is on: each queue's running totals into
- * the history (ui_history.h), from memory only.  Off, the history is
- * dropped. */
-static void on_history_tick(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd;
-    (void)what;
-    struct supervisor *s = arg;
-    const struct daemon_conf *dc = s->cur->conf;
-    if (!dc->admin_ui) {
-        ui_history_free(s->history);
-        s->history = NULL;
-        return;
+                s->admin_fd >= 0 ? "; still serving on the previous address" : "");
+        return -1;
     }
-    if (!s->history && !(s->history = ui_history_new())) {
-        log_warn("dashboard: out of memory for the history");
-        return;
-    }
-    struct metrics_child rows[MAX_CHILDREN];
-    struct metrics_view v = { .children = rows, .nchildren = metrics_rows(s, rows),
-                              .conf = dc };
-    int64_t now = slots_now_ms();
-    for (size_t q = 0; q < dc->nqueues; q++) {
-        struct ui_totals t;
-        metrics_queue_totals(s->metrics, &v, dc->queues[q].name, &t);
-        ui_history_sample(s->history, dc->queues[q].name, now, &t);
-    }
+    admin_unlisten(s);
+    s->admin_fd = fd;
+    memcpy(&s->admin_addr, &dc->metrics_addr, dc->metrics_addrlen);
+    s->admin_addrlen = dc->metrics_addrlen;
+    log_info("metrics: serving /metrics and /healthz on http://%s", dc->metrics_listen);
+    return 0;
 }
 
 /* ---- signals ------------------------------------------------------------- */
 
+/* SIGTERM to the children (the retiring ones only, at a reload).  At a
+ * stop the admin process of the configuration in force is left to the end
+ * (stop_admin_when_alone). */
 static void ask_to_stop(struct supervisor *s, int retiring_only)
 {
     for (int i = 0; i < MAX_CHILDREN; i++) {
         struct child *c = &s->children[i];
-        if (c->role == ROLE_NONE || (retiring_only && !c->retiring))
+        if (c->role == ROLE_NONE || (retiring_only && !c->retiring)
+            || (!retiring_only && c->role == ROLE_ADMIN && c->pid && !c->retiring))
             continue;
         if (c->pid)
             children_signal(s, c, SIGTERM);
@@ -357,15 +318,19 @@ static void reload(struct supervisor *s)
     }
     generation_retire(s->cur);
     s->old[place] = s->cur;
+    g->serial = s->cur->serial + 1;
     s->cur = g;
+    s->conf_gen = g->serial;
     for (int i = 0; i < MAX_CHILDREN; i++)
         if (s->children[i].role != ROLE_NONE)
             s->children[i].retiring = 1;
     ask_to_stop(s, 1);
     s->config_refused = 0;
+    s->admin_refused = 0;
     log_set_level(conf->log_level);
-    metrics_listen(s);
-    supervisor_ui_conf(s);
+    admin_listen(s);
+    metrics_post_state(s->metrics, s->stopping, s->conf_gen);
+    children_post(s);
     int missing = children_start_missing(s);
     s->missing_logged = missing > 0;
     if (missing > 0)
@@ -411,7 +376,7 @@ static void on_sigchld(evutil_socket_t sig, short what, void *arg)
 
 /* ---- set-up -------------------------------------------------------------- */
 
-#define NEVENTS 7
+#define NEVENTS 6
 
 /* The signal events and the timers, added to the loop; -1 after logging. */
 static int add_events(struct supervisor *s, struct event **ev)
@@ -422,30 +387,29 @@ static int add_events(struct supervisor *s, struct event **ev)
     ev[3] = evsignal_new(s->base, SIGHUP, on_reload_signal, s);
     ev[4] = evsignal_new(s->base, SIGUSR2, on_master_moved_signal, s);
     ev[5] = event_new(s->base, -1, EV_PERSIST, on_tick, s);
-    ev[6] = event_new(s->base, -1, EV_PERSIST, on_history_tick, s);
-    const struct timeval tick = { 0, TICK_MS * 1000 }, second = { 1, 0 };
+    const struct timeval tick = { 0, TICK_MS * 1000 };
     for (int i = 0; i < NEVENTS; i++)
-        if (!ev[i] || event_add(ev[i], i == 5 ? &tick : i == 6 ? &second : NULL) < 0) {
+        if (!ev[i] || event_add(ev[i], i == 5 ? &tick : NULL) < 0) {
             log_err("cannot set up the event loop (signals and timer)");
             return -1;
         }
     return 0;
 }
 
-/* What the supervisor owns besides its generations: the slots, the loop,
- * the metrics and the admin server.  -1 after logging. */
+/* What the supervisor owns besides its generations: the loop, and the
+ * memory it shares with its children (the slots, the metrics, the
+ * dashboard's history and sessions), mapped before the first fork.  -1 after logging. */
 static int set_up(struct supervisor *s)
 {
+    s->admin_fd = -1;
+    s->conf_gen = 1;
     s->slots = slots_create(MAX_CHILDREN);
-    s->base = event_base_new();
-    if (!s->slots || !s->base) {
-        log_err("cannot set up: %s", strerror(errno));
-        return -1;
-    }
     s->metrics = metrics_new();
-    s->http = http_admin_new(s->base, admin_routes, 2, s);
-    if (!s->metrics || !s->http || supervisor_ui_setup(s) < 0) {
-        log_err("cannot set up: out of memory");
+    s->history = ui_history_new();
+    s->sessions = ui_auth_store_new();
+    s->base = event_base_new();
+    if (!s->slots || !s->metrics || !s->history || !s->sessions || !s->base) {
+        log_err("cannot set up: %s", s->base ? strerror(errno) : "event_base_new failed");
         return -1;
     }
     return 0;
@@ -456,8 +420,7 @@ static void tear_down(struct supervisor *s, struct event **ev)
     for (int i = 0; i < NEVENTS; i++)
         if (ev[i])
             event_free(ev[i]);
-    http_admin_free(s->http);
-    ui_free(s->ui);
+    admin_unlisten(s);
     generation_free(s->cur);    /* first: their connections use the loop */
     for (int g = 0; g < MAX_GENERATIONS; g++)
         generation_free(s->old[g]);
@@ -465,6 +428,7 @@ static void tear_down(struct supervisor *s, struct event **ev)
         event_base_free(s->base);
     metrics_free(s->metrics);
     ui_history_free(s->history);
+    ui_auth_store_free(s->sessions);
     slots_destroy(s->slots, MAX_CHILDREN);
 }
 
@@ -484,16 +448,15 @@ int supervisor_run(struct daemon_conf *conf, const char *config_path)
         goto done;
     }
     conf = NULL;                    /* the generation's now */
-    if (metrics_listen(&s) < 0)
+    s.cur->serial = s.conf_gen;
+    if (admin_listen(&s) < 0)
         goto done;
-    supervisor_ui_conf(&s);
     draw_nonce(&s);
     if (strays_setup() < 0)
         log_warn("prctl(PR_SET_CHILD_SUBREAPER): %s: processes a dead worker's handler "
                  "started may outlive it", strerror(errno));
     if (add_events(&s, ev) < 0)
         goto done;
-    on_history_tick(-1, 0, &s);     /* the base: every total is zero yet */
     children_start_missing(&s);      /* the table has room for a whole configuration */
     event_base_dispatch(s.base);
     rc = s.config_refused && !s.stopping ? DAEMON_EXIT_CONFIG : DAEMON_EXIT_OK;

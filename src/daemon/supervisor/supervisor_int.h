@@ -1,6 +1,6 @@
 /*
  * The supervisor's state, shared by its two halves: supervisor.c (the
- * loop: the tick, signals, reloads, the admin server) and children.c (the
+ * loop: the tick, signals, reloads, the admin socket) and children.c (the
  * child table: starting children, and settling up when one dies).  Like
  * nginx's cycle, one object, reached through the pointer each function is
  * given; nothing here is global.
@@ -10,27 +10,32 @@
 
 #include <event2/event.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #include "daemon/dconfig.h"
 #include "daemon/supervisor/generation.h"
 #include "daemon/slots.h"
-#include "daemon/admin/ui.h"
+#include "daemon/admin/metrics.h"
+#include "daemon/admin/ui_auth.h"
+#include "daemon/admin/ui_history.h"
 
-/* Rows for two full generations (old and new during a reload).  More
+/* Rows for two full generations (old and new during a reload): workers,
+ * a reaper and an admin process each.  More
  * generations may drain at once after reloads in a row: the rows the
  * configuration in force still lacks are then taken as old children exit
  * (start_missing). */
-#define MAX_CHILDREN (2 * DCONFIG_MAX_WORKERS + 2)
+#define MAX_CHILDREN (2 * DCONFIG_MAX_WORKERS + 4)
 #define MAX_GENERATIONS 8       /* older ones draining; a reload waits for room */
 
-enum child_role { ROLE_NONE, ROLE_WORKER, ROLE_REAPER };
+enum child_role { ROLE_NONE, ROLE_WORKER, ROLE_REAPER, ROLE_ADMIN };
 
 /* One row of the child table (nginx's ngx_processes).  Row i uses slot i. */
 struct child {
     enum child_role role;
     pid_t pid;                  /* 0: not running (waiting to respawn) */
-    int queue;                  /* index into gen->conf->queues (workers) */
+    int queue;                  /* index into gen->conf->queues (workers);
+                                   nqueues: the reaper; nqueues + 1: admin */
     unsigned rank;              /* which of the queue's workers (workers):
                                    picks its home partitions */
     struct generation *gen;     /* the configuration it was started with */
@@ -62,12 +67,18 @@ struct supervisor {
     int ready_sent;             /* READY=1 told to systemd */
     int64_t watchdog_ms;        /* WATCHDOG=1 every this often; 0 none */
     int64_t watchdog_next_ms;
-    struct metrics *metrics;    /* totals of exited children, own counts */
-    struct http_admin *http;    /* /metrics, /healthz and /ui/ */
-    struct ui *ui;              /* the dashboard (supervisor_ui.c) */
-    struct ui_queue_live ui_live[DCONFIG_MAX_QUEUES];   /* filled per request */
-    struct ui_history *history; /* the dashboard's last hour; NULL while
-                                   admin.ui is off */
+    struct metrics *metrics;    /* shared: totals of exited children, own
+                                   counts, the child table (metrics.h) */
+    struct ui_history *history; /* shared: the dashboard's last hour, which
+                                   only the admin process touches */
+    struct ui_auth_store *sessions; /* shared: the dashboard's sessions, the
+                                   admin process's too */
+    uint64_t conf_gen;          /* the number of s->cur (1 at start) */
+    int admin_fd;               /* the admin socket, or -1 (admin_socket.h) */
+    struct sockaddr_storage admin_addr; /* where admin_fd listens */
+    socklen_t admin_addrlen;
+    int admin_refused;          /* the admin process exited 78: not
+                                   restarted until a reload */
 };
 
 /* ---- the child table (children.c) ---- */
@@ -95,13 +106,8 @@ void children_check_timeouts(struct supervisor *s, int64_t now);
 /* Children with a process. */
 int children_live(const struct supervisor *s);
 
-/* ---- the dashboard (supervisor_ui.c) ---- */
-
-/* Make the dashboard and hand it /ui/ on s->http; -1 when out of memory. */
-int supervisor_ui_setup(struct supervisor *s);
-
-/* The configuration in force changed (start, reload): tell the dashboard,
- * and log where it is served. */
-void supervisor_ui_conf(struct supervisor *s);
+/* Post the child table to the admin process (metrics_post_child): every
+ * row that changed. */
+void children_post(struct supervisor *s);
 
 #endif
