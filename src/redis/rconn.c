@@ -178,7 +178,13 @@ static int request_write(struct request *req)
     if (rconn_io_send(rc->io, req->formatted, (size_t)req->len, on_reply, req, 0) < 0)
         return -1;
     if (rc->opt.command_timeout_ms > 0) {
-        /* Under "replicated" any request may queue behind a WAIT. */
+        /* The deadline counts from now, when the request leaves.  libevent
+         * counts a timer from the time it cached when the loop last woke,
+         * which in a worker is before the handlers it just ran (they run
+         * inside one callback): a request sent after a 10 s job would
+         * otherwise be late on arrival.  Under "replicated" any request
+         * may queue behind a WAIT. */
+        event_base_update_cache_time(rc->base);
         int ms = rc->opt.command_timeout_ms + (rc->replicated ? rc->repl.timeout_ms : 0);
         struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
         evtimer_add(req->deadline, &tv);
