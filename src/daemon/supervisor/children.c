@@ -92,6 +92,7 @@ static void become_child(struct supervisor *s, struct child *c)
     log_set_role(name);
     if (signals_child_setup(s->pid) < 0)
         _exit(0);
+    signals_set_orphan_exit_ms(c->gen->conf->shutdown_timeout_ms);
     http_admin_close_in_child(s->http); /* the metrics port is the supervisor's */
     /* The parent's connections: close our copies of the sockets; the
      * parent's event base is left alone (freeing it would touch the shared

@@ -32,6 +32,9 @@
  * its last look took less than this together. */
 #define RUN_LOOK_US 1000
 #define STOP_POLL_MS 100
+/* An orphan (its supervisor died) leaves its loop when this little is left
+ * of its bound (signals_orphan_ms_left): about two ticks, for the exit. */
+#define ORPHAN_MARGIN_MS 250
 /* A job starts only while its lease outlasts its handler's timeout by this
  * much: the supervisor's tick (50 ms) may pass before it kills an overrun,
  * and the kill and the failure it sends take a few more.  So a handler can
@@ -126,6 +129,7 @@ struct worker {
     int64_t run_look_us;        /* monotonic: the run loop last looked at its
                                    messages */
     int stopping;
+    int orphaned;               /* the supervisor's death was logged */
     int exit_code;              /* DAEMON_EXIT_OK, or why the loop was broken */
 };
 
@@ -978,6 +982,30 @@ static void on_sub_up(struct rconn *rc, void *arg)
     }
 }
 
+/* The supervisor is gone: say so once; and when its bound is about to end
+ * the process (signals.h) and Redis still has not taken the reports, leave
+ * the loop so that the worker exits by itself.  What was not reported is
+ * left to the leases: the jobs run again once they expire. */
+static void check_orphaned(struct worker *w)
+{
+    if (!signals_parent_gone())
+        return;
+    if (!w->orphaned) {
+        w->orphaned = 1;
+        log_warn("the supervisor is gone: finishing the job in hand, reporting, and "
+                 "exiting within %lld ms", (long long)signals_orphan_ms_left());
+    }
+    int64_t left = signals_orphan_ms_left();
+    if (left < 0 || left > ORPHAN_MARGIN_MS)
+        return;
+    size_t unconfirmed = 0;
+    for (size_t i = 0; i < w->nreports; i++)
+        unconfirmed += !w->reports[i].done;
+    log_warn("queue=%s: exiting with %zu report%s not confirmed by Redis; the leases give "
+             "their jobs back", w->q->name, unconfirmed, unconfirmed == 1 ? "" : "s");
+    event_base_loopbreak(w->base);
+}
+
 /* Signals only set a flag (signals.c); this timer acts on it, since a stop
  * must also be seen while the loop sleeps. */
 static void on_stop_poll(evutil_socket_t fd, short what, void *arg)
@@ -985,6 +1013,7 @@ static void on_stop_poll(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     struct worker *w = arg;
+    check_orphaned(w);
     if (!signals_stop_requested() || w->stopping)
         return;
     w->stopping = 1;
