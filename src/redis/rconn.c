@@ -3,7 +3,6 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "daemon/log.h"
@@ -67,13 +66,6 @@ struct request {
 
 static void schedule_reconnect(struct rconn *rc);
 
-static int64_t monotonic_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Where the connection goes, for messages: behind Sentinel, before the
  * sentinels named any master, the master's name (opt holds a default). */
 static void describe(const struct rconn *rc, char *buf, size_t len)
@@ -90,7 +82,7 @@ static void note_failure(struct rconn *rc, const char *why)
 {
     snprintf(rc->last_failure, sizeof rc->last_failure, "%s", why);
     if (rc->failures++ == 0) {
-        rc->down_since_ms = monotonic_ms();
+        rc->down_since_ms = slots_now_ms();
         if (rc->cluster_node)
             return;
         char addr[300];
@@ -142,7 +134,7 @@ static void note_recovery(struct rconn *rc)
         log_info("redis %s (%s connection): connected again after %d attempt%s "
                  "(outage %.1f s)", addr, rc->name, rc->failures,
                  rc->failures == 1 ? "" : "s",
-                 (double)(monotonic_ms() - rc->down_since_ms) / 1000.0);
+                 (double)(slots_now_ms() - rc->down_since_ms) / 1000.0);
     }
     rc->failures = 0;
     rc->demoted = 0;
