@@ -90,9 +90,11 @@ static void become_child(struct supervisor *s, struct child *c)
     char name[16];
     child_name(s, c, name, sizeof name);
     log_set_role(name);
+    /* Before the set-up unblocks signals: a SIGTERM of PR_SET_PDEATHSIG
+     * that comes at once must find the bound. */
+    signals_set_orphan_exit_ms(c->gen->conf->shutdown_timeout_ms);
     if (signals_child_setup(s->pid) < 0)
         _exit(0);
-    signals_set_orphan_exit_ms(c->gen->conf->shutdown_timeout_ms);
     http_admin_close_in_child(s->http); /* the metrics port is the supervisor's */
     /* The parent's connections: close our copies of the sockets; the
      * parent's event base is left alone (freeing it would touch the shared
