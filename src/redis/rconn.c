@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "daemon/log.h"
+#include "redis/rconn_channels.h"
 #include "redis/rconn_cluster.h"
 #include "redis/rconn_io.h"
 #include "redis/rconn_wait.h"
@@ -29,8 +30,7 @@ struct rconn {
     int backoff_ms;
     int failures;               /* attempts since the connection was last up */
     int pending;                /* handshake replies still expected */
-    char **channels;            /* subscribed channels, or NULL */
-    size_t nchannels;
+    struct rconn_channels channels; /* subscribed on every connect */
     rconn_message_fn on_message;
     void *message_arg;
     uint64_t *reconnects;       /* counted on each re-connect; may be NULL */
@@ -61,8 +61,12 @@ struct request {
     int script;
     int resent;
     struct event *deadline;
+    int64_t due_ms;             /* monotonic: when the deadline is due */
     struct rconn_io *io;        /* the connection it was sent on */
 };
+
+/* A deadline that fires later than this after it was due fired late. */
+#define DEADLINE_SLACK_MS 50
 
 static void schedule_reconnect(struct rconn *rc);
 
@@ -151,12 +155,34 @@ static void request_free(struct request *req)
     free(req);
 }
 
+/* Arm the request's deadline one command timeout from now.  libevent
+ * counts a timer from the time it cached when the loop last woke, which in
+ * a worker is before the handlers it just ran (inside one callback): a
+ * request sent after a 10 s job would be late on arrival.  Under
+ * "replicated" any request may queue behind a WAIT. */
+static int arm_deadline(struct request *req)
+{
+    struct rconn *rc = req->rc;
+    int ms = rc->opt.command_timeout_ms + (rc->replicated ? rc->repl.timeout_ms : 0);
+    struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+    event_base_update_cache_time(rc->base);
+    req->due_ms = slots_now_ms() + ms;
+    return evtimer_add(req->deadline, &tv);
+}
+
+/* The deadline passed.  Late by more than DEADLINE_SLACK_MS, the loop was
+ * busy (a worker runs its handlers inside one callback): the request may
+ * not even have left (writes wait for the loop), or its reply been handed
+ * over (reads are deferred to the loop's next turn).  That time is not the
+ * server's: it gets a whole command timeout again, counted from now. */
 static void on_deadline(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
     struct request *req = arg;
     struct rconn *rc = req->rc;
+    if (slots_now_ms() - req->due_ms > DEADLINE_SLACK_MS && arm_deadline(req) == 0)
+        return;
     if (rc->io == req->io && rc->io)
         drop(rc, "no reply within the command timeout");
 }
@@ -167,21 +193,9 @@ static int request_write(struct request *req)
 {
     struct rconn *rc = req->rc;
     req->io = rc->io;
-    if (rconn_io_send(rc->io, req->formatted, (size_t)req->len, on_reply, req, 0) < 0)
+    if (rc->opt.command_timeout_ms > 0 && arm_deadline(req) < 0)
         return -1;
-    if (rc->opt.command_timeout_ms > 0) {
-        /* The deadline counts from now, when the request leaves.  libevent
-         * counts a timer from the time it cached when the loop last woke,
-         * which in a worker is before the handlers it just ran (they run
-         * inside one callback): a request sent after a 10 s job would
-         * otherwise be late on arrival.  Under "replicated" any request
-         * may queue behind a WAIT. */
-        event_base_update_cache_time(rc->base);
-        int ms = rc->opt.command_timeout_ms + (rc->replicated ? rc->repl.timeout_ms : 0);
-        struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
-        evtimer_add(req->deadline, &tv);
-    }
-    return 0;
+    return rconn_io_send(rc->io, req->formatted, (size_t)req->len, on_reply, req, 0);
 }
 
 static void send_script_load(struct rconn *rc, int script);
@@ -336,16 +350,13 @@ static void handshake_command(struct rconn *rc, rconn_io_reply_fn fn, int persis
  * own (on_message), all of which the handshake waits for. */
 static void subscribe_all(struct rconn *rc)
 {
-    const char **argv = calloc(rc->nchannels + 1, sizeof *argv);
+    const char **argv = rconn_channels_argv(&rc->channels);
     if (!argv) {
         drop_soon(rc, "out of memory sending the handshake");
         return;
     }
-    argv[0] = "SUBSCRIBE";
-    for (size_t i = 0; i < rc->nchannels; i++)
-        argv[i + 1] = rc->channels[i];
-    rc->pending += (int)rc->nchannels - 1;
-    handshake_command(rc, on_message, 1, (int)rc->nchannels + 1, argv);
+    rc->pending += (int)rc->channels.n - 1;
+    handshake_command(rc, on_message, 1, (int)rc->channels.n + 1, argv);
     free(argv);
 }
 
@@ -362,7 +373,7 @@ static void start_handshake(struct rconn *rc)
         const char *sel[2] = { "SELECT", db };
         handshake_command(rc, on_handshake_reply, 0, 2, sel);
     }
-    if (rc->nchannels) {
+    if (rc->channels.n) {
         subscribe_all(rc);
         return;
     }
@@ -617,31 +628,13 @@ int rconn_is_up(const struct rconn *rc)
     return rc->up && !rc->dropping;
 }
 
-static void free_channels(struct rconn *rc)
-{
-    for (size_t i = 0; i < rc->nchannels; i++)
-        free(rc->channels[i]);
-    free(rc->channels);
-    rc->channels = NULL;
-    rc->nchannels = 0;
-}
-
 int rconn_subscribe_many(struct rconn *rc, const char *const *channels, size_t n,
                          rconn_message_fn fn, void *arg)
 {
     if (rc->cluster)
         return rcluster_subscribe(rc->cluster, channels, n, fn, arg);
-    free_channels(rc);
-    if (!(rc->channels = calloc(n ? n : 1, sizeof *rc->channels)))
+    if (rconn_channels_set(&rc->channels, channels, n) < 0)
         return -1;
-    for (size_t i = 0; i < n; i++) {
-        if (!(rc->channels[i] = strdup(channels[i]))) {
-            rc->nchannels = i;
-            free_channels(rc);
-            return -1;
-        }
-    }
-    rc->nchannels = n;
     rc->on_message = fn;
     rc->message_arg = arg;
     return 0;
@@ -686,7 +679,7 @@ void rconn_free(struct rconn *rc)
     sentinel_free(rc->sentinel);
     free(rc->name);
     redis_conn_opts_free(&rc->opt);
-    free_channels(rc);
+    rconn_channels_free(&rc->channels);
     free(rc);
 }
 
