@@ -1,6 +1,7 @@
 /*
  * End-to-end tests of delayqd under faults: workers killed, crashing or
- * hanging in a handler, Redis restarting or dropping connections, and a
+ * hanging in a handler, Redis restarting or dropping connections, a job
+ * longer than the command timeout, the supervisor killed, and a
  * soak with workers killed at random.  See check_daemon.c for the rest.
  *
  * DELAYQ_SOAK_JOBS sets the soak's job count (default 50,000), for slow
@@ -392,6 +393,124 @@ START_TEST(soak_with_workers_killed_at_random)
 }
 END_TEST
 
+/* ---- the worker's life ------------------------------------------------------ */
+
+/* A field of Redis's INFO (`section`), as an integer; -1 when absent. */
+static long long info_int(const char *section, const char *field)
+{
+    redisContext *rc = fixture_redis_connect(&H.fx);
+    redisReply *r = redisCommand(rc, "INFO %s", section);
+    long long v = -1;
+    size_t flen = strlen(field);
+    for (const char *p = r && r->type == REDIS_REPLY_STRING ? r->str : NULL; p && *p;
+         p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+        if (strncmp(p, field, flen) == 0 && p[flen] == ':')
+            v = strtoll(p + flen + 1, NULL, 10);
+    if (r)
+        freeReplyObject(r);
+    redisFree(rc);
+    return v;
+}
+
+/* A job that runs longer than the command timeout: its ack's deadline
+ * starts when the ack is sent, not when the loop last woke (before the
+ * job), so the ack is applied once, on the same connection, with no
+ * warning.  (It used to be "late" on arrival: the connection was dropped
+ * and the ack sent again, which Redis refused as stale.) */
+START_TEST(long_job_is_acked_once_without_alarm)
+{
+    struct h_conf hc;
+    char handler[1024], redis[512];
+    h_conf_defaults(&hc);
+    hc.workers = 1;
+    hc.lease = "14s";
+    hc.handlers = h_handler(&H, handler, sizeof handler, "*", "12s", 0);
+    snprintf(redis, sizeof redis, "unix_socket = \"%s\"; command_timeout = \"5s\";",
+             H.fx.sock);
+    hc.redis = redis;
+    h_write_conf(&H, &hc);
+    h_start(&H, 1);
+    long long conns = info_int("stats", "total_connections_received");
+    h_enqueue(&H, "long", "t", "sleep:10000", 0, 0);
+    ck_assert_msg(h_wait_record(&H, "long", 1, 1, 13000) == 1, "log:\n%s", h_log_tail(&H));
+    ck_assert(h_wait_gone(&H, "long", 2000));
+    /* The false alarm came at once after the job; give it time to show. */
+    tu_sleep_ms(500);
+    ck_assert_msg(h_log_count(&H, "command timeout") == 0, "log:\n%s", h_log_tail(&H));
+    ck_assert_msg(h_log_count(&H, "reconnecting") == 0, "log:\n%s", h_log_tail(&H));
+    ck_assert_msg(h_log_count(&H, "ack refused") == 0, "log:\n%s", h_log_tail(&H));
+    ck_assert_msg(h_log_count(&H, " warn ") + h_log_count(&H, " err ") == 0, "log:\n%s",
+                  h_log_tail(&H));
+    /* No connection was made again (this test's own INFO connections are
+     * the only new ones: one per info_int). */
+    ck_assert_int_eq(info_int("stats", "total_connections_received"), conns + 1);
+    struct h_run *r;
+    size_t n = h_records(&H, &r);
+    ck_assert_int_eq(h_count(r, n, "long", 0, NULL), 1);
+    ck_assert_int_eq(h_count(r, n, "long", 1, NULL), 1);
+    free(r);
+    stop_clean();
+}
+END_TEST
+
+static int is_running(void *arg)
+{
+    const pid_t *p = arg;
+    for (; *p > 0; p++)
+        if (tu_process_running(*p))
+            return 0;
+    return 1;
+}
+
+/* The supervisor is killed (-9) while a worker runs a job, and Redis stops
+ * answering: every child notices, finishes what it can and exits within
+ * shutdown_timeout (none retries its ack for ever).  When Redis is back,
+ * a new daemon runs the job whose ack was lost: nothing is lost. */
+START_TEST(children_exit_when_the_supervisor_dies)
+{
+    struct h_conf hc;
+    char handler[1024];
+    h_conf_defaults(&hc);
+    hc.workers = 2;
+    hc.lease = "5s";
+    hc.shutdown_timeout = "2s";
+    hc.handlers = h_handler(&H, handler, sizeof handler, "*", "3s", 0);
+    h_write_conf(&H, &hc);
+    h_start(&H, 2);
+    h_enqueue(&H, "orphan", "t", "sleep:1000", 0, 0);
+    ck_assert_int_eq(h_wait_record(&H, "orphan", 0, 1, 3000), 1);
+    pid_t kids[9] = { 0 };
+    size_t nkids = tu_children(H.pid, kids, NULL, 8);
+    ck_assert_msg(nkids == 3, "%zu children (2 workers and the reaper expected)", nkids);
+
+    ck_assert_int_eq(kill(H.pid, SIGKILL), 0);
+    ck_assert_int_eq(waitpid(H.pid, NULL, 0), H.pid);
+    H.pid = 0;
+    ck_assert_int_eq(kill(H.fx.pid, SIGSTOP), 0);
+    int64_t t0 = tu_mono_ms();
+    int gone = h_wait(2000 + 700, is_running, kids);
+    int64_t took = tu_mono_ms() - t0;
+    ck_assert_int_eq(kill(H.fx.pid, SIGCONT), 0);
+    ck_assert_msg(gone == 1, "children still running %lld ms after the supervisor died; "
+                  "log:\n%s", (long long)took, h_log_tail(&H));
+    /* The job finished (1 s) but its ack could not reach Redis. */
+    ck_assert_int_eq(h_wait_record(&H, "orphan", 1, 1, 100), 1);
+    ck_assert_msg(h_log_count(&H, "the supervisor is gone") >= 3, "log:\n%s",
+                  h_log_tail(&H));
+
+    /* Redis is back: a new daemon finds the job when its lease runs out. */
+    h_start(&H, 2);
+    ck_assert_msg(h_wait_gone(&H, "orphan", 8000), "log:\n%s", h_log_tail(&H));
+    struct h_run *r;
+    size_t n = h_records(&H, &r);
+    int ends = h_count(r, n, "orphan", 1, NULL);
+    free(r);
+    ck_assert_msg(ends == 1 || ends == 2, "the job ended %d times", ends);
+    ck_assert_int_eq(fixture_redis_int(&H.fx, "ZCARD dq:{%s}:dead", H_QUEUE), 0);
+    stop_clean();
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("daemon_faults");
@@ -409,6 +528,13 @@ int main(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, redis_restart_is_survived);
     tcase_add_test(tc, wake_is_not_lost_while_resubscribing);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("life");
+    tcase_set_timeout(tc, 40);
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, long_job_is_acked_once_without_alarm);
+    tcase_add_test(tc, children_exit_when_the_supervisor_dies);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("soak");

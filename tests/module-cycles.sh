@@ -8,11 +8,23 @@
 set -u
 command -v nm >/dev/null 2>&1 || { echo "nm is not installed: skipping" >&2; exit 77; }
 objs=$(find src -name '*.o' ! -name 'tests_*' 2>/dev/null)
+# One module may be split into files of one room that share a private
+# header: DIR/NAME.c and DIR/NAME_PART.c beside DIR/NAME_int.h are the
+# module DIR/NAME (its parts call each other, as worker_run.c and
+# worker_report.c do).
+srcdir=${srcdir:-$(dirname "$0")/..}
+module_of() {
+    if [ "${1%_*}" != "$1" ] && [ -f "$srcdir/${1%_*}_int.h" ]; then
+        echo "${1%_*}"
+    else
+        echo "$1"
+    fi
+}
 [ -n "$objs" ] || { echo "no objects under src/: build first" >&2; exit 99; }
 # "MODULE KIND SYMBOL" for every defined (T/D/B/R) and undefined (U) symbol;
 # MODULE is the object's directory (without .libs) and source name.
 table=$(for o in $objs; do
-    m=$(printf '%s\n' "$o" | sed -E 's|/\.libs/|/|; s|/[a-z_]+_la-|/|; s|/delayqd?-|/|; s|\.o$||')
+    m=$(module_of "$(printf '%s\n' "$o" | sed -E 's|/\.libs/|/|; s|/[a-z_]+_la-|/|; s|/delayqd?-|/|; s|\.o$||')")
     nm "$o" | awk -v m="$m" 'NF == 3 && $2 ~ /^[TDBR]$/ { print m, "D", $3 }
                             NF == 2 && $1 == "U" { print m, "U", $2 }'
 done | sort -u)

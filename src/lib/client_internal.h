@@ -2,7 +2,7 @@
  * Inside libdelayq: the blocking connection and how scripts run over it.
  * client.c owns the connection (client_cluster.c the connections of
  * cluster mode); client_reply.c judges replies for both; ops_*.c build
- * commands with proto.c and run them through client_run / client_pipeline.
+ * commands with proto.h and run them through client_run / client_pipeline.
  */
 #ifndef DQ_CLIENT_INTERNAL_H
 #define DQ_CLIENT_INTERNAL_H

@@ -3,10 +3,10 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "daemon/log.h"
+#include "redis/rconn_channels.h"
 #include "redis/rconn_cluster.h"
 #include "redis/rconn_io.h"
 #include "redis/rconn_wait.h"
@@ -31,8 +31,7 @@ struct rconn {
     int backoff_ms;
     int failures;               /* attempts since the connection was last up */
     int pending;                /* handshake replies still expected */
-    char **channels;            /* subscribed channels, or NULL */
-    size_t nchannels;
+    struct rconn_channels channels; /* subscribed on every connect */
     rconn_message_fn on_message;
     void *message_arg;
     uint64_t *reconnects;       /* counted on each re-connect; may be NULL */
@@ -63,17 +62,14 @@ struct request {
     int script;
     int resent;
     struct event *deadline;
+    int64_t due_ms;             /* monotonic: when the deadline is due */
     struct rconn_io *io;        /* the connection it was sent on */
 };
 
-static void schedule_reconnect(struct rconn *rc);
+/* A deadline that fires later than this after it was due fired late. */
+#define DEADLINE_SLACK_MS 50
 
-static int64_t monotonic_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+static void schedule_reconnect(struct rconn *rc);
 
 /* Where the connection goes, for messages: behind Sentinel, before the
  * sentinels named any master, the master's name (opt holds a default). */
@@ -91,7 +87,7 @@ static void note_failure(struct rconn *rc, const char *why)
 {
     snprintf(rc->last_failure, sizeof rc->last_failure, "%s", why);
     if (rc->failures++ == 0) {
-        rc->down_since_ms = monotonic_ms();
+        rc->down_since_ms = slots_now_ms();
         if (rc->cluster_node)
             return;
         char addr[300];
@@ -146,7 +142,7 @@ static void note_recovery(struct rconn *rc)
         log_info("redis %s (%s connection): connected again after %d attempt%s "
                  "(outage %.1f s)", addr, rc->name, rc->failures,
                  rc->failures == 1 ? "" : "s",
-                 (double)(monotonic_ms() - rc->down_since_ms) / 1000.0);
+                 (double)(slots_now_ms() - rc->down_since_ms) / 1000.0);
     }
     rc->failures = 0;
     rc->demoted = 0;
@@ -163,12 +159,34 @@ static void request_free(struct request *req)
     free(req);
 }
 
+/* Arm the request's deadline one command timeout from now.  libevent
+ * counts a timer from the time it cached when the loop last woke, which in
+ * a worker is before the handlers it just ran (inside one callback): a
+ * request sent after a 10 s job would be late on arrival.  Under
+ * "replicated" any request may queue behind a WAIT. */
+static int arm_deadline(struct request *req)
+{
+    struct rconn *rc = req->rc;
+    int ms = rc->opt.command_timeout_ms + (rc->replicated ? rc->repl.timeout_ms : 0);
+    struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+    event_base_update_cache_time(rc->base);
+    req->due_ms = slots_now_ms() + ms;
+    return evtimer_add(req->deadline, &tv);
+}
+
+/* The deadline passed.  Late by more than DEADLINE_SLACK_MS, the loop was
+ * busy (a worker runs its handlers inside one callback): the request may
+ * not even have left (writes wait for the loop), or its reply been handed
+ * over (reads are deferred to the loop's next turn).  That time is not the
+ * server's: it gets a whole command timeout again, counted from now. */
 static void on_deadline(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
     struct request *req = arg;
     struct rconn *rc = req->rc;
+    if (slots_now_ms() - req->due_ms > DEADLINE_SLACK_MS && arm_deadline(req) == 0)
+        return;
     if (rc->io == req->io && rc->io)
         drop(rc, "no reply within the command timeout");
 }
@@ -179,18 +197,9 @@ static int request_write(struct request *req)
 {
     struct rconn *rc = req->rc;
     req->io = rc->io;
-    if (rconn_io_send(rc->io, req->formatted, (size_t)req->len, on_reply, req, 0) < 0)
+    if (rc->opt.command_timeout_ms > 0 && arm_deadline(req) < 0)
         return -1;
-    if (rc->opt.command_timeout_ms > 0) {
-        /* Under "replicated" any request may queue behind a WAIT. */
-        int ms = rc->opt.command_timeout_ms + (rc->replicated ? rc->repl.timeout_ms : 0);
-        struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
-        /* Sent already: without its deadline it still ends with its reply
-         * or with the connection. */
-        if (evtimer_add(req->deadline, &tv) < 0)
-            log_err("redis (%s connection): cannot arm a request's deadline", rc->name);
-    }
-    return 0;
+    return rconn_io_send(rc->io, req->formatted, (size_t)req->len, on_reply, req, 0);
 }
 
 static void send_script_load(struct rconn *rc, int script);
@@ -346,16 +355,13 @@ static void handshake_command(struct rconn *rc, rconn_io_reply_fn fn, int persis
  * own (on_message), all of which the handshake waits for. */
 static void subscribe_all(struct rconn *rc)
 {
-    const char **argv = calloc(rc->nchannels + 1, sizeof *argv);
+    const char **argv = rconn_channels_argv(&rc->channels);
     if (!argv) {
         drop_soon(rc, "out of memory sending the handshake");
         return;
     }
-    argv[0] = "SUBSCRIBE";
-    for (size_t i = 0; i < rc->nchannels; i++)
-        argv[i + 1] = rc->channels[i];
-    rc->pending += (int)rc->nchannels - 1;
-    handshake_command(rc, on_message, 1, (int)rc->nchannels + 1, argv);
+    rc->pending += (int)rc->channels.n - 1;
+    handshake_command(rc, on_message, 1, (int)rc->channels.n + 1, argv);
     free(argv);
 }
 
@@ -372,7 +378,7 @@ static void start_handshake(struct rconn *rc)
         const char *sel[2] = { "SELECT", db };
         handshake_command(rc, on_handshake_reply, 0, 2, sel);
     }
-    if (rc->nchannels) {
+    if (rc->channels.n) {
         subscribe_all(rc);
         return;
     }
@@ -457,9 +463,8 @@ static void connect_now(struct rconn *rc)
     rc->io = io;
     struct timeval tv = { rc->opt.connect_timeout_ms / 1000,
                           (rc->opt.connect_timeout_ms % 1000) * 1000 };
-    if (evtimer_add(rc->connect_timer, &tv) < 0)
-        log_err("redis (%s connection): cannot arm the connect timeout; the system's "
-                "applies", rc->name);
+    if (evtimer_add(rc->connect_timer, &tv) < 0)  /* the system's timeout then applies */
+        log_err("redis (%s connection): cannot arm the connect timeout", rc->name);
 }
 
 static void on_retry_timer(evutil_socket_t fd, short what, void *arg)
@@ -490,8 +495,7 @@ static void schedule_reconnect(struct rconn *rc)
     int ms = redis_conn_backoff_next(&rc->backoff_ms, (unsigned long)random());
     struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
     if (evtimer_add(rc->retry_timer, &tv) < 0)
-        log_err("redis (%s connection): cannot arm the reconnect timer: the connection "
-                "stays down", rc->name);
+        log_err("redis (%s connection): no reconnect timer: it stays down", rc->name);
 }
 
 /*
@@ -631,31 +635,13 @@ int rconn_is_up(const struct rconn *rc)
     return rc->up && !rc->dropping;
 }
 
-static void free_channels(struct rconn *rc)
-{
-    for (size_t i = 0; i < rc->nchannels; i++)
-        free(rc->channels[i]);
-    free(rc->channels);
-    rc->channels = NULL;
-    rc->nchannels = 0;
-}
-
 int rconn_subscribe_many(struct rconn *rc, const char *const *channels, size_t n,
                          rconn_message_fn fn, void *arg)
 {
     if (rc->cluster)
         return rcluster_subscribe(rc->cluster, channels, n, fn, arg);
-    free_channels(rc);
-    if (!(rc->channels = calloc(n ? n : 1, sizeof *rc->channels)))
+    if (rconn_channels_set(&rc->channels, channels, n) < 0)
         return -1;
-    for (size_t i = 0; i < n; i++) {
-        if (!(rc->channels[i] = strdup(channels[i]))) {
-            rc->nchannels = i;
-            free_channels(rc);
-            return -1;
-        }
-    }
-    rc->nchannels = n;
     rc->on_message = fn;
     rc->message_arg = arg;
     return 0;
@@ -700,7 +686,7 @@ void rconn_free(struct rconn *rc)
     sentinel_free(rc->sentinel);
     free(rc->name);
     redis_conn_opts_free(&rc->opt);
-    free_channels(rc);
+    rconn_channels_free(&rc->channels);
     free(rc);
 }
 

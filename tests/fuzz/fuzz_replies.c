@@ -1,5 +1,5 @@
 /*
- * Fuzz target: the script-reply parsers (src/lib/proto.c).  The input is
+ * Fuzz target: the script-reply parsers (src/lib/proto_*.c).  The input is
  * what a Redis server sends (RESP), turned into redisReply trees by
  * hiredis's own reader exactly as a connection would; each reply is then
  * given to every reader of a script's reply: claim, show, stats and

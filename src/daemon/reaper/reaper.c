@@ -118,6 +118,8 @@ static void on_stop_poll(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     struct reaper *r = arg;
+    if (signals_parent_gone())
+        log_warn("the supervisor is gone: stopping");
     if (signals_stop_requested())
         event_base_loopbreak(r->base);
 }

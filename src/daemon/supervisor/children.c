@@ -92,6 +92,9 @@ static void become_child(struct supervisor *s, struct child *c)
     char name[16];
     child_name(s, c, name, sizeof name);
     log_set_role(name);
+    /* Before the set-up unblocks signals: a SIGTERM of PR_SET_PDEATHSIG
+     * that comes at once must find the bound. */
+    signals_set_orphan_exit_ms(c->gen->conf->shutdown_timeout_ms);
     int sig = signals_child_setup(s->pid);
     if (sig == -1)
         _exit(0);
