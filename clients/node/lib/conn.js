@@ -9,7 +9,7 @@
 // writes is followed by WAIT in the same round trip.
 
 const Redis = require('ioredis');
-const { fail } = require('./errors');
+const { DelayqError, fail } = require('./errors');
 const { script } = require('./scripts');
 const { keySlot } = require('./keys');
 
@@ -144,6 +144,7 @@ class Conn {
       try {
         return await fn();
       } catch (e) {
+        if (e instanceof DelayqError) throw e;
         const m = e && e.message ? e.message : '';
         if (!isReplyError(e) || !FAILOVER.test(m)) throw this.error(e, what);
         if (Date.now() + backoff > deadline) {
