@@ -170,6 +170,8 @@ export class Client {
               options?: ScheduleOptions): Promise<number>;
   scheduleList(queue: string): Promise<Schedule[]>;
   scheduleRemove(queue: string, name: string): Promise<void>;
+  /** One job of the schedule now (id NAME@now-...), outside its ticks. */
+  scheduleRunNow(queue: string, name: string): Promise<string>;
   partitions(queue: string): Promise<number>;
   setPartitions(queue: string, n: number): Promise<void>;
   serverTime(): Promise<number>;

@@ -63,15 +63,23 @@ test('ids go to crc16(whole id) mod N; generated ids to their number mod N', asy
   for (const r of many) assert.strictEqual(await partitionHolding(q, n, r.id), Number(r.id) % n);
   const named = await dq.enqueueMany(['k:1', 'k:2', 'k:3'].map((id) => ({ queue: q, type: 't', payload: id, id, delay: 60000 })));
   for (const r of named) assert.strictEqual(await partitionHolding(q, n, r.id), crc16(r.id) % n);
-  // A schedule's job id lives in partition 0.
-  const tick = 'nightly@2026-11-23T00:00:00Z';
-  await dq.enqueue(q, 't', 's', { id: tick, delay: 60000 });
+  // An id in the form of a schedule's job id (which lives in partition
+  // 0) is refused: a producer's id always routes by its CRC16.
+  await assert.rejects(dq.enqueue(q, 't', 's', { id: 'invoice@2026-01-06T00:00:00Z' }), {
+    code: 'invalid',
+    message: 'job id has the form NAME@2026-01-06T00:00:00Z, kept for the jobs of recurring schedules',
+  });
+  // A schedule's own job goes to partition 0.
+  await dq.scheduleAdd(q, 'nightly', '@daily', 't', 's');
+  const tick = await dq.scheduleRunNow(q, 'nightly');
+  assert.match(tick, /^nightly@now-[0-9-]+T[0-9:.]+Z$/);
   assert.strictEqual(await partitionHolding(q, n, tick), 0);
   // Every call finds each job in its partition.
   const all = [...ids, ...gen, tick];
   for (const id of all) assert.strictEqual((await dq.show(q, id)).payload.length > 0, true, id);
   const s = await dq.stats(q);
-  assert.strictEqual(s.delayed, all.length + 23);
+  // (the schedule's job is due now: not delayed)
+  assert.strictEqual(s.delayed + s.due, all.length + 23);
   for (const id of all) assert.strictEqual(await dq.cancel(q, id), true, id);
   assert.strictEqual((await dq.stats(q)).delayed, 23);
 });

@@ -88,11 +88,22 @@ class Client {
     if (why) throw fail('invalid', why);
   }
 
+  // The stored partition count of `queue` (1 when absent), read with
+  // the queue's protocol marker, which must not be newer than this
+  // client's (docs/protocol.md, "Versioning").
   async readCount(queue) {
     const meta = K.queueKeys(this.prefix, queue, 0, 1).keys[4];
-    const r = await this.conn.command('HGET', [meta, 'partitions']);
-    if (r === null) return 1;
-    const s = str(r);
+    const r = await this.conn.command('HMGET', [meta, 'partitions', K.PROTOCOL_FIELD]);
+    if (!Array.isArray(r) || r.length !== 2) throw fail('redis', `unexpected reply to HMGET ${meta}`);
+    if (r[1] !== null) {
+      const v = str(r[1]);
+      if (!/^[0-9]{1,9}$/.test(v) || Number(v) > K.PROTOCOL_VERSION) {
+        throw fail('redis', `queue ${queue} holds data of protocol version "${v.slice(0, 20)}"; ` +
+          `this client knows versions up to ${K.PROTOCOL_VERSION}: upgrade it`);
+      }
+    }
+    if (r[0] === null) return 1;
+    const s = str(r[0]);
     const n = Number(s);
     if (!/^[0-9]+$/.test(s) || n < 1 || n > K.PARTITIONS_MAX) {
       throw fail('redis', `${meta} field partitions is "${s.slice(0, 20)}", not a partition count (1..${K.PARTITIONS_MAX})`);
@@ -130,10 +141,15 @@ class Client {
     return { ...this.keysOf(queue, K.partitionOf(id, n), n), n };
   }
 
+  // Register `queue` once per connection: SADD to the registry and the
+  // protocol marker (HSETNX on its meta hash: an older version written
+  // there stays), in one round trip.
   async register(queue) {
     await this.conn.ready();
     if (this.registered.get(queue) === this.conn.gen) return;
-    await this.conn.command('SADD', [K.registryKey(this.prefix), queue]);
+    const meta = K.queueKeys(this.prefix, queue, 0, 1).keys[4];
+    await this.conn.commands([['SADD', [K.registryKey(this.prefix), queue]],
+      ['HSETNX', [meta, K.PROTOCOL_FIELD, String(K.PROTOCOL_VERSION)]]]);
     this.registered.set(queue, this.conn.gen);
   }
 

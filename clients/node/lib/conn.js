@@ -162,6 +162,19 @@ class Conn {
     return this.withFailover(name, () => this.redis.callBuffer(name, ...args));
   }
 
+  // Several plain commands ([name, args] each) in one round trip (on a
+  // cluster, each routed by its key); their replies.
+  commands(list) {
+    return this.withFailover(list[0][0], async () => {
+      if (this.o.cluster) return Promise.all(list.map(([n, a]) => this.redis.callBuffer(n, ...a)));
+      const p = this.redis.pipeline();
+      for (const [n, a] of list) p.callBuffer(n, ...a);
+      const res = await p.exec();
+      for (const [err] of res) if (err) throw err;
+      return res.map(([, v]) => v);
+    });
+  }
+
   // Load `s` where it is missing: the one server, or every master.
   async loadScript(s) {
     const nodes = this.o.cluster ? this.redis.nodes('master') : [this.redis];

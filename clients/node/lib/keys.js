@@ -7,6 +7,10 @@ const QUEUE_MAX = 128;
 const TYPE_MAX = 128;
 const ID_MAX = 256;
 const PARTITIONS_MAX = 256;
+// The protocol version this client writes and reads: the meta field
+// `protocol` of P:{Q}:meta, set when a producer first registers the queue.
+const PROTOCOL_FIELD = 'protocol';
+const PROTOCOL_VERSION = 1;
 const SUFFIXES = ['jobs', 'delayed', 'processing', 'dead', 'meta', 'lease'];
 
 // The six keys of a queue's partition, and its wake channel.
@@ -72,6 +76,11 @@ function checkId(id) {
   if (byteLength(id) > ID_MAX) return 'job id is longer than 256 bytes';
   if (!isPlain(id)) return 'job id has a space or a non-printable character';
   if (/^[0-9]+$/.test(id)) return 'job id is all digits (that form is kept for generated ids)';
+  // Routed to partition 0 as a schedule's job would be: refused, so that a
+  // producer's id always routes by its CRC16.
+  if (isScheduleId(id)) {
+    return 'job id has the form NAME@2026-01-06T00:00:00Z, kept for the jobs of recurring schedules';
+  }
   return null;
 }
 
@@ -127,7 +136,7 @@ function partitionOf(id, nparts) {
 }
 
 module.exports = {
-  QUEUE_MAX, TYPE_MAX, ID_MAX, PARTITIONS_MAX, queueKeys, schedKeys, registryKey,
+  QUEUE_MAX, TYPE_MAX, ID_MAX, PARTITIONS_MAX, PROTOCOL_FIELD, PROTOCOL_VERSION, queueKeys, schedKeys, registryKey,
   checkQueue, checkPrefix, checkType, checkId, checkScheduleName, isScheduleId,
   crc16, partitionOf,
 };

@@ -83,3 +83,20 @@ P.scheduleRemove = async function scheduleRemove(queue, name) {
   if (r === 0) throw fail('notfound', `no schedule ${name} in queue ${queue}`);
   if (r !== 1) throw fail('redis', 'unexpected reply from the sched_remove script');
 };
+
+// scheduleRunNow(queue, name) -> the id of one job of the schedule made
+// now (NAME@now-2026-11-23T10:05:00.123Z), outside its ticks.
+P.scheduleRunNow = async function scheduleRunNow(queue, name) {
+  this.checkQueue(queue);
+  checkName(name);
+  const keys = await this.schedKeys(queue);
+  const now = await this.serverTime();
+  const id = `${name}@now-${new Date(now).toISOString()}`;
+  const wake = this.keysOf(queue, 0, await this.partCount(queue)).wake;
+  const r = await this.conn.evalScript('sched_fire', [...keys], [wake, name, '-', now, id, 0]);
+  const status = Array.isArray(r) && r.length === 2 ? str(r[0]) : '';
+  if (status === 'fired') return id;
+  if (status === 'missing') throw fail('notfound', `no schedule ${name} in queue ${queue}`);
+  if (status === 'exists') throw fail('exists', `job ${id} exists already`);
+  throw fail('redis', 'unexpected reply from the sched_fire script');
+};
