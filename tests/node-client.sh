@@ -45,4 +45,4 @@ DELAYQ_NODE_DEV=$(cd "$dev" 2>/dev/null && pwd) \
 DELAYQ_SCRIPTS_DIR=$(cd "$top/scripts" && pwd) \
 DELAYQ_SRCDIR=$(cd "$srcdir" && pwd) \
 REDIS_SERVER=$server \
-    exec node --test "$srcdir"/tests/node/*.test.js
+    exec timeout 900 node --test "$srcdir"/tests/node/*.test.js

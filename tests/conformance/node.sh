@@ -23,5 +23,5 @@ major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null)
 [ -d "$pkg/node_modules/ioredis" ] ||
     skip "ioredis is not installed in $pkg (tests/node-client.sh installs it)"
 
-exec node "$srcdir/tests/conformance/run-node.js" --cases "$cases" \
+exec timeout 600 node "$srcdir/tests/conformance/run-node.js" --cases "$cases" \
     --package "$(cd "$pkg" && pwd)" --redis-server "$server" -v

@@ -59,11 +59,13 @@ class Conn {
     };
     let r;
     if (o.cluster) {
+      // The cluster keeps its offline queue: it rejects a command for a
+      // node still connecting otherwise, its own ready check included.
+      // No retry strategy: a cluster that cannot be reached fails the call.
       r = new Redis.Cluster(o.nodes, {
         lazyConnect: true,
-        enableOfflineQueue: false,
         clusterRetryStrategy: () => null,
-        redisOptions: { ...common, lazyConnect: false, db: 0 },
+        redisOptions: { ...common, lazyConnect: false, enableOfflineQueue: true, db: 0 },
         maxRedirections: 16,
       });
     } else if (o.sentinel) {
@@ -240,8 +242,9 @@ class Conn {
   // Run many calls of script `name` ({keys, args} each), one pipeline per
   // master (one round trip each, the masters in parallel), with WAIT at
   // the end of each under replicated durability.  Returns one entry per
-  // call: the reply, or a DelayqError.  NOSCRIPT (and on a cluster a
-  // moved slot) is handled by sending those calls again one by one.
+  // call: the reply, or a DelayqError.  A master that lost the script
+  // (NOSCRIPT) has it loaded and its calls sent again in one pipeline; on
+  // a cluster, calls whose slot moved are sent again one by one.
   async pipelineScripts(name, calls) {
     const s = script(name);
     await this.ready();
@@ -254,27 +257,21 @@ class Conn {
     const out = new Array(calls.length);
     const again = [];
     await Promise.all([...groups].map(async ([node, idx]) => {
-      const p = node.pipeline();
-      for (const i of idx) p.callBuffer('EVALSHA', s.sha, calls[i].keys.length, ...calls[i].keys, ...calls[i].args);
-      if (this.waits(s)) p.callBuffer('WAIT', 1, this.o.replicationTimeout);
-      let res;
-      try {
-        res = await p.exec();
-      } catch (e) {
-        for (const i of idx) out[i] = this.error(e, name);
-        return;
+      for (let loads = 0; idx.length; loads++) {
+        const noscript = await this.pipelineOn(node, s, calls, idx, out, again);
+        if (!noscript.length) return;
+        if (loads >= MAX_LOADS) {
+          for (const i of noscript) out[i] = fail('redis', `redis keeps losing the ${name} script`);
+          return;
+        }
+        try {
+          await node.callBuffer('SCRIPT', 'LOAD', s.text);
+        } catch (e) {
+          for (const i of noscript) out[i] = this.error(e, 'SCRIPT LOAD');
+          return;
+        }
+        idx = noscript;
       }
-      let waitErr = null;
-      if (this.waits(s)) {
-        const w = res[idx.length];
-        try { this.checkWait(w[0] || w[1]); } catch (e) { waitErr = e; }
-      }
-      idx.forEach((i, k) => {
-        const [err, val] = res[k];
-        if (err && /^(NOSCRIPT|MOVED|ASK|TRYAGAIN|READONLY|MASTERDOWN|LOADING)/.test(err.message)) again.push(i);
-        else if (err) out[i] = this.error(err, name);
-        else out[i] = waitErr || val;
-      });
     }));
     for (const i of again) {
       try {
@@ -284,6 +281,36 @@ class Conn {
       }
     }
     return out;
+  }
+
+  // One pipeline of the calls `idx` on `node`: fills out[] and again[]
+  // (calls to send alone), and returns the calls refused with NOSCRIPT.
+  async pipelineOn(node, s, calls, idx, out, again) {
+    const p = node.pipeline();
+    for (const i of idx) p.callBuffer('EVALSHA', s.sha, calls[i].keys.length, ...calls[i].keys, ...calls[i].args);
+    if (this.waits(s)) p.callBuffer('WAIT', 1, this.o.replicationTimeout);
+    let res;
+    try {
+      res = await p.exec();
+    } catch (e) {
+      for (const i of idx) out[i] = this.error(e, s.name);
+      return [];
+    }
+    let waitErr = null;
+    if (this.waits(s)) {
+      const w = res[idx.length];
+      try { this.checkWait(w[0] || w[1]); } catch (e) { waitErr = e; }
+    }
+    const noscript = [];
+    idx.forEach((i, k) => {
+      const [err, val] = res[k];
+      const m = err ? err.message : '';
+      if (/^NOSCRIPT/.test(m)) noscript.push(i);
+      else if (/^(MOVED|ASK|TRYAGAIN|READONLY|MASTERDOWN|LOADING)/.test(m)) again.push(i);
+      else if (err) out[i] = this.error(err, s.name);
+      else out[i] = waitErr || val;
+    });
+    return noscript;
   }
 
   async close() {
