@@ -242,6 +242,18 @@ class Client {
         results[i] = { error: e };
       }
     });
+    const chunks = await this.chunksOf(reqs);
+    const calls = chunks.map((c) => this.manyCall(c));
+    const replies = calls.length ? await this.conn.pipelineScripts('enqueue_many', calls) : [];
+    chunks.forEach((c, ci) => this.manyReply(c, replies[ci], results));
+    return results;
+  }
+
+  // The checked jobs in enqueue_many calls: grouped by queue (each queue
+  // registered, its partition count read), then by partition (a job with
+  // an id goes to its own, one without takes the partitions in turn), in
+  // runs of up to ENQUEUE_CHUNK.
+  async chunksOf(reqs) {
     const chunks = [];
     const byQueue = new Map();
     for (const r of reqs) {
@@ -263,20 +275,22 @@ class Client {
         }
       }
     }
-    const calls = chunks.map((c) => {
-      const k = this.keysOf(c.queue, c.part, c.n);
-      const args = [k.wake];
-      for (const { req } of c.items) {
-        const ms = req.at > 0 ? req.at : req.delay;
-        const when = `${req.replace ? 'r' : ''}${req.at > 0 ? '@' : ''}${ms}${req.level !== NORMAL ? `/${req.level}` : ''}`;
-        args.push(req.id, when, bodyHead(req.type, req.body, req.max));
-      }
-      if (c.n > 1) args.push(c.n, c.part);
-      return { keys: k.keys, args };
-    });
-    const replies = calls.length ? await this.conn.pipelineScripts('enqueue_many', calls) : [];
-    chunks.forEach((c, ci) => this.manyReply(c, replies[ci], results));
-    return results;
+    return chunks;
+  }
+
+  // Chunk `c`'s enqueue_many call: per job its id, its "when" (a delay,
+  // or @ and a time; r first to replace, /L after for a level other than
+  // normal) and the head of its record body (docs/protocol.md).
+  manyCall(c) {
+    const k = this.keysOf(c.queue, c.part, c.n);
+    const args = [k.wake];
+    for (const { req } of c.items) {
+      const ms = req.at > 0 ? req.at : req.delay;
+      const when = `${req.replace ? 'r' : ''}${req.at > 0 ? '@' : ''}${ms}${req.level !== NORMAL ? `/${req.level}` : ''}`;
+      args.push(req.id, when, bodyHead(req.type, req.body, req.max));
+    }
+    if (c.n > 1) args.push(c.n, c.part);
+    return { keys: k.keys, args };
   }
 
   // Fill `results` for chunk `c` from its enqueue_many reply.

@@ -51,7 +51,10 @@ class Conn {
       enableOfflineQueue: false,
       maxRetriesPerRequest: 0,
       connectTimeout: o.connectTimeout,
-      commandTimeout: o.commandTimeout > 0 ? o.commandTimeout : undefined,
+      // A write under replicated durability waits for WAIT too (libdelayq:
+      // command_timeout_ms plus replication_timeout_ms).
+      commandTimeout: o.commandTimeout > 0
+        ? o.commandTimeout + (o.durability === 'replicated' ? o.replicationTimeout : 0) : undefined,
       keepAlive: o.keepalive ? 30000 : undefined,
       username: o.user || undefined,
       password: o.password || undefined,
