@@ -41,6 +41,7 @@ if [ ! -d "$dev/node_modules/typescript" ] || [ ! -d "$dev/node_modules/@types/n
 fi
 
 DELAYQ_NODE_PKG=$(cd "$pkg" && pwd) \
+DELAYQ_TOP_BUILDDIR=$(cd "$top" && pwd) \
 DELAYQ_NODE_DEV=$(cd "$dev" 2>/dev/null && pwd) \
 DELAYQ_SCRIPTS_DIR=$(cd "$top/scripts" && pwd) \
 DELAYQ_SRCDIR=$(cd "$srcdir" && pwd) \
