@@ -24,6 +24,11 @@ DEPS_PACKAGES=(build-essential autoconf automake libtool pkg-config
 # shellcheck disable=SC2034 # used by the scripts that source this file
 DEPS_BROWSER_PACKAGES=(chromium chromium-driver python3)
 
+# For the Node client's tests (tests/node-client.sh, clients/node): Debian's
+# node (18) and npm, which installs ioredis into the build tree from the npm
+# registry.  A build without them skips those tests and says so in one line.
+DEPS_PACKAGES+=(nodejs npm)
+
 # deps_missing PKG...: print, one a line, the packages dpkg does not have
 # installed (unknown, removed, or half-installed).
 deps_missing() {

@@ -1,0 +1,181 @@
+// Types of the delayq Node client (hand-written; the code is CommonJS).
+
+/// <reference types="node" />
+
+export type ErrorCode = 'invalid' | 'notfound' | 'exists' | 'running' | 'dead' | 'stale'
+  | 'too_large' | 'connect' | 'auth' | 'timeout' | 'redis';
+
+/** Every call rejects with this: `code` is libdelayq's status, the message its one line. */
+export class DelayqError extends Error {
+  constructor(code: ErrorCode, message: string);
+  readonly code: ErrorCode;
+}
+
+export const CODES: readonly ErrorCode[];
+/** 100 years of 365 days, in ms: the furthest a job may be due. */
+export const MAX_AHEAD_MS: number;
+/** "30m", "1h30m", "500ms", "90" (seconds) -> ms; throws an Error on bad input. */
+export function parseDuration(text: string): number;
+
+export interface TlsOptions {
+  ca?: string | Buffer | Array<string | Buffer>;
+  cert?: string | Buffer;
+  key?: string | Buffer;
+  servername?: string;
+  rejectUnauthorized?: boolean;
+}
+
+export interface HostPort { host: string; port: number; }
+
+export interface SentinelOptions {
+  /** The master's name at the sentinels. */
+  master: string;
+  nodes: HostPort[];
+  user?: string;
+  password?: string;
+}
+
+export interface ClientOptions {
+  host?: string;                 // default 127.0.0.1
+  port?: number;                 // default 6379
+  /** A unix socket, instead of host and port. */
+  path?: string;
+  db?: number;
+  user?: string;
+  password?: string;
+  tls?: TlsOptions;
+  sentinel?: SentinelOptions;
+  cluster?: boolean;
+  /** Seed nodes of a cluster (default host:port). */
+  nodes?: HostPort[];
+  prefix?: string;               // default "dq"
+  maxPayload?: number;           // bytes, default 1048576
+  connectTimeout?: number;       // ms, default 5000
+  commandTimeout?: number;       // ms, default 5000; 0 waits for ever
+  keepalive?: boolean;
+  durability?: 'local' | 'replicated';
+  replicationTimeout?: number;   // ms, WAIT's timeout, default 1000
+}
+
+export type Payload = Buffer | Uint8Array | string;
+export type Priority = 0 | 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 9 | 'high' | 'normal' | 'low';
+
+export interface EnqueueOptions {
+  /** ms, or a duration text: "30m", "1h30m". */
+  delay?: number | string;
+  /** An absolute due time: a Date or Unix ms. */
+  at?: Date | number;
+  /** Your id (not all digits); none: Redis generates a decimal one. */
+  id?: string;
+  /** Reschedule an existing job with this id. */
+  replace?: boolean;
+  priority?: Priority;
+  /** 0: the consumer's default for the type. */
+  maxAttempts?: number;
+}
+
+export interface EnqueueJob extends EnqueueOptions {
+  queue: string;
+  type: string;
+  payload: Payload;
+}
+
+export type EnqueueResult = { id: string; error?: undefined } | { id?: undefined; error: DelayqError };
+
+export interface Job {
+  id: string;
+  state: 'delayed' | 'processing' | 'dead' | 'orphan' | 'unreadable';
+  type: string;
+  payload: Buffer;
+  attempts: number;
+  maxAttempts: number;
+  createdMs: number;
+  dueMs: number;
+  fence: number;
+  lastError: string;
+  /** Due time, lease deadline or time of death. */
+  stateMs: number;
+  nowMs: number;
+  /** "" or why the record cannot be read. */
+  unreadable: string;
+  where: string;
+  priority: number;
+}
+
+export interface Stats {
+  delayed: number;
+  due: number;
+  processing: number;
+  expired: number;
+  dead: number;
+  nextDueInMs: number;
+  nowMs: number;
+  dueByPriority: number[];
+}
+
+export interface DeadJob {
+  id: string;
+  diedMs: number;
+  type: string;
+  attempts: number;
+  lastError: string;
+  payloadBytes: number;
+  unreadable: string;
+}
+
+export interface DeadPage { total: number; jobs: DeadJob[]; }
+
+export interface ScheduleOptions {
+  /** An IANA zone; default UTC. */
+  tz?: string;
+  maxAttempts?: number;
+  catchUp?: 'one' | 'all' | 'none';
+  replace?: boolean;
+}
+
+export interface Schedule {
+  name: string;
+  expr: string;
+  tz: string;
+  type: string;
+  payload: Buffer;
+  maxAttempts: number;
+  catchUp: string;
+  nextMs: number;
+  readable: boolean;
+}
+
+export class Client {
+  constructor(options?: ClientOptions);
+  /** redis://[user:password@]host[:port][/db], rediss://..., unix:///path[?db=N] */
+  static fromUrl(url: string, options?: ClientOptions): Client;
+  /** The `redis` group of a delayqd.conf. */
+  static fromConfig(path: string, options?: ClientOptions): Client;
+
+  enqueue(queue: string, type: string, payload: Payload, options?: EnqueueOptions): Promise<string>;
+  enqueueMany(jobs: EnqueueJob[]): Promise<EnqueueResult[]>;
+  cancel(queue: string, id: string): Promise<boolean>;
+  runNow(queue: string, id: string): Promise<void>;
+  show(queue: string, id: string): Promise<Job | null>;
+  stats(queue: string): Promise<Stats>;
+  pause(queue: string): Promise<number>;
+  resume(queue: string): Promise<number>;
+  paused(queue: string): Promise<number>;
+  deadList(queue: string, page?: { offset?: number; count?: number }): Promise<DeadPage>;
+  requeue(queue: string, id: string): Promise<void>;
+  requeueAll(queue: string): Promise<number>;
+  purge(queue: string, id: string): Promise<void>;
+  purgeAll(queue: string): Promise<number>;
+  scheduleAdd(queue: string, name: string, expr: string, type: string, payload: Payload,
+              options?: ScheduleOptions): Promise<number>;
+  scheduleList(queue: string): Promise<Schedule[]>;
+  scheduleRemove(queue: string, name: string): Promise<void>;
+  /** One job of the schedule now (id NAME@now-...), outside its ticks. */
+  scheduleRunNow(queue: string, name: string): Promise<string>;
+  partitions(queue: string): Promise<number>;
+  setPartitions(queue: string, n: number): Promise<void>;
+  serverTime(): Promise<number>;
+  close(): Promise<void>;
+}
+
+export function loadRedisConfig(path: string): ClientOptions;

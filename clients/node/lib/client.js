@@ -1,0 +1,350 @@
+'use strict';
+// The Client: connection settings, the partition count cache, and the
+// producer's calls (enqueue, enqueueMany, cancel, runNow).  The operator's
+// calls are in admin.js, schedules in schedules.js.
+
+const { Conn } = require('./conn');
+const { fail } = require('./errors');
+const K = require('./keys');
+const W = require('./when');
+const { bodyHead } = require('./msgpack');
+
+const DEFAULT_MAX_PAYLOAD = 1024 * 1024;
+const ENQUEUE_CHUNK = 1000;      // jobs per enqueue_many call
+const NORMAL = 5;
+
+function str(b) {
+  return Buffer.isBuffer(b) ? b.toString('utf8') : String(b);
+}
+
+function int(b) {
+  return typeof b === 'number' ? b : Number(str(b));
+}
+
+// Options as given (fromUrl, fromConfig or new Client) -> the settings
+// every module reads, with libdelayq's defaults.
+function normalize(opts) {
+  const o = {
+    host: opts.host || '127.0.0.1',
+    port: opts.port || 6379,
+    path: opts.path || opts.unixSocket || undefined,
+    db: opts.db || 0,
+    user: opts.user || undefined,
+    password: opts.password || undefined,
+    tls: opts.tls || undefined,
+    sentinel: opts.sentinel || undefined,
+    cluster: !!opts.cluster,
+    nodes: opts.nodes || undefined,
+    prefix: opts.prefix === undefined ? 'dq' : opts.prefix,
+    maxPayload: opts.maxPayload || DEFAULT_MAX_PAYLOAD,
+    connectTimeout: opts.connectTimeout || 5000,
+    commandTimeout: opts.commandTimeout === undefined ? 5000 : opts.commandTimeout,
+    keepalive: opts.keepalive === undefined ? true : !!opts.keepalive,
+    durability: opts.durability || 'local',
+    replicationTimeout: opts.replicationTimeout || 1000,
+  };
+  const why = K.checkPrefix(o.prefix);
+  if (why) throw fail('invalid', why);
+  if (o.durability !== 'local' && o.durability !== 'replicated') {
+    throw fail('invalid', `durability "${o.durability}" is not "local" or "replicated"`);
+  }
+  if (o.cluster) {
+    if (o.sentinel) throw fail('invalid', 'cluster and sentinel are both set (keep one)');
+    if (o.path) throw fail('invalid', 'a cluster needs TCP nodes, not a unix socket');
+    if (o.db !== 0) throw fail('invalid', 'db must be 0 with a cluster (a cluster has only database 0)');
+    if (!o.nodes || !o.nodes.length) o.nodes = [{ host: o.host, port: o.port }];
+  }
+  if (!Number.isInteger(o.db) || o.db < 0) throw fail('invalid', `db ${o.db} is not a number 0 or more`);
+  return o;
+}
+
+class Client {
+  // new Client(options): see index.d.ts (ClientOptions).  Nothing is
+  // sent before the first call.
+  constructor(opts = {}) {
+    this.o = normalize(opts);
+    this.prefix = this.o.prefix;
+    this.conn = new Conn(this.o);
+    this.parts = new Map();        // queue -> { n, gen, next }
+    this.registered = new Map();   // queue -> gen it was registered on
+  }
+
+  static fromUrl(url, opts = {}) {
+    return new Client({ ...require('./url').parseUrl(url), ...opts });
+  }
+
+  static fromConfig(path, opts = {}) {
+    return new Client({ ...require('./config').loadRedisConfig(path), ...opts });
+  }
+
+  async close() {
+    await this.conn.close();
+  }
+
+  // ---- queues and partitions ------------------------------------------
+
+  checkQueue(queue) {
+    const why = K.checkQueue(queue);
+    if (why) throw fail('invalid', why);
+  }
+
+  // The stored partition count of `queue` (1 when absent), read with
+  // the queue's protocol marker, which must not be newer than this
+  // client's (docs/protocol.md, "Versioning").
+  async readCount(queue) {
+    const meta = K.queueKeys(this.prefix, queue, 0, 1).keys[4];
+    const r = await this.conn.command('HMGET', [meta, 'partitions', K.PROTOCOL_FIELD]);
+    if (!Array.isArray(r) || r.length !== 2) throw fail('redis', `unexpected reply to HMGET ${meta}`);
+    if (r[1] !== null) {
+      const v = str(r[1]);
+      if (!/^[0-9]{1,9}$/.test(v) || Number(v) > K.PROTOCOL_VERSION) {
+        throw fail('redis', `queue ${queue} holds data of protocol version "${v.slice(0, 20)}"; ` +
+          `this client knows versions up to ${K.PROTOCOL_VERSION}: upgrade it`);
+      }
+    }
+    if (r[0] === null) return 1;
+    const s = str(r[0]);
+    const n = Number(s);
+    if (!/^[0-9]+$/.test(s) || n < 1 || n > K.PARTITIONS_MAX) {
+      throw fail('redis', `${meta} field partitions is "${s.slice(0, 20)}", not a partition count (1..${K.PARTITIONS_MAX})`);
+    }
+    return n;
+  }
+
+  // The cache entry of `queue`, its count read once per connection.
+  async partEntry(queue) {
+    this.checkQueue(queue);
+    await this.conn.ready();
+    let e = this.parts.get(queue);
+    if (e && e.gen === this.conn.gen) return e;
+    const n = await this.readCount(queue);
+    if (!e) {
+      e = { next: Math.floor(Math.random() * 0x7fffffff) };
+      this.parts.set(queue, e);
+    }
+    e.n = n;
+    e.gen = this.conn.gen;
+    return e;
+  }
+
+  async partCount(queue) {
+    return (await this.partEntry(queue)).n;
+  }
+
+  keysOf(queue, part, n) {
+    return K.queueKeys(this.prefix, queue, part, n);
+  }
+
+  // The keys of the partition that holds job `id`.
+  async keysOfId(queue, id) {
+    const n = await this.partCount(queue);
+    return { ...this.keysOf(queue, K.partitionOf(id, n), n), n };
+  }
+
+  // Register `queue` once per connection: SADD to the registry and the
+  // protocol marker (HSETNX on its meta hash: an older version written
+  // there stays), in one round trip.
+  async register(queue) {
+    await this.conn.ready();
+    if (this.registered.get(queue) === this.conn.gen) return;
+    const meta = K.queueKeys(this.prefix, queue, 0, 1).keys[4];
+    await this.conn.commands([['SADD', [K.registryKey(this.prefix), queue]],
+      ['HSETNX', [meta, K.PROTOCOL_FIELD, String(K.PROTOCOL_VERSION)]]]);
+    this.registered.set(queue, this.conn.gen);
+  }
+
+  // partitions(queue): the stored count, read now.
+  async partitions(queue) {
+    const e = await this.partEntry(queue);
+    e.n = await this.readCount(queue);
+    return e.n;
+  }
+
+  // ---- producing ------------------------------------------------------
+
+  // Check one job as libdelayq's check_request does, and make it the
+  // request the calls below send.  Throws DelayqError "invalid" or
+  // "too_large".
+  request(queue, type, payload, opts = {}) {
+    this.checkQueue(queue);
+    let why = K.checkType(type);
+    if (!why && opts.id !== undefined && opts.id !== null && opts.id !== '') why = K.checkId(opts.id);
+    if (why) throw fail('invalid', why);
+    let body;
+    if (Buffer.isBuffer(payload)) body = payload;
+    else if (payload instanceof Uint8Array) body = Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength);
+    else if (typeof payload === 'string') body = Buffer.from(payload, 'utf8');
+    else if (payload === undefined || payload === null) body = Buffer.alloc(0);
+    else throw fail('invalid', 'payload is not a Buffer, a Uint8Array or a string');
+    if (body.length > this.o.maxPayload) {
+      throw fail('too_large', `payload is ${body.length} bytes, over the limit of ${this.o.maxPayload}`);
+    }
+    const max = opts.maxAttempts === undefined || opts.maxAttempts === null ? 0 : opts.maxAttempts;
+    if (!Number.isInteger(max) || max < 0) throw fail('invalid', 'max attempts is negative');
+    if (max > 2147483647) throw fail('invalid', `max attempts ${max} is over 2147483647`);
+    const level = W.priorityLevel(opts.priority);
+    if (level < 0) throw fail('invalid', `priority ${JSON.stringify(opts.priority)} is not 0..9, "high", "normal" or "low"`);
+    if (opts.delay !== undefined && opts.at !== undefined && opts.at !== null) {
+      throw fail('invalid', 'delay and at are both set (keep one)');
+    }
+    let at = 0;
+    let delay = 0;
+    if (opts.at !== undefined && opts.at !== null) {
+      at = W.atMs(opts.at);
+      if (typeof at === 'string') throw fail('invalid', at);
+    } else {
+      delay = W.delayMs(opts.delay);
+      if (typeof delay === 'string') throw fail('invalid', delay);
+    }
+    return { queue, type, body, id: opts.id || '', delay, at, max, level, replace: !!opts.replace };
+  }
+
+  refused(status, req) {
+    if (status === 'exists') return fail('exists', `job ${req.id} already exists in queue ${req.queue} (use replace)`);
+    if (status === 'running') return fail('running', `job ${req.id} in queue ${req.queue} is running and cannot be replaced`);
+    return fail('redis', 'unexpected reply from the enqueue script');
+  }
+
+  // enqueue(queue, type, payload, {delay, at, id, replace, priority,
+  // maxAttempts}) -> the job's id.
+  async enqueue(queue, type, payload, opts = {}) {
+    const req = this.request(queue, type, payload, opts);
+    await this.register(queue);
+    const e = await this.partEntry(queue);
+    const n = e.n;
+    const part = n <= 1 ? 0 : (req.id ? K.partitionOf(req.id, n) : (e.next++ % n));
+    const k = this.keysOf(queue, part, n);
+    const args = [k.wake, req.id, req.type, req.body, req.at > 0 ? 'at' : 'delay',
+      req.at > 0 ? req.at : req.delay, req.max, req.replace ? '1' : '0'];
+    if (req.level !== NORMAL) args.push(req.level);
+    else if (n > 1) args.push(NORMAL);
+    if (n > 1) args.push(n, part);
+    const r = await this.conn.evalScript('enqueue', k.keys, args);
+    if (!Array.isArray(r) || r.length < 4) throw fail('redis', 'unexpected reply from the enqueue script');
+    const status = str(r[0]);
+    if (status === 'ok' || status === 'replaced') return str(r[1]);
+    throw this.refused(status, req);
+  }
+
+  // enqueueMany([{queue, type, payload, ...options}]) -> one result per
+  // job, in order: { id } or { error: DelayqError }.  Jobs are grouped by
+  // queue and partition into calls of up to 1000, all sent at once (one
+  // round trip per master); a bad job is reported alone.
+  async enqueueMany(jobs) {
+    if (!Array.isArray(jobs)) throw fail('invalid', 'enqueueMany takes an array of jobs');
+    const results = new Array(jobs.length);
+    const reqs = [];
+    jobs.forEach((j, i) => {
+      try {
+        reqs.push({ i, req: this.request(j.queue, j.type, j.payload, j) });
+      } catch (e) {
+        if (!e.code) throw e;
+        results[i] = { error: e };
+      }
+    });
+    const chunks = await this.chunksOf(reqs);
+    const calls = chunks.map((c) => this.manyCall(c));
+    const replies = calls.length ? await this.conn.pipelineScripts('enqueue_many', calls) : [];
+    chunks.forEach((c, ci) => this.manyReply(c, replies[ci], results));
+    return results;
+  }
+
+  // The checked jobs in enqueue_many calls: grouped by queue (each queue
+  // registered, its partition count read), then by partition (a job with
+  // an id goes to its own, one without takes the partitions in turn), in
+  // runs of up to ENQUEUE_CHUNK.
+  async chunksOf(reqs) {
+    const chunks = [];
+    const byQueue = new Map();
+    for (const r of reqs) {
+      if (!byQueue.has(r.req.queue)) byQueue.set(r.req.queue, []);
+      byQueue.get(r.req.queue).push(r);
+    }
+    for (const [queue, list] of byQueue) {
+      await this.register(queue);
+      const e = await this.partEntry(queue);
+      const byPart = new Map();
+      for (const r of list) {
+        const p = e.n <= 1 ? 0 : (r.req.id ? K.partitionOf(r.req.id, e.n) : (e.next++ % e.n));
+        if (!byPart.has(p)) byPart.set(p, []);
+        byPart.get(p).push(r);
+      }
+      for (const [part, items] of byPart) {
+        for (let s = 0; s < items.length; s += ENQUEUE_CHUNK) {
+          chunks.push({ queue, part, n: e.n, items: items.slice(s, s + ENQUEUE_CHUNK) });
+        }
+      }
+    }
+    return chunks;
+  }
+
+  // Chunk `c`'s enqueue_many call: per job its id, its "when" (a delay,
+  // or @ and a time; r first to replace, /L after for a level other than
+  // normal) and the head of its record body (docs/protocol.md).
+  manyCall(c) {
+    const k = this.keysOf(c.queue, c.part, c.n);
+    const args = [k.wake];
+    for (const { req } of c.items) {
+      const ms = req.at > 0 ? req.at : req.delay;
+      const when = `${req.replace ? 'r' : ''}${req.at > 0 ? '@' : ''}${ms}${req.level !== NORMAL ? `/${req.level}` : ''}`;
+      args.push(req.id, when, bodyHead(req.type, req.body, req.max));
+    }
+    if (c.n > 1) args.push(c.n, c.part);
+    return { keys: k.keys, args };
+  }
+
+  // Fill `results` for chunk `c` from its enqueue_many reply.
+  manyReply(c, r, results) {
+    if (r instanceof Error) {
+      for (const { i } of c.items) results[i] = { error: r };
+      return;
+    }
+    if (!Array.isArray(r) || r.length < 2 || (r.length - 2) % 3 !== 0) {
+      const e = fail('redis', 'unexpected reply from the enqueue_many script');
+      for (const { i } of c.items) results[i] = { error: e };
+      return;
+    }
+    let seq = int(r[1]);
+    c.items.forEach(({ i, req }) => {
+      results[i] = { id: req.id ? req.id : String(++seq * c.n + c.part) };
+    });
+    for (let e = 2; e < r.length; e += 3) {
+      const item = c.items[int(r[e]) - 1];
+      const status = str(r[e + 1]);
+      if (!item) continue;
+      if (status === 'ok' || status === 'replaced') results[item.i] = { id: str(r[e + 2]) };
+      else results[item.i] = { error: this.refused(status, { ...item.req, id: str(r[e + 2]) }) };
+    }
+  }
+
+  // cancel or run_now of the delayed job `id` (by `name`).
+  async delayedJobCall(name, queue, id, done, running, dead) {
+    this.checkQueue(queue);
+    if (typeof id !== 'string' || id === '') throw fail('invalid', 'job id is empty');
+    const k = await this.keysOfId(queue, id);
+    const args = name === 'cancel' ? [id] : [k.wake, id];
+    const r = str(await this.conn.evalScript(name, k.keys, args));
+    if (r === done) return true;
+    if (r === 'running') throw fail('running', `job ${id} in queue ${queue} is running; ${running}`);
+    if (r === 'dead') throw fail('dead', `job ${id} in queue ${queue} is dead; ${dead}`);
+    if (r === 'notfound') return false;
+    throw fail('redis', `unexpected reply from the ${name} script`);
+  }
+
+  // cancel(queue, id) -> true when it was still waiting (and is deleted),
+  // false when there is no such job.
+  cancel(queue, id) {
+    return this.delayedJobCall('cancel', queue, id, 'cancelled', 'it can no longer be cancelled', 'purge it instead');
+  }
+
+  // runNow(queue, id): a delayed job becomes due now.
+  async runNow(queue, id) {
+    if (!(await this.delayedJobCall('run_now', queue, id, 'ran', 'it is no longer waiting', 'requeue it instead'))) {
+      throw fail('notfound', `no job ${id} in queue ${queue}`);
+    }
+  }
+}
+
+module.exports = { Client, normalize, str, int };
+require('./admin');
+require('./schedules');

@@ -1,0 +1,329 @@
+'use strict';
+// One connection to Redis (a server, a Sentinel-watched master, or a
+// Cluster) through ioredis, with libdelayq's rules: a call that cannot
+// reach Redis fails at once (no queue of commands waiting for a server),
+// the next call connects again; scripts run by SHA1 and are loaded again
+// on NOSCRIPT; a server that answers READONLY, MASTERDOWN or LOADING ran
+// nothing, and the call is sent again on a new connection for up to the
+// connect timeout; under durability "replicated" every script that
+// writes is followed by WAIT in the same round trip.
+
+const Redis = require('ioredis');
+const { DelayqError, fail } = require('./errors');
+const { script } = require('./scripts');
+const { keySlot } = require('./keys');
+
+const FAILOVER = /^(READONLY|MASTERDOWN|LOADING)/;
+const MAX_LOADS = 3;
+
+function sleep(ms) {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+function describe(o) {
+  if (o.cluster) return `cluster ${(o.nodes || []).map((n) => `${n.host}:${n.port}`).join(',')}`;
+  if (o.sentinel) return `sentinel master ${o.sentinel.master}`;
+  if (o.path) return o.path;
+  return `${o.host}:${o.port}`;
+}
+
+function isReplyError(e) {
+  return e && e.name === 'ReplyError';
+}
+
+class Conn {
+  // `o`: the normalized options of client.js (host, port, path, db, user,
+  // password, tls, sentinel, cluster, nodes, connectTimeout,
+  // commandTimeout, durability, replicationTimeout).
+  constructor(o) {
+    this.o = o;
+    this.addr = describe(o);
+    this.gen = 0;          // counts the connections made: caches key on it
+    this.closed = false;
+    this.lastError = null;
+    this.redis = this.make();
+  }
+
+  make() {
+    const o = this.o;
+    const common = {
+      lazyConnect: true,
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      connectTimeout: o.connectTimeout,
+      // A write under replicated durability waits for WAIT too (libdelayq:
+      // command_timeout_ms plus replication_timeout_ms).
+      commandTimeout: o.commandTimeout > 0
+        ? o.commandTimeout + (o.durability === 'replicated' ? o.replicationTimeout : 0) : undefined,
+      keepAlive: o.keepalive ? 30000 : undefined,
+      username: o.user || undefined,
+      password: o.password || undefined,
+      tls: o.tls || undefined,
+    };
+    let r;
+    if (o.cluster) {
+      // The cluster keeps its offline queue: it rejects a command for a
+      // node still connecting otherwise, its own ready check included.
+      // No retry strategy: a cluster that cannot be reached fails the call.
+      r = new Redis.Cluster(o.nodes, {
+        lazyConnect: true,
+        clusterRetryStrategy: () => null,
+        redisOptions: { ...common, lazyConnect: false, enableOfflineQueue: true, db: 0 },
+        maxRedirections: 16,
+      });
+    } else if (o.sentinel) {
+      r = new Redis({
+        ...common,
+        db: o.db,
+        sentinels: o.sentinel.nodes,
+        name: o.sentinel.master,
+        sentinelUsername: o.sentinel.user || undefined,
+        sentinelPassword: o.sentinel.password || undefined,
+        enableTLSForSentinelMode: !!o.tls,
+        sentinelTLS: o.tls || undefined,
+        retryStrategy: () => null,
+        sentinelRetryStrategy: () => null,
+      });
+    } else {
+      r = new Redis({ ...common, host: o.host, port: o.port, path: o.path, db: o.db,
+        retryStrategy: () => null });
+    }
+    r.on('error', (e) => { this.lastError = e; });
+    r.on('ready', () => { this.gen++; });
+    return r;
+  }
+
+  // The DelayqError for an error of ioredis met while doing `what`.
+  error(e, what) {
+    const msg = e && e.message ? e.message : String(e);
+    if (isReplyError(e)) {
+      if (/^(NOAUTH|WRONGPASS)/.test(msg)) return fail('auth', `redis: ${msg}`);
+      return fail('redis', `redis error in ${what}: ${msg}`);
+    }
+    if (/timed out/i.test(msg)) return fail('timeout', `redis ${this.addr}: ${what} timed out`);
+    return fail('connect', `redis ${this.addr}: ${msg}`);
+  }
+
+  // Connect when there is no usable connection: DelayqError "connect" or
+  // "auth" when that fails.
+  async ready() {
+    if (this.closed) throw fail('connect', `redis ${this.addr}: the client is closed`);
+    const status = this.redis.status;
+    if (status === 'ready') return;
+    if (status === 'connecting' || status === 'connect' || status === 'reconnecting') {
+      await new Promise((resolve) => {
+        const done = () => { this.redis.off('ready', done); this.redis.off('end', done); resolve(); };
+        this.redis.on('ready', done);
+        this.redis.on('end', done);
+      });
+      if (this.redis.status === 'ready') return;
+    } else {
+      this.lastError = null;
+      try {
+        await this.redis.connect();
+      } catch (e) {
+        this.lastError = this.lastError || e;
+      }
+    }
+    if (this.redis.status === 'ready') return;
+    const e = this.lastError;
+    this.redis.disconnect();
+    if (e && (isReplyError(e) || /WRONGPASS|NOAUTH|AUTH/.test(e.message || ''))) {
+      throw fail('auth', `redis refused AUTH: ${e.message.replace(/^.*?(WRONGPASS|NOAUTH|ERR)/, '$1')}`);
+    }
+    throw fail('connect', `cannot connect to redis at ${this.addr}: ${e ? e.message : 'connection closed'}`);
+  }
+
+  // Drop the connection (the next call makes a new one).
+  drop() {
+    try { this.redis.disconnect(); } catch (_) { /* closed already */ }
+  }
+
+  // Run `fn` (which sends on this.redis) with the failover rule; `what`
+  // names the call in messages.
+  async withFailover(what, fn) {
+    const deadline = Date.now() + this.o.connectTimeout;
+    let backoff = 100;
+    for (;;) {
+      await this.ready();
+      try {
+        return await fn();
+      } catch (e) {
+        if (e instanceof DelayqError) throw e;
+        const m = e && e.message ? e.message : '';
+        if (!isReplyError(e) || !FAILOVER.test(m)) throw this.error(e, what);
+        if (Date.now() + backoff > deadline) {
+          throw fail('connect', `redis ${this.addr}: ${m} (no master within ${this.o.connectTimeout} ms)`);
+        }
+        this.drop();
+        await sleep(backoff / 2 + Math.random() * backoff / 2);
+        backoff = Math.min(backoff * 2, 2000);
+      }
+    }
+  }
+
+  // A plain command, replies as Buffers.
+  command(name, args) {
+    return this.withFailover(name, () => this.redis.callBuffer(name, ...args));
+  }
+
+  // Several plain commands ([name, args] each) in one round trip (on a
+  // cluster, each routed by its key); their replies.
+  commands(list) {
+    return this.withFailover(list[0][0], async () => {
+      if (this.o.cluster) return Promise.all(list.map(([n, a]) => this.redis.callBuffer(n, ...a)));
+      const p = this.redis.pipeline();
+      for (const [n, a] of list) p.callBuffer(n, ...a);
+      const res = await p.exec();
+      for (const [err] of res) if (err) throw err;
+      return res.map(([, v]) => v);
+    });
+  }
+
+  // Load `s` where it is missing: the one server, or every master.
+  async loadScript(s) {
+    const nodes = this.o.cluster ? this.redis.nodes('master') : [this.redis];
+    await Promise.all(nodes.map((n) => n.callBuffer('SCRIPT', 'LOAD', s.text)));
+  }
+
+  waits(s) {
+    return this.o.durability === 'replicated' && s.writes;
+  }
+
+  checkWait(reply) {
+    if (reply instanceof Error) throw this.error(reply, 'WAIT');
+    if (typeof reply === 'number' && reply >= 1) return;
+    throw fail('timeout', `not replicated within ${this.o.replicationTimeout} ms ` +
+      '(the write is on the master only)');
+  }
+
+  // Run script `name` on `keys` with `args`; the reply with Buffers for
+  // strings.  A script error is DelayqError "redis" ("redis error in
+  // NAME: ...").
+  async evalScript(name, keys, args) {
+    const s = script(name);
+    const argv = [s.sha, keys.length, ...keys, ...args];
+    for (let loads = 0; ; loads++) {
+      try {
+        return await this.withFailover(name, async () => {
+          if (!this.waits(s)) return this.redis.callBuffer('EVALSHA', ...argv);
+          const p = this.pipelineFor(keys[0]);
+          p.callBuffer('EVALSHA', ...argv);
+          p.callBuffer('WAIT', 1, this.o.replicationTimeout);
+          const res = await p.exec();
+          if (res[0][0]) throw res[0][0];
+          this.checkWait(res[1][0] || res[1][1]);
+          return res[0][1];
+        });
+      } catch (e) {
+        if (!(e.code === 'redis' && / NOSCRIPT/.test(e.message)) || loads >= MAX_LOADS) {
+          if (e.code === 'redis' && / NOSCRIPT/.test(e.message)) {
+            throw fail('redis', `redis keeps losing the ${name} script`);
+          }
+          throw e;
+        }
+        await this.withFailover('SCRIPT LOAD', () => this.loadScript(s));
+      }
+    }
+  }
+
+  // A pipeline that reaches the server holding `key`: on a cluster, that
+  // master's own connection (so that one pipeline is one round trip).
+  pipelineFor(key) {
+    if (!this.o.cluster) return this.redis.pipeline();
+    return this.nodeOf(key).pipeline();
+  }
+
+  nodeOf(key) {
+    const slot = keySlot(key);
+    const slots = this.redis.slots[slot];
+    const addr = slots && slots[0];
+    const node = addr && this.redis.connectionPool.getInstanceByKey(addr);
+    return node || this.redis.nodes('master')[0];
+  }
+
+  // Run many calls of script `name` ({keys, args} each), one pipeline per
+  // master (one round trip each, the masters in parallel), with WAIT at
+  // the end of each under replicated durability.  Returns one entry per
+  // call: the reply, or a DelayqError.  A master that lost the script
+  // (NOSCRIPT) has it loaded and its calls sent again in one pipeline; on
+  // a cluster, calls whose slot moved are sent again one by one.
+  async pipelineScripts(name, calls) {
+    const s = script(name);
+    await this.ready();
+    const groups = new Map();
+    calls.forEach((c, i) => {
+      const node = this.o.cluster ? this.nodeOf(c.keys[0]) : this.redis;
+      if (!groups.has(node)) groups.set(node, []);
+      groups.get(node).push(i);
+    });
+    const out = new Array(calls.length);
+    const again = [];
+    await Promise.all([...groups].map(async ([node, idx]) => {
+      for (let loads = 0; idx.length; loads++) {
+        const noscript = await this.pipelineOn(node, s, calls, idx, out, again);
+        if (!noscript.length) return;
+        if (loads >= MAX_LOADS) {
+          for (const i of noscript) out[i] = fail('redis', `redis keeps losing the ${name} script`);
+          return;
+        }
+        try {
+          await node.callBuffer('SCRIPT', 'LOAD', s.text);
+        } catch (e) {
+          for (const i of noscript) out[i] = this.error(e, 'SCRIPT LOAD');
+          return;
+        }
+        idx = noscript;
+      }
+    }));
+    for (const i of again) {
+      try {
+        out[i] = await this.evalScript(name, calls[i].keys, calls[i].args);
+      } catch (e) {
+        out[i] = e;
+      }
+    }
+    return out;
+  }
+
+  // One pipeline of the calls `idx` on `node`: fills out[] and again[]
+  // (calls to send alone), and returns the calls refused with NOSCRIPT.
+  async pipelineOn(node, s, calls, idx, out, again) {
+    const p = node.pipeline();
+    for (const i of idx) p.callBuffer('EVALSHA', s.sha, calls[i].keys.length, ...calls[i].keys, ...calls[i].args);
+    if (this.waits(s)) p.callBuffer('WAIT', 1, this.o.replicationTimeout);
+    let res;
+    try {
+      res = await p.exec();
+    } catch (e) {
+      for (const i of idx) out[i] = this.error(e, s.name);
+      return [];
+    }
+    let waitErr = null;
+    if (this.waits(s)) {
+      const w = res[idx.length];
+      try { this.checkWait(w[0] || w[1]); } catch (e) { waitErr = e; }
+    }
+    const noscript = [];
+    idx.forEach((i, k) => {
+      const [err, val] = res[k];
+      const m = err ? err.message : '';
+      if (/^NOSCRIPT/.test(m)) noscript.push(i);
+      else if (/^(MOVED|ASK|TRYAGAIN|READONLY|MASTERDOWN|LOADING)/.test(m)) again.push(i);
+      else if (err) out[i] = this.error(err, s.name);
+      else out[i] = waitErr || val;
+    });
+    return noscript;
+  }
+
+  async close() {
+    this.closed = true;
+    try {
+      await this.redis.quit();
+    } catch (_) {
+      this.redis.disconnect();
+    }
+  }
+}
+
+module.exports = { Conn };

@@ -1,0 +1,166 @@
+'use strict';
+// Every producer call of the Node client against a real redis-server,
+// with binary payloads kept byte for byte.
+
+const test = require('node:test');
+const assert = require('node:assert');
+const { startRedis, delayq, queueName } = require('./redis');
+
+const { Client } = delayq();
+let redis;
+let dq;
+
+test.before(async () => {
+  redis = await startRedis();
+  dq = Client.fromUrl(`unix://${redis.sock}`);
+});
+
+test.after(async () => {
+  await dq.close();
+  await redis.stop();
+});
+
+const ALL_BYTES = Buffer.from(Array.from({ length: 256 }, (_, i) => i));
+
+test('the order-timeout example: enqueue with an id, cancel while waiting', async () => {
+  const q = queueName('orders');
+  const id = await dq.enqueue(q, 'order.cancel', Buffer.from('{"order":1234}'),
+    { delay: '30m', id: 'order:1234:cancel' });
+  assert.strictEqual(id, 'order:1234:cancel');
+  const job = await dq.show(q, id);
+  assert.strictEqual(job.state, 'delayed');
+  assert.strictEqual(job.dueMs - job.createdMs, 30 * 60 * 1000);
+  assert.strictEqual(await dq.cancel(q, id), true);
+  assert.strictEqual(await dq.cancel(q, id), false);
+  assert.strictEqual(await dq.show(q, id), null);
+});
+
+test('binary payloads are kept byte for byte, one at a time and in bulk', async () => {
+  const q = queueName('bin');
+  const id = await dq.enqueue(q, 't', ALL_BYTES, { delay: 60000 });
+  assert.match(id, /^[0-9]+$/);
+  assert.deepStrictEqual((await dq.show(q, id)).payload, ALL_BYTES);
+  const invalidUtf8 = Buffer.from([0xc3, 0x28, 0xff, 0x00, 0x80]);
+  const res = await dq.enqueueMany([
+    { queue: q, type: 't', payload: invalidUtf8, delay: 60000 },
+    { queue: q, type: 't', payload: new Uint8Array([1, 2, 0, 3]), delay: 60000, id: 'u8' },
+    { queue: q, type: 't', payload: 'text é', delay: 60000 },
+  ]);
+  assert.deepStrictEqual((await dq.show(q, res[0].id)).payload, invalidUtf8);
+  assert.deepStrictEqual((await dq.show(q, 'u8')).payload, Buffer.from([1, 2, 0, 3]));
+  assert.strictEqual((await dq.show(q, res[2].id)).payload.toString('utf8'), 'text é');
+});
+
+test('delay, at, priority, max attempts and replace reach the record', async () => {
+  const q = queueName('opts');
+  const now = await dq.serverTime();
+  await dq.enqueue(q, 't', 'a', { id: 'd:1', delay: '1h30m' });
+  const a = await dq.show(q, 'd:1');
+  assert.strictEqual(a.dueMs - a.createdMs, 90 * 60 * 1000);
+  const at = new Date(now + 3600 * 1000);
+  await dq.enqueue(q, 't', 'b', { id: 'at:1', at, priority: 'high', maxAttempts: 7 });
+  const b = await dq.show(q, 'at:1');
+  assert.strictEqual(b.dueMs, at.getTime());
+  assert.strictEqual(b.priority, 0);
+  assert.strictEqual(b.maxAttempts, 7);
+  await dq.enqueue(q, 't2', 'c', { id: 'at:1', delay: 5000, priority: 'low', replace: true });
+  const c = await dq.show(q, 'at:1');
+  assert.strictEqual(c.type, 't2');
+  assert.strictEqual(c.priority, 9);
+  assert.strictEqual(c.payload.toString(), 'c');
+  await dq.enqueue(q, 't', 'n', { id: 'ms:1', at: now + 1000, priority: 3 });
+  assert.strictEqual((await dq.show(q, 'ms:1')).priority, 3);
+});
+
+test('generated ids count up and the queue is registered', async () => {
+  const q = queueName('gen');
+  const a = await dq.enqueue(q, 't', 'x');
+  const b = await dq.enqueue(q, 't', 'x');
+  assert.strictEqual(Number(b), Number(a) + 1);
+  const raw = new (require(require.resolve('ioredis', { paths: [process.env.DELAYQ_NODE_PKG] })))({ path: redis.sock });
+  assert.strictEqual(await raw.sismember('dq:queues', q), 1);
+  raw.disconnect();
+});
+
+test('enqueueMany: jobs of several queues in one round trip, bad ones alone', async () => {
+  const q1 = queueName('many');
+  const q2 = queueName('many');
+  const jobs = [];
+  for (let i = 0; i < 2500; i++) jobs.push({ queue: i % 2 ? q1 : q2, type: 't', payload: `p${i}`, delay: 60000 });
+  jobs.push({ queue: q1, type: 't', payload: 'dup', id: 'same' });
+  jobs.push({ queue: q1, type: 't', payload: 'dup', id: 'same' });
+  jobs.push({ queue: q1, type: 't', payload: 'bad', delay: -5 });
+  const before = await evalshaCalls();
+  const res = await dq.enqueueMany(jobs);
+  const calls = (await evalshaCalls()) - before;
+  // 1250 jobs per queue in calls of up to 1000, plus the ids: 4 calls.
+  assert.strictEqual(calls, 4);
+  assert.strictEqual(res.length, jobs.length);
+  assert.strictEqual(res.filter((r) => r.id).length, 2501);
+  assert.strictEqual(res[2501].error.code, 'exists');
+  assert.strictEqual(res[2502].error.code, 'invalid');
+  assert.strictEqual(new Set(res.slice(0, 2500).map((r, i) => `${jobs[i].queue} ${r.id}`)).size, 2500);
+  assert.strictEqual((await dq.stats(q1)).delayed, 1250);
+  assert.strictEqual((await dq.stats(q2)).delayed, 1250);
+  const shown = await dq.show(q2, res[0].id);
+  assert.strictEqual(shown.payload.toString(), 'p0');
+});
+
+async function evalshaCalls() {
+  const info = String(await dq.conn.command('INFO', ['commandstats']));
+  const m = /cmdstat_evalsha:calls=([0-9]+)/.exec(info);
+  return m ? Number(m[1]) : 0;
+}
+
+test('runNow makes a delayed job due; stats count it', async () => {
+  const q = queueName('runnow');
+  await dq.enqueue(q, 't', 'x', { id: 'r:1', delay: '1h' });
+  let s = await dq.stats(q);
+  assert.strictEqual(s.delayed, 1);
+  assert.strictEqual(s.due, 0);
+  await dq.runNow(q, 'r:1');
+  s = await dq.stats(q);
+  assert.strictEqual(s.due, 1);
+  assert.strictEqual(s.dueByPriority[5], 1);
+  await assert.rejects(dq.runNow(q, 'r:none'), { code: 'notfound', message: `no job r:none in queue ${q}` });
+});
+
+test('pause, paused and resume', async () => {
+  const q = queueName('pause');
+  assert.strictEqual(await dq.paused(q), -1);
+  const since = await dq.pause(q);
+  assert.ok(since > 0);
+  assert.strictEqual(await dq.paused(q), since);
+  assert.strictEqual(await dq.pause(q), since);
+  assert.strictEqual(await dq.resume(q), since);
+  assert.strictEqual(await dq.paused(q), -1);
+  assert.strictEqual(await dq.resume(q), -1);
+});
+
+test('schedules: add, list, remove', async () => {
+  const q = queueName('sched');
+  const next = await dq.scheduleAdd(q, 'nightly', '0 3 * * *', 'report', Buffer.from([0, 1]),
+    { tz: 'Europe/Berlin', maxAttempts: 2, catchUp: 'none' });
+  const now = await dq.serverTime();
+  assert.ok(next > now && next <= now + 86400000);
+  const every = await dq.scheduleAdd(q, 'often', '@every 90s', 'ping', 'x');
+  assert.ok(every - now <= 90000 && every - now > 88000);
+  await assert.rejects(dq.scheduleAdd(q, 'often', '@every 90s', 'ping', 'x'),
+    { code: 'exists', message: `schedule often already exists in queue ${q} (use replace)` });
+  await dq.scheduleAdd(q, 'often', '@every 2m', 'ping', 'y', { replace: true });
+  const list = await dq.scheduleList(q);
+  assert.deepStrictEqual(list.map((s) => s.name), ['often', 'nightly']);
+  const nightly = list[1];
+  assert.strictEqual(nightly.tz, 'Europe/Berlin');
+  assert.strictEqual(nightly.catchUp, 'none');
+  assert.strictEqual(nightly.maxAttempts, 2);
+  assert.deepStrictEqual(nightly.payload, Buffer.from([0, 1]));
+  assert.strictEqual(list[0].expr, '@every 2m');
+  await dq.scheduleRemove(q, 'often');
+  await assert.rejects(dq.scheduleRemove(q, 'often'), { code: 'notfound' });
+  await assert.rejects(dq.scheduleAdd(q, 'bad', '0 25 * * *', 't', 'x'),
+    { code: 'invalid', message: 'field 2 (hour) "25": 25 is not in 0..23' });
+  await assert.rejects(dq.scheduleAdd(q, 'bad', '0 3 * * *', 't', 'x', { tz: 'Mars/Olympus' }), { code: 'invalid' });
+  await assert.rejects(dq.scheduleAdd(q, 'a@b', '0 3 * * *', 't', 'x'), { code: 'invalid' });
+  assert.strictEqual((await dq.scheduleList(q)).length, 1);
+});

@@ -1,0 +1,113 @@
+'use strict';
+// Redis Cluster: three real masters (TCP on free ports of 127.0.0.1, the
+// slots split in three), a partitioned queue spread over them, every call
+// routed by its keys, enqueueMany in one pipeline per master, and the
+// scripts loaded again on every master after SCRIPT FLUSH.
+
+const test = require('node:test');
+const assert = require('node:assert');
+const { startRedis, freePort, delayq, queueName, sleep } = require('./redis');
+
+const Redis = require(require.resolve('ioredis', { paths: [process.env.DELAYQ_NODE_PKG] }));
+const { Client } = delayq();
+const masters = [];
+const raws = [];
+let dq;
+
+test.before(async () => {
+  for (let i = 0; i < 3; i++) {
+    const port = await freePort();
+    masters.push(await startRedis(['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf',
+      '--cluster-node-timeout', '5000'], port));
+    raws.push(new Redis({ path: masters[i].sock }));
+  }
+  const ranges = [[0, 5460], [5461, 10922], [10923, 16383]];
+  for (let i = 0; i < 3; i++) {
+    await raws[i].call('CLUSTER', 'SET-CONFIG-EPOCH', String(i + 1));
+    const slots = [];
+    for (let s = ranges[i][0]; s <= ranges[i][1]; s++) slots.push(s);
+    await raws[i].call('CLUSTER', 'ADDSLOTS', ...slots);
+  }
+  // Every node meets node 0 (so that each learns the address it is known by).
+  for (let i = 1; i < 3; i++) await raws[i].call('CLUSTER', 'MEET', '127.0.0.1', String(masters[0].port));
+  for (let t = 0; t < 200; t++) {
+    const states = await Promise.all(raws.map((r) => r.call('CLUSTER', 'INFO')));
+    const nodes = await Promise.all(raws.map((r) => r.call('CLUSTER', 'NODES')));
+    if (states.every((s) => /cluster_state:ok/.test(s) && /cluster_known_nodes:3/.test(s))
+        && nodes.every((s) => !/handshake|:0@/.test(s))) break;
+    await sleep(50);
+  }
+  dq = new Client({ cluster: true, nodes: [{ host: '127.0.0.1', port: masters[0].port }] });
+});
+
+test.after(async () => {
+  if (dq) await dq.close();
+  for (const r of raws) r.disconnect();
+  for (const m of masters) await m.stop();
+});
+
+async function evalshaCalls(r) {
+  const m = /cmdstat_evalsha:calls=([0-9]+)/.exec(await r.call('INFO', 'commandstats'));
+  return m ? Number(m[1]) : 0;
+}
+
+test('a partitioned queue over three masters: every call finds its job', async () => {
+  const q = queueName('cl');
+  await dq.setPartitions(q, 6);
+  assert.strictEqual(await dq.partitions(q), 6);
+  const ids = [];
+  for (let i = 0; i < 12; i++) ids.push(await dq.enqueue(q, 't', Buffer.from([i, 0, 255]), { delay: 60000 }));
+  for (let i = 0; i < 6; i++) ids.push(await dq.enqueue(q, 't', `named ${i}`, { id: `order:${i}`, delay: 60000 }));
+  // The partitions' keys are spread: each master holds some of the jobs.
+  const held = await Promise.all(raws.map((r) => r.call('DBSIZE')));
+  assert.ok(held.every((n) => n > 0), `keys on every master: ${held}`);
+  for (const [i, id] of ids.slice(0, 12).entries()) assert.deepStrictEqual((await dq.show(q, id)).payload, Buffer.from([i, 0, 255]));
+  const s = await dq.stats(q);
+  assert.strictEqual(s.delayed, 18);
+  assert.strictEqual(await dq.cancel(q, 'order:3'), true);
+  await dq.runNow(q, ids[0]);
+  assert.strictEqual((await dq.stats(q)).due, 1);
+  const since = await dq.pause(q);
+  assert.strictEqual(await dq.paused(q), since);
+  await dq.resume(q);
+});
+
+test('enqueueMany sends one pipeline per master', async () => {
+  const q = queueName('clmany');
+  await dq.setPartitions(q, 6);
+  // The first call on a master loads the script there (NOSCRIPT, then
+  // SCRIPT LOAD and the calls again): warm every master up first.
+  await dq.enqueueMany(Array.from({ length: 6 }, () => ({ queue: q, type: 't', payload: 'w', delay: 60000 })));
+  const before = await Promise.all(raws.map(evalshaCalls));
+  const jobs = Array.from({ length: 600 }, (_, i) => ({ queue: q, type: 't', payload: `p${i}`, delay: 60000 }));
+  const res = await dq.enqueueMany(jobs);
+  assert.ok(res.every((r) => r.id), JSON.stringify(res.find((r) => !r.id)));
+  const after = await Promise.all(raws.map(evalshaCalls));
+  // One enqueue_many per partition (six), spread over the masters.
+  assert.strictEqual(after.reduce((a, b) => a + b, 0) - before.reduce((a, b) => a + b, 0), 6);
+  assert.strictEqual((await dq.stats(q)).delayed, 606);
+  assert.strictEqual((await dq.show(q, res[599].id)).payload.toString(), 'p599');
+});
+
+test('SCRIPT FLUSH on every master: the scripts are loaded again', async () => {
+  const q = queueName('clflush');
+  await dq.setPartitions(q, 3);
+  await dq.enqueue(q, 't', 'x', { id: 'f:1' });
+  for (const r of raws) await r.call('SCRIPT', 'FLUSH');
+  assert.strictEqual(await dq.enqueue(q, 't', 'y', { id: 'f:2' }), 'f:2');
+  for (const r of raws) await r.call('SCRIPT', 'FLUSH');
+  const res = await dq.enqueueMany(Array.from({ length: 30 }, (_, i) => ({ queue: q, type: 't', payload: `${i}` })));
+  assert.ok(res.every((r) => r.id), JSON.stringify(res.find((r) => !r.id)));
+  assert.strictEqual((await dq.stats(q)).due, 32);
+});
+
+test('a cluster that cannot be reached fails the call with connect', async () => {
+  const port = await freePort();
+  const c = new Client({ cluster: true, nodes: [{ host: '127.0.0.1', port }], connectTimeout: 1000 });
+  await assert.rejects(c.enqueue('q', 't', 'x'), (e) => {
+    assert.strictEqual(e.code, 'connect');
+    assert.match(e.message, /^cannot connect to redis at cluster 127\.0\.0\.1:[0-9]+: /);
+    return true;
+  });
+  await c.close();
+});

@@ -1,0 +1,44 @@
+// Compiled (never run) by types.test.js with tsc --strict --noEmit: the
+// README's calls must type-check against index.d.ts.
+import { Client, DelayqError, EnqueueResult, Job, Stats, parseDuration } from 'delayq';
+
+async function orderTimeout(): Promise<void> {
+  const dq: Client = Client.fromUrl('redis://localhost:6379/0');
+  const id: string = await dq.enqueue('orders', 'order.cancel', Buffer.from('{"order":1234}'),
+    { delay: '30m', id: 'order:1234:cancel' });
+  const cancelled: boolean = await dq.cancel('orders', id);
+  await dq.enqueue('orders', 't', 'text', { at: new Date(), priority: 'high', maxAttempts: 3, replace: true });
+  await dq.enqueue('orders', 't', new Uint8Array([1, 2]), { delay: 5000, priority: 7 });
+  const many: EnqueueResult[] = await dq.enqueueMany([{ queue: 'orders', type: 't', payload: 'x', delay: '1h' }]);
+  for (const r of many) {
+    if (r.error) console.log(r.error.code, r.error.message);
+    else console.log(r.id.length);
+  }
+  const job: Job | null = await dq.show('orders', id);
+  if (job) console.log(job.payload.byteLength, job.state, job.priority);
+  const s: Stats = await dq.stats('orders');
+  console.log(s.dueByPriority[0], cancelled, parseDuration('1h30m'));
+  await dq.runNow('orders', id);
+  const since: number = await dq.pause('orders');
+  console.log(since, await dq.paused('orders'), await dq.resume('orders'));
+  const page = await dq.deadList('orders', { offset: 0, count: 10 });
+  console.log(page.total, page.jobs[0]?.lastError);
+  await dq.requeue('orders', id);
+  const n: number = (await dq.requeueAll('orders')) + (await dq.purgeAll('orders'));
+  await dq.purge('orders', id);
+  const next: number = await dq.scheduleAdd('orders', 'nightly', '0 3 * * *', 'report', '', { tz: 'Europe/Berlin', catchUp: 'none' });
+  const list = await dq.scheduleList('orders');
+  console.log(n, next, list[0]?.nextMs);
+  await dq.scheduleRemove('orders', 'nightly');
+  const conf = Client.fromConfig('/etc/delayq/delayqd.conf', { durability: 'replicated' });
+  try {
+    await conf.stats('orders');
+  } catch (e) {
+    if (e instanceof DelayqError && e.code === 'connect') console.log(e.message);
+  }
+  await new Client({ sentinel: { master: 'jobs', nodes: [{ host: 'a', port: 26379 }] } }).close();
+  await new Client({ cluster: true, nodes: [{ host: 'a', port: 7000 }] }).close();
+  await dq.close();
+}
+
+void orderTimeout;
