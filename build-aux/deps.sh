@@ -27,7 +27,12 @@ DEPS_BROWSER_PACKAGES=(chromium chromium-driver python3)
 # For the Node client's tests (tests/node-client.sh, clients/node): Debian's
 # node (18) and npm, which installs ioredis into the build tree from the npm
 # registry.  A build without them skips those tests and says so in one line.
-DEPS_PACKAGES+=(nodejs npm)
+# Only where the machine has no node and npm of its own: a node installed
+# from elsewhere (its own package, with npm inside) conflicts with Debian's
+# npm package, and it serves as well.
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+    DEPS_PACKAGES+=(nodejs npm)
+fi
 
 # deps_missing PKG...: print, one a line, the packages dpkg does not have
 # installed (unknown, removed, or half-installed).
