@@ -3,7 +3,9 @@
 bytes, every byte value) and from C (the delayq command line, libdelayq)
 into a queue of 3 partitions each run exactly once with their payload
 byte for byte; a job that C made and that died is listed and requeued by
-Python and then runs; a schedule added from Python fires in delayqd.
+Python and then runs; a schedule added from Python fires in delayqd; a
+job added by Python is cancelled by Node, and jobs from Node, C and Python
+run once with their bytes.
 
 The exec handler runs /bin/sh, which appends the payload to a file named
 after the job: a job run twice would double its file."""
@@ -139,6 +141,50 @@ class DaemonTest(unittest.TestCase):
         for job_id, payload in want.items():
             self.assertEqual(self.read(job_id), payload, job_id)
         self.assertEqual(self.read("c:flaky"), b"from C")
+        s = self.dq.stats(Q)
+        self.assertEqual((s.delayed, s.due, s.processing, s.dead), (0, 0, 0, 0))
+
+    def test_across_python_node_and_c(self):
+        """A job added by Python is cancelled by Node; jobs from Node, C and
+        Python run once, each with its bytes."""
+        pkg = os.path.join(TOP, "clients", "node")
+        if not shutil.which("node") or not os.path.isdir(os.path.join(pkg, "node_modules",
+                                                                       "ioredis")):
+            self.skipTest("no node, or the Node client's ioredis is not installed in %s "
+                          "(tests/node-client.sh installs it)" % pkg)
+        self.dq.enqueue(Q, "write", b"never", id="py:cancel-me", delay=60000)
+        node = r"""
+const { Client } = require(process.env.DQ_NODE_PKG);
+(async () => {
+  const dq = Client.fromUrl('unix://' + process.env.DQ_SOCK);
+  const cancelled = await dq.cancel('%s', 'py:cancel-me');
+  for (let i = 0; i < 10; i++) {
+    const b = Buffer.alloc(48);
+    for (let k = 0; k < 48; k++) b[k] = (i * 53 + k) %% 256;
+    await dq.enqueue('%s', 'write', b, { id: 'node:' + i });
+  }
+  console.log(JSON.stringify({ cancelled }));
+  await dq.close();
+})().catch((e) => { console.error(e.message); process.exit(1); });
+""" % (Q, Q)
+        out = subprocess.run(["node", "-e", node], capture_output=True, check=True,
+                             env=dict(os.environ, DQ_NODE_PKG=os.path.abspath(pkg),
+                                      DQ_SOCK=self.sock)).stdout.decode()
+        self.assertEqual(out.strip(), '{"cancelled":true}')
+        self.assertIsNone(self.dq.show(Q, "py:cancel-me"))
+        want = {"node:%d" % i: bytes((i * 53 + k) % 256 for k in range(48)) for i in range(10)}
+        for i in range(5):
+            payload = bytes(range(256))[i * 7:] + b"\x00"
+            want[self.cli("add", "-q", Q, "-t", "write", "--id", "c:%d" % i, "-",
+                          stdin=payload)] = payload
+            want[self.dq.enqueue(Q, "write", payload[::-1], id="py:%d" % i)] = payload[::-1]
+        self.start_daemon()
+        wait_for(self.running(lambda: all(self.read(k) is not None for k in want)),
+                 "the jobs to run")
+        time.sleep(1.5)   # a second run, were there one, would show by now
+        for job_id, payload in want.items():
+            self.assertEqual(self.read(job_id), payload, job_id)
+        self.assertIsNone(self.read("py:cancel-me"))
         s = self.dq.stats(Q)
         self.assertEqual((s.delayed, s.due, s.processing, s.dead), (0, 0, 0, 0))
 
