@@ -17,7 +17,8 @@ median of --rounds runs, the database flushed before each.
 Producers (a row is skipped with one line when its runtime is missing):
   c        libdelayq (BUILD/delayq-producer-bench)
   python   the delayq Python client (BUILD/pyclient: the package as built)
-  node     the delayq Node client (BUILD/clients/node)
+  node     the delayq Node client (BUILD/clients/node, with the ioredis that
+           tests/node-client.sh installs there)
   bullmq   BullMQ Queue.add / addBulk (--bullmq DIR: a node_modules holding bullmq)
   sidekiq  Sidekiq::Client push / push_bulk (Debian's ruby-sidekiq)
   zadd     the hand-rolled design: one ZADD per job (redis-py)
@@ -88,14 +89,15 @@ def pin(core):
 def producers(args):
     b = os.path.abspath(args.build)
     env_py = dict(os.environ, PYTHONPATH=os.path.join(b, 'pyclient'))
-    env_node = dict(os.environ, NODE_PATH=os.path.join(b, 'clients', 'node', 'node_modules'))
+    env_node = dict(os.environ, DQ_NODE_PKG=os.path.join(b, 'clients', 'node'))
     env_bull = dict(os.environ, NODE_PATH=os.path.join(os.path.abspath(args.bullmq or '.'), 'node_modules'))
     return {
         'c': (['%s/delayq-producer-bench' % b], None, os.path.exists('%s/delayq-producer-bench' % b)),
         'python': ([SYS_PY, os.path.join(HERE, 'python-delayq.py')], env_py,
                    os.path.exists(os.path.join(HERE, 'python-delayq.py'))),
         'node': (['node', os.path.join(HERE, 'node-delayq.js')], env_node,
-                 shutil.which('node') and os.path.exists(os.path.join(HERE, 'node-delayq.js'))),
+                 shutil.which('node') and os.path.isdir(os.path.join(b, 'clients', 'node',
+                                                                     'node_modules', 'ioredis'))),
         'bullmq': (['node', os.path.join(HERE, 'bullmq.js')], env_bull,
                    args.bullmq and os.path.isdir(os.path.join(args.bullmq, 'node_modules', 'bullmq'))),
         'sidekiq': (['ruby', os.path.join(HERE, 'sidekiq.rb')], None, shutil.which('ruby')),
