@@ -1,8 +1,9 @@
 /*
- * The supervisor's child table (nginx's ngx_processes): starting workers
- * and the reaper in their rows, and, when one dies, settling the jobs it
- * held, killing what its handler left behind, and planning its restart
- * with a backoff that only a crash loop pays.
+ * The supervisor's child table (nginx's ngx_processes): starting workers,
+ * the reaper and the settler in their rows, and, when one dies, posting
+ * the jobs it held for its settler (settle_side.c), killing what its
+ * handler left behind, and planning its restart with a backoff that only
+ * a crash loop pays.
  */
 #include <errno.h>
 #include <signal.h>
@@ -18,7 +19,7 @@
 #include "daemon/log.h"
 #include "daemon/admin/metrics.h"
 #include "daemon/reaper/reaper.h"
-#include "daemon/supervisor/settle.h"
+#include "daemon/settler/settler.h"
 #include "daemon/signals.h"
 #include "daemon/supervisor/strays.h"
 #include "daemon/supervisor/supervisor_int.h"
@@ -40,6 +41,8 @@ static void child_name(const struct supervisor *s, const struct child *c, char *
 {
     if (c->role == ROLE_REAPER)
         snprintf(buf, len, "reap");
+    else if (c->role == ROLE_SETTLER)
+        snprintf(buf, len, "settle");
     else
         snprintf(buf, len, "w%d", child_index(s, c));
 }
@@ -83,13 +86,9 @@ static unsigned worker_rank(const struct supervisor *s, const struct child *c)
     }
 }
 
-/* In the child: drop what belongs to the supervisor, then run the role.
- * Never returns. */
-static void become_child(struct supervisor *s, struct child *c)
+void children_leave_supervisor(struct supervisor *s, const char *role)
 {
-    char name[16];
-    child_name(s, c, name, sizeof name);
-    log_set_role(name);
+    log_set_role(role);
     if (signals_child_setup(s->pid) < 0)
         _exit(0);
     http_admin_close_in_child(s->http); /* the metrics port is the supervisor's */
@@ -99,19 +98,36 @@ static void become_child(struct supervisor *s, struct child *c)
     generation_close_in_child(s->cur);
     for (int g = 0; g < MAX_GENERATIONS; g++)
         generation_close_in_child(s->old[g]);
+}
+
+/* In the child: drop what belongs to the supervisor, then run the role.
+ * Never returns. */
+static void become_child(struct supervisor *s, struct child *c)
+{
+    char name[16];
+    child_name(s, c, name, sizeof name);
+    children_leave_supervisor(s, name);
     srandom((unsigned)getpid() ^ (unsigned)time(NULL));
     char owner[64];
     owner_name(s, getpid(), owner, sizeof owner);
+    /* The settle board's wake pipe is the settlers' only. */
+    if (c->role != ROLE_SETTLER)
+        close(s->wake[0]);
+    close(s->wake[1]);
     const struct daemon_conf *dc = c->gen->conf;
-    int rc = c->role == ROLE_REAPER
-                 ? reaper_main(dc, &s->slots[child_index(s, c)])
-                 : worker_main(dc, &dc->queues[c->queue], c->rank,
-                               &s->slots[child_index(s, c)], owner);
+    struct worker_slot *slot = &s->slots[child_index(s, c)];
+    int rc = c->role == ROLE_REAPER ? reaper_main(dc, slot)
+             : c->role == ROLE_SETTLER ? settler_main(dc, c->gen->id, s->board, s->wake[0], slot)
+             : worker_main(dc, &dc->queues[c->queue], c->rank, slot, owner);
     _exit(rc);
 }
 
 int children_spawn(struct supervisor *s, struct child *c)
 {
+    if (c->unposted) {          /* its slot still holds its jobs */
+        c->respawn_at_ms = slots_now_ms() + RESPAWN_MIN_MS;
+        return -1;
+    }
     if (c->role == ROLE_WORKER)
         c->rank = worker_rank(s, c);
     slot_reset(&s->slots[child_index(s, c)]);
@@ -153,21 +169,23 @@ static struct child *free_row(struct supervisor *s)
     return NULL;
 }
 
-/* Rows the configuration in force has for queue `q` (nqueues: the
- * reaper), running or waiting to respawn. */
-static int rows_of(const struct supervisor *s, size_t q)
+/* Rows the configuration in force has for `role` (and, workers, queue
+ * `q`), running or waiting to respawn. */
+static int rows_of(const struct supervisor *s, enum child_role role, size_t q)
 {
     int n = 0;
     for (int i = 0; i < MAX_CHILDREN; i++) {
         const struct child *c = &s->children[i];
-        n += c->role != ROLE_NONE && c->gen == s->cur && !c->retiring && c->queue == (int)q;
+        n += c->role == role && c->gen == s->cur && !c->retiring
+             && (role != ROLE_WORKER || c->queue == (int)q);
     }
     return n;
 }
 
 /*
  * Give the configuration in force every child it asks for that has no row
- * yet (its workers per queue and its reaper): all of them at start and
+ * yet (its settler first, so that a worker's death always has a settler,
+ * then its workers per queue and its reaper): all of them at start and
  * after a reload, and, when reloads in a row left old children draining in
  * most rows, the rest as those exit (from the tick).  Returns how many
  * still lack a row.
@@ -176,17 +194,21 @@ int children_start_missing(struct supervisor *s)
 {
     const struct daemon_conf *dc = s->cur->conf;
     int missing = 0;
-    for (size_t q = 0; q <= dc->nqueues; q++) {
-        int want = q < dc->nqueues ? dc->queues[q].workers : 1;
-        for (int n = rows_of(s, q); n < want; n++) {
+    for (size_t k = 0; k <= dc->nqueues + 1; k++) {
+        /* k 0: the settler; 1 .. nqueues: the queues' workers; then the reaper */
+        size_t q = k - 1;
+        enum child_role role = k == 0 ? ROLE_SETTLER
+                               : k <= dc->nqueues ? ROLE_WORKER : ROLE_REAPER;
+        int want = role == ROLE_WORKER ? dc->queues[q].workers : 1;
+        for (int n = rows_of(s, role, q); n < want; n++) {
             struct child *c = free_row(s);
             if (!c) {
                 missing += want - n;
                 break;
             }
             memset(c, 0, sizeof *c);
-            c->role = q < dc->nqueues ? ROLE_WORKER : ROLE_REAPER;
-            c->queue = (int)q;
+            c->role = role;
+            c->queue = role == ROLE_WORKER ? (int)q : -1;
             c->gen = s->cur;
             children_spawn(s, c);
         }
@@ -205,26 +227,22 @@ static void describe_status(int status, char *buf, size_t len)
         snprintf(buf, len, "exited with status %d", WEXITSTATUS(status));
 }
 
-/* Settle, at once, every job a dead worker held: what it finished, what
- * was running (failed with `cause`), what it had not started, and a claim
- * on its way (settle.h), on its generation's connection.  A clean exit
- * leaves nothing but its claims' owner record, which this removes. */
-static void settle_dead_worker(struct supervisor *s, const struct child *c,
-                               const char *cause)
+/* Have every job a dead worker held settled at once by its generation's
+ * settler: what it finished, what was running (failed with `cause`), what
+ * it had not started, and a claim on its way (settle.h).  A clean exit
+ * leaves nothing but its claims' owner record, which that removes. */
+static void settle_dead_worker(struct supervisor *s, struct child *c, const char *cause)
 {
-    char who[16], owner[64];
-    child_name(s, c, who, sizeof who);
+    char owner[64];
     owner_name(s, c->pid, owner, sizeof owner);
-    const struct daemon_conf *dc = c->gen->conf;
-    struct settle_req req = { .dc = dc, .q = &dc->queues[c->queue],
-                              .slot = &s->slots[child_index(s, c)], .owner = owner,
-                              .cause = cause, .who = who };
-    settler_settle(c->gen->settler, &req);
+    settle_side_post(s, c, owner, cause);
 }
 
 static int is_child_row(pid_t pid, void *arg)
 {
     const struct supervisor *s = arg;
+    if (s->check.pid && pid == s->check.pid)
+        return 1;               /* the reload's checker */
     for (int i = 0; i < MAX_CHILDREN; i++)
         if (s->children[i].role != ROLE_NONE && s->children[i].pid == pid)
             return 1;
@@ -279,10 +297,14 @@ static void on_child_exit(struct supervisor *s, struct child *c, int status)
     /* Keep its counts before the row's slot is reused. */
     metrics_fold_slot(s->metrics, children_queue_of(c), &s->slots[child_index(s, c)]);
     int made_progress = slot_get(&s->slots[child_index(s, c)].jobs_done) > 0;
-    slot_reset(&s->slots[child_index(s, c)]);
+    if (!c->unposted)           /* else kept for the tick's post */
+        slot_reset(&s->slots[child_index(s, c)]);
     c->pid = 0;
-    if (c->retiring || s->stopping) {
-        c->role = ROLE_NONE;
+    /* A settler that dies while stopping is started again: what it had
+     * not settled waits for it (settle_side_stop_settlers). */
+    if (c->retiring || (s->stopping && c->role != ROLE_SETTLER)) {
+        if (!c->unposted)
+            c->role = ROLE_NONE;
         return;
     }
     if (WIFEXITED(status) && WEXITSTATUS(status) == DAEMON_EXIT_CONFIG) {
@@ -314,6 +336,8 @@ void children_collect(struct supervisor *s)
         pid_t pid = waitpid(-1, &status, WNOHANG);
         if (pid <= 0)
             return;
+        if (supervisor_other_exit(s, pid, status))
+            continue;
         for (int i = 0; i < MAX_CHILDREN; i++)
             if (s->children[i].role != ROLE_NONE && s->children[i].pid == pid) {
                 on_child_exit(s, &s->children[i], status);
@@ -344,6 +368,15 @@ int children_live(const struct supervisor *s)
     int n = 0;
     for (int i = 0; i < MAX_CHILDREN; i++)
         n += s->children[i].role != ROLE_NONE && s->children[i].pid != 0;
+    return n;
+}
+
+int children_live_besides_settlers(const struct supervisor *s)
+{
+    int n = 0;
+    for (int i = 0; i < MAX_CHILDREN; i++)
+        n += s->children[i].role != ROLE_NONE && s->children[i].role != ROLE_SETTLER
+             && s->children[i].pid != 0;
     return n;
 }
 

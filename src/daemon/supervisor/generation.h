@@ -7,14 +7,13 @@
  * takes effect everywhere at once.
  *
  * A generation holds the configuration (queues, handler entries, Redis
- * options, the admin address), the settler of its dead workers' jobs (on
- * its Redis, settle.h) and, while it is in force and metrics are on, the
+ * options, the admin address), its number (which names its dead workers'
+ * posts on the settle board, settle_board.h: its own settler process
+ * settles them) and, while it is in force and metrics are on, the
  * cached queue statistics that /metrics and /healthz serve (qstats.h)
- * and the dashboard's connection (ui_data.h) when admin.ui is on,
- * and, while in force and behind Sentinel, the subscriptions to the
- * sentinels' +switch-master (sentinel_watch.h).
+ * and the dashboard's connection (ui_data.h) when admin.ui is on.
  * Its children point to it; the supervisor frees it once none is left and
- * its settler is idle.
+ * nothing of it waits on the board.
  *
  * The handler table is part of building one (handlers_load_config opens
  * and initialises every handler, so a reload refuses what a worker would
@@ -26,36 +25,30 @@
 
 #include <event2/event.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "daemon/dconfig.h"
-#include "daemon/admin/metrics.h"
 #include "daemon/admin/qstats.h"
-#include "redis/sentinel_watch.h"
-#include "daemon/supervisor/settle.h"
 #include "daemon/admin/ui_data.h"
 
 struct generation {
     struct daemon_conf *conf;   /* owned */
-    struct settler *settler;
+    uint64_t id;                /* 1, 2, ...: this run's generations in order */
     struct qstats *stats;       /* NULL: retired, or metrics off */
-    struct sentinel_watch *watch; /* NULL: retired, or no Sentinel */
     struct ui_data *ui;         /* the dashboard's Redis questions; NULL:
                                    retired, or admin.ui off */
 };
 
 /*
- * Build a generation on `base` for `conf` (loaded and checked; taken over
- * on success only).  `metrics` counts the settler's failed jobs.  NULL
- * when out of memory, with nothing of it left.
+ * Build generation number `id` on `base` for `conf` (loaded and checked;
+ * taken over on success only).  NULL when out of memory, with nothing of
+ * it left.
  */
 struct generation *generation_new(struct event_base *base, struct daemon_conf *conf,
-                                  struct metrics *metrics);
+                                  uint64_t id);
 
 /* No longer in force: stop refreshing statistics nobody reads. */
 void generation_retire(struct generation *g);
-
-/* Nothing of its settler is left to send or to hear back. */
-int generation_idle(const struct generation *g);
 
 /* In a forked child: close the child's copies of its connections. */
 void generation_close_in_child(struct generation *g);
