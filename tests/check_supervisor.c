@@ -191,8 +191,9 @@ START_TEST(reloads_in_a_row_keep_every_worker)
     free(starts);
     free(ends);
 
-    /* The last configuration's workers and its reaper, nothing more. */
-    struct children_wait cw = { .daemon = H.pid, .want = (size_t)workers_of(RELOADS) + 1 };
+    /* The last configuration's workers, its reaper and its settler, nothing
+     * more: the older settlers stop once their workers' deaths are settled. */
+    struct children_wait cw = { .daemon = H.pid, .want = (size_t)workers_of(RELOADS) + 2 };
     int settled = h_wait(20000, children_are, &cw);
     int reloaded = h_log_count(&H, "reloaded ");
     fprintf(stderr, "reloads: %d SIGHUPs in %lld ms during a drain of %d jobs (%lld ms): "
