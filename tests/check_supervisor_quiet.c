@@ -258,8 +258,9 @@ static void assert_quiet(const struct observed *o, const char *what)
 {
     ck_assert_msg(o->samples >= 10, "%s: only %d looks at the supervisor", what, o->samples);
     ck_assert_msg(o->bad_samples == 0,
-                  "%s: %d of %d looks found the supervisor holding a connection:%s\nlog:\n%s",
-                  what, o->bad_samples, o->samples, o->bad, h_log_tail(&H));
+                  "%s: %d of %d looks found the supervisor holding a connection:%s (the "
+                  "longest watchdog gap: %lld ms)\nlog:\n%s", what, o->bad_samples,
+                  o->samples, o->bad, (long long)o->max_gap_ms, h_log_tail(&H));
     ck_assert_msg(o->pings >= 5, "%s: %d WATCHDOG=1", what, o->pings);
     ck_assert_msg(o->max_gap_ms < MAX_GAP_MS, "%s: the watchdog went %lld ms unfed; log:\n%s",
                   what, (long long)o->max_gap_ms, h_log_tail(&H));
@@ -299,8 +300,9 @@ static int fixture_ready(void *arg)
     return ready;
 }
 
-/* The queue's settings and the test handler with a 1 s timeout. */
-static void write_conf(const char *redis, int workers)
+/* The queue's settings and the test handler with a 1 s timeout; `more`
+ * (NULL for none): further queue groups, each after a comma. */
+static void write_conf_more(const char *redis, int workers, const char *more)
 {
     char text[8192 + PATH_MAX];
     snprintf(text, sizeof text,
@@ -308,14 +310,19 @@ static void write_conf(const char *redis, int workers)
              "handler_dir = \"%s\";\n"
              "queues = ( { name = \"" H_QUEUE "\"; workers = %d; lease = \"30s\"; batch = 8;\n"
              "             max_attempts = 5;\n"
-             "             backoff = { base = \"100ms\"; cap = \"1s\"; jitter = 0.0; }; } );\n"
+             "             backoff = { base = \"100ms\"; cap = \"1s\"; jitter = 0.0; }; }%s );\n"
              "handlers = ( { type = \"*\"; file = \"testhandler.so\"; timeout = \"%dms\";\n"
              "               settings = { record = \"%s\"; }; } );\n"
              "reaper = { interval = \"200ms\"; batch = 100; };\n"
              "shutdown_timeout = \"10s\";\n"
              "log = { level = \"info\"; target = \"stderr\"; };\n",
-             redis, H.handler_dir, workers, HANG_TIMEOUT_MS, H.record);
+             redis, H.handler_dir, workers, more ? more : "", HANG_TIMEOUT_MS, H.record);
     h_write_file(H.conf, text);
+}
+
+static void write_conf(const char *redis, int workers)
+{
+    write_conf_more(redis, workers, NULL);
 }
 
 static void enqueue(dq_client *c, const char *id, const char *payload)
@@ -366,6 +373,8 @@ static void setup(void)
 
 static void teardown(void)
 {
+    if (H.fx.pid > 0)
+        kill(H.fx.pid, SIGCONT);
     if (H.pid > 0)
         h_stop(&H, 10000);
     if (sentinel_pid > 0)
@@ -424,6 +433,47 @@ START_TEST(no_connection_over_tcp)
     observe(fd, H.pid, &port, 1, 1000, &o, &last);
     assert_hang_killed(fd, H.c, &port, 1, &o, &last);
     assert_quiet(&o, "over TCP");
+    close(fd);
+    ck_assert_int_eq(h_stop(&H, 10000), 0);
+}
+END_TEST
+
+/* A reload that adds a partitioned queue records its partition count in
+ * Redis; with Redis stopped (SIGSTOP: the connect goes through, the
+ * command is never answered) that waits for the 2 s timeout, in the
+ * reload's checker: the reload is refused with the reason, the
+ * configuration in force stays, and the supervisor's watchdog never
+ * waits. */
+START_TEST(reload_check_waits_in_a_child)
+{
+    int port = fixture_tcp_port();
+    char redis[200], notify[300];
+    snprintf(redis, sizeof redis, "host = \"127.0.0.1\"; port = %d;", port);
+    write_conf(redis, 2);
+    int fd = notify_socket(notify, sizeof notify);
+    int workers = 2;
+    start_watched(notify, fixture_ready, &workers);
+    struct observed o = { 0 };
+    int64_t last = 0;
+    observe(fd, H.pid, &port, 1, 1000, &o, &last);
+    write_conf_more(redis, 2, ", { name = \"more\"; workers = 1; partitions = 4; }");
+    ck_assert_int_eq(kill(H.fx.pid, SIGSTOP), 0);
+    ck_assert_int_eq(kill(H.pid, SIGHUP), 0);
+    int64_t t0 = tu_mono_ms();
+    while (h_log_count(&H, "reload refused") == 0 && tu_mono_ms() - t0 < 15000)
+        observe(fd, H.pid, &port, 1, 100, &o, &last);
+    int64_t took = tu_mono_ms() - t0;
+    observe(fd, H.pid, &port, 1, 500, &o, &last);
+    ck_assert_int_eq(kill(H.fx.pid, SIGCONT), 0);
+    ck_assert_msg(h_log_count(&H, "reload refused: redis not reachable") == 1, "log:\n%s",
+                  h_log_tail(&H));
+    ck_assert_msg(took >= 1500, "refused after %lld ms: the check did not wait for Redis",
+                  (long long)took);
+    ck_assert_int_eq(h_log_count(&H, "reloaded"), 0);
+    assert_quiet(&o, "a reload's check waiting on Redis");
+    /* The configuration in force still runs its jobs. */
+    enqueue(H.c, "after", "ok");
+    ck_assert_msg(h_wait_record(&H, "after", 1, 1, 10000) == 1, "log:\n%s", h_log_tail(&H));
     close(fd);
     ck_assert_int_eq(h_stop(&H, 10000), 0);
 }
@@ -500,15 +550,6 @@ START_TEST(no_connection_over_sentinel_with_a_black_hole)
     int workers = 2;
     start_watched(notify, fixture_ready, &workers);
     int ports[] = { master, sentinel, hole };
-    /* The watcher (in the settler) is subscribed on both sentinels. */
-    ck_assert_msg(h_wait_log(&H, "ready", 1, 5000) >= 1, "log:\n%s", h_log_tail(&H));
-    int64_t until = tu_mono_ms() + 5000;
-    while ((children_connected_to(H.pid, sentinel) < 1 || children_connected_to(H.pid, hole) < 1)
-           && tu_mono_ms() < until)
-        tu_sleep_ms(50);
-    ck_assert_msg(children_connected_to(H.pid, sentinel) >= 1
-                  && children_connected_to(H.pid, hole) >= 1,
-                  "no child holds the watcher's connections to the sentinels");
     struct observed o = { 0 };
     int64_t last = 0;
     observe(fd, H.pid, ports, 3, 1500, &o, &last);
@@ -521,6 +562,10 @@ START_TEST(no_connection_over_sentinel_with_a_black_hole)
     observe(fd, H.pid, ports, 3, 1500, &o, &last);
     assert_hang_killed(fd, H.c, ports, 3, &o, &last);
     assert_quiet(&o, "over Sentinel with a black hole");
+    /* The watcher (in the settler) is subscribed on both sentinels. */
+    ck_assert_msg(children_connected_to(H.pid, sentinel) >= 1
+                  && children_connected_to(H.pid, hole) >= 1,
+                  "no child holds the watcher's connections to the sentinels");
     close(fd);
     ck_assert_int_eq(h_stop(&H, 15000), 0);
 }
@@ -610,6 +655,7 @@ int main(void)
     Suite *s = suite_create("supervisor_quiet");
     TCase *tc = fixture_tcase(s, "tcp", 90, NULL, NULL, setup, teardown);
     tcase_add_test(tc, no_connection_over_tcp);
+    tcase_add_test(tc, reload_check_waits_in_a_child);
     tc = fixture_tcase(s, "sentinel", 120, NULL, NULL, setup, teardown);
     tcase_add_test(tc, no_connection_over_sentinel_with_a_black_hole);
     tc = fixture_tcase(s, "cluster", 180, NULL, NULL, setup, teardown);
