@@ -155,6 +155,8 @@ int settler_main(const struct daemon_conf *dc, uint64_t gen, struct settle_board
         log_err("cannot set up: out of memory");
         goto done;
     }
+    log_info("settles the jobs of configuration %llu's dead workers",
+             (unsigned long long)gen);
     keep_watch(sp);
     scan_board(sp);
     event_base_dispatch(sp->base);

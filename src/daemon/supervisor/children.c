@@ -297,11 +297,13 @@ static void on_child_exit(struct supervisor *s, struct child *c, int status)
     /* Keep its counts before the row's slot is reused. */
     metrics_fold_slot(s->metrics, children_queue_of(c), &s->slots[child_index(s, c)]);
     int made_progress = slot_get(&s->slots[child_index(s, c)].jobs_done) > 0;
-    if (!c->unposted)           /* else kept for the tick's post */
+    if (c->unposted)            /* kept for the tick's post */
+        settle_side_keep_slot(s, c);
+    else
         slot_reset(&s->slots[child_index(s, c)]);
     c->pid = 0;
     /* A settler that dies while stopping is started again: what it had
-     * not settled waits for it (settle_side_stop_settlers). */
+     * not settled waits for it (children_stop_settlers). */
     if (c->retiring || (s->stopping && c->role != ROLE_SETTLER)) {
         if (!c->unposted)
             c->role = ROLE_NONE;
@@ -336,8 +338,10 @@ void children_collect(struct supervisor *s)
         pid_t pid = waitpid(-1, &status, WNOHANG);
         if (pid <= 0)
             return;
-        if (supervisor_other_exit(s, pid, status))
+        if (s->check.pid && pid == s->check.pid) {
+            reload_check_exited(&s->check, status);     /* the tick acts on it */
             continue;
+        }
         for (int i = 0; i < MAX_CHILDREN; i++)
             if (s->children[i].role != ROLE_NONE && s->children[i].pid == pid) {
                 on_child_exit(s, &s->children[i], status);
@@ -360,6 +364,51 @@ void children_check_timeouts(struct supervisor *s, int64_t now)
         c->killed_for_timeout = job.timeout_ms;
         c->killed_job = job;
         children_signal(s, c, SIGKILL);
+    }
+}
+
+/* ---- the settlers --------------------------------------------------------- */
+
+/* Whether a worker of `g` has a row (alive, or to respawn). */
+static int has_workers(const struct supervisor *s, const struct generation *g)
+{
+    for (int i = 0; i < MAX_CHILDREN; i++)
+        if (s->children[i].role == ROLE_WORKER && s->children[i].gen == g)
+            return 1;
+    return 0;
+}
+
+/* Stop settler `c`: its generation is done with (or the daemon stops). */
+static void retire_settler(struct supervisor *s, struct child *c)
+{
+    c->retiring = 1;
+    if (c->pid)
+        children_signal(s, c, SIGTERM);
+    else
+        c->role = ROLE_NONE;
+}
+
+void children_retire_settlers(struct supervisor *s)
+{
+    for (int i = 0; i < MAX_CHILDREN; i++) {
+        struct child *c = &s->children[i];
+        if (c->role == ROLE_SETTLER && !c->retiring && c->gen != s->cur
+            && !has_workers(s, c->gen) && !settle_side_pending(s, c->gen))
+            retire_settler(s, c);
+    }
+}
+
+void children_stop_settlers(struct supervisor *s, int force)
+{
+    int64_t now = slots_now_ms();
+    for (int i = 0; i < MAX_CHILDREN; i++) {
+        struct child *c = &s->children[i];
+        if (c->role != ROLE_SETTLER || c->retiring)
+            continue;
+        if (force || !settle_side_pending(s, c->gen))
+            retire_settler(s, c);
+        else if (!c->pid && c->respawn_at_ms && now >= c->respawn_at_ms)
+            children_spawn(s, c);   /* it died with work left */
     }
 }
 

@@ -90,9 +90,16 @@ static void read_reason(int fd, char *buf, size_t len)
         *nl = '\0';
 }
 
-int reload_check_end(struct reload_check *rc, int status, struct daemon_conf **conf,
-                     char *err, size_t errlen)
+void reload_check_exited(struct reload_check *rc, int status)
 {
+    rc->exited = 1;
+    rc->status = status;
+}
+
+int reload_check_end(struct reload_check *rc, struct daemon_conf **conf, char *err,
+                     size_t errlen)
+{
+    int status = rc->status;
     char why[800];
     read_reason(rc->fd, why, sizeof why);
     close(rc->fd);
@@ -122,7 +129,7 @@ int reload_check_end(struct reload_check *rc, int status, struct daemon_conf **c
 
 void reload_check_enforce(struct reload_check *rc, int64_t now)
 {
-    if (!rc->pid || rc->killed || now < rc->deadline_ms)
+    if (!rc->pid || rc->exited || rc->killed || now < rc->deadline_ms)
         return;
     rc->killed = 1;
     if (kill(rc->pid, SIGKILL) < 0 && errno != ESRCH)
@@ -133,7 +140,7 @@ void reload_check_cancel(struct reload_check *rc)
 {
     if (!rc->pid)
         return;
-    if (kill(rc->pid, SIGKILL) < 0 && errno != ESRCH)
+    if (!rc->exited && kill(rc->pid, SIGKILL) < 0 && errno != ESRCH)
         log_err("kill(%d, SIGKILL) (the reload's check): %s", (int)rc->pid, strerror(errno));
     close(rc->fd);
     free_conf(rc->conf);

@@ -31,6 +31,8 @@
 
 struct reload_check {
     pid_t pid;                  /* 0: no check running */
+    int exited;                 /* collected: `status` holds how */
+    int status;
     int fd;                     /* the reason's pipe (read end); -1 */
     struct daemon_conf *conf;   /* the configuration checked; owned */
     int64_t deadline_ms;        /* monotonic: killed after it */
@@ -50,13 +52,16 @@ int reload_check_start(struct reload_check *rc, const struct daemon_conf *old,
                        struct daemon_conf *conf, void (*in_child)(void *arg), void *arg,
                        char *err, size_t errlen);
 
+/* The checker was collected with `status` (from waitpid). */
+void reload_check_exited(struct reload_check *rc, int status);
+
 /*
- * The checker exited with `status` (from waitpid): 0 with the checked
- * configuration in *conf (the caller's now), or -1 with the reason in err
- * (the configuration freed).  Either way no check runs afterwards.
+ * Once the checker was collected: 0 with the checked configuration in
+ * *conf (the caller's now), or -1 with the reason in err (the
+ * configuration freed).  Either way no check runs afterwards.
  */
-int reload_check_end(struct reload_check *rc, int status, struct daemon_conf **conf,
-                     char *err, size_t errlen);
+int reload_check_end(struct reload_check *rc, struct daemon_conf **conf, char *err,
+                     size_t errlen);
 
 /* Kill the checker once `now` is past its deadline (its exit is then
  * collected as usual and refused). */

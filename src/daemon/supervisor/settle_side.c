@@ -7,7 +7,6 @@
  * the settler process's (settler/settler.h).
  */
 #include <errno.h>
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -79,6 +78,15 @@ void settle_side_post(struct supervisor *s, struct child *c, const char *owner,
     snprintf(c->unposted_cause, sizeof c->unposted_cause, "%s", cause);
 }
 
+void settle_side_keep_slot(struct supervisor *s, const struct child *c)
+{
+    struct worker_slot *slot = &s->slots[c - s->children];
+    slot->stale = slot->redis_reconnects = slot->jobs_done = 0;
+    memset(slot->types, 0, sizeof slot->types);
+    memset(&slot->fsck, 0, sizeof slot->fsck);
+    memset(slot->lateness_by_priority, 0, sizeof slot->lateness_by_priority);
+}
+
 /* Rows whose death the board had no room for: post them now, then let
  * their slot and row go on (reset; respawn, or freed when retiring). */
 static void post_waiting(struct supervisor *s)
@@ -102,39 +110,6 @@ int settle_side_pending(const struct supervisor *s, const struct generation *g)
     return n;
 }
 
-/* Whether a worker of `g` has a row (alive, or to respawn). */
-static int has_workers(const struct supervisor *s, const struct generation *g)
-{
-    for (int i = 0; i < MAX_CHILDREN; i++)
-        if (s->children[i].role == ROLE_WORKER && s->children[i].gen == g)
-            return 1;
-    return 0;
-}
-
-/* Stop settler `c`: its generation is done with (or the daemon stops). */
-static void retire_settler(struct supervisor *s, struct child *c)
-{
-    c->retiring = 1;
-    if (c->pid)
-        children_signal(s, c, SIGTERM);
-    else
-        c->role = ROLE_NONE;
-}
-
-void settle_side_stop_settlers(struct supervisor *s, int force)
-{
-    int64_t now = slots_now_ms();
-    for (int i = 0; i < MAX_CHILDREN; i++) {
-        struct child *c = &s->children[i];
-        if (c->role != ROLE_SETTLER || c->retiring)
-            continue;
-        if (force || !settle_side_pending(s, c->gen))
-            retire_settler(s, c);
-        else if (!c->pid && c->respawn_at_ms && now >= c->respawn_at_ms)
-            children_spawn(s, c);   /* it died with work left */
-    }
-}
-
 void settle_side_tick(struct supervisor *s)
 {
     post_waiting(s);
@@ -142,12 +117,4 @@ void settle_side_tick(struct supervisor *s)
     uint64_t failovers = settle_board_failovers(s->board);
     for (; s->failovers_seen < failovers; s->failovers_seen++)
         metrics_count_failover(s->metrics);
-    if (s->stopping)
-        return;
-    for (int i = 0; i < MAX_CHILDREN; i++) {
-        struct child *c = &s->children[i];
-        if (c->role == ROLE_SETTLER && !c->retiring && c->gen != s->cur
-            && !has_workers(s, c->gen) && !settle_side_pending(s, c->gen))
-            retire_settler(s, c);
-    }
 }

@@ -95,6 +95,7 @@ static void notify_progress(struct supervisor *s, int64_t now)
 }
 
 static void reload(struct supervisor *s);
+static void reload_checked(struct supervisor *s);
 
 /* Respawns, the children the configuration in force still lacks, and a
  * reload that waited for room. */
@@ -130,7 +131,7 @@ static void drain(struct supervisor *s, int64_t now)
     if (children_live_besides_settlers(s) == 0) {
         if (!s->settle_deadline_ms)
             s->settle_deadline_ms = now + SETTLE_WAIT_MS;
-        settle_side_stop_settlers(s, now >= s->settle_deadline_ms);
+        children_stop_settlers(s, now >= s->settle_deadline_ms);
     }
     int rows = 0;
     for (int i = 0; i < MAX_CHILDREN; i++)
@@ -171,6 +172,8 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
         drain(s, now);
         return;
     }
+    reload_checked(s);
+    children_retire_settlers(s);
     keep_children(s, now);
     if (s->config_refused && children_live_besides_settlers(s) == 0) {
         log_err("no worker can run with this configuration: exiting");
@@ -427,17 +430,17 @@ static void reload_apply(struct supervisor *s, struct daemon_conf *conf)
                  conf->nhandlers == 1 ? "" : "s");
 }
 
-int supervisor_other_exit(struct supervisor *s, pid_t pid, int status)
+/* The reload's checker was collected (children_collect): act on it. */
+static void reload_checked(struct supervisor *s)
 {
-    if (!s->check.pid || pid != s->check.pid)
-        return 0;
+    if (!s->check.pid || !s->check.exited)
+        return;
     struct daemon_conf *conf;
     char err[800];
-    if (reload_check_end(&s->check, status, &conf, err, sizeof err) < 0)
+    if (reload_check_end(&s->check, &conf, err, sizeof err) < 0)
         reload_refused(s, err);
     else
         reload_apply(s, conf);
-    return 1;
 }
 
 static void on_reload_signal(evutil_socket_t sig, short what, void *arg)
@@ -467,7 +470,10 @@ static void on_sigchld(evutil_socket_t sig, short what, void *arg)
 {
     (void)sig;
     (void)what;
-    children_collect(arg);
+    struct supervisor *s = arg;
+    children_collect(s);
+    if (!s->stopping)
+        reload_checked(s);
 }
 
 /* ---- set-up -------------------------------------------------------------- */

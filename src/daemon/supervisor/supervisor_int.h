@@ -117,9 +117,18 @@ int children_live(const struct supervisor *s);
 /* Children with a process, but for the settlers (which stop last). */
 int children_live_besides_settlers(const struct supervisor *s);
 
+/* Stop the settlers of older generations once no worker of theirs is
+ * left and nothing of theirs waits to be settled. */
+void children_retire_settlers(struct supervisor *s);
+
+/* Stopping, every child but the settlers gone: stop them once nothing is
+ * left to settle, or at once with `force`; restart one that died with
+ * work left. */
+void children_stop_settlers(struct supervisor *s, int force);
+
 /* The settle side of the tick (settle_side.c): count what the settlers
- * finished, post the deaths the board had no room for, stop the settlers
- * with nothing left to settle. */
+ * finished and the failovers the watcher saw, and post the deaths the
+ * board had no room for. */
 void settle_side_tick(struct supervisor *s);
 
 /* A dead worker's jobs to its generation's settler: posted on the board
@@ -127,16 +136,13 @@ void settle_side_tick(struct supervisor *s);
 void settle_side_post(struct supervisor *s, struct child *c, const char *owner,
                       const char *cause);
 
+/* A death the board had no room for: its slot's counters (folded into the
+ * totals already) zeroed, its job and tables kept for the post. */
+void settle_side_keep_slot(struct supervisor *s, const struct child *c);
+
 /* Settlements of generation `g` not finished yet (the board and rows). */
 int settle_side_pending(const struct supervisor *s, const struct generation *g);
 
-/* Stopping: every child but the settlers is gone; stop them once nothing
- * is left to settle or `force`. */
-void settle_side_stop_settlers(struct supervisor *s, int force);
-
-/* A process that is not in the child table exited (the reload's checker);
- * returns 1 when it was the checker. */
-int supervisor_other_exit(struct supervisor *s, pid_t pid, int status);
 
 /* ---- the dashboard (supervisor_ui.c) ---- */
 
