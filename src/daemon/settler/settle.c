@@ -195,6 +195,22 @@ static void send_cmd(struct settler *st, struct settle_cmd *c)
         c->state = C_SENT;
 }
 
+/* Past the leases (the reaper has taken over) with nothing in flight: log,
+ * tell the owner, and return 1: the task is dropped.  Checked also while
+ * the connection is down, so that an outage does not keep it for ever. */
+static int give_up(struct settle_task *t)
+{
+    for (size_t i = 0; i < t->ncmds; i++)
+        if (t->cmds[i].state == C_SENT)
+            return 0;
+    if (slots_now_ms() < t->give_up_ms)
+        return 0;
+    log_err("%s: its claimed jobs could not be settled in time; the reaper returns "
+            "them as their leases expire", t->who);
+    t->done(t->done_arg, 0, 0);
+    return 1;
+}
+
 /* Send what a task may send now: its settling commands, then, once they
  * are all confirmed, the recovers.  Returns 1 when the task is finished. */
 static int advance(struct settler *st, struct settle_task *t)
@@ -221,23 +237,16 @@ static int advance(struct settler *st, struct settle_task *t)
         t->done(t->done_arg, t->running_failed, t->running_dead);
         return 1;
     }
-    if (slots_now_ms() >= t->give_up_ms && sent == 0) {
-        log_err("%s: its claimed jobs could not be settled in time; the reaper returns "
-                "them as their leases expire", t->who);
-        t->done(t->done_arg, 0, 0);
-        return 1;
-    }
-    return 0;
+    return sent == 0 && give_up(t);
 }
 
 static void pump(struct settler *st)
 {
-    if (!rconn_is_up(st->conn))
-        return;
+    int up = rconn_is_up(st->conn);
     struct settle_task **p = &st->tasks;
     while (*p) {
         struct settle_task *t = *p;
-        if (advance(st, t)) {
+        if (up ? advance(st, t) : give_up(t)) {
             *p = t->next;
             task_free(t);
         } else {

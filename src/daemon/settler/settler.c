@@ -37,6 +37,7 @@ struct settler_proc {
     struct sentinel_watch *watch;
     struct event *wake, *scan;
     int wake_fd;
+    pid_t supervisor;           /* the parent at start */
     struct post_ref refs[SETTLE_BOARD_POSTS];
 };
 
@@ -84,7 +85,9 @@ static void on_master_moved(void *arg)
 {
     struct settler_proc *sp = arg;
     settle_board_count_failover(sp->board);
-    if (kill(getppid(), SIGUSR2) < 0)
+    if (getppid() != sp->supervisor)
+        return;                 /* it died: we stop at the next scan */
+    if (kill(sp->supervisor, SIGUSR2) < 0)
         log_err("sentinel: kill(supervisor, SIGUSR2) to relay the move: %s",
                 strerror(errno));
 }
@@ -149,7 +152,8 @@ int settler_main(const struct daemon_conf *dc, uint64_t gen, struct settle_board
         log_err("out of memory");
         return DAEMON_EXIT_OSERR;
     }
-    *sp = (struct settler_proc){ .dc = dc, .gen = gen, .board = board, .wake_fd = wake_fd };
+    *sp = (struct settler_proc){ .dc = dc, .gen = gen, .board = board, .wake_fd = wake_fd,
+                                 .supervisor = getppid() };
     int rc = DAEMON_EXIT_OSERR;
     if (set_up(sp, slot) < 0) {
         log_err("cannot set up: out of memory");
