@@ -617,9 +617,10 @@ START_TEST(no_connection_over_a_cluster_with_a_master_stopped)
     opt.connect_timeout_ms = 10000;
     dq_client *c = dq_connect(&opt, err, sizeof err, NULL);
     ck_assert_msg(c != NULL, "connect to the cluster: %s", err);
-    ck_assert_msg(children_connected_to(H.pid, C.port[0]) + children_connected_to(H.pid, C.port[1])
-                  + children_connected_to(H.pid, C.port[2]) >= 3,
-                  "the children's connections to the cluster are not seen");
+    int seen = 0;
+    for (int i = 0; i < C.nnodes; i++)
+        seen += children_connected_to(H.pid, C.port[i]);
+    ck_assert_msg(seen >= 3, "the children's connections to the cluster are not seen");
     struct observed o = { 0 };
     int64_t last = 0;
     observe(fd, H.pid, C.port, (size_t)C.nnodes, 1000, &o, &last);

@@ -116,9 +116,13 @@ static void become_child(struct supervisor *s, struct child *c)
     close(s->wake[1]);
     const struct daemon_conf *dc = c->gen->conf;
     struct worker_slot *slot = &s->slots[child_index(s, c)];
-    int rc = c->role == ROLE_REAPER ? reaper_main(dc, slot)
-             : c->role == ROLE_SETTLER ? settler_main(dc, c->gen->id, s->board, s->wake[0], slot)
-             : worker_main(dc, &dc->queues[c->queue], c->rank, slot, owner);
+    int rc;
+    if (c->role == ROLE_REAPER)
+        rc = reaper_main(dc, slot);
+    else if (c->role == ROLE_SETTLER)
+        rc = settler_main(dc, c->gen->id, s->board, s->wake[0], slot);
+    else
+        rc = worker_main(dc, &dc->queues[c->queue], c->rank, slot, owner);
     _exit(rc);
 }
 

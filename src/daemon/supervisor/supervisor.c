@@ -293,7 +293,8 @@ static void on_history_tick(evutil_socket_t fd, short what, void *arg)
 /* ---- signals ------------------------------------------------------------- */
 
 /* SIGTERM to every child (or to the retiring ones) but the settlers, which
- * stop once what the others leave is settled (settle_side.c). */
+ * stop once what the others leave is settled (children_stop_settlers,
+ * children_retire_settlers). */
 static void ask_to_stop(struct supervisor *s, int retiring_only)
 {
     for (int i = 0; i < MAX_CHILDREN; i++) {
@@ -352,7 +353,7 @@ static void checker_in_child(void *arg)
 /*
  * SIGHUP: parse the file, and have the rest checked in a short-lived child
  * (reload_check.h: handlers, partition counts), whose exit
- * (supervisor_other_exit) applies the new generation or refuses it; the
+ * (reload_checked) applies the new generation or refuses it; the
  * supervisor goes on meanwhile.  With MAX_GENERATIONS still draining, or
  * a check already running, the reload waits (the tick runs it once it
  * can), so no SIGHUP is lost either.
@@ -389,7 +390,8 @@ static void reload(struct supervisor *s)
  * that fails, keep the one in force.  Otherwise swap: the old children
  * finish the job in hand and give back the rest of their batch while the
  * new ones start, so no job is lost or run twice.  The old generation's
- * settler stays until what its workers leave is settled (settle_side.c).
+ * settler stays until what its workers leave is settled
+ * (children_retire_settlers).
  */
 static void reload_apply(struct supervisor *s, struct daemon_conf *conf)
 {
