@@ -21,9 +21,8 @@
  * timeout (1 s) within the supervisor's tick and a margin.
  */
 #include <check.h>
-#include <dirent.h>
-#include <hiredis/hiredis.h>
 #include <errno.h>
+#include <hiredis/hiredis.h>
 #include <limits.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -37,6 +36,7 @@
 
 #include "cluster_fixture.h"
 #include "daemon_harness.h"
+#include "proc_sockets.h"
 #include "testutil.h"
 
 #define MASTER_NAME "jobs"
@@ -51,149 +51,6 @@ static struct cluster_fx C;
 static int cluster_up;
 static pid_t sentinel_pid;
 static int hole_fd = -1;        /* the black-hole sentinel's listener */
-
-/* ---- the supervisor's sockets, from /proc ---------------------------------- */
-
-/* The socket inodes among pid's file descriptors; how many (at most max). */
-static size_t socket_inodes(pid_t pid, unsigned long *out, size_t max)
-{
-    char dir[64];
-    snprintf(dir, sizeof dir, "/proc/%d/fd", (int)pid);
-    DIR *d = opendir(dir);
-    if (!d)
-        return 0;
-    size_t n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) && n < max) {
-        char path[400], link[128];
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        ssize_t len = readlink(path, link, sizeof link - 1);
-        if (len <= 0)
-            continue;
-        link[len] = '\0';
-        unsigned long inode;
-        if (sscanf(link, "socket:[%lu]", &inode) == 1)
-            out[n++] = inode;
-    }
-    closedir(d);
-    return n;
-}
-
-/* The TCP socket `inode` in /proc/net/tcp or tcp6: its state (hex, 0x0A is
- * LISTEN) and its local and remote ports.  1 when found. */
-static int tcp_socket(unsigned long inode, int *state, int *lport, int *rport)
-{
-    static const char *const files[] = { "/proc/net/tcp", "/proc/net/tcp6" };
-    for (size_t f = 0; f < 2; f++) {
-        FILE *fp = fopen(files[f], "r");
-        if (!fp)
-            continue;
-        char line[512];
-        int found = 0;
-        while (!found && fgets(line, sizeof line, fp)) {
-            char local[64], remote[64];
-            unsigned st;
-            unsigned long ino;
-            if (sscanf(line, " %*d: %63s %63s %x %*s %*s %*s %*s %*s %lu", local, remote,
-                       &st, &ino) != 4 || ino != inode)
-                continue;
-            const char *lp = strrchr(local, ':'), *rp = strrchr(remote, ':');
-            *lport = lp ? (int)strtol(lp + 1, NULL, 16) : 0;
-            *rport = rp ? (int)strtol(rp + 1, NULL, 16) : 0;
-            *state = (int)st;
-            found = 1;
-        }
-        fclose(fp);
-        if (found)
-            return 1;
-    }
-    return 0;
-}
-
-/* The unix socket `inode` in /proc/net/unix: its path ("" when it has
- * none).  1 when found. */
-static int unix_socket(unsigned long inode, char *path, size_t len)
-{
-    FILE *fp = fopen("/proc/net/unix", "r");
-    if (!fp)
-        return 0;
-    char line[600];
-    int found = 0;
-    while (!found && fgets(line, sizeof line, fp)) {
-        unsigned long ino;
-        char name[400] = "";
-        if (sscanf(line, "%*s %*s %*s %*s %*s %*s %lu %399s", &ino, name) < 1 || ino != inode)
-            continue;
-        snprintf(path, len, "%s", name);
-        found = 1;
-    }
-    fclose(fp);
-    return found;
-}
-
-/* What pid's sockets say: how many TCP sockets are not listeners
- * (connected, or connecting), how many of those have a remote port in
- * `ports`, and how many unix sockets have a path; each described in `why`. */
-struct sockets_seen {
-    int connected, to_ports, named_unix;
-    char why[1024];
-};
-
-static void look_at_sockets(pid_t pid, const int *ports, size_t nports,
-                            struct sockets_seen *seen)
-{
-    memset(seen, 0, sizeof *seen);
-    unsigned long inodes[256];
-    size_t n = socket_inodes(pid, inodes, 256);
-    for (size_t i = 0; i < n; i++) {
-        int state, lport, rport;
-        char path[400];
-        size_t used = strlen(seen->why);
-        if (tcp_socket(inodes[i], &state, &lport, &rport)) {
-            if (state == 0x0A)
-                continue;
-            seen->connected++;
-            for (size_t p = 0; p < nports; p++)
-                seen->to_ports += rport == ports[p];
-            snprintf(seen->why + used, sizeof seen->why - used, " tcp :%d->:%d (state %02X);",
-                     lport, rport, state);
-        } else if (unix_socket(inodes[i], path, sizeof path) && path[0]) {
-            seen->named_unix++;
-            snprintf(seen->why + used, sizeof seen->why - used, " unix %s;", path);
-        }
-    }
-}
-
-/* The children of pid (from /proc/PID/task/PID/children); how many. */
-static size_t children_of(pid_t pid, pid_t *out, size_t max)
-{
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)pid, (int)pid);
-    FILE *fp = fopen(path, "r");
-    if (!fp)
-        return 0;
-    size_t n = 0;
-    long p;
-    while (n < max && fscanf(fp, "%ld", &p) == 1)
-        out[n++] = (pid_t)p;
-    fclose(fp);
-    return n;
-}
-
-/* Connections from the supervisor's children to `port`: the sampling
- * sees the connections that are there. */
-static int children_connected_to(pid_t sup, int port)
-{
-    pid_t kids[64];
-    size_t n = children_of(sup, kids, 64);
-    int found = 0;
-    for (size_t i = 0; i < n; i++) {
-        struct sockets_seen seen;
-        look_at_sockets(kids[i], &port, 1, &seen);
-        found += seen.to_ports;
-    }
-    return found;
-}
 
 /* ---- a run observed ----------------------------------------------------------- */
 
@@ -243,7 +100,7 @@ static void observe(int fd, pid_t sup, const int *ports, size_t nports, int ms,
             o->max_gap_ms = now - *last_ping;   /* a gap still open counts */
         if (now >= next_look) {
             struct sockets_seen seen;
-            look_at_sockets(sup, ports, nports, &seen);
+            ps_look_at_sockets(sup, ports, nports, &seen);
             o->samples++;
             if (seen.connected || seen.named_unix) {
                 if (!o->bad_samples++)
@@ -412,7 +269,7 @@ START_TEST(no_connection_over_tcp)
     int fd = notify_socket(notify, sizeof notify);
     int workers = 2;
     start_watched(notify, fixture_ready, &workers);
-    ck_assert_msg(children_connected_to(H.pid, port) >= 3,
+    ck_assert_msg(ps_children_connected_to(H.pid, port) >= 3,
                   "the children's connections to Redis are not seen (port %d)", port);
     struct observed o = { 0 };
     int64_t last = 0;
@@ -563,8 +420,8 @@ START_TEST(no_connection_over_sentinel_with_a_black_hole)
     assert_hang_killed(fd, H.c, ports, 3, &o, &last);
     assert_quiet(&o, "over Sentinel with a black hole");
     /* The watcher (in the settler) is subscribed on both sentinels. */
-    ck_assert_msg(children_connected_to(H.pid, sentinel) >= 1
-                  && children_connected_to(H.pid, hole) >= 1,
+    ck_assert_msg(ps_children_connected_to(H.pid, sentinel) >= 1
+                  && ps_children_connected_to(H.pid, hole) >= 1,
                   "no child holds the watcher's connections to the sentinels");
     close(fd);
     ck_assert_int_eq(h_stop(&H, 15000), 0);
@@ -619,7 +476,7 @@ START_TEST(no_connection_over_a_cluster_with_a_master_stopped)
     ck_assert_msg(c != NULL, "connect to the cluster: %s", err);
     int seen = 0;
     for (int i = 0; i < C.nnodes; i++)
-        seen += children_connected_to(H.pid, C.port[i]);
+        seen += ps_children_connected_to(H.pid, C.port[i]);
     ck_assert_msg(seen >= 3, "the children's connections to the cluster are not seen");
     struct observed o = { 0 };
     int64_t last = 0;
