@@ -341,13 +341,19 @@ static void reload_refused(struct supervisor *s, const char *why)
     log_err("reload refused: %s; the configuration in force stays", why);
 }
 
-/* In the reload's checker, just forked: drop what is the supervisor's. */
+/* In the reload's checker, just forked: drop what is the supervisor's.
+ * SIGTERM (the supervisor's death, PR_SET_PDEATHSIG) ends it at once:
+ * nobody waits for its answer then. */
 static void checker_in_child(void *arg)
 {
     struct supervisor *s = arg;
     children_leave_supervisor(s, "check");
     close(s->wake[0]);
     close(s->wake[1]);
+    struct sigaction sa = { .sa_handler = SIG_DFL };
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGTERM, &sa, NULL) < 0 || sigaction(SIGINT, &sa, NULL) < 0)
+        _exit(DAEMON_EXIT_OSERR);
 }
 
 /*
