@@ -336,6 +336,48 @@ START_TEST(reload_check_waits_in_a_child)
 }
 END_TEST
 
+/* The reload's checker dies with the supervisor: killed (-9) while the
+ * check waits on a stopped Redis, the supervisor leaves no checker behind
+ * (it would otherwise wait out its 2 s timeout, or a handler's init, for
+ * an answer nobody reads). */
+START_TEST(reload_checker_dies_with_the_supervisor)
+{
+    int port = fixture_tcp_port();
+    char redis[200];
+    snprintf(redis, sizeof redis, "host = \"127.0.0.1\"; port = %d;", port);
+    write_conf(redis, 1);
+    h_start(&H, 1);
+    pid_t before[16], after[16];
+    size_t nb = tu_children(H.pid, before, NULL, 16);
+    write_conf_more(redis, 1, ", { name = \"more\"; workers = 1; partitions = 4; }");
+    ck_assert_int_eq(kill(H.fx.pid, SIGSTOP), 0);
+    ck_assert_int_eq(kill(H.pid, SIGHUP), 0);
+    pid_t checker = 0;
+    for (int t = 0; t < 100 && !checker; t++) {
+        size_t na = tu_children(H.pid, after, NULL, 16);
+        for (size_t i = 0; i < na && !checker; i++) {
+            int known = 0;
+            for (size_t k = 0; k < nb; k++)
+                known |= after[i] == before[k];
+            if (!known)
+                checker = after[i];
+        }
+        tu_sleep_ms(10);
+    }
+    ck_assert_msg(checker > 0, "no checker started; log:\n%s", h_log_tail(&H));
+    ck_assert_int_eq(kill(H.pid, SIGKILL), 0);
+    ck_assert_int_eq(waitpid(H.pid, NULL, 0), H.pid);
+    H.pid = 0;
+    int64_t t0 = tu_mono_ms();
+    while (tu_process_running(checker) && tu_mono_ms() - t0 < 3000)
+        tu_sleep_ms(10);
+    int64_t took = tu_mono_ms() - t0;
+    ck_assert_int_eq(kill(H.fx.pid, SIGCONT), 0);
+    ck_assert_msg(took < 500, "the checker outlived its supervisor by %lld ms",
+                  (long long)took);
+}
+END_TEST
+
 /* ---- over Sentinel, one sentinel a black hole ------------------------------------ */
 
 /* A sentinel monitoring the fixture (at `master_port`) on a free port; its
@@ -514,6 +556,7 @@ int main(void)
     TCase *tc = fixture_tcase(s, "tcp", 90, NULL, NULL, setup, teardown);
     tcase_add_test(tc, no_connection_over_tcp);
     tcase_add_test(tc, reload_check_waits_in_a_child);
+    tcase_add_test(tc, reload_checker_dies_with_the_supervisor);
     tc = fixture_tcase(s, "sentinel", 120, NULL, NULL, setup, teardown);
     tcase_add_test(tc, no_connection_over_sentinel_with_a_black_hole);
     tc = fixture_tcase(s, "cluster", 180, NULL, NULL, setup, teardown);
