@@ -173,46 +173,61 @@ static struct child *free_row(struct supervisor *s)
     return NULL;
 }
 
-/* Rows the configuration in force has for `role` (and, workers, queue
- * `q`), running or waiting to respawn. */
-static int rows_of(const struct supervisor *s, enum child_role role, size_t q)
+/* Rows the configuration in force has for queue `q` (nqueues: the
+ * reaper), running or waiting to respawn. */
+static int rows_of(const struct supervisor *s, size_t q)
 {
     int n = 0;
     for (int i = 0; i < MAX_CHILDREN; i++) {
         const struct child *c = &s->children[i];
-        n += c->role == role && c->gen == s->cur && !c->retiring
-             && (role != ROLE_WORKER || c->queue == (int)q);
+        n += c->role != ROLE_NONE && c->gen == s->cur && !c->retiring && c->queue == (int)q;
     }
     return n;
 }
 
+/* The settler of the configuration in force, unless it has one: started
+ * before its workers, so that a worker's death always has a settler.
+ * Returns 1 when no row is free for it. */
+static int start_settler(struct supervisor *s)
+{
+    for (int i = 0; i < MAX_CHILDREN; i++) {
+        const struct child *c = &s->children[i];
+        if (c->role == ROLE_SETTLER && c->gen == s->cur && !c->retiring)
+            return 0;
+    }
+    struct child *c = free_row(s);
+    if (!c)
+        return 1;
+    memset(c, 0, sizeof *c);
+    c->role = ROLE_SETTLER;
+    c->queue = -1;
+    c->gen = s->cur;
+    children_spawn(s, c);
+    return 0;
+}
+
 /*
  * Give the configuration in force every child it asks for that has no row
- * yet (its settler first, so that a worker's death always has a settler,
- * then its workers per queue and its reaper): all of them at start and
- * after a reload, and, when reloads in a row left old children draining in
- * most rows, the rest as those exit (from the tick).  Returns how many
- * still lack a row.
+ * yet (its settler, its workers per queue and its reaper): all of them at
+ * start and after a reload, and, when reloads in a row left old children
+ * draining in most rows, the rest as those exit (from the tick).  Returns
+ * how many still lack a row.
  */
 int children_start_missing(struct supervisor *s)
 {
     const struct daemon_conf *dc = s->cur->conf;
-    int missing = 0;
-    for (size_t k = 0; k <= dc->nqueues + 1; k++) {
-        /* k 0: the settler; 1 .. nqueues: the queues' workers; then the reaper */
-        size_t q = k - 1;
-        enum child_role role = k == 0 ? ROLE_SETTLER
-                               : k <= dc->nqueues ? ROLE_WORKER : ROLE_REAPER;
-        int want = role == ROLE_WORKER ? dc->queues[q].workers : 1;
-        for (int n = rows_of(s, role, q); n < want; n++) {
+    int missing = start_settler(s);
+    for (size_t q = 0; q <= dc->nqueues; q++) {
+        int want = q < dc->nqueues ? dc->queues[q].workers : 1;
+        for (int n = rows_of(s, q); n < want; n++) {
             struct child *c = free_row(s);
             if (!c) {
                 missing += want - n;
                 break;
             }
             memset(c, 0, sizeof *c);
-            c->role = role;
-            c->queue = role == ROLE_WORKER ? (int)q : -1;
+            c->role = q < dc->nqueues ? ROLE_WORKER : ROLE_REAPER;
+            c->queue = (int)q;
             c->gen = s->cur;
             children_spawn(s, c);
         }

@@ -17,6 +17,7 @@
  *       refused, the configuration in force stays.
  * The child writes its one-line reason to a pipe before it exits (less
  * than PIPE_BUF: the write never waits, the read after its exit neither).
+ * It dies with the supervisor (SIGTERM by PR_SET_PDEATHSIG, not caught).
  */
 #ifndef DQ_RELOAD_CHECK_H
 #define DQ_RELOAD_CHECK_H

@@ -34,7 +34,7 @@ struct child {
     enum child_role role;
     pid_t pid;                  /* 0: not running (waiting to respawn) */
     int queue;                  /* index into gen->conf->queues (workers);
-                                   -1 for the others */
+                                   nqueues: the reaper; -1: the settler */
     unsigned rank;              /* which of the queue's workers (workers):
                                    picks its home partitions */
     struct generation *gen;     /* the configuration it was started with */
