@@ -35,9 +35,9 @@ int settle_board_post(struct settle_board *b, const struct settle_death *d)
 {
     for (size_t i = 0; i < SETTLE_BOARD_POSTS; i++) {
         struct settle_post *p = &b->posts[i];
-        if (__atomic_load_n(&p->state, __ATOMIC_ACQUIRE) != SP_FREE)
+        if (__atomic_load_n(&b->heads[i].state, __ATOMIC_ACQUIRE) != SP_FREE)
             continue;
-        p->gen = d->gen;
+        p->gen = b->heads[i].gen = d->gen;
         p->queue = d->queue;
         p->posted_ms = slots_now_ms();
         snprintf(p->who, sizeof p->who, "%s", d->who);
@@ -50,7 +50,7 @@ int settle_board_post(struct settle_board *b, const struct settle_death *d)
             p->running_type[0] = '\0';
         p->running_failed = p->running_dead = 0;
         copy_tables(p, d->slot);
-        __atomic_store_n(&p->state, SP_POSTED, __ATOMIC_RELEASE);
+        __atomic_store_n(&b->heads[i].state, SP_POSTED, __ATOMIC_RELEASE);
         return 0;
     }
     return -1;
@@ -61,12 +61,11 @@ int settle_board_collect(struct settle_board *b,
 {
     int n = 0;
     for (size_t i = 0; i < SETTLE_BOARD_POSTS; i++) {
-        struct settle_post *p = &b->posts[i];
-        if (__atomic_load_n(&p->state, __ATOMIC_ACQUIRE) != SP_DONE)
+        if (__atomic_load_n(&b->heads[i].state, __ATOMIC_ACQUIRE) != SP_DONE)
             continue;
         if (done)
-            done(p, arg);
-        __atomic_store_n(&p->state, SP_FREE, __ATOMIC_RELEASE);
+            done(&b->posts[i], arg);
+        __atomic_store_n(&b->heads[i].state, SP_FREE, __ATOMIC_RELEASE);
         n++;
     }
     return n;
@@ -76,14 +75,19 @@ int settle_board_pending(const struct settle_board *b, uint64_t gen)
 {
     int n = 0;
     for (size_t i = 0; i < SETTLE_BOARD_POSTS; i++)
-        n += __atomic_load_n(&b->posts[i].state, __ATOMIC_ACQUIRE) != SP_FREE
-             && b->posts[i].gen == gen;
+        n += __atomic_load_n(&b->heads[i].state, __ATOMIC_ACQUIRE) != SP_FREE
+             && b->heads[i].gen == gen;
     return n;
 }
 
 int settle_board_state(const struct settle_board *b, size_t i)
 {
-    return __atomic_load_n(&b->posts[i].state, __ATOMIC_ACQUIRE);
+    return __atomic_load_n(&b->heads[i].state, __ATOMIC_ACQUIRE);
+}
+
+int settle_board_posted_for(const struct settle_board *b, size_t i, uint64_t gen)
+{
+    return settle_board_state(b, i) == SP_POSTED && b->heads[i].gen == gen;
 }
 
 void settle_board_done(struct settle_board *b, size_t i, int running_failed,
@@ -92,7 +96,7 @@ void settle_board_done(struct settle_board *b, size_t i, int running_failed,
     struct settle_post *p = &b->posts[i];
     p->running_failed = running_failed;
     p->running_dead = running_dead;
-    __atomic_store_n(&p->state, SP_DONE, __ATOMIC_RELEASE);
+    __atomic_store_n(&b->heads[i].state, SP_DONE, __ATOMIC_RELEASE);
 }
 
 void settle_board_count_failover(struct settle_board *b)

@@ -42,7 +42,6 @@ enum settle_post_state {
 };
 
 struct settle_post {
-    int state;                  /* enum settle_post_state; stored last */
     uint64_t gen;               /* the generation the worker ran with */
     int queue;                  /* index into that generation's queues */
     int64_t posted_ms;          /* monotonic (slots_now_ms) */
@@ -58,9 +57,18 @@ struct settle_post {
     struct slot_table tables[SLOT_TABLES]; /* only [0, n) copied */
 };
 
+/* A post's state and generation, apart from the post: the supervisor and
+ * the settlers scan these often, and a scan then touches a page or two
+ * rather than one page of every (large) post. */
+struct settle_head {
+    int state;                  /* enum settle_post_state; stored last */
+    uint64_t gen;               /* = its post's gen */
+};
+
 struct settle_board {
     uint64_t gen_in_force;      /* the supervisor's: the generation in force */
     uint64_t sentinel_failovers; /* the watcher's: master moves announced */
+    struct settle_head heads[SETTLE_BOARD_POSTS];
     struct settle_post posts[SETTLE_BOARD_POSTS];
 };
 
@@ -89,8 +97,11 @@ int settle_board_collect(struct settle_board *b,
  * collected). */
 int settle_board_pending(const struct settle_board *b, uint64_t gen);
 
-/* Settler side: the state of post `i` (acquire). */
+/* The state of post `i` (acquire). */
 int settle_board_state(const struct settle_board *b, size_t i);
+
+/* Settler side: whether post `i` is posted for generation `gen`. */
+int settle_board_posted_for(const struct settle_board *b, size_t i, uint64_t gen);
 
 /* Settler side: write post `i`'s outcome, then mark it done. */
 void settle_board_done(struct settle_board *b, size_t i, int running_failed,

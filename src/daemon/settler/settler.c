@@ -76,8 +76,8 @@ static int take(struct settler_proc *sp, size_t i)
 static void scan_board(struct settler_proc *sp)
 {
     for (size_t i = 0; i < SETTLE_BOARD_POSTS; i++)
-        if (!sp->refs[i].taken && settle_board_state(sp->board, i) == SP_POSTED
-            && sp->board->posts[i].gen == sp->gen && take(sp, i) < 0)
+        if (!sp->refs[i].taken && settle_board_posted_for(sp->board, i, sp->gen)
+            && take(sp, i) < 0)
             return;
 }
 
