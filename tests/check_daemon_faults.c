@@ -109,11 +109,11 @@ START_TEST(crashing_job_dies_after_its_attempts)
     ck_assert_int_eq(h_log_count(&H, "killed by signal 11"), 2);
     h_enqueue(&H, "after", "t", "ok", 0, 0);
     ck_assert_int_eq(h_wait_record(&H, "after", 1, 1, 5000), 1);
-    pid_t kids[8];
+    pid_t kids[8];      /* two workers, the reaper, the settler */
     int64_t deadline = tu_mono_ms() + 5000;
-    while (tu_children(H.pid, kids, NULL, 8) < 3 && tu_mono_ms() < deadline)
+    while (tu_children(H.pid, kids, NULL, 8) < 4 && tu_mono_ms() < deadline)
         tu_sleep_ms(20);
-    ck_assert_int_eq(tu_children(H.pid, kids, NULL, 8), 3);
+    ck_assert_int_eq(tu_children(H.pid, kids, NULL, 8), 4);
     stop_clean();
 }
 END_TEST
@@ -481,7 +481,8 @@ START_TEST(children_exit_when_the_supervisor_dies)
     ck_assert_int_eq(h_wait_record(&H, "orphan", 0, 1, 3000), 1);
     pid_t kids[9] = { 0 };
     size_t nkids = tu_children(H.pid, kids, NULL, 8);
-    ck_assert_msg(nkids == 3, "%zu children (2 workers and the reaper expected)", nkids);
+    ck_assert_msg(nkids == 4, "%zu children (2 workers, the reaper and the settler expected)",
+                  nkids);
 
     ck_assert_int_eq(kill(H.pid, SIGKILL), 0);
     ck_assert_int_eq(waitpid(H.pid, NULL, 0), H.pid);

@@ -118,11 +118,13 @@ END_TEST
 
 /* ---- a death in the middle of a batch ------------------------------------ */
 
-/* A batch of 16 whose 9th job (`bad`) kills its worker: the 8 before it,
- * finished, are not run again; the 7 after it run once, at attempt 1 (no
- * attempt counted), well within a second of the death (the lease is 30 s);
- * the bad job is dead with `error`. */
-static void death_in_batch(const char *bad, const char *timeout, const char *error)
+/* A batch of 16 whose 9th job (`bad`) kills its worker `death_ms` after
+ * it starts (its timeout, or 0): the 8 before it, finished, are not run
+ * again; the 7 after it run once, at attempt 1 (no attempt counted),
+ * within a second of the death (the lease is 30 s: only the settler's
+ * give-back is that quick); the bad job is dead with `error`. */
+static void death_in_batch(const char *bad, const char *timeout, const char *error,
+                           int death_ms)
 {
     start_conf(1, 16, "30s", timeout, 1);
     const char *p[16];
@@ -143,8 +145,9 @@ static void death_in_batch(const char *bad, const char *timeout, const char *err
         ck_assert_int_eq(next.attempt, 1);
         ck_assert_int_eq(h_state(&H, id, NULL), -1);
         if (i > 8)
-            ck_assert_msg(next.ms - bad_start.ms < 3000, "%s started %lld ms after %s did",
-                          id, (long long)(next.ms - bad_start.ms), "B08");
+            ck_assert_msg(next.ms - bad_start.ms < death_ms + 1000,
+                          "%s started %lld ms after %s did (its death: %d ms after)", id,
+                          (long long)(next.ms - bad_start.ms), "B08", death_ms);
     }
     ck_assert_int_eq(h_log_count(&H, "expired lease"), 0);
     ck_assert_int_eq(h_stop(&H, 10000), 0);
@@ -152,13 +155,73 @@ static void death_in_batch(const char *bad, const char *timeout, const char *err
 
 START_TEST(crash_in_batch_costs_only_its_job)
 {
-    death_in_batch("segv", "1s", "worker died: signal 11");
+    death_in_batch("segv", "1s", "worker died: signal 11", 0);
 }
 END_TEST
 
 START_TEST(timeout_in_batch_costs_only_its_job)
 {
-    death_in_batch("hang", "500ms", "timeout after 500 ms");
+    death_in_batch("hang", "500ms", "timeout after 500 ms", 500);
+}
+END_TEST
+
+/* ---- a settler that dies before it settles ----------------------------------- */
+
+/* The pid of the settler that logged last that it started. */
+static pid_t settler_pid(void)
+{
+    ck_assert_msg(h_wait_log(&H, "settles the jobs of configuration", 1, 5000) >= 1,
+                  "no settler; log:\n%s", h_log_tail(&H));
+    FILE *fp = fopen(H.log, "r");
+    ck_assert(fp != NULL);
+    char line[1024];
+    int pid = 0;
+    while (fgets(line, sizeof line, fp)) {
+        const char *at = strstr(line, "[settle ");
+        if (at && strstr(line, "settles the jobs of configuration"))
+            pid = atoi(at + 8);
+    }
+    fclose(fp);
+    ck_assert_int_gt(pid, 0);
+    return (pid_t)pid;
+}
+
+/* A worker dies mid-batch while its settler is stopped (SIGSTOP), and the
+ * settler is then killed before it could settle anything: the death stays
+ * posted in shared memory, and the settler started in its place settles
+ * it.  The running job is dead with the death's cause; the 7 others run
+ * once, at attempt 1, within a second of the new settler's start, long
+ * before their lease (30 s) could return them. */
+START_TEST(a_dead_settler_s_work_is_done_by_the_next)
+{
+    start_conf(1, 8, "30s", "10s", 1);
+    pid_t settler = settler_pid();
+    const char *p[8] = { "hang", "ok", "ok", "ok", "ok", "ok", "ok", "ok" };
+    enqueue_batch("K", p, 8, 300, 0);
+    ck_assert_msg(h_wait_record(&H, "K00", 0, 1, 10000) == 1, "log:\n%s", h_log_tail(&H));
+    struct h_run first;
+    ck_assert_int_eq(starts_of("K00", &first), 1);
+    ck_assert_int_eq(kill(settler, SIGSTOP), 0);
+    ck_assert_int_eq(kill(first.pid, SIGKILL), 0);
+    tu_sleep_ms(500);
+    ck_assert_msg(starts_of("K01", NULL) == 0, "K01 ran with the settler stopped");
+    ck_assert_int_eq(h_log_count(&H, "settled the"), 0);
+    ck_assert_int_eq(kill(settler, SIGKILL), 0);
+    int64_t killed = tu_now_ms();
+    ck_assert_msg(h_wait_idle(&H, 10000), "not done; log:\n%s", h_log_tail(&H));
+    dead_with("K00", "worker died: signal 9");
+    for (int i = 1; i < 8; i++) {
+        char id[8];
+        struct h_run run;
+        snprintf(id, sizeof id, "K%02d", i);
+        ck_assert_msg(starts_of(id, &run) == 1, "%s started %d times", id, starts_of(id, NULL));
+        ck_assert_int_eq(run.attempt, 1);
+        ck_assert_msg(run.ms - killed < 1500, "%s started %lld ms after the settler's death",
+                      id, (long long)(run.ms - killed));
+    }
+    ck_assert_int_eq(h_log_count(&H, "settled the"), 1);
+    ck_assert_int_eq(h_log_count(&H, "expired lease"), 0);
+    ck_assert_int_eq(h_stop(&H, 10000), 0);
 }
 END_TEST
 
@@ -293,6 +356,7 @@ int main(void)
     tcase_add_test(tc, long_batch_outlasts_its_lease);
     tcase_add_test(tc, crash_in_batch_costs_only_its_job);
     tcase_add_test(tc, timeout_in_batch_costs_only_its_job);
+    tcase_add_test(tc, a_dead_settler_s_work_is_done_by_the_next);
     tcase_add_test(tc, exec_programs_die_with_their_worker);
     tcase_add_test(tc, worker_and_reaper_agree_on_attempts);
     return fixture_run_suite(s);

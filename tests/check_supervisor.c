@@ -191,8 +191,9 @@ START_TEST(reloads_in_a_row_keep_every_worker)
     free(starts);
     free(ends);
 
-    /* The last configuration's workers and its reaper, nothing more. */
-    struct children_wait cw = { .daemon = H.pid, .want = (size_t)workers_of(RELOADS) + 1 };
+    /* The last configuration's workers, its reaper and its settler, nothing
+     * more: the older settlers stop once their workers' deaths are settled. */
+    struct children_wait cw = { .daemon = H.pid, .want = (size_t)workers_of(RELOADS) + 2 };
     int settled = h_wait(20000, children_are, &cw);
     int reloaded = h_log_count(&H, "reloaded ");
     fprintf(stderr, "reloads: %d SIGHUPs in %lld ms during a drain of %d jobs (%lld ms): "
@@ -357,8 +358,8 @@ START_TEST(healthz_never_waits_for_redis)
 
     int64_t at_once = parallel_health(port, statuses);
     for (int i = 0; i < PARALLEL; i++)
-        ck_assert_msg(statuses[i] == 200 || statuses[i] == 503, "request %d: status %d", i,
-                      statuses[i]);
+        ck_assert_msg(statuses[i] == 200 || statuses[i] == 503, "request %d: status %d; log:\n%s",
+                      i, statuses[i], h_log_tail(&H));
     ck_assert_msg(h_wait_log(&H, "overran its timeout", 1, 3000) == 1,
                   "hung handler not stopped at its timeout; log:\n%s", h_log_tail(&H));
     int64_t killed_after = tu_mono_ms() - paused;

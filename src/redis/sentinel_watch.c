@@ -1,14 +1,11 @@
 /*
- * The supervisor's subscriptions to +switch-master (see sentinel_watch.h).
+ * The subscriptions to +switch-master (see sentinel_watch.h).
  */
 #include "redis/sentinel_watch.h"
 
-#include <errno.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "daemon/log.h"
 #include "redis/rconn.h"
@@ -20,14 +17,15 @@ struct sentinel_watch {
     char *master;
     struct rconn *conns[SENTINEL_MAX_NODES];
     size_t nconns;
-    struct metrics *metrics;
+    void (*on_move)(void *arg);
+    void *arg;
     char last[SENTINEL_HOST_MAX + 8];   /* the last new address announced */
 };
 
 /*
  * "+switch-master" says "NAME OLD-IP OLD-PORT NEW-IP NEW-PORT".  A move of
- * our master to an address not announced yet is a failover: counted,
- * logged, and SIGUSR2 raised for the supervisor to relay.
+ * our master to an address not announced yet is a failover: logged, and
+ * told to the owner.
  */
 static void on_switch(struct rconn *rc, const char *payload, size_t len, void *arg)
 {
@@ -45,11 +43,9 @@ static void on_switch(struct rconn *rc, const char *payload, size_t len, void *a
     if (strcmp(now, w->last) == 0)
         return;
     snprintf(w->last, sizeof w->last, "%s", now);
-    metrics_count_failover(w->metrics);
     log_warn("sentinel: master '%s' moved from %s:%d to %s; every connection follows",
              w->master, old_ip, old_port, now);
-    if (kill(getpid(), SIGUSR2) < 0)
-        log_err("sentinel: kill(SIGUSR2) to relay the move: %s", strerror(errno));
+    w->on_move(w->arg);
 }
 
 /* A subscribed connection to sentinel `node`, with the sentinels'
@@ -85,7 +81,7 @@ static struct rconn *watch_one(struct event_base *base, const struct redis_conf 
 
 struct sentinel_watch *sentinel_watch_new(struct event_base *base,
                                           const struct redis_conf *conf,
-                                          struct metrics *metrics)
+                                          void (*on_move)(void *arg), void *arg)
 {
     struct sentinel_watch *w = calloc(1, sizeof *w);
     if (!w || !(w->master = strdup(conf->sentinel.master))) {
@@ -93,7 +89,8 @@ struct sentinel_watch *sentinel_watch_new(struct event_base *base,
         free(w);
         return NULL;
     }
-    w->metrics = metrics;
+    w->on_move = on_move;
+    w->arg = arg;
     for (size_t i = 0; i < conf->sentinel.nnodes && i < SENTINEL_MAX_NODES; i++) {
         if (!(w->conns[w->nconns] = watch_one(base, conf, conf->sentinel.nodes[i], w))) {
             sentinel_watch_free(w);
@@ -102,12 +99,6 @@ struct sentinel_watch *sentinel_watch_new(struct event_base *base,
         w->nconns++;
     }
     return w;
-}
-
-void sentinel_watch_close_in_child(struct sentinel_watch *w)
-{
-    for (size_t i = 0; w && i < w->nconns; i++)
-        rconn_close_in_child(w->conns[i]);
 }
 
 void sentinel_watch_free(struct sentinel_watch *w)

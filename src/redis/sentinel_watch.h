@@ -1,11 +1,12 @@
 /*
- * sentinel_watch: the supervisor's ear on the sentinels.  Behind Sentinel
+ * sentinel_watch: the daemon's ear on the sentinels.  Behind Sentinel
  * (redis.sentinel), it keeps a connection subscribed to +switch-master on
  * every listed sentinel, and when one announces that the master moved:
- * counts the failover (delayq_failovers_total), logs it, and raises
- * SIGUSR2 in the supervisor, which relays it to every child, so that every
- * connection of every process looks the master up at once (rconn.c)
- * rather than at the end of its reconnect backoff.
+ * logs it and tells its owner (the settler process, settler.h), which
+ * counts the failover (delayq_failovers_total) and sends SIGUSR2 to the
+ * supervisor, which relays it to every child, so that every connection of
+ * every process looks the master up at once (rconn.c) rather than at the
+ * end of its reconnect backoff.
  *
  * Why every sentinel, not one: the one subscribed to may be the one that
  * is down during the failover; each connection is an rconn that
@@ -23,18 +24,15 @@
 #include <event2/event.h>
 
 #include "config/redis_conf.h"
-#include "daemon/admin/metrics.h"
 
 struct sentinel_watch;
 
 /* Start watching the sentinels of `conf` (conf->sentinel.master set;
- * copied).  NULL after logging when out of memory. */
+ * copied); `on_move(arg)` is called once per new master address
+ * announced.  NULL after logging when out of memory. */
 struct sentinel_watch *sentinel_watch_new(struct event_base *base,
                                           const struct redis_conf *conf,
-                                          struct metrics *metrics);
-
-/* In a forked child: close the child's copies of the sockets. */
-void sentinel_watch_close_in_child(struct sentinel_watch *w);
+                                          void (*on_move)(void *arg), void *arg);
 
 /* Stop watching and free; NULL is ignored. */
 void sentinel_watch_free(struct sentinel_watch *w);

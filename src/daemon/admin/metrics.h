@@ -28,7 +28,9 @@
 
 /* Rows of the supervisor's child table that can be posted (its
  * MAX_CHILDREN is checked against this). */
-#define METRICS_CHILDREN_MAX (2 * DCONFIG_MAX_WORKERS + 4)
+/* (workers, reapers and admin processes of two generations, and a settler
+ * for each of up to 9 generations alive.) */
+#define METRICS_CHILDREN_MAX (2 * DCONFIG_MAX_WORKERS + 4 + 9)
 
 /* The figures of one (queue, type); type "" holds the queue's own (stale,
  * orphans, lateness by priority). */
@@ -51,7 +53,7 @@ struct metrics_table {
     int fixed;
 };
 
-enum metrics_role { MR_NONE, MR_WORKER, MR_REAPER, MR_ADMIN };
+enum metrics_role { MR_NONE, MR_WORKER, MR_REAPER, MR_ADMIN, MR_SETTLER };
 
 /* One row of the supervisor's child table, as the admin process sees it;
  * row i uses slot i. */

@@ -1,8 +1,9 @@
 /*
  * The supervisor's child table (nginx's ngx_processes): starting workers,
- * the reaper and the admin process in their rows, and, when one dies, settling the jobs it
- * held, killing what its handler left behind, and planning its restart
- * with a backoff that only a crash loop pays.
+ * the reaper, the settler and the admin process in their rows, and, when
+ * one dies, posting the jobs it held for its settler (settle_side.c),
+ * killing what its handler left behind, and planning its restart with a
+ * backoff that only a crash loop pays.
  */
 #include <errno.h>
 #include <signal.h>
@@ -18,7 +19,7 @@
 #include "daemon/log.h"
 #include "daemon/admin/metrics.h"
 #include "daemon/reaper/reaper.h"
-#include "daemon/supervisor/settle.h"
+#include "daemon/settler/settler.h"
 #include "daemon/signals.h"
 #include "daemon/supervisor/strays.h"
 #include "daemon/supervisor/supervisor_int.h"
@@ -42,6 +43,8 @@ static void child_name(const struct supervisor *s, const struct child *c, char *
         snprintf(buf, len, "reap");
     else if (c->role == ROLE_ADMIN)
         snprintf(buf, len, "admin");
+    else if (c->role == ROLE_SETTLER)
+        snprintf(buf, len, "settle");
     else
         snprintf(buf, len, "w%d", child_index(s, c));
 }
@@ -85,52 +88,67 @@ static unsigned worker_rank(const struct supervisor *s, const struct child *c)
     }
 }
 
+void children_leave_supervisor(struct supervisor *s, const char *role, int64_t orphan_exit_ms,
+                               int keeps_admin_socket)
+{
+    log_set_role(role);
+    /* Before the set-up unblocks signals: a SIGTERM of PR_SET_PDEATHSIG
+     * that comes at once must find the bound. */
+    signals_set_orphan_exit_ms(orphan_exit_ms);
+    int sig = signals_child_setup(s->pid);
+    if (sig == -1)
+        _exit(0);
+    if (sig < 0)
+        _exit(DAEMON_EXIT_SOFTWARE);
+    /* Only the admin process accepts on the admin socket.  The parent
+     * holds no other connection; its event base is left alone (freeing it
+     * would touch the shared epoll). */
+    if (!keeps_admin_socket && s->admin_fd >= 0)
+        close(s->admin_fd);
+}
+
 /* In the child: drop what belongs to the supervisor, then run the role.
  * Never returns. */
 static void become_child(struct supervisor *s, struct child *c)
 {
     char name[16];
     child_name(s, c, name, sizeof name);
-    log_set_role(name);
-    /* Before the set-up unblocks signals: a SIGTERM of PR_SET_PDEATHSIG
-     * that comes at once must find the bound. */
-    signals_set_orphan_exit_ms(c->gen->conf->shutdown_timeout_ms);
-    int sig = signals_child_setup(s->pid);
-    if (sig == -1)
-        _exit(0);
-    if (sig < 0)
-        _exit(DAEMON_EXIT_SOFTWARE);
-    /* Only the admin process accepts on the admin socket. */
-    if (c->role != ROLE_ADMIN && s->admin_fd >= 0)
-        close(s->admin_fd);
-    /* The parent's connections: close our copies of the sockets; the
-     * parent's event base is left alone (freeing it would touch the shared
-     * epoll). */
-    generation_close_in_child(s->cur);
-    for (int g = 0; g < MAX_GENERATIONS; g++)
-        generation_close_in_child(s->old[g]);
+    children_leave_supervisor(s, name, c->gen->conf->shutdown_timeout_ms,
+                              c->role == ROLE_ADMIN);
     srandom((unsigned)getpid() ^ (unsigned)time(NULL));
     char owner[64];
     owner_name(s, getpid(), owner, sizeof owner);
+    /* The settle board's wake pipe is the settlers' only. */
+    if (c->role != ROLE_SETTLER)
+        close(s->wake[0]);
+    close(s->wake[1]);
     const struct daemon_conf *dc = c->gen->conf;
+    struct worker_slot *slot = &s->slots[child_index(s, c)];
+    int rc;
     if (c->role == ROLE_ADMIN) {
-        struct admin_args a = { .dc = dc, .conf_gen = c->gen->serial,
+        struct admin_args a = { .dc = dc, .conf_gen = c->gen->id,
                                 .listen_fd = s->admin_fd, .slots = s->slots,
                                 .nslots = MAX_CHILDREN,
                                 .metrics = s->metrics, .history = s->history,
                                 .sessions = s->sessions,
                                 .parent = s->pid };
-        _exit(admin_main(&a));
+        rc = admin_main(&a);
+    } else if (c->role == ROLE_REAPER) {
+        rc = reaper_main(dc, slot);
+    } else if (c->role == ROLE_SETTLER) {
+        rc = settler_main(dc, c->gen->id, s->board, s->wake[0], slot);
+    } else {
+        rc = worker_main(dc, &dc->queues[c->queue], c->rank, slot, owner);
     }
-    int rc = c->role == ROLE_REAPER
-                 ? reaper_main(dc, &s->slots[child_index(s, c)])
-                 : worker_main(dc, &dc->queues[c->queue], c->rank,
-                               &s->slots[child_index(s, c)], owner);
     _exit(rc);
 }
 
 int children_spawn(struct supervisor *s, struct child *c)
 {
+    if (c->unposted) {          /* its slot still holds its jobs */
+        c->respawn_at_ms = slots_now_ms() + RESPAWN_MIN_MS;
+        return -1;
+    }
     if (c->role == ROLE_WORKER)
         c->rank = worker_rank(s, c);
     metrics_begin(s->metrics);
@@ -188,18 +206,39 @@ static int rows_of(const struct supervisor *s, size_t q)
     return n;
 }
 
+/* The settler of the configuration in force, unless it has one: started
+ * before its workers, so that a worker's death always has a settler.
+ * Returns 1 when no row is free for it. */
+static int start_settler(struct supervisor *s)
+{
+    for (int i = 0; i < MAX_CHILDREN; i++) {
+        const struct child *c = &s->children[i];
+        if (c->role == ROLE_SETTLER && c->gen == s->cur && !c->retiring)
+            return 0;
+    }
+    struct child *c = free_row(s);
+    if (!c)
+        return 1;
+    memset(c, 0, sizeof *c);
+    c->role = ROLE_SETTLER;
+    c->queue = -1;
+    c->gen = s->cur;
+    children_spawn(s, c);
+    return 0;
+}
+
 /*
  * Give the configuration in force every child it asks for that has no row
- * yet (its workers per queue, its reaper, and its admin process when
- * metrics.listen is set): all of them at start and
- * after a reload, and, when reloads in a row left old children draining in
- * most rows, the rest as those exit (from the tick).  Returns how many
- * still lack a row.
+ * yet (its settler, its workers per queue, its reaper, and its admin
+ * process when admin.listen is set): all of them at start and after a
+ * reload, and, when reloads in a row left old children draining in most
+ * rows, the rest as those exit (from the tick).  Returns how many still
+ * lack a row.
  */
 int children_start_missing(struct supervisor *s)
 {
     const struct daemon_conf *dc = s->cur->conf;
-    int missing = 0;
+    int missing = start_settler(s);
     for (size_t q = 0; q <= dc->nqueues + 1; q++) {
         int want = q < dc->nqueues ? dc->queues[q].workers
                    : q == dc->nqueues ? 1 : s->admin_fd >= 0 && !s->admin_refused;
@@ -231,26 +270,22 @@ static void describe_status(int status, char *buf, size_t len)
         snprintf(buf, len, "exited with status %d", WEXITSTATUS(status));
 }
 
-/* Settle, at once, every job a dead worker held: what it finished, what
- * was running (failed with `cause`), what it had not started, and a claim
- * on its way (settle.h), on its generation's connection.  A clean exit
- * leaves nothing but its claims' owner record, which this removes. */
-static void settle_dead_worker(struct supervisor *s, const struct child *c,
-                               const char *cause)
+/* Have every job a dead worker held settled at once by its generation's
+ * settler: what it finished, what was running (failed with `cause`), what
+ * it had not started, and a claim on its way (settle.h).  A clean exit
+ * leaves nothing but its claims' owner record, which that removes. */
+static void settle_dead_worker(struct supervisor *s, struct child *c, const char *cause)
 {
-    char who[16], owner[64];
-    child_name(s, c, who, sizeof who);
+    char owner[64];
     owner_name(s, c->pid, owner, sizeof owner);
-    const struct daemon_conf *dc = c->gen->conf;
-    struct settle_req req = { .dc = dc, .q = &dc->queues[c->queue],
-                              .slot = &s->slots[child_index(s, c)], .owner = owner,
-                              .cause = cause, .who = who };
-    settler_settle(c->gen->settler, &req);
+    settle_side_post(s, c, owner, cause);
 }
 
 static int is_child_row(pid_t pid, void *arg)
 {
     const struct supervisor *s = arg;
+    if (s->check.pid && pid == s->check.pid)
+        return 1;               /* the reload's checker */
     for (int i = 0; i < MAX_CHILDREN; i++)
         if (s->children[i].role != ROLE_NONE && s->children[i].pid == pid)
             return 1;
@@ -307,14 +342,22 @@ static void on_child_exit(struct supervisor *s, struct child *c, int status)
     metrics_begin(s->metrics);
     metrics_fold_slot(s->metrics, children_queue_of(c), &s->slots[child_index(s, c)]);
     int made_progress = slot_get(&s->slots[child_index(s, c)].jobs_done) > 0;
-    slot_reset(&s->slots[child_index(s, c)]);
+    if (c->unposted)            /* kept for the tick's post */
+        settle_side_keep_slot(s, c);
+    else
+        slot_reset(&s->slots[child_index(s, c)]);
     c->pid = 0;
-    if (c->retiring || s->stopping)
-        c->role = ROLE_NONE;
+    /* A settler that dies while stopping is started again: what it had
+     * not settled waits for it (children_stop_settlers). */
+    if (c->retiring || (s->stopping && c->role != ROLE_SETTLER)) {
+        if (!c->unposted)
+            c->role = ROLE_NONE;
+        children_post(s);
+        metrics_end(s->metrics);
+        return;
+    }
     children_post(s);
     metrics_end(s->metrics);
-    if (c->role == ROLE_NONE)
-        return;
     if (c->role == ROLE_ADMIN && WIFEXITED(status)
         && WEXITSTATUS(status) == DAEMON_EXIT_CONFIG) {
         log_err("%s cannot serve this configuration: not restarting it until a reload",
@@ -356,6 +399,10 @@ void children_collect(struct supervisor *s)
         pid_t pid = waitpid(-1, &status, WNOHANG);
         if (pid <= 0)
             return;
+        if (s->check.pid && pid == s->check.pid) {
+            reload_check_exited(&s->check, status);     /* the tick acts on it */
+            continue;
+        }
         for (int i = 0; i < MAX_CHILDREN; i++)
             if (s->children[i].role != ROLE_NONE && s->children[i].pid == pid) {
                 on_child_exit(s, &s->children[i], status);
@@ -381,6 +428,51 @@ void children_check_timeouts(struct supervisor *s, int64_t now)
     }
 }
 
+/* ---- the settlers --------------------------------------------------------- */
+
+/* Whether a worker of `g` has a row (alive, or to respawn). */
+static int has_workers(const struct supervisor *s, const struct generation *g)
+{
+    for (int i = 0; i < MAX_CHILDREN; i++)
+        if (s->children[i].role == ROLE_WORKER && s->children[i].gen == g)
+            return 1;
+    return 0;
+}
+
+/* Stop settler `c`: its generation is done with (or the daemon stops). */
+static void retire_settler(struct supervisor *s, struct child *c)
+{
+    c->retiring = 1;
+    if (c->pid)
+        children_signal(s, c, SIGTERM);
+    else
+        c->role = ROLE_NONE;
+}
+
+void children_retire_settlers(struct supervisor *s)
+{
+    for (int i = 0; i < MAX_CHILDREN; i++) {
+        struct child *c = &s->children[i];
+        if (c->role == ROLE_SETTLER && !c->retiring && c->gen != s->cur
+            && !has_workers(s, c->gen) && !settle_side_pending(s, c->gen))
+            retire_settler(s, c);
+    }
+}
+
+void children_stop_settlers(struct supervisor *s, int force)
+{
+    int64_t now = slots_now_ms();
+    for (int i = 0; i < MAX_CHILDREN; i++) {
+        struct child *c = &s->children[i];
+        if (c->role != ROLE_SETTLER || c->retiring)
+            continue;
+        if (force || !settle_side_pending(s, c->gen))
+            retire_settler(s, c);
+        else if (!c->pid && c->respawn_at_ms && now >= c->respawn_at_ms)
+            children_spawn(s, c);   /* it died with work left */
+    }
+}
+
 int children_live(const struct supervisor *s)
 {
     int n = 0;
@@ -389,13 +481,13 @@ int children_live(const struct supervisor *s)
     return n;
 }
 
-
 static enum metrics_role posted_role(enum child_role r)
 {
     switch (r) {
     case ROLE_WORKER: return MR_WORKER;
     case ROLE_REAPER: return MR_REAPER;
     case ROLE_ADMIN: return MR_ADMIN;
+    case ROLE_SETTLER: return MR_SETTLER;
     case ROLE_NONE: break;
     }
     return MR_NONE;
@@ -411,4 +503,15 @@ void children_post(struct supervisor *s)
                            children_queue_of(c));
     }
     metrics_end(s->metrics);
+}
+
+int children_live_besides_settlers(const struct supervisor *s)
+{
+    int n = 0;
+    for (int i = 0; i < MAX_CHILDREN; i++) {
+        const struct child *c = &s->children[i];
+        n += c->role != ROLE_NONE && c->role != ROLE_SETTLER && c->role != ROLE_ADMIN
+             && c->pid != 0;
+    }
+    return n;
 }

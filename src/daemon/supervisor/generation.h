@@ -7,54 +7,33 @@
  * takes effect everywhere at once.
  *
  * A generation holds the configuration (queues, handler entries, Redis
- * options, the admin address), the settler of its dead workers' jobs (on
- * its Redis, settle.h) and, while in force and behind Sentinel, the
- * subscriptions to the sentinels' +switch-master (sentinel_watch.h).  The
- * statistics and the dashboard's connection are its admin process's
- * (admin_main.h).
+ * options, the admin address) and its number, which names its dead
+ * workers' posts on the settle board (settle_board.h: its own settler
+ * process settles them) and its admin process's view (metrics_post_state).
+ * It holds no connection: what talks to Redis or a sentinel for it is its
+ * children's (the settler, settler.h; the admin process, admin_main.h).
  * Its children point to it; the supervisor frees it once none is left and
- * its settler is idle.
+ * nothing of it waits on the board.
  *
- * The handler table is part of building one (handlers_load_config opens
- * and initialises every handler, so a reload refuses what a worker would
- * refuse) but is not kept: each worker opens its own after fork, and a
- * table held here would be inherited, half-initialised, by every child.
+ * The handler table is part of building one (the reload's checker child
+ * opens and initialises every handler, so a reload refuses what a worker
+ * would refuse) but is not kept: each worker opens its own after fork.
  */
 #ifndef DQ_GENERATION_H
 #define DQ_GENERATION_H
 
-#include <event2/event.h>
-#include <stddef.h>
+#include <stdint.h>
 
 #include "daemon/dconfig.h"
-#include "daemon/admin/metrics.h"
-#include "redis/sentinel_watch.h"
-#include "daemon/supervisor/settle.h"
 
 struct generation {
     struct daemon_conf *conf;   /* owned */
-    struct settler *settler;
-    struct sentinel_watch *watch; /* NULL: retired, or no Sentinel */
-    uint64_t serial;            /* its number: 1 at start, one more at each
-                                   reload (metrics_post_state) */
+    uint64_t id;                /* 1, 2, ...: this run's generations in order */
 };
 
-/*
- * Build a generation on `base` for `conf` (loaded and checked; taken over
- * on success only).  `metrics` counts the settler's failed jobs.  NULL
- * when out of memory, with nothing of it left.
- */
-struct generation *generation_new(struct event_base *base, struct daemon_conf *conf,
-                                  struct metrics *metrics);
-
-/* No longer in force: stop watching the sentinels for it. */
-void generation_retire(struct generation *g);
-
-/* Nothing of its settler is left to send or to hear back. */
-int generation_idle(const struct generation *g);
-
-/* In a forked child: close the child's copies of its connections. */
-void generation_close_in_child(struct generation *g);
+/* Generation number `id` for `conf` (loaded and checked; taken over on
+ * success only).  NULL when out of memory. */
+struct generation *generation_new(struct daemon_conf *conf, uint64_t id);
 
 /* Free it with its configuration; NULL is ignored. */
 void generation_free(struct generation *g);

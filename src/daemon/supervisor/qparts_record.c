@@ -101,8 +101,9 @@ static const struct queue_conf *find_queue(const struct daemon_conf *dc, const c
     return NULL;
 }
 
-int qparts_reload_check(const struct daemon_conf *old, const struct daemon_conf *new,
-                        char *err, size_t errlen)
+enum qparts_outcome qparts_reload_check(const struct daemon_conf *old,
+                                        const struct daemon_conf *new, char *err,
+                                        size_t errlen)
 {
     int adds_partitioned = 0;
     for (size_t i = 0; i < new->nqueues; i++) {
@@ -112,11 +113,9 @@ int qparts_reload_check(const struct daemon_conf *old, const struct daemon_conf 
             snprintf(err, errlen, "%s:%d: queue %s: partitions = %d, but it runs with %d: a "
                      "reload cannot change it (stop delayqd, drain the queue, start it "
                      "again)", new->path, q->line, q->name, q->partitions, was->partitions);
-            return -1;
+            return QPARTS_REFUSED;
         }
         adds_partitioned |= !was && q->partitions > 1;
     }
-    if (adds_partitioned && qparts_record(new, 0, 1, err, errlen) != QPARTS_OK)
-        return -1;
-    return 0;
+    return adds_partitioned ? qparts_record(new, 0, 1, err, errlen) : QPARTS_OK;
 }

@@ -31,12 +31,16 @@ enum qparts_outcome qparts_record(const struct daemon_conf *dc, int check_only,
                                   int only_partitioned, char *err, size_t errlen);
 
 /*
- * A reload from `old` to `new`: refused (-1, one line in err) when it
+ * A reload from `old` to `new`: QPARTS_REFUSED (one line in err) when it
  * changes a queue's partition count (the workers of both configurations
- * would claim from different keys while the old ones drain), or when a
- * queue it adds with partitions > 1 cannot be recorded.  0: go ahead.
+ * would claim from different keys while the old ones drain), or when Redis
+ * refuses to record the count of a queue it adds with partitions > 1;
+ * QPARTS_UNREACHABLE when that count could not be recorded (Redis did not
+ * answer); QPARTS_OK: go ahead.  Blocking when a partitioned queue is
+ * added: the supervisor runs it in a short-lived child (reload_check.h).
  */
-int qparts_reload_check(const struct daemon_conf *old, const struct daemon_conf *new,
-                        char *err, size_t errlen) __attribute__((warn_unused_result));
+enum qparts_outcome qparts_reload_check(const struct daemon_conf *old,
+                                        const struct daemon_conf *new, char *err,
+                                        size_t errlen) __attribute__((warn_unused_result));
 
 #endif

@@ -3,12 +3,18 @@
  * asks for (children.c), watches and restarts them, relays signals, runs
  * reloads as a swap of generations, feeds systemd's watchdog, and holds
  * the admin socket that its admin process (admin_main.h) serves /metrics,
- * /healthz and the dashboard on.  It never waits on Redis.
+ * /healthz and the dashboard on.  It never waits on Redis: a dead
+ * worker's jobs are settled by its generation's settler process
+ * (settle_side.c posts them), the sentinels are watched there too, and a
+ * reload's checks run in a short-lived child (reload_check.h).
  */
+#include "config.h"
+
 #include "daemon/supervisor/supervisor.h"
 
 #include <errno.h>
 #include <event2/event.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,7 +29,6 @@
 #include "daemon/log.h"
 #include "daemon/admin/metrics.h"
 #include "daemon/supervisor/notify.h"
-#include "daemon/supervisor/qparts_record.h"
 #include "daemon/signals.h"
 #include "daemon/slots.h"
 #include "daemon/supervisor/strays.h"
@@ -50,7 +55,7 @@ static void draw_nonce(struct supervisor *s)
 
 static int generation_in_use(const struct supervisor *s, const struct generation *g)
 {
-    if (!generation_idle(g))
+    if (settle_side_pending(s, g))
         return 1;
     for (int i = 0; i < MAX_CHILDREN; i++)
         if (s->children[i].role != ROLE_NONE && s->children[i].gen == g)
@@ -58,8 +63,8 @@ static int generation_in_use(const struct supervisor *s, const struct generation
     return 0;
 }
 
-/* Free the older generations once no child runs with them and their
- * settler has finished. */
+/* Free the older generations once no child runs with them and nothing of
+ * theirs waits to be settled. */
 static void drop_old_generations(struct supervisor *s)
 {
     for (int g = 0; g < MAX_GENERATIONS; g++)
@@ -92,6 +97,7 @@ static void notify_progress(struct supervisor *s, int64_t now)
 }
 
 static void reload(struct supervisor *s);
+static void reload_checked(struct supervisor *s);
 
 /* Respawns, the children the configuration in force still lacks, and a
  * reload that waited for room. */
@@ -119,11 +125,8 @@ static void keep_children(struct supervisor *s, int64_t now)
     }
 }
 
-/* Stopping: wait for the children, then for the settlers; kill what is
- * left at the deadline. */
 /* Stopping: the admin process answers (/healthz: "stopping") while the
- * workers drain; once they and the reaper are gone it is asked to stop
- * too. */
+ * others drain; once every other child is gone it is asked to stop too. */
 static void stop_admin_when_alone(struct supervisor *s)
 {
     for (int i = 0; i < MAX_CHILDREN; i++) {
@@ -140,28 +143,37 @@ static void stop_admin_when_alone(struct supervisor *s)
     }
 }
 
+/* Stopping: wait for the workers and the reaper, then for the settlers to
+ * settle what they left (at most SETTLE_WAIT_MS) and stop, then for the
+ * admin process; kill what is left at the deadline. */
 static void drain(struct supervisor *s, int64_t now)
 {
     stop_admin_when_alone(s);
-    int settling = !generation_idle(s->cur);
-    for (int g = 0; g < MAX_GENERATIONS; g++)
-        settling |= s->old[g] && !generation_idle(s->old[g]);
-    if (children_live(s) == 0 && (!settling || now >= s->settle_deadline_ms)) {
+    if (children_live_besides_settlers(s) == 0) {
+        if (!s->settle_deadline_ms)
+            s->settle_deadline_ms = now + SETTLE_WAIT_MS;
+        children_stop_settlers(s, now >= s->settle_deadline_ms);
+    }
+    int rows = 0;
+    for (int i = 0; i < MAX_CHILDREN; i++)
+        rows += s->children[i].role != ROLE_NONE;
+    if (children_live(s) == 0 && (rows == 0 || now >= s->settle_deadline_ms)) {
         event_base_loopbreak(s->base);
         return;
     }
-    if (children_live(s) == 0) {
-        if (!s->settle_deadline_ms)
-            s->settle_deadline_ms = now + SETTLE_WAIT_MS;
+    if (children_live(s) == 0)
         return;
-    }
     if (now >= s->stop_deadline_ms) {
-        log_warn("shutdown timeout: killing %d child%s", children_live(s),
-                 children_live(s) == 1 ? "" : "ren");
+        /* The settlers last: they settle what the killed leave. */
+        int settlers_too = s->settle_deadline_ms && now >= s->settle_deadline_ms;
+        int n = settlers_too ? children_live(s) : children_live_besides_settlers(s);
+        if (n > 0)
+            log_warn("shutdown timeout: killing %d child%s", n, n == 1 ? "" : "ren");
         for (int i = 0; i < MAX_CHILDREN; i++)
-            if (s->children[i].role != ROLE_NONE && s->children[i].pid)
+            if (s->children[i].role != ROLE_NONE && s->children[i].pid
+                && (settlers_too || s->children[i].role != ROLE_SETTLER))
                 children_signal(s, &s->children[i], SIGKILL);
-        s->stop_deadline_ms = now + 60000;
+        s->stop_deadline_ms = now + (settlers_too ? 60000 : SETTLE_WAIT_MS);
     }
 }
 
@@ -173,6 +185,8 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     int64_t now = slots_now_ms();
     children_collect(s);
     children_check_timeouts(s, now);
+    settle_side_tick(s);
+    reload_check_enforce(&s->check, now);
     drop_old_generations(s);
     notify_progress(s, now);
     metrics_post_state(s->metrics, s->stopping, s->conf_gen);
@@ -180,9 +194,11 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
         drain(s, now);
         return;
     }
+    reload_checked(s);
+    children_retire_settlers(s);
     keep_children(s, now);
     children_post(s);
-    if (s->config_refused && children_live(s) == 0) {
+    if (s->config_refused && children_live_besides_settlers(s) == 0) {
         log_err("no worker can run with this configuration: exiting");
         event_base_loopbreak(s->base);
     }
@@ -232,14 +248,17 @@ static int admin_listen(struct supervisor *s)
 
 /* ---- signals ------------------------------------------------------------- */
 
-/* SIGTERM to the children (the retiring ones only, at a reload).  At a
- * stop the admin process of the configuration in force is left to the end
+/* SIGTERM to the children (the retiring ones only, at a reload) but the
+ * settlers, which stop once what the others leave is settled
+ * (children_stop_settlers, children_retire_settlers).  At a stop the admin
+ * process of the configuration in force is left to the end
  * (stop_admin_when_alone). */
 static void ask_to_stop(struct supervisor *s, int retiring_only)
 {
     for (int i = 0; i < MAX_CHILDREN; i++) {
         struct child *c = &s->children[i];
-        if (c->role == ROLE_NONE || (retiring_only && !c->retiring)
+        if (c->role == ROLE_NONE || c->role == ROLE_SETTLER
+            || (retiring_only && !c->retiring)
             || (!retiring_only && c->role == ROLE_ADMIN && c->pid && !c->retiring))
             continue;
         if (c->pid)
@@ -260,6 +279,7 @@ static void on_stop_signal(evutil_socket_t sig, short what, void *arg)
     s->stopping = 1;
     notify_send("STOPPING=1");
     s->stop_deadline_ms = slots_now_ms() + s->cur->conf->shutdown_timeout_ms;
+    reload_check_cancel(&s->check);
     ask_to_stop(s, 0);
 }
 
@@ -272,19 +292,41 @@ static int free_old_place(const struct supervisor *s)
     return -1;
 }
 
+/* A reload that cannot go ahead: the configuration in force stays. */
+static void reload_refused(struct supervisor *s, const char *why)
+{
+    if (s->ready_sent)
+        notify_send("READY=1");
+    log_err("reload refused: %s; the configuration in force stays", why);
+}
+
+/* In the reload's checker, just forked: drop what is the supervisor's.
+ * SIGTERM (the supervisor's death, PR_SET_PDEATHSIG) ends it at once:
+ * nobody waits for its answer then. */
+static void checker_in_child(void *arg)
+{
+    struct supervisor *s = arg;
+    children_leave_supervisor(s, "check", s->cur->conf->shutdown_timeout_ms, 0);
+    close(s->wake[0]);
+    close(s->wake[1]);
+    struct sigaction sa = { .sa_handler = SIG_DFL };
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGTERM, &sa, NULL) < 0 || sigaction(SIGINT, &sa, NULL) < 0)
+        _exit(DAEMON_EXIT_OSERR);
+}
+
 /*
- * Build the new generation first (configuration, handlers checked, its
- * settler and statistics); if that fails, keep the one in force.
- * Otherwise swap: the old children finish the job in hand and give back
- * the rest of their batch while the new ones start, so no job is lost or
- * run twice.  With MAX_GENERATIONS still draining the reload waits (the
- * tick runs it once one is gone), so no SIGHUP is lost either.
+ * SIGHUP: parse the file, and have the rest checked in a short-lived child
+ * (reload_check.h: handlers, partition counts), whose exit
+ * (reload_checked) applies the new generation or refuses it; the
+ * supervisor goes on meanwhile.  With MAX_GENERATIONS still draining, or
+ * a check already running, the reload waits (the tick runs it once it
+ * can), so no SIGHUP is lost either.
  */
 static void reload(struct supervisor *s)
 {
-    int place = free_old_place(s);
-    if (place < 0) {
-        if (!s->reload_pending)
+    if (free_old_place(s) < 0 || s->check.pid) {
+        if (!s->reload_pending && !s->check.pid)
             log_warn("reload: %d earlier configurations still draining; reloading once "
                      "one is gone", MAX_GENERATIONS);
         s->reload_pending = 1;
@@ -293,36 +335,49 @@ static void reload(struct supervisor *s)
     char err[800];
     if (s->ready_sent)
         notify_send("RELOADING=1");
-    struct handler_table t;
-    struct daemon_conf *conf = handlers_load_config(s->config_path, &t, err, sizeof err);
-    if (conf) {
-        handlers_close(&t);     /* checked; each worker opens its own */
-        if (qparts_reload_check(s->cur->conf, conf, err, sizeof err) < 0) {
-            dconfig_free(conf);
-            free(conf);
-            conf = NULL;
-        }
-    }
-    struct generation *g = conf ? generation_new(s->base, conf, s->metrics) : NULL;
-    if (s->ready_sent)
-        notify_send("READY=1");
+    struct daemon_conf *conf = malloc(sizeof *conf);
     if (!conf) {
-        log_err("reload refused: %s; the configuration in force stays", err);
+        reload_refused(s, "out of memory");
         return;
     }
+    if (dconfig_load(conf, s->config_path, err, sizeof err) < 0) {
+        free(conf);
+        reload_refused(s, err);
+        return;
+    }
+    if (reload_check_start(&s->check, s->cur->conf, conf, checker_in_child, s, err,
+                           sizeof err) < 0)
+        reload_refused(s, err);
+}
+
+/*
+ * The checked configuration `conf` (taken over): build its generation; if
+ * that fails, keep the one in force.  Otherwise swap: the old children
+ * finish the job in hand and give back the rest of their batch while the
+ * new ones start, so no job is lost or run twice.  The old generation's
+ * settler stays until what its workers leave is settled
+ * (children_retire_settlers).
+ */
+static void reload_apply(struct supervisor *s, struct daemon_conf *conf)
+{
+    int place = free_old_place(s);      /* kept free while the check ran */
+    struct generation *g = place < 0 ? NULL
+                           : generation_new(conf, s->last_gen_id + 1);
     if (!g) {
-        log_err("reload refused: out of memory; the configuration in force stays");
+        reload_refused(s, place < 0 ? "no room for another generation" : "out of memory");
         dconfig_free(conf);
         free(conf);
         return;
     }
-    generation_retire(s->cur);
+    if (s->ready_sent)
+        notify_send("READY=1");
+    s->last_gen_id = g->id;
+    settle_board_set_in_force(s->board, g->id);
     s->old[place] = s->cur;
-    g->serial = s->cur->serial + 1;
     s->cur = g;
-    s->conf_gen = g->serial;
+    s->conf_gen = g->id;
     for (int i = 0; i < MAX_CHILDREN; i++)
-        if (s->children[i].role != ROLE_NONE)
+        if (s->children[i].role != ROLE_NONE && s->children[i].role != ROLE_SETTLER)
             s->children[i].retiring = 1;
     ask_to_stop(s, 1);
     s->config_refused = 0;
@@ -342,6 +397,19 @@ static void reload(struct supervisor *s)
         log_info("reloaded %s: %zu queue%s, %zu handler%s", s->config_path, conf->nqueues,
                  conf->nqueues == 1 ? "" : "s", conf->nhandlers,
                  conf->nhandlers == 1 ? "" : "s");
+}
+
+/* The reload's checker was collected (children_collect): act on it. */
+static void reload_checked(struct supervisor *s)
+{
+    if (!s->check.pid || !s->check.exited)
+        return;
+    struct daemon_conf *conf;
+    char err[800];
+    if (reload_check_end(&s->check, &conf, err, sizeof err) < 0)
+        reload_refused(s, err);
+    else
+        reload_apply(s, conf);
 }
 
 static void on_reload_signal(evutil_socket_t sig, short what, void *arg)
@@ -371,7 +439,10 @@ static void on_sigchld(evutil_socket_t sig, short what, void *arg)
 {
     (void)sig;
     (void)what;
-    children_collect(arg);
+    struct supervisor *s = arg;
+    children_collect(s);
+    if (!s->stopping)
+        reload_checked(s);
 }
 
 /* ---- set-up -------------------------------------------------------------- */
@@ -396,19 +467,25 @@ static int add_events(struct supervisor *s, struct event **ev)
     return 0;
 }
 
-/* What the supervisor owns besides its generations: the loop, and the
- * memory it shares with its children (the slots, the metrics, the
- * dashboard's history and sessions), mapped before the first fork.  -1 after logging. */
+/* What the supervisor owns besides its generations: the loop, the settle
+ * board and its wake pipe, and the memory it shares with its children (the
+ * slots, the metrics, the dashboard's history and sessions), mapped before
+ * the first fork.  -1 after logging. */
 static int set_up(struct supervisor *s)
 {
     s->admin_fd = -1;
-    s->conf_gen = 1;
     s->slots = slots_create(MAX_CHILDREN);
+    s->board = settle_board_create();
+    if (pipe2(s->wake, O_CLOEXEC | O_NONBLOCK) < 0) {
+        s->wake[0] = s->wake[1] = -1;
+        log_err("cannot set up: pipe: %s", strerror(errno));
+        return -1;
+    }
     s->metrics = metrics_new();
     s->history = ui_history_new();
     s->sessions = ui_auth_store_new();
     s->base = event_base_new();
-    if (!s->slots || !s->metrics || !s->history || !s->sessions || !s->base) {
+    if (!s->slots || !s->board || !s->metrics || !s->history || !s->sessions || !s->base) {
         log_err("cannot set up: %s", s->base ? strerror(errno) : "event_base_new failed");
         return -1;
     }
@@ -430,6 +507,10 @@ static void tear_down(struct supervisor *s, struct event **ev)
     ui_history_free(s->history);
     ui_auth_store_free(s->sessions);
     slots_destroy(s->slots, MAX_CHILDREN);
+    settle_board_destroy(s->board);
+    for (int i = 0; i < 2; i++)
+        if (s->wake[i] >= 0)
+            close(s->wake[i]);
 }
 
 int supervisor_run(struct daemon_conf *conf, const char *config_path)
@@ -439,16 +520,19 @@ int supervisor_run(struct daemon_conf *conf, const char *config_path)
     s.config_path = config_path;
     s.pid = getpid();
     s.watchdog_ms = notify_watchdog_ms();
+    s.wake[0] = s.wake[1] = -1;
+    reload_check_init(&s.check);
     struct event *ev[NEVENTS] = { NULL };
     int rc = DAEMON_EXIT_OSERR;
     if (signals_ignore_pipe() < 0 || set_up(&s) < 0)
         goto done;
-    if (!(s.cur = generation_new(s.base, conf, s.metrics))) {
+    if (!(s.cur = generation_new(conf, ++s.last_gen_id))) {
         log_err("cannot set up: out of memory");
         goto done;
     }
     conf = NULL;                    /* the generation's now */
-    s.cur->serial = s.conf_gen;
+    s.conf_gen = s.cur->id;
+    settle_board_set_in_force(s.board, s.cur->id);
     if (admin_listen(&s) < 0)
         goto done;
     draw_nonce(&s);
@@ -459,6 +543,7 @@ int supervisor_run(struct daemon_conf *conf, const char *config_path)
         goto done;
     children_start_missing(&s);      /* the table has room for a whole configuration */
     event_base_dispatch(s.base);
+    reload_check_cancel(&s.check);
     rc = s.config_refused && !s.stopping ? DAEMON_EXIT_CONFIG : DAEMON_EXIT_OK;
     log_info("stopped");
 done:

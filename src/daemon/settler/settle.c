@@ -1,4 +1,4 @@
-#include "daemon/supervisor/settle.h"
+#include "daemon/settler/settle.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -43,12 +43,14 @@ struct settle_task {
     int64_t give_up_ms;
     int error_logged;
     size_t acked, failed, released, recovered;
+    int running_failed, running_dead;   /* the outcome, for done */
+    settle_done_fn done;
+    void *done_arg;
 };
 
 struct settler {
     struct rconn *conn;
     struct event *retry_timer;
-    struct metrics *metrics;
     struct settle_task *tasks;
     int freeing;
 };
@@ -69,14 +71,15 @@ static void on_retry_timer(evutil_socket_t fd, short what, void *arg)
 }
 
 struct settler *settler_new(struct event_base *base, const struct daemon_conf *dc,
-                            struct metrics *metrics)
+                            uint64_t *reconnects)
 {
     struct settler *st = calloc(1, sizeof *st);
     if (!st)
         return NULL;
-    st->metrics = metrics;
     struct rconn_events ev = { on_up, NULL, st };
     st->conn = rconn_from_conf(base, &dc->redis, "settle", &ev);
+    if (st->conn && reconnects)
+        rconn_count_reconnects(st->conn, reconnects);
     st->retry_timer = event_new(base, -1, EV_PERSIST, on_retry_timer, st);
     if (!st->conn || !st->retry_timer) {
         settler_free(st);
@@ -123,12 +126,6 @@ int settler_idle(const struct settler *st)
     return !st || !st->tasks;
 }
 
-void settler_close_in_child(struct settler *st)
-{
-    if (st)
-        rconn_close_in_child(st->conn);
-}
-
 /* ---- replies ------------------------------------------------------------ */
 
 static void log_running_fail(struct settle_task *t, const struct settle_cmd *c,
@@ -138,8 +135,8 @@ static void log_running_fail(struct settle_task *t, const struct settle_cmd *c,
     dq_status st = proto_fail_reply(reply, &res);
     if (st == DQ_OK) {
         t->failed++;
-        if (t->st->metrics)
-            metrics_count_orphan(t->st->metrics, t->queue, c->running->type, res.dead);
+        t->running_failed = 1;
+        t->running_dead = res.dead;
         log_warn("job failed: queue=%s id=%s type=%s error=%s -> %s", t->queue,
                  c->running->id, c->running->type, t->cause, res.dead ? "dead" : "retry");
     } else if (st == DQ_ERR_STALE) {
@@ -198,6 +195,22 @@ static void send_cmd(struct settler *st, struct settle_cmd *c)
         c->state = C_SENT;
 }
 
+/* Past the leases (the reaper has taken over) with nothing in flight: log,
+ * tell the owner, and return 1: the task is dropped.  Checked also while
+ * the connection is down, so that an outage does not keep it for ever. */
+static int give_up(struct settle_task *t)
+{
+    for (size_t i = 0; i < t->ncmds; i++)
+        if (t->cmds[i].state == C_SENT)
+            return 0;
+    if (slots_now_ms() < t->give_up_ms)
+        return 0;
+    log_err("%s: its claimed jobs could not be settled in time; the reaper returns "
+            "them as their leases expire", t->who);
+    t->done(t->done_arg, 0, 0);
+    return 1;
+}
+
 /* Send what a task may send now: its settling commands, then, once they
  * are all confirmed, the recovers.  Returns 1 when the task is finished. */
 static int advance(struct settler *st, struct settle_task *t)
@@ -221,24 +234,19 @@ static int advance(struct settler *st, struct settle_task *t)
                      "back, %zu already settled; %zu of a claim on its way given back",
                      t->who, t->n, t->n == 1 ? "" : "s", t->acked, t->failed, t->released,
                      t->n > moved ? t->n - moved : 0, t->recovered);
+        t->done(t->done_arg, t->running_failed, t->running_dead);
         return 1;
     }
-    if (slots_now_ms() >= t->give_up_ms && sent == 0) {
-        log_err("%s: its claimed jobs could not be settled in time; the reaper returns "
-                "them as their leases expire", t->who);
-        return 1;
-    }
-    return 0;
+    return sent == 0 && give_up(t);
 }
 
 static void pump(struct settler *st)
 {
-    if (!rconn_is_up(st->conn))
-        return;
+    int up = rconn_is_up(st->conn);
     struct settle_task **p = &st->tasks;
     while (*p) {
         struct settle_task *t = *p;
-        if (advance(st, t)) {
+        if (up ? advance(st, t) : give_up(t)) {
             *p = t->next;
             task_free(t);
         } else {
@@ -249,20 +257,20 @@ static void pump(struct settler *st)
 
 /* ---- building a settlement ---------------------------------------------- */
 
-/* Copy the entries of `slot` that still need something done. */
-static int copy_entries(struct settle_task *t, const struct worker_slot *slot)
+/* Copy the entries of `tables` that still need something done. */
+static int copy_entries(struct settle_task *t, const struct slot_table *tables)
 {
     size_t total = 0;
     for (int k = 0; k < SLOT_TABLES; k++)
-        total += __atomic_load_n(&slot->tables[k].n, __ATOMIC_ACQUIRE);
+        total += __atomic_load_n(&tables[k].n, __ATOMIC_ACQUIRE);
     t->e = calloc(total ? total : 1, sizeof *t->e);
     t->jobs = calloc(total ? total : 1, sizeof *t->jobs);
     if (!t->e || !t->jobs)
         return -1;
     for (int k = 0; k < SLOT_TABLES; k++) {
-        uint32_t n = __atomic_load_n(&slot->tables[k].n, __ATOMIC_ACQUIRE);
+        uint32_t n = __atomic_load_n(&tables[k].n, __ATOMIC_ACQUIRE);
         for (uint32_t i = 0; i < n; i++) {
-            const struct slot_entry *e = &slot->tables[k].e[i];
+            const struct slot_entry *e = &tables[k].e[i];
             if (__atomic_load_n(&e->state, __ATOMIC_ACQUIRE) == SE_DONE)
                 continue;
             t->e[t->n] = *e;
@@ -271,7 +279,7 @@ static int copy_entries(struct settle_task *t, const struct worker_slot *slot)
             t->n++;
         }
         t->table_end[k] = t->n;
-        t->table_part[k] = __atomic_load_n(&slot->tables[k].part, __ATOMIC_ACQUIRE);
+        t->table_part[k] = __atomic_load_n(&tables[k].part, __ATOMIC_ACQUIRE);
     }
     return 0;
 }
@@ -308,7 +316,7 @@ static void add_fail(struct settle_task *t, const struct settle_req *req,
                      const struct queue_keys *keys, const struct slot_entry *e)
 {
     struct settle_cmd *c = add_cmd(t, DQ_SCRIPT_FAIL);
-    const char *type = e->state == SE_RUNNING ? req->slot->job.type : e->type;
+    const char *type = e->state == SE_RUNNING ? req->running_type : e->type;
     dq_retry_policy policy = dconfig_retry_for(req->dc, req->q, type);
     if (e->state == SE_RUNNING) {
         c->running = e;
@@ -335,7 +343,7 @@ static void build_table_cmds(struct settle_task *t, const struct settle_req *req
     failed += gather(t, at + failed, end, SE_RUNNING);
     for (size_t i = at; i < at + failed; i++) {
         if (t->e[i].state == SE_RUNNING)
-            snprintf(t->e[i].type, sizeof t->e[i].type, "%s", req->slot->job.type);
+            snprintf(t->e[i].type, sizeof t->e[i].type, "%s", req->running_type);
         add_fail(t, req, keys, &t->e[i]);
     }
     at += failed;
@@ -366,12 +374,14 @@ static int build_cmds(struct settle_task *t, const struct settle_req *req)
     return 0;
 }
 
-void settler_settle(struct settler *st, const struct settle_req *req)
+int settler_settle(struct settler *st, const struct settle_req *req)
 {
     struct settle_task *t = calloc(1, sizeof *t);
     if (!t)
         goto oom;
     t->st = st;
+    t->done = req->done;
+    t->done_arg = req->done_arg;
     snprintf(t->queue, sizeof t->queue, "%s", req->q->name);
     snprintf(t->who, sizeof t->who, "%s", req->who);
     snprintf(t->cause, sizeof t->cause, "%s", req->cause);
@@ -379,16 +389,16 @@ void settler_settle(struct settler *st, const struct settle_req *req)
     if (qparts_init(&t->parts, &req->dc->redis, req->q->name,
                     (unsigned)req->q->partitions, 0, 1) < 0)
         goto oom;
-    t->give_up_ms = slots_now_ms() + req->q->lease_ms;
-    if (copy_entries(t, req->slot) < 0 || build_cmds(t, req) < 0)
+    t->give_up_ms = req->died_ms + req->q->lease_ms;
+    if (copy_entries(t, req->tables) < 0 || build_cmds(t, req) < 0)
         goto oom;
     t->next = st->tasks;
     st->tasks = t;
     pump(st);
-    return;
+    return 0;
 oom:
     if (t)
         task_free(t);
-    log_err("%s: out of memory settling its jobs; the reaper returns them as their "
-            "leases expire", req->who);
+    log_err("%s: out of memory settling its jobs; trying again", req->who);
+    return -1;
 }
