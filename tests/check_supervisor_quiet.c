@@ -7,8 +7,8 @@
  * jobs are settled; a reload, so that its checks run), the test samples
  * the supervisor's file descriptors (/proc/PID/fd) and finds each socket
  * in /proc/net/tcp, tcp6 and unix: every TCP socket of the supervisor
- * must be a listener (none here: no admin address is configured), and it
- * must have no named unix socket.  The same look at its children must
+ * must be a listener (the admin socket, which only its admin process
+ * accepts on), and it must have no named unix socket.  The same look at its children must
  * find their connections to the Redis (or sentinel) ports, so the sampling
  * sees what it is meant to see.
  *
@@ -159,6 +159,11 @@ static int fixture_ready(void *arg)
 
 /* The queue's settings and the test handler with a 1 s timeout; `more`
  * (NULL for none): further queue groups, each after a comma. */
+/* The admin address of this test's daemons: the supervisor binds it (a
+ * listener, allowed) and its admin process answers on it and holds the
+ * statistics' Redis connection. */
+static int admin_port;
+
 static void write_conf_more(const char *redis, int workers, const char *more)
 {
     char text[8192 + PATH_MAX];
@@ -172,8 +177,10 @@ static void write_conf_more(const char *redis, int workers, const char *more)
              "               settings = { record = \"%s\"; }; } );\n"
              "reaper = { interval = \"200ms\"; batch = 100; };\n"
              "shutdown_timeout = \"10s\";\n"
+             "admin = { listen = \"127.0.0.1:%d\"; };\n"
              "log = { level = \"info\"; target = \"stderr\"; };\n",
-             redis, H.handler_dir, workers, more ? more : "", HANG_TIMEOUT_MS, H.record);
+             redis, H.handler_dir, workers, more ? more : "", HANG_TIMEOUT_MS, H.record,
+             admin_port ? admin_port : (admin_port = fixture_free_port()));
     h_write_file(H.conf, text);
 }
 
