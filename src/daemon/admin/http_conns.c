@@ -91,14 +91,25 @@ int http_conns_count(const struct http_conns *t)
     return t->n;
 }
 
-/* Forget the connections evhttp freed without calling its close callback
- * (their bufferevent's callbacks are cleared then). */
+/*
+ * Whether evhttp freed c's connection: bufferevent_free clears every
+ * callback.  Not the read callback alone: evhttp clears that one while it
+ * writes an answer (evhttp_write_buffer), and a connection being answered
+ * must stay listed, for its on_complete callback (on_answered) holds it.
+ */
+static int conn_gone(const struct conn *c)
+{
+    bufferevent_data_cb readcb = NULL, writecb = NULL;
+    bufferevent_event_cb eventcb = NULL;
+    bufferevent_getcb(c->bev, &readcb, &writecb, &eventcb, NULL);
+    return !readcb && !writecb && !eventcb;
+}
+
+/* Forget the connections evhttp freed without calling its close callback. */
 static void sweep(struct http_conns *t)
 {
     for (int i = 0; i < t->n;) {
-        bufferevent_data_cb readcb = NULL;
-        bufferevent_getcb(t->conns[i]->bev, &readcb, NULL, NULL, NULL);
-        if (readcb) {
+        if (!conn_gone(t->conns[i])) {
             i++;
             continue;
         }
