@@ -5,6 +5,7 @@
 #include "lib/proto.h"
 #include "lib/proto_int.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,6 +68,16 @@ static dq_status fsck_add(dq_fsck_result *acc, const redisReply *r, size_t at,
     return f->key && f->id && f->expected ? DQ_OK : DQ_ERR_NOMEM;
 }
 
+/* Add a step's count to a pass's total: a count is never negative, and a
+ * malformed reply's huge one saturates instead of overflowing (the
+ * replies fuzzer found 1 + INT64_MAX over two steps). */
+static void add_count(int64_t *total, int64_t v)
+{
+    if (v < 0)
+        v = 0;
+    *total = v > INT64_MAX - *total ? INT64_MAX : *total + v;
+}
+
 dq_status proto_fsck_reply(const redisReply *r, bool repair, dq_fsck_result *acc,
                            char *cursor, size_t cursorlen)
 {
@@ -78,11 +89,11 @@ dq_status proto_fsck_reply(const redisReply *r, bool repair, dq_fsck_result *acc
             return DQ_ERR_REDIS;
     snprintf(cursor, cursorlen, "%s", r->element[0]->str);
     acc->calls++;
-    acc->scanned += elem_int(r, 1);
-    acc->records += elem_int(r, 2);
-    acc->members += elem_int(r, 3);
-    acc->leases += elem_int(r, 4);
-    acc->repaired += elem_int(r, 6);
+    add_count(&acc->scanned, elem_int(r, 1));
+    add_count(&acc->records, elem_int(r, 2));
+    add_count(&acc->members, elem_int(r, 3));
+    add_count(&acc->leases, elem_int(r, 4));
+    add_count(&acc->repaired, elem_int(r, 6));
     acc->claim_dropped = elem_int(r, 7);
     for (size_t at = 8; at < r->elements; at += 4) {
         dq_fsck_kind kind;
