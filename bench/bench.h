@@ -30,6 +30,7 @@ enum bench_run {
     RUN_IDLE,
     RUN_SCALE,
     RUN_CLUSTER,
+    RUN_PRODUCER,
     RUN_COUNT
 };
 
@@ -66,6 +67,7 @@ int run_lateness(const struct bench_env *env, char *err, size_t errlen);
 int run_idle(const struct bench_env *env, char *err, size_t errlen);
 int run_scale(const struct bench_env *env, char *err, size_t errlen);
 int run_cluster(const struct bench_env *env, char *err, size_t errlen);
+int run_producer(const struct bench_env *env, char *err, size_t errlen);
 
 /* ---- time (common.c) ---- */
 

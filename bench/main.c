@@ -43,6 +43,7 @@ static const struct {
     [RUN_IDLE] = { "idle", run_idle },
     [RUN_SCALE] = { "scale", run_scale },
     [RUN_CLUSTER] = { "cluster", run_cluster },
+    [RUN_PRODUCER] = { "producer", run_producer },
 };
 
 static void usage(FILE *to)
@@ -51,7 +52,8 @@ static void usage(FILE *to)
             "usage: delayq-bench [options]\n"
             "  -n N                  jobs per drain, enqueue and ceiling run (100000)\n"
             "  --quick               smoke run: N=2000, lateness 1 s, idle 2 s, no scale run\n"
-            "  --only RUN,...        enqueue, ceiling, drain, lateness, idle, scale, cluster\n"
+            "  --only RUN,...        enqueue, ceiling, drain, lateness, idle, scale, cluster,\n"
+            "                        producer\n"
             "  --json FILE           write the results as JSON\n"
             "  --csv FILE            write the table as CSV\n"
             "  --redis-server PATH   (default: $REDIS_SERVER, else redis-server on PATH)\n"

@@ -23,6 +23,7 @@ static const char *const col_names[COL_COUNT] = {
     "p50_ms", "p99_ms", "p999_ms", "max_ms",
     "claim_us", "ack_us", "claim_ack_us", "bytes_per_job",
     "cmds_per_s", "delayqd_cpu_ms_per_s", "seconds", "enqueue_us",
+    "call_us", "minimal_us", "ratio_to_minimal", "empty_us", "zadd_us",
 };
 
 static struct {

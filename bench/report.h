@@ -30,6 +30,11 @@ enum report_col {
     COL_DAEMON_CPU_MS_PER_S, /* idle: delayqd CPU per second of wall time */
     COL_SECONDS,            /* wall time of the measured part */
     COL_ENQUEUE_US,         /* median dq_enqueue of 1 job */
+    COL_CALL_US,            /* producer: Redis us per script call (commandstats) */
+    COL_MINIMAL_US,         /* ... per call of its minimal script */
+    COL_RATIO,              /* call_us / minimal_us */
+    COL_EMPTY_US,           /* ... per call of an empty script, same arguments */
+    COL_ZADD_US,            /* ... per bare ZADD */
     COL_COUNT
 };
 
@@ -37,7 +42,7 @@ struct report_row {
     char run[16];           /* drain, lateness, enqueue, idle, scale, ceiling */
     char config[48];        /* e.g. "w=2 b=16" */
     double v[COL_COUNT];
-    char note[200];         /* free text for the table */
+    char note[320];         /* free text for the table */
 };
 
 /* A row with every figure NAN. */
