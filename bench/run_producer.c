@@ -52,20 +52,15 @@ static const char MIN_ENQUEUE[] =
     "local t = redis.call('TIME')\n"
     "local seq = redis.call('HINCRBY', KEYS[5], 'seq', 1)\n"
     "local id = string.format('%d', seq)\n"
-    "local b = KEYS[1] .. ':' .. string.sub(id, 1, -3)\n"
-    "redis.call('HGET', b, id)\n"
-    "redis.call('HGET', KEYS[5], 'levels')\n"
+    "redis.call('HSETNX', KEYS[1] .. ':' .. string.sub(id, 1, -3), id, ARGV[4])\n"
     "redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')\n"
-    "redis.call('HSET', b, id, ARGV[4])\n"
     "redis.call('ZADD', KEYS[2], ARGV[6], id)\n"
     "return { 'ok', id, ARGV[6], t[1] }\n";
 
 static const char MIN_ENQUEUE_ID[] =
     "local t = redis.call('TIME')\n"
-    "redis.call('HGET', KEYS[1], ARGV[2])\n"
-    "redis.call('HGET', KEYS[5], 'levels')\n"
+    "redis.call('HSETNX', KEYS[1], ARGV[2], ARGV[4])\n"
     "redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')\n"
-    "redis.call('HSET', KEYS[1], ARGV[2], ARGV[4])\n"
     "redis.call('ZADD', KEYS[2], ARGV[6], ARGV[2])\n"
     "return { 'ok', ARGV[2], ARGV[6], t[1] }\n";
 
@@ -93,7 +88,6 @@ static const char MIN_ENQUEUE_MANY[] =
     "return { t[1], seq }\n";
 
 static const char MIN_CANCEL[] =
-    "redis.call('HGET', KEYS[5], 'levels')\n"
     "redis.call('ZSCORE', KEYS[2], ARGV[1])\n"
     "redis.call('HDEL', KEYS[1], ARGV[1])\n"
     "redis.call('ZREM', KEYS[2], ARGV[1])\n"

@@ -5,6 +5,14 @@
 # script gets only the prelude's definitions it uses, directly or through
 # another, in the prelude's order.
 #
+# A script whose text has the line "-- prelude: on demand" pays for none
+# of it until it asks: its functions are declared (nil) and made by a
+# call of prelude(), which the script makes only on its rarer paths (a
+# refused argument, a priority, a replacement); its other definitions
+# (constants, the string functions' short names, per-call state) cost
+# next to nothing and are made as usual.  So a producer's common call
+# runs its own few lines and no closure of the prelude.
+#
 # Usage: awk -f prelude.awk lib.lua SCRIPT.lua
 # A definition is a top-level "local function NAME" or "local NAME[, ...] ="
 # with the comment lines right above it, up to the next definition.  A
@@ -20,10 +28,14 @@ function words(text, out,    lines, nl, t, n, i, j) {
     }
 }
 FNR == NR {
+    if (match($0, /^local function /)) isfunc[NR] = 1
     lib[++nlib] = $0
     next
 }
-{ body = body "\n" $0 }
+{
+    body = body "\n" $0
+    if ($0 ~ /^-- prelude: on demand$/) lazy = 1
+}
 END {
     # Find the definitions: their first line, names and text.
     ndef = 0
@@ -40,6 +52,7 @@ END {
         if (ndef > 0 && first <= start[ndef]) first = start[ndef] + 1
         ndef++
         start[ndef] = first
+        defline[ndef] = i
         gsub(/ /, "", names)
         defnames[ndef] = names
         k = split(names, nm, ",")
@@ -63,5 +76,31 @@ END {
                 added = 1
             }
     } while (added)
-    for (d = 1; d <= ndef; d++) if (d in keep) printf "%s", text[d]
+    if (!lazy) {
+        for (d = 1; d <= ndef; d++) if (d in keep) printf "%s", text[d]
+        exit
+    }
+    # On demand: the definitions that are not functions as usual, then the
+    # functions' names, then prelude() that makes them.
+    nf = 0
+    for (d = 1; d <= ndef; d++) {
+        if (!(d in keep)) continue
+        if (defline[d] in isfunc) fn[++nf] = d
+        else printf "%s", text[d]
+    }
+    if (nf == 0) {
+        print "local function prelude() end"
+        exit
+    }
+    printf "local %s", defnames[fn[1]]
+    for (i = 2; i <= nf; i++) printf ",%s%s", (i % 6 == 1 ? "\n  " : " "), defnames[fn[i]]
+    printf "\n-- The prelude's functions above, made on demand (build-aux/prelude.awk).\n"
+    print "local function prelude()"
+    for (i = 1; i <= nf; i++) {
+        t = text[fn[i]]
+        sub(/\nlocal function /, "\nfunction ", t)
+        if (substr(t, 1, 15) == "local function ") t = substr(t, 7)
+        printf "%s", t
+    }
+    print "end"
 }
