@@ -322,6 +322,39 @@ START_TEST(enqueue_many_refuses_wrapped_times_before_writing)
 }
 END_TEST
 
+/* A payload (or type) as MessagePack bin, which msgpack-python writes for
+ * bytes by default, is refused: Redis 7.0's cmsgpack cannot decode it, so
+ * show, requeue and run_now would find the job unreadable while the
+ * daemon ran it. */
+START_TEST(enqueue_many_refuses_a_bin_payload_or_type)
+{
+    static const char good[] = "\x96\xa5" "email" "\xa1x\x00";
+#define BODY(s) { s, sizeof s - 1 }
+    static const struct { const char *b; size_t n; } bad[] = {
+        BODY("\x96\xa5" "email" "\xc4\x01x\x00"),                 /* bin 8 payload */
+        BODY("\x96\xa5" "email" "\xc5\x00\x01x\x00"),             /* bin 16 payload */
+        BODY("\x96\xa5" "email" "\xc6\x00\x00\x00\x01x\x00"),     /* bin 32 payload */
+        BODY("\x96\xc4\x05" "email" "\xa1x\x00"),                 /* bin 8 type */
+    };
+#undef BODY
+    char path[512];
+    snprintf(path, sizeof path, "%s", fixture_build_path("scripts/enqueue_many.lua"));
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    static char text[200000];
+    text[fread(text, 1, sizeof text - 1, f)] = '\0';
+    fclose(f);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        redisReply *r = cmd("EVAL %s 6 %s %s %s %s %s %s %s %s %s %b %s %s %b", text,
+                            K("jobs"), K("delayed"), K("processing"), K("dead"), K("meta"),
+                            K("lease"), "", "a", "0", good, sizeof good - 1, "b", "0",
+                            bad[i].b, bad[i].n);
+        assert_refused(r, "enqueue_many", "job 2 body");
+        assert_queue_empty();
+    }
+}
+END_TEST
+
 START_TEST(library_refuses_times_beyond_100_years)
 {
     int64_t now = 0;
@@ -711,6 +744,7 @@ static Suite *records_suite(void)
     tcase_add_test(tc, fail_checks_its_arguments_before_writing);
     tcase_add_test(tc, enqueue_refuses_bad_input_and_writes_nothing);
     tcase_add_test(tc, enqueue_many_refuses_wrapped_times_before_writing);
+    tcase_add_test(tc, enqueue_many_refuses_a_bin_payload_or_type);
     tcase_add_test(tc, library_refuses_times_beyond_100_years);
     tcase_add_test(tc, cli_refuses_times_beyond_100_years);
     tcase_add_test(tc, asked_retry_delay_is_capped);
