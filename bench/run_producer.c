@@ -96,7 +96,6 @@ static const char MIN_CANCEL[] =
 static const char MIN_SHOW[] =
     "local raw = redis.call('HGET', KEYS[1], ARGV[1])\n"
     "local t = redis.call('TIME')\n"
-    "redis.call('HGET', KEYS[5], 'levels')\n"
     "local s = redis.call('ZSCORE', KEYS[2], ARGV[1])\n"
     "return { 'delayed', raw, s, t[1] }\n";
 

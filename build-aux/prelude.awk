@@ -11,7 +11,9 @@
 # refused argument, a priority, a replacement); its other definitions
 # (constants, the string functions' short names, per-call state) cost
 # next to nothing and are made as usual.  So a producer's common call
-# runs its own few lines and no closure of the prelude.
+# runs its own few lines and no closure of the prelude.  "-- prelude: on
+# demand except NAME ..." makes the NAMEd functions, and those they use,
+# as usual: what the common call needs (show's read_record).
 #
 # Usage: awk -f prelude.awk lib.lua SCRIPT.lua
 # A definition is a top-level "local function NAME" or "local NAME[, ...] ="
@@ -34,7 +36,10 @@ FNR == NR {
 }
 {
     body = body "\n" $0
-    if ($0 ~ /^-- prelude: on demand$/) lazy = 1
+    if ($0 ~ /^-- prelude: on demand( except [A-Za-z_ ]+)?$/) {
+        lazy = 1
+        if (match($0, / except /)) eager_roots = substr($0, RSTART + 8)
+    }
 }
 END {
     # Find the definitions: their first line, names and text.
@@ -82,10 +87,22 @@ END {
     }
     # On demand: the definitions that are not functions as usual, then the
     # functions' names, then prelude() that makes them.
+    # The functions made as usual: the roots and what they use.
+    n = split(eager_roots, roots, " ")
+    for (i = 1; i <= n; i++) if (roots[i] in owner) now_made[owner[roots[i]]] = 1
+    do {
+        added = 0
+        for (d in now_made) {
+            delete more
+            words(text[d], more)
+            for (m in more)
+                if ((m in owner) && !(owner[m] in now_made)) { now_made[owner[m]] = 1; added = 1 }
+        }
+    } while (added)
     nf = 0
     for (d = 1; d <= ndef; d++) {
         if (!(d in keep)) continue
-        if (defline[d] in isfunc) fn[++nf] = d
+        if ((defline[d] in isfunc) && !(d in now_made)) fn[++nf] = d
         else printf "%s", text[d]
     }
     if (nf == 0) {

@@ -211,17 +211,16 @@ local function read_record(raw)
     if raw == '' then return nil, 'empty, or its key is not a hash', {} end
     return nil, 'no format-3 head', {}
   end
-  local part = { attempts = attempts }
   -- 0x96: a MessagePack array of exactly six; a map (even one keyed 1..6)
   -- or an array of another length is not a record body.
   -- 0x97: seven, the seventh the priority (written only when not normal).
   local h = byte(raw, body)
   if h ~= 0x96 and h ~= 0x97 then
-    return nil, 'body is not a MessagePack array of 6 or 7', part
+    return nil, 'body is not a MessagePack array of 6 or 7', { attempts = attempts }
   end
   local r = one_value(pcall(cmsgpack.unpack, sub(raw, body)))
   if type(r) ~= 'table' then
-    return nil, 'body is truncated or not one MessagePack value', part
+    return nil, 'body is truncated or not one MessagePack value', { attempts = attempts }
   end
   local t, p, m, c, o, e = r[1], r[2], r[3], r[4], r[5], r[6]
   local why = body_fault(t, p, m, c, o, e)
@@ -233,6 +232,7 @@ local function read_record(raw)
     end
   end
   if why then
+    local part = { attempts = attempts }
     if type(t) == 'string' then part.type = t end
     if type(p) == 'string' then part.payload = p end
     if type(e) == 'string' then part.err = e end

@@ -11,18 +11,39 @@
 -- read of it: '' or 0 for the rest); where is the set the id is in
 -- ('orphan' for none), for an unreadable record too; priority is the
 -- job's level, 0..9 (5, normal, for an unreadable record).
-local id = arg_id(1, 'id')
-if arg_fault then return arg_refusal('show') end
-local raw = get_record(id)
+--
+-- Producers call it to follow their jobs: a delayed job of normal
+-- priority costs its three commands and the record's decoding; the rest
+-- of the prelude is made only for a bad id or a job elsewhere.
+-- prelude: on demand except read_record
+local id = ARGV[1]
+if not (id and id ~= '' and #id <= 256 and not string.find(id, '[^!-~]')) then
+  prelude()
+  arg_id(1, 'id')
+  return arg_refusal('show')
+end
+local rk = KEYS[1]
+if string.find(id, '^%d+$') then rk = rk .. ':' .. string.sub(id, 1, -3) end
+local raw = redis.pcall('HGET', rk, id)
+if type(raw) == 'table' then
+  -- Not a hash (logged, and read as unreadable), or an error raised.
+  prelude()
+  raw = get_record(id)
+end
 if not raw then return { 'notfound' } end
-local now = now_ms()
-local state, at = 'orphan', 0
-local _, s = delayed_find(id)
-if s then state, at = 'delayed', s else
-  s = redis.call('ZSCORE', KEYS[3], id)
-  if s then state, at = 'processing', s else
-    s = redis.call('ZSCORE', KEYS[4], id)
-    if s then state, at = 'dead', s end
+local t = redis.call('TIME')
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+local state, at = 'delayed', redis.call('ZSCORE', KEYS[2], id)
+if not at then
+  prelude()
+  state, at = 'orphan', 0
+  local _, s = delayed_find(id)
+  if s then state, at = 'delayed', s else
+    s = redis.call('ZSCORE', KEYS[3], id)
+    if s then state, at = 'processing', s else
+      s = redis.call('ZSCORE', KEYS[4], id)
+      if s then state, at = 'dead', s end
+    end
   end
 end
 -- A job in processing is in its attempt attempts + 1, under the fence of
