@@ -53,16 +53,11 @@ def free_port():
 
 
 def script_text(name):
-    """A script as delayqd sends it: the prelude's part it uses, then its body."""
+    """A script as delayqd sends it: the prelude's part it uses and its body."""
     src = os.path.join(TOP, "src", "scripts")
-    prelude = subprocess.run(["awk", "-f", os.path.join(TOP, "build-aux", "prelude.awk"),
-                              os.path.join(src, "lib.lua"), os.path.join(src, name)],
-                             check=True, capture_output=True, text=True).stdout
-    with open(os.path.join(src, name)) as f:
-        body = f.read()
-    if body.startswith("#!"):
-        body = body.split("\n", 1)[1]
-    return prelude + body
+    return subprocess.run(["awk", "-f", os.path.join(TOP, "build-aux", "prelude.awk"),
+                           os.path.join(src, "lib.lua"), os.path.join(src, name)],
+                          check=True, capture_output=True, text=True).stdout
 
 
 class Setup:

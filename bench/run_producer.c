@@ -50,18 +50,18 @@
  */
 static const char MIN_ENQUEUE[] =
     "local t = redis.call('TIME')\n"
-    "local seq = redis.call('HINCRBY', KEYS[5], 'seq', 1)\n"
+    "local seq = redis.call('HINCRBY', KEYS[5], 'seq', '1')\n"
     "local id = string.format('%d', seq)\n"
     "redis.call('HSETNX', KEYS[1] .. ':' .. string.sub(id, 1, -3), id, ARGV[4])\n"
-    "redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')\n"
     "redis.call('ZADD', KEYS[2], ARGV[6], id)\n"
+    "redis.call('ZRANGE', KEYS[2], '0', '0')\n"
     "return { 'ok', id, ARGV[6], t[1] }\n";
 
 static const char MIN_ENQUEUE_ID[] =
     "local t = redis.call('TIME')\n"
     "redis.call('HSETNX', KEYS[1], ARGV[2], ARGV[4])\n"
-    "redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')\n"
     "redis.call('ZADD', KEYS[2], ARGV[6], ARGV[2])\n"
+    "redis.call('ZRANGE', KEYS[2], '0', '0')\n"
     "return { 'ok', ARGV[2], ARGV[6], t[1] }\n";
 
 /* ARGV: the wake channel, then (id, when, body) per job; every id is ''
@@ -94,8 +94,8 @@ static const char MIN_CANCEL[] =
     "return 'cancelled'\n";
 
 static const char MIN_SHOW[] =
-    "local raw = redis.call('HGET', KEYS[1], ARGV[1])\n"
     "local t = redis.call('TIME')\n"
+    "local raw = redis.call('HGET', KEYS[1], ARGV[1])\n"
     "local s = redis.call('ZSCORE', KEYS[2], ARGV[1])\n"
     "return { 'delayed', raw, s, t[1] }\n";
 

@@ -11,10 +11,11 @@ does it by cutting.
   /usr/bin/python3 bench/script-parts.py --build BUILD [--id] \\
       'label=marker line' ...
 
-For example, enqueue after issue 30:
-  bench/script-parts.py --build build 'checks=if not due then' \\
-      'record=-- HSETNX on a record key' 'id, HSETNX=-- Wake sleeping' \\
-      'ZRANGE, ZADD=return { status'
+A cut must be at a line of the body's top level (not inside a block).
+For example, enqueue's common call (issue 30), the checks and then the
+writes:
+  bench/script-parts.py --build build 'checks=if due then' \\
+      'writes=-- prelude: here'
 """
 import argparse, os, subprocess, sys, tempfile, time
 import redis
@@ -27,18 +28,20 @@ ap.add_argument('-n', type=int, default=10000)
 ap.add_argument('--reps', type=int, default=5)
 ap.add_argument('cuts', nargs='*')
 a = ap.parse_args()
-src = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'src', 'scripts')
 full = open(os.path.join(a.build, 'scripts', a.script + '.lua')).read()
-body = open(os.path.join(src, a.script + '.lua')).read()
-if body.startswith('#!'):
-    body = body.split('\n', 1)[1]
-pre = full[:len(full) - len(body)].replace('#!lua flags=no-writes\n', '')
-lines = body.split('\n')
-variants = [('nothing (return 1)', 'return 1'), ('prelude', pre + '\nreturn 1')]
+if full.startswith('#!'):
+    full = full.split('\n', 1)[1]
+# The script as Redis runs it: the prelude's part it uses, its body, and
+# (for a script with "-- prelude: here") the prelude's functions within
+# it.  Each cut is of that text; "prelude" ends where the body begins.
+lines = full.split('\n')
+body_at = next(i for i, l in enumerate(lines) if l.startswith('-- ' + a.script + ':'))
+variants = [('nothing (return 1)', 'return 1'),
+            ('prelude', '\n'.join(lines[:body_at]) + '\nreturn 1')]
 for c in a.cuts:
     label, marker = c.split('=', 1)
-    at = next(i for i, l in enumerate(lines) if marker in l)
-    variants.append((label, pre + '\n'.join(lines[:at]) + '\nreturn 1'))
+    at = next(i for i, l in enumerate(lines) if i > body_at and marker in l)
+    variants.append((label, '\n'.join(lines[:at]) + '\nreturn 1'))
 variants.append(('whole script', full))
 
 tmp = tempfile.mkdtemp()

@@ -11,8 +11,8 @@
 # change, so a new Makefile does not rebuild everything that includes it.
 #
 # table: builds each script as Redis will run it (a shebang line first, then
-# the part of the shared prelude lib.lua that the script uses (prelude.awk
-# says why only that part), then the script body), writes it to
+# the part of the shared prelude lib.lua that the script uses and the
+# script's body, as prelude.awk places them), writes it to
 # OUT_DIR/NAME.lua for redis-cli users, and writes OUT_C: the C table of the
 # scripts' text and SHA1 digests, each at its enum constant.
 set -eu
@@ -83,8 +83,7 @@ write_table() {
     {
       if head -n 1 "$body" | grep -q '^#!'; then head -n 1 "$body"; fi
       awk -f "$aux/prelude.awk" "$src/lib.lua" "$body"
-      if head -n 1 "$body" | grep -q '^#!'; then tail -n +2 "$body"; else cat "$body"; fi
-    } >"$full"
+    } >"$full" || die "$body: the prelude could not be placed"
     sha=$(sha1sum "$full" | cut -d' ' -f1)
     {
       echo "  [$(enum_name "$name")] = { \"$name\", \"$sha\","

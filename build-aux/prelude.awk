@@ -1,19 +1,20 @@
-# prelude.awk: the part of the shared prelude (lib.lua) that one script
-# needs.  Redis runs a script's whole text on every call, and each
-# "local function" of the prelude makes a closure each time: a prelude
-# of 35 functions cost every call 3.5 us where "return 1" costs 1.  So each
-# script gets only the prelude's definitions it uses, directly or through
-# another, in the prelude's order.
+# prelude.awk: a script as Redis runs it, with the part of the shared
+# prelude (lib.lua) that it needs.  Redis runs a script's whole text on
+# every call, and each "local function" of the prelude makes a closure
+# each time: a prelude of 35 functions cost every call 3.5 us where
+# "return 1" costs 1.  So each script gets only the prelude's definitions
+# it uses, directly or through another, in the prelude's order, and then
+# its own text (without its shebang line, which the caller writes).
 #
-# A script whose text has the line "-- prelude: on demand" pays for none
-# of it until it asks: its functions are declared (nil) and made by a
-# call of prelude(), which the script makes only on its rarer paths (a
-# refused argument, a priority, a replacement); its other definitions
-# (constants, the string functions' short names, per-call state) cost
-# next to nothing and are made as usual.  So a producer's common call
-# runs its own few lines and no closure of the prelude.  "-- prelude: on
-# demand except NAME ..." makes the NAMEd functions, and those they use,
-# as usual: what the common call needs (show's read_record).
+# A script whose text has the line "-- prelude: here" pays for none of the
+# prelude's functions above that line: they are made there, so a call
+# that returns before it (a producer's common call) makes none of them.
+# The prelude's other definitions (constants, the string functions' short
+# names, per-call state) cost next to nothing and stay at the top.  The
+# text above the line may use only those; the build stops when it names
+# one of the functions made below.  "-- prelude: here except NAME ..."
+# makes the NAMEd functions, and those they use, at the top: what the
+# common call needs (show's read_record).
 #
 # Usage: awk -f prelude.awk lib.lua SCRIPT.lua
 # A definition is a top-level "local function NAME" or "local NAME[, ...] ="
@@ -35,13 +36,21 @@ FNR == NR {
     next
 }
 {
+    if (FNR == 1 && /^#!/) next
+    script[++nscript] = $0
     body = body "\n" $0
-    if ($0 ~ /^-- prelude: on demand( except [A-Za-z_ ]+)?$/) {
-        lazy = 1
+    if ($0 ~ /^-- prelude: here( except [A-Za-z_ ]+)?$/) {
+        if (here) {
+            print FILENAME ":" FNR ": a second \"-- prelude: here\"" > "/dev/stderr"
+            failed = 1
+            exit 1
+        }
+        here = nscript
         if (match($0, / except /)) eager_roots = substr($0, RSTART + 8)
     }
 }
 END {
+    if (failed) exit 1
     # Find the definitions: their first line, names and text.
     ndef = 0
     for (i = 1; i <= nlib; i++) {
@@ -81,43 +90,37 @@ END {
                 added = 1
             }
     } while (added)
-    if (!lazy) {
+    if (!here) {
         for (d = 1; d <= ndef; d++) if (d in keep) printf "%s", text[d]
+        for (i = 1; i <= nscript; i++) print script[i]
         exit
     }
-    # On demand: the definitions that are not functions as usual, then the
-    # functions' names, then prelude() that makes them.
-    # The functions made as usual: the roots and what they use.
+    # Made at the top: the definitions that are not functions, the roots,
+    # and what any of them uses.
     n = split(eager_roots, roots, " ")
-    for (i = 1; i <= n; i++) if (roots[i] in owner) now_made[owner[roots[i]]] = 1
+    for (i = 1; i <= n; i++) if (roots[i] in owner) top[owner[roots[i]]] = 1
+    for (d in keep) if (!(defline[d] in isfunc)) top[d] = 1
     do {
         added = 0
-        for (d in now_made) {
+        for (d in top) {
             delete more
             words(text[d], more)
             for (m in more)
-                if ((m in owner) && !(owner[m] in now_made)) { now_made[owner[m]] = 1; added = 1 }
+                if ((m in owner) && !(owner[m] in top)) { top[owner[m]] = 1; added = 1 }
         }
     } while (added)
-    nf = 0
-    for (d = 1; d <= ndef; d++) {
-        if (!(d in keep)) continue
-        if ((defline[d] in isfunc) && !(d in now_made)) fn[++nf] = d
-        else printf "%s", text[d]
-    }
-    if (nf == 0) {
-        print "local function prelude() end"
-        exit
-    }
-    printf "local %s", defnames[fn[1]]
-    for (i = 2; i <= nf; i++) printf ",%s%s", (i % 6 == 1 ? "\n  " : " "), defnames[fn[i]]
-    printf "\n-- The prelude's functions above, made on demand (build-aux/prelude.awk).\n"
-    print "local function prelude()"
-    for (i = 1; i <= nf; i++) {
-        t = text[fn[i]]
-        sub(/\nlocal function /, "\nfunction ", t)
-        if (substr(t, 1, 15) == "local function ") t = substr(t, 7)
-        printf "%s", t
-    }
-    print "end"
+    # The text above the line may not use what is made below it.
+    above = ""
+    for (i = 1; i < here; i++) above = above "\n" script[i]
+    words(above, early)
+    for (w in early)
+        if ((w in owner) && (owner[w] in keep) && !(owner[w] in top)) {
+            print FILENAME ": " w " is used above \"-- prelude: here\", which makes it" > "/dev/stderr"
+            exit 1
+        }
+    for (d = 1; d <= ndef; d++) if ((d in keep) && (d in top)) printf "%s", text[d]
+    for (i = 1; i < here; i++) print script[i]
+    print script[here]
+    for (d = 1; d <= ndef; d++) if ((d in keep) && !(d in top)) printf "%s", text[d]
+    for (i = here + 1; i <= nscript; i++) print script[i]
 }

@@ -664,6 +664,81 @@ START_TEST(bad_records_never_cost_healthy_jobs_anything)
 }
 END_TEST
 
+/* show reads a delayed job of normal priority on a short path of its own
+ * and leaves every record that path does not plainly read to read_record:
+ * each bad kind, delayed, is unreadable for the reason it has when dead;
+ * records of the usual shape (retried, a nil error, a priority) show
+ * their fields.  cancel takes a delayed job whose bucket is not a hash,
+ * and a generated id passes over such a bucket. */
+START_TEST(show_and_cancel_read_every_record_as_before)
+{
+    dq_job_info a, b;
+    for (size_t k = 0; k < NBAD; k++) {
+        const char *id = bad_kinds[k].id;
+        plant(id, bad_kinds[k].raw);
+        ck_assert_int_eq(num("ZADD %s 1000 %s", K("delayed"), id), 1);
+        show(id, &a);
+        ck_assert_int_eq(num("ZREM %s %s", K("delayed"), id), 1);
+        ck_assert_int_eq(num("ZADD %s 1000 %s", K("dead"), id), 1);
+        show(id, &b);
+        ck_assert_msg(a.state == DQ_STATE_UNREADABLE, "%s: %s", id, dq_state_str(a.state));
+        char *in = strstr(a.job.last_error, " (in delayed)");
+        ck_assert_msg(in != NULL, "%s: %s", id, a.job.last_error);
+        size_t why = (size_t)(in - a.job.last_error);
+        ck_assert_msg(strncmp(a.job.last_error, b.job.last_error, why) == 0
+                      && strcmp(b.job.last_error + why, " (in dead)") == 0,
+                      "%s: '%s' delayed, '%s' dead", id, a.job.last_error, b.job.last_error);
+        dq_job_info_free(&a);
+        dq_job_info_free(&b);
+    }
+
+    plant("retried", "'3:2:' .. cmsgpack.pack({'email', 'hello', 5, 1000, 500, 'boom'})");
+    plant("nil-error", "'3:0:\\150' .. string.sub(cmsgpack.pack({'email', 'x', 0, 0, 0}), 2)"
+                       " .. '\\192'");
+    plant("urgent", "'3:0:' .. cmsgpack.pack({'email', 'x', 0, 0, 0, '', 0})");
+    ck_assert_int_eq(num("ZADD %s 1500 retried 7 nil-error", K("delayed")), 2);
+    ck_assert_int_eq(num("ZADD %s:0 9 urgent", K("delayed")), 1);
+    ck_assert_int_eq(num("HSET %s levels 0", K("meta")), 1);   /* level 0 in use */
+    show("retried", &a);
+    ck_assert_int_eq(a.state, DQ_STATE_DELAYED);
+    ck_assert_str_eq(a.job.type, "email");
+    ck_assert_uint_eq(a.job.payload_len, 5);
+    ck_assert_int_eq(a.job.attempt, 2);
+    ck_assert_int_eq(a.job.max_attempts, 5);
+    ck_assert_int_eq(a.job.created_ms, 1000);
+    ck_assert_int_eq(a.job.due_ms, 1500);
+    ck_assert_int_eq(a.state_ms, 1500);
+    ck_assert_str_eq(a.job.last_error, "boom");
+    ck_assert_int_eq(a.job.priority, 5);
+    dq_job_info_free(&a);
+    show("nil-error", &a);
+    ck_assert_int_eq(a.state, DQ_STATE_DELAYED);
+    ck_assert_str_eq(a.job.last_error, "");
+    dq_job_info_free(&a);
+    show("urgent", &a);
+    ck_assert_int_eq(a.state, DQ_STATE_DELAYED);
+    ck_assert_int_eq(a.job.priority, 0);
+    ck_assert_int_eq(a.state_ms, 9);
+    dq_job_info_free(&a);
+
+    /* Generated ids 1..3 are in bucket jobs:, then 100..199 would be in
+     * jobs:1, a string: the next id written is 200. */
+    dq_enqueue_req r = req_make(NULL, 60000, 0);
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(dq_enqueue(cl, &r, NULL), DQ_OK);
+    ck_assert_int_eq(num("HSET %s seq 99", K("meta")), 0);
+    ck_assert_int_eq(num("SET %s oops", K("jobs:1")), 0);
+    ck_assert_int_eq(num("ZADD %s 2000 150", K("delayed")), 1);
+    dq_enqueued out;
+    ck_assert_int_eq(dq_enqueue(cl, &r, &out), DQ_OK);
+    ck_assert_str_eq(out.id, "200");
+    /* cancel: a delayed job in that bucket goes; the string stays. */
+    ck_assert_msg(dq_cancel(cl, Q, "150") == DQ_OK, "cancel: %s", dq_errmsg(cl));
+    ck_assert_int_eq(num("ZSCORE %s 150", K("delayed")), -1);
+    ck_assert_int_eq(num("STRLEN %s", K("jobs:1")), 4);
+}
+END_TEST
+
 /* ---- other scripts' arguments ------------------------------------------- */
 
 /* A script run with bad arguments, and the name its refusal must give. */
@@ -735,6 +810,7 @@ static Suite *records_suite(void)
                               test_teardown);
     tcase_add_test(tc, reap_buries_a_bad_record_and_retries_its_neighbours);
     tcase_add_test(tc, bad_records_never_cost_healthy_jobs_anything);
+    tcase_add_test(tc, show_and_cancel_read_every_record_as_before);
     tcase_add_test(tc, claim_removes_ids_without_a_record_and_counts_them);
     tcase_add_test(tc, a_bucket_of_the_wrong_type_does_not_stop_claims);
     tcase_add_test(tc, dead_list_and_show_survive_odd_records);

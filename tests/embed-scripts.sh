@@ -48,4 +48,41 @@ refused "dash" "script name 'b-two'" enum "$tmp/bad.h" a1 b-two
 refused "twice" "script 'a1' is listed twice" enum "$tmp/bad.h" a1 b_two a1
 refused "no file" "nosuch.lua: no such script" table "$tmp/bad.c" "$tmp/out" "$tmp/src" a1 nosuch
 refused "empty list" "no script names" enum "$tmp/bad.h"
+# "-- prelude: here": the prelude's functions are made at that line, its
+# other definitions at the top; "except NAME" makes NAME (and what it
+# uses) at the top; a function used above the line stops the build.
+mkdir "$tmp/here"
+cat >"$tmp/here/lib.lua" <<'LUA'
+local K = 7
+local function two() return 2 end
+local function three() return two() + 1 end
+local function four() return K - 3 end
+LUA
+printf 'if ARGV[1] then return K end\n-- prelude: here\nreturn three()\n' >"$tmp/here/late.lua"
+printf 'if ARGV[1] then return three() end\n-- prelude: here\nreturn four()\n' >"$tmp/here/early.lua"
+printf 'if ARGV[1] then return three() end\n-- prelude: here except three\nreturn four()\n' \
+    >"$tmp/here/kept.lua"
+sh "$gen" table "$tmp/here.c" "$tmp/here/out" "$tmp/here" late kept \
+    || fail "here: refused good scripts"
+out=$tmp/here/out/late.lua
+line() { grep -n -- "$2" "$1" | head -n 1 | cut -d: -f1; }
+[ "$(line "$out" '^local K = 7')" -lt "$(line "$out" '^if ARGV')" ] || fail "late: K not at the top"
+[ "$(line "$out" '^-- prelude: here')" -lt "$(line "$out" '^local function two')" ] \
+    || fail "late: two() made above the line"
+[ "$(line "$out" '^local function three')" -lt "$(line "$out" '^return three')" ] \
+    || fail "late: three() made after its use"
+grep -q 'function four' "$out" && fail "late: four() made though unused"
+out=$tmp/here/out/kept.lua
+[ "$(line "$out" '^local function three')" -lt "$(line "$out" '^if ARGV')" ] \
+    || fail "kept: three() not at the top"
+[ "$(line "$out" '^local function two')" -lt "$(line "$out" '^local function three')" ] \
+    || fail "kept: two(), which three() uses, not above it"
+[ "$(line "$out" '^-- prelude: here')" -lt "$(line "$out" '^local function four')" ] \
+    || fail "kept: four() made above the line"
+out=$(sh "$gen" table "$tmp/here.c" "$tmp/here/out" "$tmp/here" early 2>&1) \
+    && fail "early: a function used above the line was accepted"
+case $out in
+    *"three is used above"*) ;;
+    *) fail "early: '$out' does not name three" ;;
+esac
 echo "embed-scripts.sh: enum, table and refusals as documented"

@@ -3,31 +3,32 @@
 -- Returns 'cancelled', or why not: 'running' (a worker holds it), 'dead'
 -- (use purge), 'notfound'.
 --
--- A producer's hot path (most order timeouts are cancelled): a job of
--- normal priority costs the three commands that find and delete it; the
--- prelude is made only for a bad id, another level or a job not delayed.
--- prelude: on demand
+-- A producer's hot path (most order timeouts are cancelled): a delayed
+-- job of normal priority costs the three commands that find and delete
+-- it, above the line where the prelude's functions are made.  Any other
+-- call (a bad id, another level, a job not delayed, a bucket of the wrong
+-- type) goes on below it, having written nothing.
 local id = ARGV[1]
-if not (id and id ~= '' and #id <= 256 and not string.find(id, '[^!-~]')) then
-  prelude()
-  arg_id(1, 'id')
-  return arg_refusal('cancel')
-end
-local key = KEYS[2]
-if not redis.call('ZSCORE', key, id) then
-  prelude()
-  key = delayed_find(id)
-end
-if key then
-  -- The record first: if its bucket cannot be reached (see the prelude),
-  -- nothing has changed.  A bucket of the wrong type holds no record: the
-  -- prelude's record_cmd logs it and goes on.
+if id and id ~= '' and #id <= 256 and not find(id, '[^!-~]')
+   and redis.call('ZSCORE', KEYS[2], id) then
+  -- The record first: if its bucket cannot be reached (see the prelude's
+  -- record_key), nothing has changed.
   local rk = KEYS[1]
-  if string.find(id, '^%d+$') then rk = rk .. ':' .. string.sub(id, 1, -3) end
-  if type(redis.pcall('HDEL', rk, id)) == 'table' then
-    prelude()
-    record_cmd('HDEL', rk, id)
+  if find(id, '^%d+$') then rk = rk .. ':' .. sub(id, 1, -3) end
+  if type(redis.pcall('HDEL', rk, id)) == 'number' then
+    redis.call('ZREM', KEYS[2], id)
+    return 'cancelled'
   end
+end
+
+-- prelude: here
+id = arg_id(1, 'id')
+if arg_fault then return arg_refusal('cancel') end
+local key = delayed_find(id)
+if key then
+  -- As above; a bucket of the wrong type holds no record: the prelude's
+  -- record_cmd logs it and goes on.
+  del_records({ id })
   redis.call('ZREM', key, id)
   return 'cancelled'
 end

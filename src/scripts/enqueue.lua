@@ -13,41 +13,44 @@
 -- argument error is refused before anything is written.
 --
 -- This is a producer's hot path, and costs what its commands cost plus
--- little (docs/benchmarks.md, "The producer's path"): the common call is
--- checked by the plain tests right below, and only a call they do not
--- pass (a bad argument, or a good one in an unusual spelling) goes
--- through the prelude's checks, which name what is wrong.  The record is
--- packed from the arguments in one cmsgpack call, and a new id's record
--- is written with HSETNX, which is also the check that the id is free.
--- prelude: on demand
-local find, t = string.find, redis.call('TIME')
+-- little (docs/benchmarks.md, "The producer's path"): the common call (a
+-- new job of normal priority, its arguments in their usual spelling) is
+-- checked by the plain tests right below and written before the line
+-- where the prelude's functions are made, so it makes none of them.  The
+-- record is packed from the arguments in one cmsgpack call, and a new
+-- id's record is written with HSETNX, which is also the check that the id
+-- is free.  Every other call (a bad argument, another priority, an id
+-- that is taken, a bucket of the wrong type) goes on below that line,
+-- where the prelude's checks name what is wrong; the common call has
+-- written nothing by then.
+local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 local channel, id, jtype, payload = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-local when, ms, max, replace = ARGV[5], ARGV[6], ARGV[7], ARGV[8]
-local prio, nparts, part = NORMAL, 1, 0
-local due
+local when, ms, max = ARGV[5], ARGV[6], ARGV[7]
+local nparts, part = 1, 0
+local due, score
 
 -- The common call: every test here accepts only what the prelude's checks
 -- below accept too, so a call that passes them needs no other.
-if payload and #ARGV <= 11 and (replace == '0' or replace == '1')
+if payload and #ARGV <= 11 and (ARGV[8] == '0' or ARGV[8] == '1')
+   and (ARGV[9] == nil or ARGV[9] == '5')
    and (id == '' or (id and #id <= 256 and not find(id, '[^!-~]')
                      and not find(id, '^%d+$') and id ~= '.' and id ~= '..'))
    and jtype and jtype ~= '' and #jtype <= 128 and jtype ~= '*' and not find(jtype, '[^!-~]')
-   and max and #max <= 10 and find(max, '^%d+$') and ms and #ms <= 16 and find(ms, '^%d+$') then
-  max = tonumber(max)
+   and (max == '0' or max and #max <= 10 and find(max, '^%d+$'))
+   and ms and #ms <= 16 and find(ms, '^%d+$') then
+  max = max == '0' and 0 or tonumber(max)
+  -- The score as ZADD will read it: the argument itself when it is the
+  -- due time (a number's conversion to text costs more than a command).
   if when == 'at' then
-    due = tonumber(ms)
+    due, score = tonumber(ms), ms
     if due > now + MAX_AHEAD_MS then due = nil end
   elseif when == 'delay' then
     due = tonumber(ms)
     if due > MAX_AHEAD_MS then due = nil else due = now + due end
   end
   if max > MAX_ATTEMPTS then due = nil end
-  local p, n, i = ARGV[9], ARGV[10], ARGV[11]
-  if p then
-    prio = #p == 1 and find(p, '^%d$') and tonumber(p)
-    if not prio then due = nil end
-  end
+  local n, i = ARGV[10], ARGV[11]
   if n then
     nparts = i and #n <= 3 and #i <= 3 and find(n, '^%d+$') and find(i, '^%d+$')
              and tonumber(n)
@@ -56,76 +59,85 @@ if payload and #ARGV <= 11 and (replace == '0' or replace == '1')
   end
 end
 
-if not due then
-  -- The prelude's checks: the first bad argument, named.
-  prelude()
-  arg_fault = nil
-  channel = arg_str(1, 'wake_channel')
-  id = arg_id(2, 'id', true)
-  if match(id, '^%d+$') then
-    arg_bad('id', id, 'a producer id (all digits are kept for generated ids)')
-  elseif id == '.' or id == '..' then
-    arg_bad('id', id, "a producer id (not '.' or '..', which URLs cannot name)")
-  end
-  if not (jtype and is_plain(jtype, 128) and jtype ~= '*') then
-    arg_bad('type', jtype, "a job type (1..128 printable bytes, no spaces, not '*')")
-  end
-  payload = arg_str(4, 'payload')
-  when = arg_one_of(5, 'when', 'delay', 'at')
-  if when == 'at' then
-    due = arg_int(6, 'at_ms', 0, now + MAX_AHEAD_MS)
+if due then
+  -- The record, as the prelude's encode writes it (six elements, the
+  -- last an empty error, \160: the priority is normal).  HSETNX replies 1 when it wrote the record, 0
+  -- when the id has one, and an error (as a table) when the key is not a
+  -- hash: then the id is left to the path below.
+  local rec = '3:0:\150' .. cmsgpack.pack(jtype, payload, max, now, due - now) .. '\160'
+  local written
+  if id == '' then
+    -- Generated ids are decimal (producers' own ids may not be all
+    -- digits), their records in buckets of 100 (the prelude's record_key).
+    repeat
+      id = format('%d', redis.call('HINCRBY', KEYS[5], 'seq', '1') * nparts + part)
+      written = redis.pcall('HSETNX', KEYS[1] .. ':' .. sub(id, 1, -3), id, rec)
+    until written ~= 0
   else
-    due = now + arg_int(6, 'delay_ms', 0, MAX_AHEAD_MS)
+    written = redis.pcall('HSETNX', KEYS[1], id, rec)
   end
-  max = arg_int(7, 'max_attempts', 0, MAX_ATTEMPTS)
-  replace = arg_one_of(8, 'replace', '0', '1')
-  prio, nparts, part = NORMAL, 1, 0
-  if ARGV[9] then prio = arg_int(9, 'priority', 0, 9) end
-  if ARGV[10] then
-    nparts = arg_int(10, 'partitions', 1, 256)
-    part = arg_int(11, 'partition', 0, nparts - 1)
+  if written == 1 then
+    -- Wake sleeping workers when the job is now the head of its level,
+    -- as below.  (Every number given to a command here is a string: Redis
+    -- prints a Lua number with snprintf, which costs what the ZRANGE does.)
+    redis.call('ZADD', KEYS[2], score or format('%d', due), id)
+    if channel ~= '' and redis.call('ZRANGE', KEYS[2], '0', '0')[1] == id then
+      redis.call('PUBLISH', channel, due)
+    end
+    return { 'ok', id, due, now }
   end
-  if #ARGV > 11 then arg_bad('argument 12', ARGV[12], 'expected: enqueue takes at most 11') end
-  if arg_fault then return arg_refusal('enqueue') end
 end
 
--- The record, as the prelude's encode writes it: the priority is a
--- seventh element only when it is not normal.
-local rec
-if prio == NORMAL then
-  rec = '3:0:\150' .. cmsgpack.pack(jtype, payload, max, now, due - now, '')
-else
-  rec = '3:0:\151' .. cmsgpack.pack(jtype, payload, max, now, due - now, '', prio)
+-- prelude: here
+-- Any other call.  The prelude's checks: the first bad argument, named.
+channel = arg_str(1, 'wake_channel')
+id = arg_id(2, 'id', true)
+if match(id, '^%d+$') then
+  arg_bad('id', id, 'a producer id (all digits are kept for generated ids)')
+elseif id == '.' or id == '..' then
+  arg_bad('id', id, "a producer id (not '.' or '..', which URLs cannot name)")
 end
+if not (jtype and is_plain(jtype, 128) and jtype ~= '*') then
+  arg_bad('type', jtype, "a job type (1..128 printable bytes, no spaces, not '*')")
+end
+payload = arg_str(4, 'payload')
+when = arg_one_of(5, 'when', 'delay', 'at')
+if when == 'at' then
+  due = arg_int(6, 'at_ms', 0, now + MAX_AHEAD_MS)
+else
+  due = now + arg_int(6, 'delay_ms', 0, MAX_AHEAD_MS)
+end
+max = arg_int(7, 'max_attempts', 0, MAX_ATTEMPTS)
+local replace = arg_one_of(8, 'replace', '0', '1')
+local prio = NORMAL
+nparts, part = 1, 0
+if ARGV[9] then prio = arg_int(9, 'priority', 0, 9) end
+if ARGV[10] then
+  nparts = arg_int(10, 'partitions', 1, 256)
+  part = arg_int(11, 'partition', 0, nparts - 1)
+end
+if #ARGV > 11 then arg_bad('argument 12', ARGV[12], 'expected: enqueue takes at most 11') end
+if arg_fault then return arg_refusal('enqueue') end
+
+local rec = encode({ type = jtype, payload = payload, attempts = 0, max = max,
+                     created = now, due = due, err = '', prio = prio })
 
 -- HSETNX on a record key: 1 when the record was written, 0 when the id
--- has one.  A key of the wrong type holds no record that can be read: the
--- prelude's record_cmd logs it, and the id counts as taken.
+-- has one.  A key of the wrong type holds no record that can be read:
+-- record_cmd logs it, and the id counts as taken.
 local function put_new(key, job)
-  local r = redis.pcall('HSETNX', key, job, rec)
-  if type(r) == 'table' then
-    prelude()
-    r = record_cmd('HSETNX', key, job, rec) or 0
-  end
-  return r
+  return record_cmd('HSETNX', key, job, rec) or 0
 end
 
 local status = 'ok'
-local set = KEYS[2]
-if prio ~= NORMAL then
-  prelude()
-  set = level_key(prio)
-end
+local set = level_key(prio)
 if id == '' then
-  -- Generated ids are decimal (producers' own ids may not be all digits),
-  -- their records in buckets of 100 (see the prelude's record_key).
   repeat
-    id = string.format('%d', redis.call('HINCRBY', KEYS[5], 'seq', 1) * nparts + part)
-  until put_new(KEYS[1] .. ':' .. string.sub(id, 1, -3), id) == 1
+    id = format('%d', redis.call('HINCRBY', KEYS[5], 'seq', '1') * nparts + part)
+  until put_new(record_key(id), id) == 1
 elseif put_new(KEYS[1], id) == 0 then
   if replace ~= '1' then return { 'exists', id, 0, now } end
   if redis.call('ZSCORE', KEYS[3], id) then return { 'running', id, 0, now } end
-  prelude()
   local was = delayed_find(id)
   set_record(id, rec)
   redis.call('ZREM', KEYS[4], id)
@@ -133,15 +145,18 @@ elseif put_new(KEYS[1], id) == 0 then
   status = 'replaced'
 end
 
--- Wake sleeping workers when the job is due before the head of its own
--- level: that head or a sooner one is what they sleep towards.  (When a
--- more urgent level holds a sooner job, the wake finds nothing due and
+-- Wake sleeping workers when the job is now the head of its own level
+-- (due no later than any other): that head or a sooner one is what they
+-- sleep towards.  Asked after the ZADD by member, not by score: reading a
+-- score makes Redis print a double and the script parse it back, which
+-- cost more than the command.  (A job due at the same time as the old
+-- head and sorted before it wakes them for nothing, as does one when a
+-- more urgent level holds a sooner job: a wake that finds nothing due
 -- costs a worker one claim; reading every level's head on every enqueue
 -- cost each producer more.)
-if prio ~= NORMAL then note_level(prio) end
-local head = redis.call('ZRANGE', set, 0, 0, 'WITHSCORES')[2]
-redis.call('ZADD', set, string.format('%d', due), id)
-if channel ~= '' and (head == nil or due < tonumber(head)) then
+note_level(prio)
+redis.call('ZADD', set, format('%d', due), id)
+if channel ~= '' and redis.call('ZRANGE', set, '0', '0')[1] == id then
   redis.call('PUBLISH', channel, due)
 end
 return { status, id, due, now }

@@ -12,38 +12,55 @@
 -- ('orphan' for none), for an unreadable record too; priority is the
 -- job's level, 0..9 (5, normal, for an unreadable record).
 --
--- Producers call it to follow their jobs: a delayed job of normal
--- priority costs its three commands and the record's decoding; the rest
--- of the prelude is made only for a bad id or a job elsewhere.
--- prelude: on demand except read_record
+-- Producers call it to follow their jobs: a readable delayed job of
+-- normal priority costs its three commands and the record's decoding,
+-- above the line where the prelude's functions are made.  Any other (a
+-- bad id, a job elsewhere, a record that is not plainly readable) goes on
+-- below it, where read_record says what is wrong with a record.
 local id = ARGV[1]
-if not (id and id ~= '' and #id <= 256 and not string.find(id, '[^!-~]')) then
-  prelude()
-  arg_id(1, 'id')
-  return arg_refusal('show')
-end
-local rk = KEYS[1]
-if string.find(id, '^%d+$') then rk = rk .. ':' .. string.sub(id, 1, -3) end
-local raw = redis.pcall('HGET', rk, id)
-if type(raw) == 'table' then
-  -- Not a hash (logged, and read as unreadable), or an error raised.
-  prelude()
-  raw = get_record(id)
-end
-if not raw then return { 'notfound' } end
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
-local state, at = 'delayed', redis.call('ZSCORE', KEYS[2], id)
-if not at then
-  prelude()
-  state, at = 'orphan', 0
-  local _, s = delayed_find(id)
-  if s then state, at = 'delayed', s else
-    s = redis.call('ZSCORE', KEYS[3], id)
-    if s then state, at = 'processing', s else
-      s = redis.call('ZSCORE', KEYS[4], id)
-      if s then state, at = 'dead', s end
+if id and id ~= '' and #id <= 256 and not find(id, '[^!-~]') then
+  local rk = KEYS[1]
+  if find(id, '^%d+$') then rk = rk .. ':' .. sub(id, 1, -3) end
+  local raw = redis.pcall('HGET', rk, id)
+  local a, body
+  if type(raw) == 'string' then a, body = match(raw, '^3:(%d+):()') end
+  -- A head, and a body that is an array of six (the priority is normal).
+  if a and #a <= 10 and byte(raw, body) == 0x96 then
+    local at = redis.call('ZSCORE', KEYS[2], id)
+    if at then
+      -- The six elements after the array header (body is where it is,
+      -- counted from 1: the offset, counted from 0, of the first), and
+      -- nothing after them (left is -1); every one as read_record wants
+      -- it, the error a string; else the path below.
+      local ok, left, jt, p, m, c, o, e = pcall(cmsgpack.unpack_limit, raw, 6, body)
+      a = tonumber(a)
+      if ok and left == -1 and type(jt) == 'string' and type(p) == 'string'
+         and type(e) == 'string' and a <= MAX_ATTEMPTS
+         and type(m) == 'number' and m % 1 == 0 and m >= 0 and m <= MAX_ATTEMPTS
+         and type(c) == 'number' and c % 1 == 0 and c >= -MAX_EXACT and c <= MAX_EXACT
+         and type(o) == 'number' and o % 1 == 0 and c + o >= -MAX_EXACT
+         and c + o <= MAX_EXACT then
+        return { 'delayed', jt, p, a, m, c, c + o, 0, e, tonumber(at), now, '',
+                 'delayed', NORMAL }
+      end
     end
+  end
+end
+
+-- prelude: here
+id = arg_id(1, 'id')
+if arg_fault then return arg_refusal('show') end
+local raw = get_record(id)
+if not raw then return { 'notfound' } end
+local state, at = 'orphan', 0
+local _, s = delayed_find(id)
+if s then state, at = 'delayed', s else
+  s = redis.call('ZSCORE', KEYS[3], id)
+  if s then state, at = 'processing', s else
+    s = redis.call('ZSCORE', KEYS[4], id)
+    if s then state, at = 'dead', s end
   end
 end
 -- A job in processing is in its attempt attempts + 1, under the fence of
