@@ -115,7 +115,8 @@ END {
     words(above, early)
     for (w in early)
         if ((w in owner) && (owner[w] in keep) && !(owner[w] in top)) {
-            print FILENAME ": " w " is used above \"-- prelude: here\", which makes it" > "/dev/stderr"
+            print FILENAME ": " w " is used above \"-- prelude: here\"," \
+                " which makes it" > "/dev/stderr"
             exit 1
         }
     for (d = 1; d <= ndef; d++) if ((d in keep) && (d in top)) printf "%s", text[d]

@@ -61,9 +61,10 @@ end
 
 if due then
   -- The record, as the prelude's encode writes it (six elements, the
-  -- last an empty error, \160: the priority is normal).  HSETNX replies 1 when it wrote the record, 0
-  -- when the id has one, and an error (as a table) when the key is not a
-  -- hash: then the id is left to the path below.
+  -- last an empty error, \160: the priority is normal).  HSETNX replies
+  -- 1 when it wrote the record, 0 when the id has one, and an error (as a
+  -- table) when the key is not a hash: then the id is left to the path
+  -- below.
   local rec = '3:0:\150' .. cmsgpack.pack(jtype, payload, max, now, due - now) .. '\160'
   local written
   if id == '' then
