@@ -58,8 +58,7 @@ static int replica_online(void *arg)
 /* Give `f` a loopback TCP port (replication needs one); returns it. */
 static int tcp_port(const struct redis_fixture *f)
 {
-    int port = fixture_free_port();
-    ck_assert_int_eq(fixture_redis_int(f, "CONFIG SET port %d", port), 0);
+    int port = fixture_redis_listen_tcp(f);
     ck_assert_int_eq(fixture_redis_int(f, "CONFIG SET repl-diskless-sync-delay 0"), 0);
     return port;
 }

@@ -396,8 +396,7 @@ END_TEST
  * cluster node, once each. */
 START_TEST(a_seed_that_is_not_a_cluster_node_is_named)
 {
-    int port = fixture_free_port();
-    ck_assert_int_eq(fixture_redis_int(&H.fx, "CONFIG SET port %d", port), 0);
+    int port = fixture_redis_listen_tcp(&H.fx);
     struct h_conf hc;
     char redis[256];
     snprintf(redis, sizeof redis, "cluster = true; nodes = [\"127.0.0.1:%d\"];", port);

@@ -93,8 +93,7 @@ static int master_port_at(int i)
  * one). */
 static int listen_tcp(const struct redis_fixture *f)
 {
-    int port = fixture_free_port();
-    ck_assert_int_eq(fixture_redis_int(f, "CONFIG SET port %d", port), 0);
+    int port = fixture_redis_listen_tcp(f);
     ck_assert_int_eq(fixture_redis_int(f, "CONFIG SET repl-diskless-sync-delay 0"), 0);
     return port;
 }

@@ -260,9 +260,7 @@ static void teardown(void)
 /* Give the fixture a TCP port on loopback; returns it. */
 static int fixture_tcp_port(void)
 {
-    int port = fixture_free_port();
-    ck_assert_int_eq(fixture_redis_int(&H.fx, "CONFIG SET port %d", port), 0);
-    return port;
+    return fixture_redis_listen_tcp(&H.fx);
 }
 
 /* ---- over TCP ----------------------------------------------------------------- */

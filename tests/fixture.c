@@ -144,6 +144,17 @@ int fixture_free_port(void)
     return port;
 }
 
+int fixture_redis_listen_tcp(const struct redis_fixture *f)
+{
+    for (int tries = 0; tries < 20; tries++) {
+        int port = fixture_free_port();
+        if (fixture_redis_int(f, "CONFIG SET port %d", port) == 0)
+            return port;
+    }
+    ck_abort_msg("no free TCP port could be bound in 20 tries");
+    return -1;
+}
+
 int fixture_http_get(int port, const char *path, char *body, size_t len)
 {
     body[0] = '\0';

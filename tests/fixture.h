@@ -78,6 +78,13 @@ const char *fixture_build_path(const char *name);
 /* A TCP port on 127.0.0.1 that was free a moment ago. */
 int fixture_free_port(void);
 
+/* Make `f` listen on a TCP port of 127.0.0.1 as well (replication, the
+ * sentinels and the cluster need one); returns the port.  A port found
+ * free can be taken before Redis binds it (by another test, or as the
+ * local port of a connection: both come from the same range); CONFIG SET
+ * then fails and leaves the old port, and another is tried. */
+int fixture_redis_listen_tcp(const struct redis_fixture *f);
+
 /* GET `path` from 127.0.0.1:port (HTTP/1.0, 10 s at most); the body into
  * `body` (NUL-terminated, cut at len).  Returns the status, -1 when no
  * connection could be made, or 0 when the connection ended without an
