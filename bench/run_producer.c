@@ -128,6 +128,21 @@ struct pctx {
     long serial;                /* makes every producer id unique */
 };
 
+/* Free the reply r of a command: 0 when it came and is no error, else -1
+ * with `what` and the reason in err. */
+static int reply_done(redisContext *rc, redisReply *r, const char *what, char *err,
+                      size_t errlen)
+{
+    if (r && r->type != REDIS_REPLY_ERROR) {
+        freeReplyObject(r);
+        return 0;
+    }
+    snprintf(err, errlen, "%s%s", what, r ? r->str : rc->errstr);
+    if (r)
+        freeReplyObject(r);
+    return -1;
+}
+
 /* SCRIPT LOAD `text` into sha (41 bytes). */
 static int load(redisContext *rc, const char *text, char *sha, char *err, size_t errlen)
 {
@@ -160,14 +175,7 @@ static int send_cmd(struct pctx *x, struct cmd *c, const char *sha, char *err, s
     redisReply *r = redisCommandArgv(x->rc, c->argc, c->argv, c->lens);
     c->argv[1] = saved;
     c->lens[1] = saved_len;
-    if (!r || r->type == REDIS_REPLY_ERROR) {
-        snprintf(err, errlen, "%s", r ? r->str : x->rc->errstr);
-        if (r)
-            freeReplyObject(r);
-        return -1;
-    }
-    freeReplyObject(r);
-    return 0;
+    return reply_done(x->rc, r, "", err, errlen);
 }
 
 /* Producer id number i of the run, for the jobs cancel and show find. */
@@ -270,13 +278,8 @@ static int measure_variant(struct pctx *x, const struct probe *p, int variant, i
             snprintf(member, sizeof member, "z%d-%ld", round, i);
             redisReply *r = redisCommand(x->rc, "ZADD bench:zadd %lld %s",
                                          (long long)(x->at0 + i), member);
-            if (!r || r->type == REDIS_REPLY_ERROR) {
-                snprintf(err, errlen, "ZADD: %s", r ? r->str : x->rc->errstr);
-                if (r)
-                    freeReplyObject(r);
+            if (reply_done(x->rc, r, "ZADD: ", err, errlen) < 0)
                 return -1;
-            }
-            freeReplyObject(r);
         } else if (one_call(x, p, sha, tag, i, err, errlen) < 0) {
             return -1;
         }

@@ -283,19 +283,25 @@ START_TEST(enqueue_refuses_bad_input_and_writes_nothing)
 }
 END_TEST
 
+/* The text of enqueue_many as the build made it (prelude included), to
+ * call it with arguments libdelayq would not send. */
+static const char *enqueue_many_text(void)
+{
+    static char text[200000];
+    FILE *f = fopen(fixture_build_path("scripts/enqueue_many.lua"), "r");
+    ck_assert_ptr_nonnull(f);
+    text[fread(text, 1, sizeof text - 1, f)] = '\0';
+    fclose(f);
+    return text;
+}
+
 START_TEST(enqueue_many_refuses_wrapped_times_before_writing)
 {
     /* The body head of {type "email", payload "x", max_attempts 0}. */
     static const char body[] = "\x96\xa5" "email" "\xa1x\x00";
     redisReply *r;
     /* The body has a NUL: the calls go through redisCommand's %b. */
-    char path[512];
-    snprintf(path, sizeof path, "%s", fixture_build_path("scripts/enqueue_many.lua"));
-    FILE *f = fopen(path, "r");
-    ck_assert_ptr_nonnull(f);
-    static char text[200000];
-    text[fread(text, 1, sizeof text - 1, f)] = '\0';
-    fclose(f);
+    const char *text = enqueue_many_text();
     static const char *const whens[] = { "9223372036854775807", "@9999999999999999999",
                                          "nan", "-5", "r@1e99" };
     for (size_t i = 0; i < sizeof whens / sizeof whens[0]; i++) {
@@ -337,13 +343,7 @@ START_TEST(enqueue_many_refuses_a_bin_payload_or_type)
         BODY("\x96\xc4\x05" "email" "\xa1x\x00"),                 /* bin 8 type */
     };
 #undef BODY
-    char path[512];
-    snprintf(path, sizeof path, "%s", fixture_build_path("scripts/enqueue_many.lua"));
-    FILE *f = fopen(path, "r");
-    ck_assert_ptr_nonnull(f);
-    static char text[200000];
-    text[fread(text, 1, sizeof text - 1, f)] = '\0';
-    fclose(f);
+    const char *text = enqueue_many_text();
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         redisReply *r = cmd("EVAL %s 6 %s %s %s %s %s %s %s %s %s %b %s %s %b", text,
                             K("jobs"), K("delayed"), K("processing"), K("dead"), K("meta"),
