@@ -69,7 +69,7 @@ static const char MIN_ENQUEUE_ID[] =
 static const char MIN_ENQUEUE_MANY[] =
     "local t = redis.call('TIME')\n"
     "local n = (#ARGV - 1) / 3\n"
-    "local seq = redis.call('HINCRBY', KEYS[5], 'seq', n) - n\n"
+    "local seq = tonumber(redis.call('HGET', KEYS[5], 'seq') or '0')\n"
     "local ids, rec, z = {}, {}, {}\n"
     "for i = 1, n do\n"
     "  local id = string.format('%d', seq + i)\n"
@@ -81,10 +81,10 @@ static const char MIN_ENQUEUE_MANY[] =
     "end\n"
     "local b = KEYS[1] .. ':' .. string.sub(ids[1], 1, -3)\n"
     "redis.call('HMGET', b, unpack(ids))\n"
-    "redis.call('HGET', KEYS[5], 'levels')\n"
-    "redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')\n"
+    "redis.call('HINCRBY', KEYS[5], 'seq', string.format('%d', n))\n"
     "redis.call('HSET', b, unpack(rec))\n"
     "redis.call('ZADD', KEYS[2], unpack(z))\n"
+    "redis.call('ZRANGE', KEYS[2], '0', '0')\n"
     "return { t[1], seq }\n";
 
 static const char MIN_CANCEL[] =

@@ -355,6 +355,142 @@ START_TEST(enqueue_many_refuses_a_bin_payload_or_type)
 }
 END_TEST
 
+/* One enqueue_many call on queue `q`, with the jobs' (id, when, body)
+ * triples (bodies of the lengths given): the reply. */
+static redisReply *enqueue_many_on(const char *q, const char *const *jobs, const size_t *lens,
+                                   int njobs)
+{
+    enum { MAXJOBS = 8 };
+    const char *argv[10 + 3 * MAXJOBS];
+    size_t argl[10 + 3 * MAXJOBS];
+    char keys[6][64];
+    static const char *const names[6] = { "jobs", "delayed", "processing", "dead", "meta",
+                                          "lease" };
+    ck_assert_int_le(njobs, MAXJOBS);
+    int n = 0;
+    argv[n++] = "EVAL";
+    argv[n++] = enqueue_many_text();
+    argv[n++] = "6";
+    for (int k = 0; k < 6; k++) {
+        snprintf(keys[k], sizeof keys[k], "dq:{%s}:%s", q, names[k]);
+        argv[n++] = keys[k];
+    }
+    argv[n++] = "";
+    for (int i = 0; i < 3 * njobs; i++)
+        argv[n++] = jobs[i];
+    for (int i = 0; i < n; i++)
+        argl[i] = strlen(argv[i]);
+    for (int i = 0; i < njobs; i++)
+        argl[10 + 3 * i + 2] = lens[i];
+    redisReply *r = redisCommandArgv(rc, n, argv, argl);
+    ck_assert_msg(r != NULL, "redis: %s", rc->errstr);
+    return r;
+}
+
+/*
+ * The bulk producer's common call (new jobs of normal priority) is
+ * written before the prelude's functions are made; every other call goes
+ * through them.  Both write each job's record byte for byte as the
+ * protocol says, whatever the spelling of its time, id, payload and
+ * max_attempts: the same jobs, once as a common call and once with one
+ * job more that is not one ("/5", normal priority spelt out).
+ */
+START_TEST(enqueue_many_common_and_other_calls_write_the_same_records)
+{
+    char at_future[32], str8[200], str16[400];
+    long long now = num("EVAL %s 0", "local t = redis.call('TIME') "
+                        "return t[1] * 1000 + math.floor(t[2] / 1000)");
+    snprintf(at_future, sizeof at_future, "@%lld", now + 60000);
+    /* type email, payload "x", max_attempts 0 */
+    static const char b1[] = "\x96\xa5" "email" "\xa1x\x00";
+    /* payload of 100 bytes (str 8), max_attempts 3 */
+    size_t l2 = 9;
+    memcpy(str8, "\x96\xa5" "email" "\xd9\x64", l2);
+    memset(str8 + l2, 'y', 100);
+    l2 += 100;
+    str8[l2++] = 3;
+    /* type sms, payload of 300 bytes (str 16), max_attempts 300 (uint 16) */
+    size_t l3 = 8;
+    memcpy(str16, "\x96\xa3" "sms" "\xda\x01\x2c", l3);
+    memset(str16 + l3, 'z', 300);
+    l3 += 300;
+    memcpy(str16 + l3, "\xcd\x01\x2c", 3);
+    l3 += 3;
+    /* empty payload, max_attempts 65536 (uint 32) */
+    static const char b4[] = "\x96\xa5" "email" "\xa0\xce\x00\x01\x00\x00";
+    const char *jobs[] = { "", at_future, b1,          /* generated, an absolute time */
+                           "p-a", "5000", str8,        /* a producer's id, a delay */
+                           "", "5000", str16,          /* another type */
+                           "p-b", "@1000", b1,         /* due long ago */
+                           "", "0", b4,
+                           "p-c", "1/5", b1 };         /* not the common call */
+    const size_t lens[] = { sizeof b1 - 1, l2, l3, sizeof b1 - 1, sizeof b4 - 1, sizeof b1 - 1 };
+    static const char *const queues[2] = { "recA", "recB" };
+    for (int qi = 0; qi < 2; qi++) {
+        int njobs = qi == 0 ? 5 : 6;
+        redisReply *r = enqueue_many_on(queues[qi], jobs, lens, njobs);
+        ck_assert_msg(r->type == REDIS_REPLY_ARRAY && r->elements == 2,
+                      "%s: type %d, %zu elements: %s", queues[qi], r->type, r->elements,
+                      r->type == REDIS_REPLY_ERROR ? r->str : "");
+        long long t = r->element[0]->integer, seq = r->element[1]->integer;
+        freeReplyObject(r);
+        ck_assert_int_eq(seq, 0);
+        long long generated = 0;
+        for (int i = 0; i < njobs; i++) {
+            const char *id = jobs[3 * i], *when = jobs[3 * i + 1];
+            char gen[32], key[96];
+            if (*id == '\0') {
+                snprintf(gen, sizeof gen, "%lld", seq + ++generated);
+                id = gen;
+                snprintf(key, sizeof key, "dq:{%s}:jobs:", queues[qi]);  /* ids 1..99 */
+            } else {
+                snprintf(key, sizeof key, "dq:{%s}:jobs", queues[qi]);
+            }
+            long long due = when[0] == '@' ? atoll(when + 1) : t + atoll(when);
+            char zkey[96], created[32], offset[32];
+            snprintf(zkey, sizeof zkey, "dq:{%s}:delayed", queues[qi]);
+            ck_assert_int_eq(num("ZSCORE %s %s", zkey, id), due);
+            snprintf(created, sizeof created, "%lld", t);
+            snprintf(offset, sizeof offset, "%lld", due - t);
+            redisReply *want = cmd("EVAL %s 0 %b %s %s",
+                                   "return '3:0:' .. ARGV[1] .. cmsgpack.pack(tonumber(ARGV[2]),"
+                                   " tonumber(ARGV[3])) .. '\\160'", jobs[3 * i + 2], lens[i],
+                                   created, offset);
+            redisReply *got = cmd("HGET %s %s", key, id);
+            ck_assert_int_eq(want->type, REDIS_REPLY_STRING);
+            ck_assert_msg(got->type == REDIS_REPLY_STRING && got->len == want->len
+                          && memcmp(got->str, want->str, want->len) == 0,
+                          "%s: job %d (%s): the record is not as the protocol says",
+                          queues[qi], i + 1, id);
+            freeReplyObject(want);
+            freeReplyObject(got);
+        }
+        ck_assert_int_eq(num("HGET dq:{%s}:meta seq", queues[qi]), 3);
+        ck_assert_int_eq(num("ZCARD dq:{%s}:delayed", queues[qi]), njobs);
+    }
+    /* Sent again: the producers' ids are taken, the generated ones new. */
+    redisReply *r = enqueue_many_on("recA", jobs, lens, 5);
+    ck_assert_int_eq(r->type, REDIS_REPLY_ARRAY);
+    ck_assert_int_eq(r->elements, 2 + 2 * 3);
+    ck_assert_int_eq(r->element[2]->integer, 2);
+    ck_assert_str_eq(r->element[3]->str, "exists");
+    ck_assert_int_eq(r->element[5]->integer, 4);
+    ck_assert_str_eq(r->element[6]->str, "exists");
+    freeReplyObject(r);
+    ck_assert_int_eq(num("ZCARD dq:{recA}:delayed"), 8);
+    /* The same producer's id twice in one call: the second exists. */
+    const char *twice[] = { "p-d", "0", b1, "p-d", "0", b1 };
+    const size_t twice_lens[] = { sizeof b1 - 1, sizeof b1 - 1 };
+    r = enqueue_many_on("recA", twice, twice_lens, 2);
+    ck_assert_int_eq(r->type, REDIS_REPLY_ARRAY);
+    ck_assert_int_eq(r->elements, 2 + 3);
+    ck_assert_int_eq(r->element[2]->integer, 2);
+    ck_assert_str_eq(r->element[3]->str, "exists");
+    freeReplyObject(r);
+    ck_assert_int_eq(num("ZCARD dq:{recA}:delayed"), 9);
+}
+END_TEST
+
 START_TEST(library_refuses_times_beyond_100_years)
 {
     int64_t now = 0;
@@ -821,6 +957,7 @@ static Suite *records_suite(void)
     tcase_add_test(tc, enqueue_refuses_bad_input_and_writes_nothing);
     tcase_add_test(tc, enqueue_many_refuses_wrapped_times_before_writing);
     tcase_add_test(tc, enqueue_many_refuses_a_bin_payload_or_type);
+    tcase_add_test(tc, enqueue_many_common_and_other_calls_write_the_same_records);
     tcase_add_test(tc, library_refuses_times_beyond_100_years);
     tcase_add_test(tc, cli_refuses_times_beyond_100_years);
     tcase_add_test(tc, asked_retry_delay_is_capped);

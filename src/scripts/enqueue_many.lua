@@ -23,7 +23,159 @@
 -- the exceptions (1-based index) are the jobs with another status, as
 -- enqueue's, or with a generated id drawn again because a producer's
 -- record held it.  A short reply: the client knows the rest.
-local now = now_ms()
+--
+-- This is the bulk producer's hot path, and costs what its commands cost
+-- plus little (docs/benchmarks.md, "The producer's path"): the common call
+-- (new jobs of normal priority, each with a generated id or a producer's
+-- id, a delay or an absolute time, and a well-formed body) is checked and
+-- laid out in one pass over the jobs and written above the line where the
+-- prelude's functions are made.  Every other call (a bad job, a
+-- replacement, another priority, an id already taken, a bucket of the
+-- wrong type) goes on below that line, where the prelude's checks name
+-- what is wrong; the common call has written nothing by then.
+local t = redis.call('TIME')
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+
+do
+  local channel, nargs = ARGV[1], #ARGV
+  local n, nparts, part = (nargs - 1) / 3, 1, 0
+  if nargs > 3 and (nargs - 1) % 3 == 2 then
+    n = (nargs - 3) / 3
+    local np, pp = ARGV[nargs - 1], ARGV[nargs]
+    nparts = #np <= 3 and #pp <= 3 and find(np, '^%d+$') and find(pp, '^%d+$')
+             and tonumber(np)
+    part = nparts and tonumber(pp)
+    if not (nparts and nparts >= 1 and nparts <= 256 and part < nparts) then n = 0 end
+  end
+  if n ~= math.floor(n) then n = 0 end
+  -- One pass: every test accepts only what the checks below accept too.
+  -- Per record key (a bucket), its ids (for the HMGET that proves them
+  -- free) and its HSET's arguments; the ZADD's arguments; the soonest
+  -- job.  A job that does not pass ends the pass early.
+  local bkeys, bids, bsets, nb = {}, {}, {}, 0
+  local zadd, nz, passed = {}, 0, 0
+  local seq, generated = nil, 0
+  local tail_created, pack, tonumber, floor = cmsgpack.pack(now), cmsgpack.pack, tonumber,
+    math.floor
+  local last_when, due, score, tail = nil, nil, nil, nil
+  local head, head_len = nil, 0   -- the last body head checked: 0x96, the type
+  local soonest, soonest_id = nil, nil
+  local gen_bucket, gen_key = nil, nil
+  local last_key, ids, sets, ni = nil, nil, nil, 0
+  local seen = nil                -- producers' ids in this call
+  for i = 1, channel and n or 0 do
+    local id, when, body = ARGV[3 * i - 1], ARGV[3 * i], ARGV[3 * i + 1]
+    -- when: a delay or "@" and a time, in digits (no "r", no priority).
+    if when ~= last_when then
+      local ms = #when <= 17 and match(when, '^@(%d+)$')
+      if ms then
+        due, score = tonumber(ms), ms
+        if due > now + MAX_AHEAD_MS then break end
+      else
+        due = #when <= 16 and find(when, '^%d+$') and tonumber(when)
+        if not due or due > MAX_AHEAD_MS then break end
+        due = now + due
+        score = format('%d', due)
+      end
+      last_when, tail = when, tail_created .. pack(due - now) .. '\160'
+    end
+    -- body: 0x96, a type (checked once per head), a payload str, an
+    -- unsigned max_attempts below 2^31, and nothing after it.
+    if not (head and find(body, head, 1, true) == 1) then
+      local a, h, l8 = byte(body, 1, 3)
+      local tlen, at = h and h >= 0xa1 and h <= 0xbf and h - 0xa0, 3
+      if h == 0xd9 then tlen, at = l8, 4 end
+      if a ~= 0x96 or not tlen or tlen < 1 or tlen > 128 then break end
+      local ty = sub(body, at, at + tlen - 1)
+      if #ty < tlen or ty == '*' or find(ty, '[^!-~]') then break end
+      head, head_len = sub(body, 1, at + tlen - 1), at + tlen - 1
+    end
+    local p = head_len + 1
+    local ph, p2, p3 = byte(body, p, p + 2)
+    local m
+    if ph and ph >= 0xa0 and ph <= 0xbf then
+      m = p + 1 + ph - 0xa0
+    elseif ph == 0xd9 and p2 then
+      m = p + 2 + p2
+    elseif ph == 0xda and p3 then
+      m = p + 3 + p2 * 256 + p3
+    else
+      break     -- no str, or one of 64 KiB or more: the checks below
+    end
+    local mt, m2 = byte(body, m, m + 1)
+    local last = (mt and mt <= 0x7f and m) or (mt == 0xcc and m + 1)
+                 or (mt == 0xcd and m + 2) or (mt == 0xce and m2 and m2 < 0x80 and m + 4)
+    if #body ~= last then break end
+    -- id: generated (decimal, in buckets of 100) or a producer's.
+    local key
+    if id == '' then
+      if not seq then
+        seq = tonumber(redis.call('HGET', KEYS[5], 'seq') or '0')
+        if not seq then break end
+      end
+      generated = generated + 1
+      local num = (seq + generated) * nparts + part
+      id = format('%d', num)
+      if floor(num / 100) ~= gen_bucket then
+        gen_bucket, gen_key = floor(num / 100), KEYS[1] .. ':' .. sub(id, 1, -3)
+      end
+      key = gen_key
+    else
+      if #id > 256 or id == '' or find(id, '[^!-~]') or find(id, '^%d+$') or id == '.'
+         or id == '..' then break end
+      if not seen then seen = {} end
+      if seen[id] then break end
+      seen[id] = true
+      key = KEYS[1]
+    end
+    if key ~= last_key then
+      local b = nil
+      for j = 1, nb do if bkeys[j] == key then b = j end end
+      if not b then
+        nb = nb + 1
+        b = nb
+        bkeys[b], bids[b], bsets[b] = key, {}, {}
+      end
+      last_key, ids, sets, ni = key, bids[b], bsets[b], #bids[b]
+    end
+    ni = ni + 1
+    ids[ni] = id
+    sets[2 * ni - 1] = id
+    sets[2 * ni] = '3:0:' .. body .. tail
+    zadd[nz + 1] = score
+    zadd[nz + 2] = id
+    nz = nz + 2
+    if soonest == nil or due < soonest or (due == soonest and id < soonest_id) then
+      soonest, soonest_id = due, id
+    end
+    passed = i
+  end
+  -- Every id free (a generated id a record holds, a producer's id that
+  -- is taken, or a bucket of the wrong type: below), then the writes.
+  local free = passed == n and n >= 1
+  for b = 1, free and nb or 0 do
+    local r = redis.pcall('HMGET', bkeys[b], unpack(bids[b]))
+    if r.err then free = false break end
+    for j = 1, #r do
+      if r[j] then free = false break end
+    end
+    if not free then break end
+  end
+  if free then
+    if generated > 0 then redis.call('HINCRBY', KEYS[5], 'seq', format('%d', generated)) end
+    for b = 1, nb do redis.call('HSET', bkeys[b], unpack(bsets[b])) end
+    redis.call('ZADD', KEYS[2], unpack(zadd))
+    -- Wake sleeping workers when the soonest new job is the head of the
+    -- normal level, as enqueue does.
+    if channel ~= '' and redis.call('ZRANGE', KEYS[2], '0', '0')[1] == soonest_id then
+      redis.call('PUBLISH', channel, format('%d', soonest))
+    end
+    return { now, seq or 0 }
+  end
+end
+
+-- prelude: here
+-- Any other call.  The prelude's checks: the first bad job, named.
 local n = (#ARGV - 1) / 3
 local nparts, part = 1, 0
 if #ARGV > 3 and (#ARGV - 1) % 3 == 2 then
