@@ -55,8 +55,10 @@ do
   local bkeys, bids, bsets, nb = {}, {}, {}, 0
   local zadd, nz, passed = {}, 0, 0
   local seq, generated = nil, 0
-  local tail_created, pack, tonumber, floor = cmsgpack.pack(now), cmsgpack.pack, tonumber,
-    math.floor
+  local tail_created, pack = cmsgpack.pack(now), cmsgpack.pack
+  -- Per distinct when: the due time, the score as ZADD reads it, and the
+  -- packed due_ms - created_ms.  (A string of digits is turned into a
+  -- number by arithmetic, which costs what tonumber does without its call.)
   local last_when, due, score, tail = nil, nil, nil, nil
   local head, head_len = nil, 0   -- the last body head checked: 0x96, the type
   local soonest, soonest_id = nil, nil
@@ -69,15 +71,15 @@ do
     if when ~= last_when then
       local ms = #when <= 17 and match(when, '^@(%d+)$')
       if ms then
-        due, score = tonumber(ms), ms
+        due, score = ms + 0, ms
         if due > now + MAX_AHEAD_MS then break end
       else
-        due = #when <= 16 and find(when, '^%d+$') and tonumber(when)
+        due = #when <= 16 and find(when, '^%d+$') and when + 0
         if not due or due > MAX_AHEAD_MS then break end
         due = now + due
         score = format('%d', due)
       end
-      last_when, tail = when, tail_created .. pack(due - now) .. '\160'
+      last_when, tail = when, pack(due - now)
     end
     -- body: 0x96, a type (checked once per head), a payload str, an
     -- unsigned max_attempts below 2^31, and nothing after it.
@@ -116,8 +118,8 @@ do
       generated = generated + 1
       local num = (seq + generated) * nparts + part
       id = format('%d', num)
-      if floor(num / 100) ~= gen_bucket then
-        gen_bucket, gen_key = floor(num / 100), KEYS[1] .. ':' .. sub(id, 1, -3)
+      if num - num % 100 ~= gen_bucket then
+        gen_bucket, gen_key = num - num % 100, KEYS[1] .. ':' .. sub(id, 1, -3)
       end
       key = gen_key
     else
@@ -141,7 +143,7 @@ do
     ni = ni + 1
     ids[ni] = id
     sets[2 * ni - 1] = id
-    sets[2 * ni] = '3:0:' .. body .. tail
+    sets[2 * ni] = '3:0:' .. body .. tail_created .. tail .. '\160'
     zadd[nz + 1] = score
     zadd[nz + 2] = id
     nz = nz + 2
