@@ -83,7 +83,7 @@ do
     end
     -- body: 0x96, a type (checked once per head), a payload str, an
     -- unsigned max_attempts below 2^31, and nothing after it.
-    if not (head and find(body, head, 1, true) == 1) then
+    if sub(body, 1, head_len) ~= head then
       local a, h, l8 = byte(body, 1, 3)
       local tlen, at = h and h >= 0xa1 and h <= 0xbf and h - 0xa0, 3
       if h == 0xd9 then tlen, at = l8, 4 end
