@@ -10,7 +10,7 @@
  * settings may neither pass them through nor set them. */
 static const char *const job_vars[] = {
     "DELAYQ_JOB_ID", "DELAYQ_JOB_TYPE", "DELAYQ_QUEUE", "DELAYQ_ATTEMPT",
-    "DELAYQ_MAX_ATTEMPTS",
+    "DELAYQ_MAX_ATTEMPTS", "DELAYQ_FENCE",
 };
 #define NJOB_VARS (sizeof job_vars / sizeof job_vars[0])
 #define NDEFAULTS 2 /* PATH, LANG */
@@ -191,6 +191,7 @@ int exec_env_init(struct exec_env *ee, const dq_host *host, const dq_settings *s
                   char *err, size_t errlen)
 {
     memset(ee, 0, sizeof *ee);
+    ee->has_fence = DQ_JOB_HAS(host, fence);
     struct reader r = { host, s, err, errlen };
     size_t nenv = host->setting_list_len(s, "env");
     /* A host without group accessors cannot read setenv: it then warns
@@ -221,11 +222,13 @@ fail:
 
 char *const *exec_env_for_job(struct exec_env *ee, const dq_handler_job *job)
 {
-    char attempt[24], max_attempts[24];
+    char attempt[24], max_attempts[24], fence[24] = "";
     snprintf(attempt, sizeof attempt, "%d", job->attempt);
     snprintf(max_attempts, sizeof max_attempts, "%d", job->max_attempts);
+    if (ee->has_fence)
+        snprintf(fence, sizeof fence, "%lld", (long long)job->fence);
     const char *values[NJOB_VARS] = { job->id, job->type, job->queue, attempt,
-                                      max_attempts };
+                                      max_attempts, fence };
     size_t need = 0;
     for (size_t i = 0; i < NJOB_VARS; i++) {
         if (!values[i])

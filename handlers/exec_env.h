@@ -27,6 +27,7 @@ struct exec_env {
     size_t nfixed;
     char *jobbuf;       /* the job's variables, reused from job to job */
     size_t jobcap;
+    int has_fence;      /* the daemon hands over the job's fence */
 };
 
 /*

@@ -6,9 +6,13 @@
  *   content_type = "application/json";      # default application/octet-stream
  *   headers = ["Authorization: Bearer x"];  # extra request headers
  *   timeout = "10s";     # default: the type's timeout less a margin, or 30s
+ *   idempotency_header = "Idempotency-Key";  # the default; "" sends none
  *
- * The request carries X-Delayq-Job-Id, X-Delayq-Job-Type, X-Delayq-Attempt
- * and X-Delayq-Queue.  One connection per job ("Connection: close").
+ * The request carries X-Delayq-Job-Id, X-Delayq-Job-Type, X-Delayq-Attempt,
+ * X-Delayq-Queue and X-Delayq-Fence (the attempt's fence, when the daemon
+ * hands it over), and an idempotency key that names the job, the same for
+ * every attempt: "QUEUE/ID/CREATED_MS" (docs/handlers.md).  One connection
+ * per job ("Connection: close").
  *
  * Result: 2xx: OK.  408, 429, 5xx, connection errors and timeouts: RETRY
  * (after Retry-After, when it is a number of seconds).  Any other status:
@@ -31,6 +35,8 @@ struct http_state {
     struct http_url u;
     char *content_type;
     char *extra;            /* the configured headers, each with its CRLF */
+    char *idem_header;      /* the idempotency key's header name, or NULL */
+    int has_fence;          /* the daemon's jobs have their fence */
     int64_t timeout_ms;     /* 0: none */
 };
 
@@ -43,6 +49,7 @@ static void http_fini(void *state)
     http_url_free(&hs->u);
     free(hs->content_type);
     free(hs->extra);
+    free(hs->idem_header);
     free(hs);
 }
 
@@ -51,6 +58,18 @@ static int header_safe(const char *s)
 {
     for (; *s; s++)
         if (((unsigned char)*s < 0x20 && *s != '\t') || *s == 0x7f)
+            return 0;
+    return 1;
+}
+
+/* Whether s is a header name: one or more of HTTP's token characters. */
+static int header_name(const char *s)
+{
+    if (!*s)
+        return 0;
+    for (; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9')
+              || strchr("!#$%&'*+-.^_`|~", *s)))
             return 0;
     return 1;
 }
@@ -99,6 +118,7 @@ static int http_init(const dq_host *host, const dq_settings *s, void **state,
     hs->host = host;
     const char *url = host->setting_string(s, "url", NULL);
     const char *ctype = host->setting_string(s, "content_type", "application/octet-stream");
+    const char *idem = host->setting_string(s, "idempotency_header", "Idempotency-Key");
     int64_t def = HTTP_DEFAULT_TIMEOUT_MS;
     if (host->timeout_ms > 0) /* give up a little before the worker is stopped */
         def = host->timeout_ms - (host->timeout_ms / 10 < 1000 ? host->timeout_ms / 10 : 1000);
@@ -116,6 +136,16 @@ static int http_init(const dq_host *host, const dq_settings *s, void **state,
         snprintf(err, errlen, "http: content_type: control characters");
         goto fail;
     }
+    if (*idem && !header_name(idem)) {
+        snprintf(err, errlen, "http: idempotency_header \"%s\" is not a header name "
+                 "(letters, digits and !#$%%&'*+-.^_`|~), or \"\" for none", idem);
+        goto fail;
+    }
+    if (*idem && !(hs->idem_header = strdup(idem))) {
+        snprintf(err, errlen, "http: out of memory");
+        goto fail;
+    }
+    hs->has_fence = DQ_JOB_HAS(host, fence);
     if (http_url_parse(url, &hs->u, err, errlen) < 0)
         goto fail;
     if (read_headers(hs, host, s, err, errlen) < 0)
@@ -131,10 +161,21 @@ fail:
     return -1;
 }
 
-/* The request line and headers for one job; NULL when out of memory. */
+/* The request line and headers for one job; NULL when out of memory.
+ * The fence tells one attempt from another; the idempotency key names the
+ * job, so every attempt of it sends the same one (an id used again for a
+ * new job has a new creation time). */
 static char *request_head(const struct http_state *hs, const dq_handler_job *job,
                           size_t *len)
 {
+    char fence[64] = "";
+    if (hs->has_fence)
+        snprintf(fence, sizeof fence, "X-Delayq-Fence: %lld\r\n", (long long)job->fence);
+    char *key = NULL;
+    if (hs->idem_header
+        && asprintf(&key, "%s: %s/%s/%lld\r\n", hs->idem_header, job->queue, job->id,
+                    (long long)job->created_ms) < 0)
+        return NULL;
     char *head = NULL;
     int n = asprintf(&head,
                      "POST %s HTTP/1.1\r\n"
@@ -146,11 +187,13 @@ static char *request_head(const struct http_state *hs, const dq_handler_job *job
                      "X-Delayq-Job-Type: %s\r\n"
                      "X-Delayq-Attempt: %d\r\n"
                      "X-Delayq-Queue: %s\r\n"
-                     "%s"
+                     "%s%s%s"
                      "Connection: close\r\n"
                      "\r\n",
                      hs->u.path, hs->u.authority, hs->content_type, job->payload_len,
-                     job->id, job->type, job->attempt, job->queue, hs->extra);
+                     job->id, job->type, job->attempt, job->queue, fence, key ? key : "",
+                     hs->extra);
+    free(key);
     if (n < 0)
         return NULL;
     *len = (size_t)n;

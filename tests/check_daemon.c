@@ -156,6 +156,43 @@ START_TEST(retry_then_success_after_backoff)
 }
 END_TEST
 
+/* The fence the handler is given is the one Redis holds the job's lease
+ * under, and a later attempt gets a greater one: what a system the job
+ * writes to needs to refuse an attempt older than one it has seen. */
+START_TEST(the_handler_gets_the_fence_its_lease_is_held_under)
+{
+    start_default(2);
+    h_enqueue(&H, "f1", "t", "sleep:1500", 0, 0);
+    ck_assert_int_eq(h_wait_record(&H, "f1", 0, 1, 3000), 1);
+    struct h_run *r;
+    size_t n = h_records(&H, &r);
+    struct h_run run = { 0 };
+    ck_assert_int_eq(h_count(r, n, "f1", 0, &run), 1);
+    free(r);
+    redisContext *rc = fixture_redis_connect(&H.fx);
+    redisReply *lease = redisCommand(rc, "HGET dq:{" H_QUEUE "}:lease f1");
+    ck_assert_msg(lease && lease->type == REDIS_REPLY_STRING, "no lease for f1");
+    ck_assert_msg(run.fence > 0 && atoll(lease->str) == run.fence,
+                  "the handler got fence %lld, the lease is held under %s",
+                  (long long)run.fence, lease->str);
+    freeReplyObject(lease);
+    redisFree(rc);
+
+    h_enqueue(&H, "f2", "t", "retry-once", 0, 0);
+    ck_assert_int_eq(h_wait_record(&H, "f2", 1, 2, 5000), 2);
+    n = h_records(&H, &r);
+    int64_t fences[2] = { -1, -1 };
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(r[i].id, "f2") == 0 && !r[i].end && r[i].attempt >= 1 && r[i].attempt <= 2)
+            fences[r[i].attempt - 1] = r[i].fence;
+    free(r);
+    ck_assert_msg(fences[0] > run.fence && fences[1] > fences[0],
+                  "fences: f1 %lld, f2 attempt 1 %lld, attempt 2 %lld", (long long)run.fence,
+                  (long long)fences[0], (long long)fences[1]);
+    stop_clean();
+}
+END_TEST
+
 START_TEST(fail_is_dead_at_once)
 {
     start_default(2);
@@ -610,6 +647,7 @@ int main(void)
     tcase_add_test(tc, sleeping_workers_wake_for_a_sooner_job);
     tcase_add_test(tc, busy_worker_keeps_a_wake_for_later);
     tcase_add_test(tc, retry_then_success_after_backoff);
+    tcase_add_test(tc, the_handler_gets_the_fence_its_lease_is_held_under);
     tcase_add_test(tc, fail_is_dead_at_once);
     tcase_add_test(tc, unknown_type_is_dead);
     tcase_add_test(tc, corrupt_record_is_buried_at_once);

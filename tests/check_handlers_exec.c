@@ -206,6 +206,7 @@ START_TEST(exec_program_gets_a_minimal_environment)
     char *got = environment_of_program(settings);
     snprintf(want, sizeof want,
              "DELAYQ_ATTEMPT=2\n"
+             "DELAYQ_FENCE=4242\n"
              "DELAYQ_JOB_ID=j-42\n"
              "DELAYQ_JOB_TYPE=order.cancel\n"
              "DELAYQ_MAX_ATTEMPTS=5\n"
@@ -238,6 +239,7 @@ START_TEST(exec_program_gets_a_minimal_environment)
     ck_assert_ptr_nonnull(got);
     snprintf(want, sizeof want,
              "DELAYQ_ATTEMPT=2\n"
+             "DELAYQ_FENCE=4242\n"
              "DELAYQ_JOB_ID=j-42\n"
              "DELAYQ_JOB_TYPE=order.cancel\n"
              "DELAYQ_MAX_ATTEMPTS=5\n"
@@ -315,8 +317,8 @@ START_TEST(exec_job_variables_follow_the_job)
 {
     struct ht t;
     dq_handler_outcome out;
-    ht_write("id.sh", "#!/bin/sh\nprintf '%s %s' \"$DELAYQ_JOB_ID\" \"$DELAYQ_ATTEMPT\" "
-             "> \"$OUT/id\"\n", 0755);
+    ht_write("id.sh", "#!/bin/sh\nprintf '%s %s %s' \"$DELAYQ_JOB_ID\" \"$DELAYQ_ATTEMPT\" "
+             "\"$DELAYQ_FENCE\" > \"$OUT/id\"\n", 0755);
     char settings[512];
     snprintf(settings, sizeof settings, "argv = [\"%s\"];\nsetenv = { OUT = \"%s\"; };",
              ht_path("id.sh"), ht_dir);
@@ -329,9 +331,10 @@ START_TEST(exec_job_variables_follow_the_job)
         ht_job(&job, "", 0);
         job.id = ids[i];
         job.attempt = i + 1;
+        job.fence = INT64_C(9007199254740000) + i;  /* beyond 32 bits */
         ck_assert_int_eq(handler_run(&t.lh, &job, &out), DQ_HANDLER_OK);
         char want[3100];
-        snprintf(want, sizeof want, "%s %d", ids[i], i + 1);
+        snprintf(want, sizeof want, "%s %d %lld", ids[i], i + 1, (long long)job.fence);
         char *got = ht_read(ht_path("id"), NULL);
         ck_assert_ptr_nonnull(got);
         ck_assert_str_eq(got, want);

@@ -170,6 +170,7 @@ START_TEST(http_posts_the_job)
         host, "\r\nContent-Type: application/json\r\n", "\r\nContent-Length: 12\r\n",
         "\r\nX-Delayq-Job-Id: j-42\r\n", "\r\nX-Delayq-Job-Type: order.cancel\r\n",
         "\r\nX-Delayq-Attempt: 2\r\n", "\r\nX-Delayq-Queue: q1\r\n",
+        "\r\nX-Delayq-Fence: 4242\r\n", "\r\nIdempotency-Key: q1/j-42/1767225500000\r\n",
         "\r\nAuthorization: Bearer x\r\n", "\r\nX-Extra: 1\r\n",
     };
     ck_assert_msg(strncmp(req, "POST /ok?src=dq HTTP/1.1\r\n", 26) == 0, "%s", req);
@@ -185,6 +186,58 @@ START_TEST(http_posts_the_job)
     ck_assert_ptr_nonnull(strstr(req, "\r\nContent-Type: application/octet-stream\r\n"));
     ck_assert_str_eq(strstr(req, "\r\n\r\n") + 4, "payload");
     free(req);
+    stub_stop(&st);
+}
+END_TEST
+
+/* The request of one run of job (as ht_job, with attempt and fence). */
+static char *request_of(struct ht *t, int attempt, int64_t fence)
+{
+    dq_handler_job job;
+    dq_handler_outcome out;
+    ht_job(&job, "p", 1);
+    job.attempt = attempt;
+    job.fence = fence;
+    ck_assert_int_eq(handler_run(&t->lh, &job, &out), DQ_HANDLER_OK);
+    char *req = ht_read(ht_path("request"), NULL);
+    ck_assert_ptr_nonnull(req);
+    return req;
+}
+
+/* Every attempt of a job sends the same idempotency key (the job's) and
+ * its own fence, which grows: the receiver can store the key with the
+ * effect and refuse a second one, and refuse an attempt older than one it
+ * has seen.  The key's header can be renamed or left out. */
+START_TEST(http_sends_the_fence_and_one_idempotency_key_per_job)
+{
+    struct stub st;
+    stub_start(&st);
+    struct ht t;
+    open_http(&t, st.port, "/ok", "");
+    char *a1 = request_of(&t, 1, 1001), *a2 = request_of(&t, 2, 1734);
+    ht_close(&t);
+    ck_assert_msg(strstr(a1, "\r\nIdempotency-Key: q1/j-42/1767225500000\r\n")
+                  && strstr(a2, "\r\nIdempotency-Key: q1/j-42/1767225500000\r\n"),
+                  "attempt 1:\n%s\nattempt 2:\n%s", a1, a2);
+    ck_assert_msg(strstr(a1, "\r\nX-Delayq-Fence: 1001\r\n")
+                  && strstr(a2, "\r\nX-Delayq-Fence: 1734\r\n")
+                  && strstr(a2, "\r\nX-Delayq-Attempt: 2\r\n"), "%s\n%s", a1, a2);
+    free(a1);
+    free(a2);
+
+    open_http(&t, st.port, "/ok", "idempotency_header = \"X-Request-Key\";");
+    a1 = request_of(&t, 1, 7);
+    ht_close(&t);
+    ck_assert_msg(strstr(a1, "\r\nX-Request-Key: q1/j-42/1767225500000\r\n")
+                  && !strstr(a1, "Idempotency-Key"), "%s", a1);
+    free(a1);
+
+    open_http(&t, st.port, "/ok", "idempotency_header = \"\";");
+    a1 = request_of(&t, 1, 7);
+    ht_close(&t);
+    ck_assert_msg(!strstr(a1, "Idempotency-Key") && !strstr(a1, "q1/j-42/"), "%s", a1);
+    ck_assert_msg(strstr(a1, "\r\nX-Delayq-Fence: 7\r\n") != NULL, "%s", a1);
+    free(a1);
     stub_stop(&st);
 }
 END_TEST
@@ -263,6 +316,12 @@ START_TEST(http_refuses_bad_settings)
           "http: header \"NoColon\": expected \"Name: value\" on one line" },
         { "url = \"http://example.com/\"; headers = [\"X-A: 1\\nX-B: 2\"];",
           "http: header \"X-A: 1\nX-B: 2\": expected \"Name: value\" on one line" },
+        { "url = \"http://example.com/\"; idempotency_header = \"Idempotency Key\";",
+          "http: idempotency_header \"Idempotency Key\" is not a header name (letters, "
+          "digits and !#$%&'*+-.^_`|~), or \"\" for none" },
+        { "url = \"http://example.com/\"; idempotency_header = \"Key:\";",
+          "http: idempotency_header \"Key:\" is not a header name (letters, "
+          "digits and !#$%&'*+-.^_`|~), or \"\" for none" },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct ht t;
@@ -279,6 +338,7 @@ void add_http_tcase(Suite *s)
 {
     TCase *tc = fixture_tcase(s, "http", 20, NULL, NULL, ht_tmp_setup, ht_tmp_teardown);
     tcase_add_test(tc, http_posts_the_job);
+    tcase_add_test(tc, http_sends_the_fence_and_one_idempotency_key_per_job);
     tcase_add_test(tc, http_maps_status_codes);
     tcase_add_test(tc, http_gives_up_in_time);
     tcase_add_test(tc, http_refuses_bad_settings);

@@ -255,12 +255,14 @@ size_t h_records(const struct harness *h, struct h_run **out)
     while (fgets(line, sizeof line, fp)) {
         struct h_run r;
         char what[16];
-        long long ms;
+        long long ms, fence = -1;
         int pid;
-        if (sscanf(line, "%256s %d %d %15s %lld", r.id, &r.attempt, &pid, what, &ms) != 5)
+        if (sscanf(line, "%256s %d %d %15s %lld %lld", r.id, &r.attempt, &pid, what, &ms,
+                   &fence) < 5)
             continue;
         r.pid = pid;
         r.ms = ms;
+        r.fence = fence;
         r.end = strcmp(what, "end") == 0 ? 1 : strcmp(what, "start") == 0 ? 0 : H_OVERLAP;
         if (n == cap) {
             cap = cap ? cap * 2 : 256;

@@ -106,6 +106,7 @@ struct h_run {
                                    H_OVERLAP: the run found the job's lock
                                    held by a live run (lock_dir) */
     int64_t ms;
+    int64_t fence;              /* the fence the handler was given */
 };
 
 /* Every line of the record file, in order; free the array. */

@@ -172,6 +172,7 @@ void ht_job(dq_handler_job *job, const void *payload, size_t len)
     job->due_ms = INT64_C(1767225600000);
     job->created_ms = INT64_C(1767225500000);
     job->last_error = "";
+    job->fence = INT64_C(4242);
 }
 
 dq_handler_result ht_run(struct ht *t, const void *payload, size_t len,

@@ -37,7 +37,8 @@
  *
  * ABI history:
  *   1  first version.  Host services added since, at the end of dq_host:
- *      setting_group_len, setting_group_item, setting_reject.
+ *      setting_group_len, setting_group_item, setting_reject; job_size,
+ *      with the job's fence at the end of dq_handler_job (DQ_JOB_HAS).
  * Bump DQ_HANDLER_ABI_VERSION (and the symbol name) on any incompatible
  * change to the structures or the calling convention below.  New host
  * services are added only at the end of dq_host, with host->size telling a
@@ -75,6 +76,16 @@ typedef struct dq_handler_job {
     int64_t due_ms;         /* Unix ms, Redis server clock */
     int64_t created_ms;
     const char *last_error; /* of the previous attempt, "" if none */
+
+    /* Added after ABI 1's first release: check DQ_JOB_HAS before use. */
+
+    /* This attempt's fence: the token its lease is held under in Redis, a
+     * number that only grows in the job's queue (in each partition), so a
+     * later attempt of a job always has a greater one.  Handed to the
+     * systems the job writes to, it lets them refuse an attempt older
+     * than one they have seen (docs/handlers.md, "Fences and idempotency
+     * keys"). */
+    int64_t fence;
 } dq_handler_job;
 
 /* Filled by handle() beyond its result. */
@@ -140,6 +151,10 @@ typedef struct dq_host {
      * is DQ_SETTING_WHOLE.  init should then fail with setting_error. */
     void (*setting_reject)(const dq_settings *s, const char *name, size_t i,
                            const char *why);
+
+    /* sizeof(dq_handler_job) of the daemon: which of the job's members
+     * added after ABI 1's first release it fills (DQ_JOB_HAS). */
+    size_t job_size;
 } dq_host;
 
 /* setting_reject's index for the setting as a whole. */
@@ -149,6 +164,15 @@ typedef struct dq_host {
  * first release): DQ_HOST_HAS(host, setting_reject). */
 #define DQ_HOST_HAS(host, member)                                           \
     ((host)->size >= offsetof(dq_host, member) + sizeof (host)->member)
+
+/* Whether the jobs the daemon hands over have `member` (one added after
+ * ABI 1's first release): DQ_JOB_HAS(host, fence).  A daemon older than
+ * the member passes a shorter structure, so reading it there would read
+ * past its end. */
+#define DQ_JOB_HAS(host, member)                                            \
+    (DQ_HOST_HAS(host, job_size)                                            \
+     && (host)->job_size >= offsetof(dq_handler_job, member)               \
+                            + sizeof ((dq_handler_job *)0)->member)
 
 /* The descriptor a handler exports. */
 typedef struct dq_handler {

@@ -10,7 +10,8 @@
  *                            # process (two runs of one job at once)
  *                            # records an "overlap" line
  *
- * Record lines, "<id> <attempt> <pid> start|end <unix ms>", are each
+ * Record lines, "<id> <attempt> <pid> start|end <unix ms> <fence>" (the
+ * fence -1 when the daemon does not hand one over), are each
  * written with one write(2) to a file opened O_APPEND, so the lines of
  * concurrent workers never interleave.  A run with a "start" but no "end"
  * line was killed.
@@ -47,6 +48,7 @@
 struct th_state {
     int fd;     /* the record file, or -1 */
     char *lock_dir;     /* or NULL */
+    int has_fence;      /* the daemon's jobs have their fence */
 };
 
 static int64_t realtime_ms(void)
@@ -61,8 +63,9 @@ static void record(const struct th_state *st, const dq_handler_job *job, const c
     if (st->fd < 0)
         return;
     char line[400];
-    int n = snprintf(line, sizeof line, "%s %d %d %s %lld\n", job->id, job->attempt,
-                     (int)getpid(), what, (long long)realtime_ms());
+    int n = snprintf(line, sizeof line, "%s %d %d %s %lld %lld\n", job->id, job->attempt,
+                     (int)getpid(), what, (long long)realtime_ms(),
+                     st->has_fence ? (long long)job->fence : -1LL);
     if (n > 0 && (size_t)n < sizeof line && write(st->fd, line, (size_t)n) != n)
         (void)0;    /* a test that misses the line fails on its own */
 }
@@ -98,6 +101,7 @@ static int th_init(const dq_host *host, const dq_settings *s, void **state,
         return -1;
     }
     st->fd = -1;
+    st->has_fence = DQ_JOB_HAS(host, fence);
     st->lock_dir = lock_dir ? strdup(lock_dir) : NULL;
     if (path && (st->fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644)) < 0) {
         snprintf(err, errlen, "testhandler: %s: %s", path, strerror(errno));

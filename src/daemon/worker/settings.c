@@ -307,5 +307,6 @@ dq_host settings_host(settings_log_fn log, int64_t timeout_ms)
     h.setting_group_len = get_group_len;
     h.setting_group_item = get_group_item;
     h.setting_reject = reject;
+    h.job_size = sizeof(dq_handler_job);
     return h;
 }

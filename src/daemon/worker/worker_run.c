@@ -52,7 +52,7 @@ static void run_job(struct worker *w, size_t i, struct handler_entry *e)
         .payload = job->payload, .payload_len = job->payload_len,
         .attempt = job->attempt, .max_attempts = worker_attempts_allowed(w, job),
         .due_ms = job->due_ms, .created_ms = job->created_ms,
-        .last_error = job->last_error,
+        .last_error = job->last_error, .fence = job->fence,
     };
     dq_handler_outcome out;
     int64_t late_us = (server_now(w) - job->due_ms) * 1000;
