@@ -542,3 +542,17 @@ local function give_back(channel, held, raws)
   if #bury > 0 then redis.call('ZADD', KEYS[4], unpack(bury)) end
   note_orphans(orphans, 3)
 end
+
+-- ---- schedules (KEYS[7] schedules, KEYS[8] schedule_due) ---------------
+-- The jobs schedule `name` fired ahead of their ticks and that are still
+-- not due at `now`: sched_fire lists them, space-separated, in the field
+-- NAME@ of the schedules hash (no schedule's name has an '@'), and
+-- sched_remove deletes them with the schedule.
+local function fired_ahead(name, now)
+  local out = {}
+  for id in string.gmatch(redis.call('HGET', KEYS[7], name .. '@') or '', '%S+') do
+    local due = redis.call('ZSCORE', KEYS[2], id)
+    if due and tonumber(due) > now then out[#out + 1] = id end
+  end
+  return out
+end

@@ -52,6 +52,15 @@ if not s then
                            .. ' has an unreadable definition')
 end
 
+-- A job fired ahead of its tick joins the schedule's list of them (see
+-- fired_ahead), which drops those now due, running or gone, so that
+-- sched_remove can take it back.
+local function note_ahead(job)
+  local keep = fired_ahead(name, now)
+  keep[#keep + 1] = job
+  redis.call('HSET', KEYS[7], name .. '@', table.concat(keep, ' '))
+end
+
 local status = 'advanced'
 if tick >= 0 then
   status = 'exists'
@@ -62,6 +71,7 @@ if tick >= 0 then
       created = now, due = tick, err = '' }))
     redis.call('ZADD', KEYS[2], tick, id)
     wake_if_sooner(channel, before, tick)
+    if expected ~= '-' and tick > now then note_ahead(id) end
   end
 end
 if expected ~= '-' then redis.call('ZADD', KEYS[8], next_fire, name) end
