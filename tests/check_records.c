@@ -491,6 +491,41 @@ START_TEST(enqueue_many_common_and_other_calls_write_the_same_records)
 }
 END_TEST
 
+/* More jobs in one call than any client sends (1000) is refused before
+ * anything is written: a ZADD of 4000 would fail after the records. */
+START_TEST(enqueue_many_refuses_more_than_1000_jobs_a_call)
+{
+    static const char body[] = "\x96\xa5" "email" "\xa1x\x00";
+    enum { N = 4001 };
+    const char **argv = calloc(10 + 3 * N, sizeof *argv);
+    size_t *argl = calloc(10 + 3 * N, sizeof *argl);
+    ck_assert(argv && argl);
+    static const char *const head[10] = { "EVAL", NULL, "6", K("jobs"), K("delayed"),
+                                          K("processing"), K("dead"), K("meta"), K("lease"),
+                                          "" };
+    for (int n = 1001; n <= N; n += N - 1001) {
+        int c = 0;
+        for (; c < 10; c++)
+            argv[c] = head[c];
+        argv[1] = enqueue_many_text();
+        for (int i = 0; i < n; i++) {
+            argv[c++] = "";
+            argv[c++] = "5000";
+            argv[c++] = body;
+        }
+        for (int i = 0; i < c; i++)
+            argl[i] = argv[i] == body ? sizeof body - 1 : strlen(argv[i]);
+        redisReply *r = redisCommandArgv(rc, c, argv, argl);
+        ck_assert_ptr_nonnull(r);
+        assert_refused(r, "enqueue_many", "at most 1000 jobs");
+        assert_queue_empty();
+        ck_assert_int_eq(num("HGET %s seq", K("meta")), -1);
+    }
+    free(argv);
+    free(argl);
+}
+END_TEST
+
 START_TEST(library_refuses_times_beyond_100_years)
 {
     int64_t now = 0;
@@ -958,6 +993,7 @@ static Suite *records_suite(void)
     tcase_add_test(tc, enqueue_many_refuses_wrapped_times_before_writing);
     tcase_add_test(tc, enqueue_many_refuses_a_bin_payload_or_type);
     tcase_add_test(tc, enqueue_many_common_and_other_calls_write_the_same_records);
+    tcase_add_test(tc, enqueue_many_refuses_more_than_1000_jobs_a_call);
     tcase_add_test(tc, library_refuses_times_beyond_100_years);
     tcase_add_test(tc, cli_refuses_times_beyond_100_years);
     tcase_add_test(tc, asked_retry_delay_is_capped);

@@ -16,6 +16,9 @@
 --         created_ms, due_ms - created_ms and an empty last_error (and,
 --         for a priority other than normal, makes it an array of 7 and
 --         appends the priority).
+-- At most MANY_MAX (1000) jobs a call, what every client sends at most:
+-- Lua's unpack takes 8000 values, and a ZADD of 4000 jobs would fail after
+-- the records were written.
 -- Returns {now_ms, seq, then per exception: index, status, id}.  Jobs are
 -- 'ok' with the id the client sent, a delay's due time being now_ms + delay,
 -- and the k-th job sent without an id (counting from 1) getting seq + k
@@ -35,6 +38,7 @@
 -- what is wrong; the common call has written nothing by then.
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
+local MANY_MAX = 1000
 
 do
   local channel, nargs = ARGV[1], #ARGV
@@ -47,7 +51,7 @@ do
     part = nparts and tonumber(pp)
     if not (nparts and nparts >= 1 and nparts <= 256 and part < nparts) then n = 0 end
   end
-  if n ~= math.floor(n) then n = 0 end
+  if n ~= math.floor(n) or n > MANY_MAX then n = 0 end
   -- One pass: every test accepts only what the checks below accept too.
   -- Per record key (a bucket), its ids (for the HMGET that proves them
   -- free) and its HSET's arguments; the ZADD's arguments; the soonest
@@ -241,6 +245,9 @@ end
 -- as it was.
 if n < 1 or n ~= math.floor(n) then
   arg_bad('arguments', tostring(#ARGV), 'a wake channel and triples of id, when, body')
+  n = 0
+elseif n > MANY_MAX then
+  arg_bad('arguments', tostring(#ARGV), 'a wake channel and at most ' .. MANY_MAX .. ' jobs')
   n = 0
 end
 local ids, dues, replace, prios, generated, seq = {}, {}, {}, {}, 0, 0
