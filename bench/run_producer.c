@@ -84,7 +84,7 @@ static const char MIN_ENQUEUE_MANY[] =
     "redis.call('HINCRBY', KEYS[5], 'seq', string.format('%d', n))\n"
     "redis.call('HSET', b, unpack(rec))\n"
     "redis.call('ZADD', KEYS[2], unpack(z))\n"
-    "redis.call('ZRANGE', KEYS[2], '0', '0')\n"
+    "redis.call('ZRANGE', KEYS[2], '0', '0', 'WITHSCORES')\n"
     "return { t[1], seq }\n";
 
 static const char MIN_CANCEL[] =

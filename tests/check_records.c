@@ -283,16 +283,23 @@ START_TEST(enqueue_refuses_bad_input_and_writes_nothing)
 }
 END_TEST
 
-/* The text of enqueue_many as the build made it (prelude included), to
- * call it with arguments libdelayq would not send. */
-static const char *enqueue_many_text(void)
+/* The text of script `name` as the build made it (prelude included), to
+ * call it with arguments libdelayq would not send.  A static buffer. */
+static const char *script_text(const char *name)
 {
     static char text[200000];
-    FILE *f = fopen(fixture_build_path("scripts/enqueue_many.lua"), "r");
+    char path[128];
+    snprintf(path, sizeof path, "scripts/%s.lua", name);
+    FILE *f = fopen(fixture_build_path(path), "r");
     ck_assert_ptr_nonnull(f);
     text[fread(text, 1, sizeof text - 1, f)] = '\0';
     fclose(f);
     return text;
+}
+
+static const char *enqueue_many_text(void)
+{
+    return script_text("enqueue_many");
 }
 
 START_TEST(enqueue_many_refuses_wrapped_times_before_writing)
@@ -488,6 +495,103 @@ START_TEST(enqueue_many_common_and_other_calls_write_the_same_records)
     ck_assert_str_eq(r->element[3]->str, "exists");
     freeReplyObject(r);
     ck_assert_int_eq(num("ZCARD dq:{recA}:delayed"), 9);
+}
+END_TEST
+
+/* The message a subscriber of channel "w" gets next (a static buffer). */
+static const char *next_wake(redisContext *sub)
+{
+    static char msg[64];
+    void *v = NULL;
+    ck_assert_int_eq(redisGetReply(sub, &v), REDIS_OK);
+    redisReply *r = v;
+    ck_assert(r && r->type == REDIS_REPLY_ARRAY && r->elements == 3);
+    snprintf(msg, sizeof msg, "%s", r->element[2]->str);
+    freeReplyObject(r);
+    return msg;
+}
+
+/* The common call tells sleeping workers of a job due sooner than the
+ * normal level's head, and says nothing of jobs due later. */
+START_TEST(enqueue_many_common_call_wakes_for_a_sooner_job)
+{
+    static const char body[] = "\x96\xa5" "email" "\xa1x\x00";
+    redisContext *sub = fixture_redis_connect(&fx);
+    struct timeval tv = { 5, 0 };
+    redisSetTimeout(sub, tv);
+    redisReply *r = redisCommand(sub, "SUBSCRIBE w");
+    ck_assert(r != NULL);
+    freeReplyObject(r);
+    /* Two jobs due at once, whose order differs between bytes ("B1"
+     * first) and a locale's collation ("a1" first): the head is due then. */
+    static const char *const calls[][2] = { { "@4000000000000", "@4000000000000" },
+                                            { "@3000000000000", "@3000000000000" },
+                                            { "@4500000000000", "@4500000000000" } };
+    static const char *const want[] = { "4000000000000", "3000000000000", "end" };
+    for (int c = 0; c < 3; c++) {
+        char a1[16], b1[16];
+        snprintf(a1, sizeof a1, "a%d", c);
+        snprintf(b1, sizeof b1, "B%d", c);
+        r = cmd("EVAL %s 6 %s %s %s %s %s %s w %s %s %b %s %s %b", enqueue_many_text(),
+                K("jobs"), K("delayed"), K("processing"), K("dead"), K("meta"), K("lease"),
+                a1, calls[c][0], body, sizeof body - 1, b1, calls[c][1], body,
+                sizeof body - 1);
+        ck_assert_msg(r->type == REDIS_REPLY_ARRAY && r->elements == 2, "call %d", c);
+        freeReplyObject(r);
+        ck_assert_int_eq(num("PUBLISH w end"), 1);
+        ck_assert_str_eq(next_wake(sub), want[c]);
+        if (c < 2)
+            ck_assert_str_eq(next_wake(sub), "end");
+    }
+    redisFree(sub);
+}
+END_TEST
+
+/* A schedule script's reply, with the queue's keys and its own two. */
+#define SCHED_KEYS K("jobs"), K("delayed"), K("processing"), K("dead"), K("meta"), \
+                   K("lease"), K("schedules"), K("schedule_due")
+
+/*
+ * A removed schedule takes back the jobs it fired ahead of their ticks
+ * that still wait for them, and leaves alone one that has run and waits
+ * for its retry (its score is no longer its tick).
+ */
+START_TEST(a_removed_schedule_takes_back_only_jobs_waiting_for_their_ticks)
+{
+    long long now = num("EVAL %s 0", "local t = redis.call('TIME') "
+                        "return t[1] * 1000 + math.floor(t[2] / 1000)");
+    char t1[24], t2[24], t3[24], retry[24];
+    snprintf(t1, sizeof t1, "%lld", now + 60000);
+    snprintf(t2, sizeof t2, "%lld", now + 120000);
+    snprintf(t3, sizeof t3, "%lld", now + 180000);
+    snprintf(retry, sizeof retry, "%lld", now + 65000);
+    redisReply *r = cmd("EVAL %s 8 %s %s %s %s %s %s %s %s s %s %s t p 0 one %s 0",
+                        script_text("sched_add"), SCHED_KEYS, "@every 1m", "", t1);
+    ck_assert_msg(r->type == REDIS_REPLY_ARRAY, "sched_add: %s", r->str ? r->str : "");
+    freeReplyObject(r);
+    /* Two ticks fired ahead, as the reaper does up to 3 s early. */
+    const char *ticks[2][3] = { { t1, "s@A", t2 }, { t2, "s@B", t3 } };
+    for (int i = 0; i < 2; i++) {
+        r = cmd("EVAL %s 8 %s %s %s %s %s %s %s %s %s s %s %s %s %s", script_text("sched_fire"),
+                SCHED_KEYS, "", ticks[i][0], ticks[i][0], ticks[i][1], ticks[i][2]);
+        ck_assert_msg(r->type == REDIS_REPLY_ARRAY && r->elements == 2
+                      && strcmp(r->element[0]->str, "fired") == 0, "sched_fire %d", i);
+        freeReplyObject(r);
+    }
+    /* s@A ran early (run-now of its own) and failed: its retry waits. */
+    ck_assert_int_eq(num("ZADD %s XX CH %s s@A", K("delayed"), retry), 1);
+    r = cmd("EVAL %s 8 %s %s %s %s %s %s %s %s s", script_text("sched_remove"), SCHED_KEYS);
+    ck_assert_int_eq(r->type, REDIS_REPLY_INTEGER);
+    ck_assert_int_eq(r->integer, 1);
+    freeReplyObject(r);
+    ck_assert_int_eq(num("ZSCORE %s s@B", K("delayed")), -1);
+    ck_assert_int_eq(num("HEXISTS %s s@B", K("jobs")), 0);
+    ck_assert_int_eq(num("ZSCORE %s s@A", K("delayed")), now + 65000);
+    ck_assert_int_eq(num("HEXISTS %s s@A", K("jobs")), 1);
+    ck_assert_int_eq(num("EXISTS %s %s", K("schedules"), K("schedule_due")), 0);
+    /* A name no schedule can have is refused, not taken for a list. */
+    r = cmd("EVAL %s 8 %s %s %s %s %s %s %s %s x@", script_text("sched_remove"), SCHED_KEYS);
+    assert_refused(r, "sched_remove", "name");
 }
 END_TEST
 
@@ -994,6 +1098,8 @@ static Suite *records_suite(void)
     tcase_add_test(tc, enqueue_many_refuses_a_bin_payload_or_type);
     tcase_add_test(tc, enqueue_many_common_and_other_calls_write_the_same_records);
     tcase_add_test(tc, enqueue_many_refuses_more_than_1000_jobs_a_call);
+    tcase_add_test(tc, enqueue_many_common_call_wakes_for_a_sooner_job);
+    tcase_add_test(tc, a_removed_schedule_takes_back_only_jobs_waiting_for_their_ticks);
     tcase_add_test(tc, library_refuses_times_beyond_100_years);
     tcase_add_test(tc, cli_refuses_times_beyond_100_years);
     tcase_add_test(tc, asked_retry_delay_is_capped);

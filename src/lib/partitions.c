@@ -279,8 +279,8 @@ static dq_status count_stranded_schedules(dq_client *c, const char *queue, unsig
     keys_build_sched_part(&sk, c->prefix, queue, from);
     struct cmd cmd;
     cmd_init(&cmd);
-    cmd_push_str(&cmd, "HLEN");
-    cmd_push_str(&cmd, sk.defs);
+    cmd_push_str(&cmd, "ZCARD");     /* the schedules, one member each */
+    cmd_push_str(&cmd, sk.due);
     redisReply *r;
     dq_status st = client_run(c, &cmd, -1, &r);
     cmd_free(&cmd);

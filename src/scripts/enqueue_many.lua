@@ -65,7 +65,7 @@ do
   -- number by arithmetic, which costs what tonumber does without its call.)
   local last_when, due, score, tail = nil, nil, nil, nil
   local head, head_len = nil, 0   -- the last body head checked: 0x96, the type
-  local soonest, soonest_id = nil, nil
+  local soonest = nil
   local gen_bucket, gen_key = nil, nil
   local last_key, ids, sets, ni = nil, nil, nil, 0
   local seen = nil                -- producers' ids in this call
@@ -117,7 +117,7 @@ do
     if id == '' then
       if not seq then
         seq = tonumber(redis.call('HGET', KEYS[5], 'seq') or '0')
-        if not seq then break end
+        if not seq or seq < 0 then break end
       end
       generated = generated + 1
       local num = (seq + generated) * nparts + part
@@ -151,9 +151,7 @@ do
     zadd[nz + 1] = score
     zadd[nz + 2] = id
     nz = nz + 2
-    if soonest == nil or due < soonest or (due == soonest and id < soonest_id) then
-      soonest, soonest_id = due, id
-    end
+    if soonest == nil or due < soonest then soonest = due end
     passed = i
   end
   -- Every id free (a generated id a record holds, a producer's id that
@@ -171,9 +169,12 @@ do
     if generated > 0 then redis.call('HINCRBY', KEYS[5], 'seq', format('%d', generated)) end
     for b = 1, nb do redis.call('HSET', bkeys[b], unpack(bsets[b])) end
     redis.call('ZADD', KEYS[2], unpack(zadd))
-    -- Wake sleeping workers when the soonest new job is the head of the
-    -- normal level, as enqueue does.
-    if channel ~= '' and redis.call('ZRANGE', KEYS[2], '0', '0')[1] == soonest_id then
+    -- Wake sleeping workers when the soonest new job is due at the head
+    -- of the normal level (by score: which of several jobs due at once
+    -- sorts first is Redis's byte order, not Lua's, whose string
+    -- comparison follows the server's locale), as enqueue does.
+    if channel ~= '' and tonumber(redis.call('ZRANGE', KEYS[2], '0', '0', 'WITHSCORES')[2])
+                         == soonest then
       redis.call('PUBLISH', channel, format('%d', soonest))
     end
     return { now, seq or 0 }

@@ -544,15 +544,22 @@ local function give_back(channel, held, raws)
 end
 
 -- ---- schedules (KEYS[7] schedules, KEYS[8] schedule_due) ---------------
--- The jobs schedule `name` fired ahead of their ticks and that are still
--- not due at `now`: sched_fire lists them, space-separated, in the field
--- NAME@ of the schedules hash (no schedule's name has an '@'), and
--- sched_remove deletes them with the schedule.
+-- The jobs schedule `name` fired ahead of their ticks and that still wait
+-- for them at `now`, as {id, tick, id, tick, ...}: sched_fire lists them,
+-- as "ID TICK" pairs separated by spaces, in the field NAME@ of the
+-- schedules hash (no schedule's name has an '@'), and sched_remove deletes
+-- them with the schedule.  A job no longer due at its own tick has run
+-- (a retry waits for its backoff) or was rescheduled: it is not the
+-- schedule's to take back.
 local function fired_ahead(name, now)
   local out = {}
-  for id in string.gmatch(redis.call('HGET', KEYS[7], name .. '@') or '', '%S+') do
+  local list = redis.call('HGET', KEYS[7], name .. '@') or ''
+  for id, tick in string.gmatch(list, '(%S+) (%d+)') do
     local due = redis.call('ZSCORE', KEYS[2], id)
-    if due and tonumber(due) > now then out[#out + 1] = id end
+    if due and due == tick and tonumber(tick) > now then
+      out[#out + 1] = id
+      out[#out + 1] = tick
+    end
   end
   return out
 end

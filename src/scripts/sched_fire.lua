@@ -58,6 +58,7 @@ end
 local function note_ahead(job)
   local keep = fired_ahead(name, now)
   keep[#keep + 1] = job
+  keep[#keep + 1] = format('%d', tick)
   redis.call('HSET', KEYS[7], name .. '@', table.concat(keep, ' '))
 end
 

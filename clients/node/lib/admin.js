@@ -208,8 +208,8 @@ P.setPartitions = async function setPartitions(queue, n) {
     }
   }
   if ((from === 1) !== (n === 1)) {
-    const defs = K.schedKeys(this.prefix, queue, from)[0];
-    const count = await this.conn.command('HLEN', [defs]);
+    const due = K.schedKeys(this.prefix, queue, from)[1];
+    const count = await this.conn.command('ZCARD', [due]); // the schedules, one member each
     if (count > 0) {
       throw fail('exists', `queue ${queue} has ${count} recurring schedule${count === 1 ? '' : 's'}: remove them first and add them again after (not set to ${n} partitions)`);
     }

@@ -18,8 +18,8 @@ def set_partitions(c, queue, n):
                               "(not set to %d)" % (queue, jobs, "" if jobs == 1 else "s",
                                                    frm, n))
     if (frm == 1) != (n == 1):
-        defs = keys.sched_keys(c.prefix, queue, frm)[0]
-        count = int(c._cmd("HLEN", defs))
+        due = keys.sched_keys(c.prefix, queue, frm)[1]
+        count = int(c._cmd("ZCARD", due))      # the schedules, one member each
         if count > 0:
             raise ExistsError("queue %s has %d recurring schedule%s: remove them first and "
                               "add them again after (not set to %d partitions)"
