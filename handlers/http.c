@@ -15,8 +15,10 @@
  * per job ("Connection: close").
  *
  * Result: 2xx: OK.  408, 429, 5xx, connection errors and timeouts: RETRY
- * (after Retry-After, when it is a number of seconds).  Any other status:
- * FAIL "HTTP 404 Not Found".
+ * (after Retry-After, when it is a number of seconds), and 409 too when an
+ * idempotency key was sent: a receiver answers so while an earlier attempt
+ * with the same key is still in its hands.  Any other status: FAIL
+ * "HTTP 404 Not Found".
  */
 #define _GNU_SOURCE
 #include <delayq/handler.h>
@@ -24,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "http_post.h"
 
@@ -72,6 +75,17 @@ static int header_name(const char *s)
               || strchr("!#$%&'*+-.^_`|~", *s)))
             return 0;
     return 1;
+}
+
+/* Whether the block of "Name: value\r\n" lines sets header `name` (names
+ * are case-insensitive). */
+static int sets_header(const char *block, const char *name)
+{
+    size_t len = strlen(name);
+    for (const char *line = block; *line; line = strstr(line, "\r\n") + 2)
+        if (strncasecmp(line, name, len) == 0 && line[len] == ':')
+            return 1;
+    return 0;
 }
 
 /* The `headers` list as one block of "Name: value\r\n" lines. */
@@ -150,6 +164,11 @@ static int http_init(const dq_host *host, const dq_settings *s, void **state,
         goto fail;
     if (read_headers(hs, host, s, err, errlen) < 0)
         goto fail;
+    if (hs->idem_header && sets_header(hs->extra, hs->idem_header)) {
+        snprintf(err, errlen, "http: headers sets %s, which the handler sends with each job's "
+                 "idempotency key: remove it, or set idempotency_header = \"\"", hs->idem_header);
+        goto fail;
+    }
     if (!(hs->url = strdup(url)) || !(hs->content_type = strdup(ctype))) {
         snprintf(err, errlen, "http: out of memory");
         goto fail;
@@ -200,14 +219,16 @@ static char *request_head(const struct http_state *hs, const dq_handler_job *job
     return head;
 }
 
-/* What a status means for the job. */
-static dq_handler_result map_status(const struct http_answer *a, dq_handler_outcome *out)
+/* What a status means for the job; `keyed`: an idempotency key was sent. */
+static dq_handler_result map_status(const struct http_answer *a, int keyed,
+                                    dq_handler_outcome *out)
 {
     if (a->status >= 200 && a->status < 300)
         return DQ_HANDLER_OK;
     snprintf(out->error, sizeof out->error, "HTTP %d%s%s", a->status,
              a->reason[0] ? " " : "", a->reason);
-    if (a->status == 408 || a->status == 429 || a->status >= 500) {
+    if (a->status == 408 || a->status == 429 || a->status >= 500
+        || (a->status == 409 && keyed)) {
         if (a->retry_after_s >= 0)
             out->retry_delay_ms = a->retry_after_s * 1000;
         return DQ_HANDLER_RETRY;
@@ -238,7 +259,7 @@ static dq_handler_result http_handle(void *state, const dq_handler_job *job,
     free(head);
     switch (k) {
     case HTTP_ANSWERED:
-        return map_status(&ans, out);
+        return map_status(&ans, hs->idem_header != NULL, out);
     case HTTP_TIMEOUT:
         snprintf(out->error, sizeof out->error, "timeout after %lld ms %s (%s)",
                  (long long)hs->timeout_ms, why, hs->url);

@@ -162,7 +162,7 @@ END_TEST
 START_TEST(the_handler_gets_the_fence_its_lease_is_held_under)
 {
     start_default(2);
-    h_enqueue(&H, "f1", "t", "sleep:1500", 0, 0);
+    h_enqueue(&H, "f1", "t", "sleep:800", 0, 0);   /* within the 1 s timeout */
     ck_assert_int_eq(h_wait_record(&H, "f1", 0, 1, 3000), 1);
     struct h_run *r;
     size_t n = h_records(&H, &r);

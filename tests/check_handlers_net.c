@@ -42,6 +42,7 @@ static const char *stub_answer(const char *path)
         { "/moved", "HTTP/1.1 301 Moved Permanently\r\nLocation: /ok\r\n\r\n" },
         { "/continue", "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\n\r\n" },
         { "/garbage", "SSH-2.0-OpenSSH_9.2\r\n\r\n" },
+        { "/conflict", "HTTP/1.1 409 Conflict\r\nContent-Length: 0\r\n\r\n" },
         { "/drop", "" },
     };
     for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++)
@@ -238,6 +239,14 @@ START_TEST(http_sends_the_fence_and_one_idempotency_key_per_job)
     ck_assert_msg(!strstr(a1, "Idempotency-Key") && !strstr(a1, "q1/j-42/"), "%s", a1);
     ck_assert_msg(strstr(a1, "\r\nX-Delayq-Fence: 7\r\n") != NULL, "%s", a1);
     free(a1);
+
+    /* 409 is the answer to a key whose earlier attempt the receiver still
+     * holds: a retry then; without a key, a conflict like any 4xx. */
+    dq_handler_outcome out;
+    ck_assert_int_eq(post(st.port, "/conflict", "", &out), DQ_HANDLER_RETRY);
+    ck_assert_str_eq(out.error, "HTTP 409 Conflict");
+    ck_assert_int_eq(post(st.port, "/conflict", "idempotency_header = \"\";", &out),
+                     DQ_HANDLER_FAIL);
     stub_stop(&st);
 }
 END_TEST
@@ -319,6 +328,9 @@ START_TEST(http_refuses_bad_settings)
         { "url = \"http://example.com/\"; idempotency_header = \"Idempotency Key\";",
           "http: idempotency_header \"Idempotency Key\" is not a header name (letters, "
           "digits and !#$%&'*+-.^_`|~), or \"\" for none" },
+        { "url = \"http://example.com/\"; headers = [\"idempotency-key: mine\"];",
+          "http: headers sets Idempotency-Key, which the handler sends with each job's "
+          "idempotency key: remove it, or set idempotency_header = \"\"" },
         { "url = \"http://example.com/\"; idempotency_header = \"Key:\";",
           "http: idempotency_header \"Key:\" is not a header name (letters, "
           "digits and !#$%&'*+-.^_`|~), or \"\" for none" },
