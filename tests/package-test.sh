@@ -25,7 +25,7 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 keep=${PACKAGE_TEST_KEEP:-0}
 debs_out=${PACKAGE_TEST_DEBS:-}
-packages=(delayq libdelayq5 libdelayq-dev python3-delayq)
+packages=(delayq libdelayq6 libdelayq-dev python3-delayq)
 installed_by_us=0
 work=
 
@@ -187,7 +187,7 @@ files=(
     /usr/share/man/man5/delayqd.conf.5.gz
     /usr/share/man/man8/delayqd.8.gz
     /usr/share/doc/delayq/operations.md.gz
-    "$libdir/libdelayq.so.5"
+    "$libdir/libdelayq.so.6"
     /usr/include/delayq/client.h
     /usr/include/delayq/handler.h
     "$libdir/libdelayq.so"

@@ -534,7 +534,7 @@ upgrade() {
 }
 
 purge() {
-    in_sh "DEBIAN_FRONTEND=noninteractive dpkg --purge delayq libdelayq-dev libdelayq5" \
+    in_sh "DEBIAN_FRONTEND=noninteractive dpkg --purge delayq libdelayq-dev libdelayq6" \
         >"$work/purge.log" 2>&1 || { cat "$work/purge.log" >&2; fail "dpkg --purge failed"; }
     ! active || fail "delayqd still active after the purge"
     ! active delayqd@second || fail "delayqd@second still active after the purge"

@@ -208,7 +208,19 @@ typedef struct dq_enqueue_req {
     bool replace;           /* reschedule an existing job with this id */
     int priority;           /* 0: normal; else DQ_PRIORITY(0..9) (above);
                                anything else is DQ_ERR_INVALID */
+    /* Expiry: a job not started by then is not run (checked when workers
+     * claim and by the reaper; a retry after it is not run either). */
+    int64_t expire_at;      /* Unix ms, after the due time; 0: ... */
+    int64_t ttl_ms;         /* ... or, when > 0, this long after the due
+                               time; both 0: the job never expires */
+    int on_expire;          /* DQ_EXPIRE_DEAD (0): to the dead set with the
+                               error "expired"; DQ_EXPIRE_DROP: deleted */
+    int64_t reserved[6];    /* zero (a designated initializer does it):
+                               room for later fields */
 } dq_enqueue_req;
+
+#define DQ_EXPIRE_DEAD 0
+#define DQ_EXPIRE_DROP 1
 
 typedef struct dq_enqueued {
     char id[DQ_ID_MAX + 1];
@@ -330,11 +342,15 @@ dq_status dq_fail(dq_client *c, const char *queue, const char *id,
 typedef struct dq_reap_result {
     size_t retried;
     size_t dead;
-    int64_t next_in_ms;     /* 0: more have expired; -1: nothing processing */
+    int64_t next_in_ms;     /* 0: more have expired; -1: nothing processing
+                               (and no job with an expiry) */
+    size_t expired;         /* jobs past their expiry, unstarted: to dead
+                               (error "expired") or dropped */
 } dq_reap_result;
 
 /* Return up to `batch` jobs whose lease expired to the queue, or bury them
- * when their attempts are used up (error "lease expired"). */
+ * when their attempts are used up (error "lease expired"); and end up to
+ * `batch` jobs that reached their expiry unstarted (dq_enqueue_req). */
 dq_status dq_reap(dq_client *c, const char *queue, int batch,
                   const dq_retry_policy *policy, dq_reap_result *out);
 
@@ -349,6 +365,8 @@ typedef struct dq_stats {
     int64_t next_due_in_ms; /* -1 when nothing is delayed */
     int64_t now_ms;
     int64_t due_by_priority[DQ_PRIORITY_LEVELS]; /* `due`, per level 0..9 */
+    int64_t jobs_expired;   /* jobs that reached their expiry unstarted,
+                               ever (a counter kept in Redis) */
 } dq_stats;
 
 dq_status dq_stats_get(dq_client *c, const char *queue, dq_stats *out);
@@ -411,6 +429,8 @@ typedef struct dq_job_info {
     dq_state state;
     int64_t state_ms;       /* due, lease deadline or time of death */
     int64_t now_ms;
+    int64_t expire_at_ms;   /* when it expires unstarted; 0: never (or dead) */
+    int on_expire;          /* DQ_EXPIRE_DEAD or DQ_EXPIRE_DROP */
 } dq_job_info;
 
 dq_status dq_show(dq_client *c, const char *queue, const char *id,

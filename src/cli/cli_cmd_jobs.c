@@ -23,6 +23,10 @@ struct add_args {
     bool replace;
     int max_attempts;
     int priority;           /* as dq_enqueue_req.priority */
+    const char *expire_at;
+    const char *ttl;
+    int on_expire;          /* as dq_enqueue_req.on_expire */
+    bool on_expire_given;
 };
 
 static const struct option add_longopts[] = {
@@ -34,6 +38,9 @@ static const struct option add_longopts[] = {
     { "replace", no_argument, NULL, CLI_OPT_REPLACE },
     { "max-attempts", required_argument, NULL, CLI_OPT_MAX_ATTEMPTS },
     { "priority", required_argument, NULL, CLI_OPT_PRIORITY },
+    { "expire-at", required_argument, NULL, CLI_OPT_EXPIRE_AT },
+    { "ttl", required_argument, NULL, CLI_OPT_TTL },
+    { "on-expire", required_argument, NULL, CLI_OPT_ON_EXPIRE },
     { NULL, 0, NULL, 0 }
 };
 
@@ -71,9 +78,45 @@ static int add_opt(struct cli *cli, int opt, const char *arg, void *ctx)
         a->priority = DQ_PRIORITY(level);
         return 0;
     }
+    case CLI_OPT_EXPIRE_AT: a->expire_at = arg; return 0;
+    case CLI_OPT_TTL: a->ttl = arg; return 0;
+    case CLI_OPT_ON_EXPIRE:
+        if (strcmp(arg, "dead") != 0 && strcmp(arg, "drop") != 0) {
+            cli_fail(cli, CLI_EXIT_USAGE, "bad --on-expire '%s': expected dead or drop", arg);
+            return -1;
+        }
+        a->on_expire = strcmp(arg, "drop") == 0 ? DQ_EXPIRE_DROP : DQ_EXPIRE_DEAD;
+        a->on_expire_given = true;
+        return 0;
     default:
         return -1;
     }
+}
+
+/* --expire-at TIME or --ttl DURATION (after the due time), --on-expire:
+ * into the request.  The script checks the expiry against the due time on
+ * the server's clock; an --at time is checked here too. */
+static int add_expiry(const struct cli *cli, const struct add_args *a, dq_enqueue_req *req)
+{
+    const char *why;
+    if (a->expire_at && a->ttl)
+        return cli_fail(cli, CLI_EXIT_USAGE, "give --expire-at TIME or --ttl DURATION, "
+                        "not both");
+    if (a->on_expire_given && !a->expire_at && !a->ttl)
+        return cli_fail(cli, CLI_EXIT_USAGE, "--on-expire needs --expire-at or --ttl");
+    if (a->expire_at && timefmt_parse_time(a->expire_at, &req->expire_at, &why) < 0)
+        return cli_fail(cli, CLI_EXIT_USAGE, "bad --expire-at '%s': %s", a->expire_at, why);
+    if (a->ttl && (timefmt_parse_duration(a->ttl, &req->ttl_ms, &why) < 0
+                   || req->ttl_ms < 1))
+        return cli_fail(cli, CLI_EXIT_USAGE, "bad --ttl '%s': %s", a->ttl,
+                        req->ttl_ms < 1 ? "expected a duration of 1 ms or more" : why);
+    if (a->expire_at && req->expire_at <= cli_now_ms())
+        return cli_fail(cli, CLI_EXIT_USAGE, "bad --expire-at '%s': in the past", a->expire_at);
+    if (a->expire_at && req->at_ms > 0 && req->expire_at <= req->at_ms)
+        return cli_fail(cli, CLI_EXIT_USAGE, "bad --expire-at '%s': not after the due "
+                        "time (--at)", a->expire_at);
+    req->on_expire = a->on_expire;
+    return CLI_EXIT_OK;
 }
 
 /* Check the names and turn -d / --at into the request's times. */
@@ -99,6 +142,8 @@ static int add_request(const struct cli *cli, const struct add_args *a,
     if (a->at && req->at_ms > cli_now_ms() + DQ_MAX_AHEAD_MS)
         return cli_fail(cli, CLI_EXIT_USAGE, "bad time '%s': more than 100 years "
                         "from now", a->at);
+    if ((code = add_expiry(cli, a, req)) != CLI_EXIT_OK)
+        return code;
     if (cli_nargs(cli) > 1)
         return cli_fail(cli, CLI_EXIT_USAGE, "more than one payload given (quote it, "
                         "or use - to read it from standard input)");
@@ -168,6 +213,7 @@ int cli_read_payload(const struct cli *cli, int at, size_t limit, const void **p
 static const char add_help[] =
     "Usage: delayq add -q QUEUE -t TYPE [-d DELAY | --at TIME] [--id ID]\n"
     "                  [--replace] [--max-attempts N] [--priority P]\n"
+    "                  [--expire-at TIME | --ttl DURATION] [--on-expire dead|drop]\n"
     "                  [PAYLOAD | -]\n"
     "Schedule a job and print its id.\n"
     "  -q, --queue QUEUE     the queue\n"
@@ -182,6 +228,10 @@ static const char add_help[] =
     "                        consumer's setting)\n"
     "      --priority P      high, normal (default), low, or 0..9 (0 the most\n"
     "                        urgent): orders the jobs that are due\n"
+    "      --expire-at TIME  not run unless started by TIME (after the due time)\n"
+    "      --ttl DURATION    not run unless started DURATION after the due time\n"
+    "      --on-expire dead|drop  an expired job goes to dead with the error\n"
+    "                        \"expired\" (default), or is deleted\n"
     "  PAYLOAD               the payload; '-' reads it from standard input;\n"
     "                        none: empty\n";
 
@@ -382,6 +432,10 @@ static void show_text(const char *queue, const char *id, const dq_job_info *info
         show_time("created", j->created_ms, info->now_ms);
         show_time("due", j->due_ms, info->now_ms);
     }
+    if (info->expire_at_ms > 0) {
+        show_time("expires", info->expire_at_ms, info->now_ms);
+        printf("on expiry: %s\n", info->on_expire == DQ_EXPIRE_DROP ? "drop" : "dead");
+    }
     if (info->state == DQ_STATE_PROCESSING)
         show_time("lease deadline", info->state_ms, info->now_ms);
     else if (info->state == DQ_STATE_DEAD)
@@ -426,6 +480,11 @@ static void show_json(const char *queue, const char *id, const dq_job_info *info
     json_key_ms("died_ms", info->state_ms, info->state == DQ_STATE_DEAD);
     json_key_ms("now_ms", info->now_ms, true);
     json_key_ms("priority", j->priority, known);
+    json_key_ms("expire_at_ms", info->expire_at_ms, info->expire_at_ms > 0);
+    if (info->expire_at_ms > 0)
+        printf(",\"on_expire\":\"%s\"", info->on_expire == DQ_EXPIRE_DROP ? "drop" : "dead");
+    else
+        fputs(",\"on_expire\":null", stdout);
     json_key_str("last_error", j->last_error, strlen(j->last_error));
     printf(",\"payload_size\":%zu", j->payload_len);
     if (cli_is_utf8(j->payload, j->payload_len)) {

@@ -30,7 +30,10 @@ enum cli_opt {
     CLI_OPT_CRON,
     CLI_OPT_TZ,
     CLI_OPT_CATCH_UP,
-    CLI_OPT_PARTITIONS
+    CLI_OPT_PARTITIONS,
+    CLI_OPT_EXPIRE_AT,
+    CLI_OPT_TTL,
+    CLI_OPT_ON_EXPIRE
 };
 
 /*

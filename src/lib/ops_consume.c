@@ -422,6 +422,7 @@ static void reap_merge(dq_reap_result *acc, const dq_reap_result *one)
 {
     acc->retried += one->retried;
     acc->dead += one->dead;
+    acc->expired += one->expired;
     if (one->next_in_ms >= 0 && (acc->next_in_ms < 0 || one->next_in_ms < acc->next_in_ms))
         acc->next_in_ms = one->next_in_ms;
 }
@@ -441,7 +442,7 @@ dq_status dq_reap(dq_client *c, const char *queue, int batch,
     unsigned nparts;
     if ((st = part_count(c, queue, &nparts)) != DQ_OK)
         return st;
-    dq_reap_result sum = { 0, 0, -1 };
+    dq_reap_result sum = { .next_in_ms = -1 };
     for (unsigned p = 0; p < nparts && st == DQ_OK; p++) {
         dq_reap_result one;
         part_keys(c, queue, p, nparts, &k);

@@ -16,6 +16,26 @@ static int64_t local_now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* Refuse an expiry that is not after the due time (the script checks
+ * again on the server's clock), a negative one, or an unknown on_expire. */
+static dq_status check_expiry(dq_client *c, const dq_enqueue_req *req)
+{
+    if (req->on_expire != DQ_EXPIRE_DEAD && req->on_expire != DQ_EXPIRE_DROP)
+        return client_fail(c, DQ_ERR_INVALID, "on_expire %d is not DQ_EXPIRE_DEAD or "
+                           "DQ_EXPIRE_DROP", req->on_expire);
+    if (req->ttl_ms < 0 || req->ttl_ms > DQ_MAX_AHEAD_MS)
+        return client_fail(c, DQ_ERR_INVALID, "ttl %lld ms is not in 1..%lld (100 years)",
+                           (long long)req->ttl_ms, (long long)DQ_MAX_AHEAD_MS);
+    if (req->expire_at < 0 || req->expire_at > local_now_ms() + 2 * DQ_MAX_AHEAD_MS)
+        return client_fail(c, DQ_ERR_INVALID, "expiry %lld (Unix ms) is negative or "
+                           "more than 200 years from now", (long long)req->expire_at);
+    if (req->expire_at > 0 && req->at_ms > 0 && req->expire_at <= req->at_ms)
+        return client_fail(c, DQ_ERR_INVALID, "expiry %lld (Unix ms) is not after the "
+                           "due time %lld", (long long)req->expire_at,
+                           (long long)req->at_ms);
+    return DQ_OK;
+}
+
 /* Refuse a delay or an absolute time beyond DQ_MAX_AHEAD_MS (or negative),
  * naming the value. */
 static dq_status check_when(dq_client *c, const dq_enqueue_req *req)
@@ -27,7 +47,7 @@ static dq_status check_when(dq_client *c, const dq_enqueue_req *req)
     if (req->at_ms < 0 || req->at_ms > local_now_ms() + DQ_MAX_AHEAD_MS)
         return client_fail(c, DQ_ERR_INVALID, "time %lld (Unix ms) is negative or "
                            "more than 100 years from now", (long long)req->at_ms);
-    return DQ_OK;
+    return check_expiry(c, req);
 }
 
 /* Check a request before anything is sent: a refused job costs no round

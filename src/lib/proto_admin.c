@@ -91,6 +91,8 @@ dq_status proto_stats_reply(const redisReply *r, dq_stats *out)
             out->due_by_priority[p] = elem_int(r, 8 + (size_t)p);
     else
         out->due_by_priority[DQ_PRIORITY_NORMAL_LEVEL] = out->due;
+    out->jobs_expired = is_array(r, 10 + DQ_PRIORITY_LEVELS)
+                        ? elem_int(r, 9 + DQ_PRIORITY_LEVELS) : 0;
     return DQ_OK;
 }
 
@@ -180,6 +182,10 @@ dq_status proto_show_reply(const redisReply *r, dq_job_info *out)
     out->job.due_ms = out->job.created_ms;
     out->job.created_ms = created;
     out->job.priority = is_array(r, 14) ? (int)elem_int(r, 13) : DQ_PRIORITY_NORMAL_LEVEL;
+    if (is_array(r, 16)) {      /* a script older than expiries says nothing */
+        out->expire_at_ms = elem_int(r, 14);
+        out->on_expire = elem_is(r, 15, "drop") ? DQ_EXPIRE_DROP : DQ_EXPIRE_DEAD;
+    }
     if (st == DQ_OK && out->state == DQ_STATE_UNREADABLE)
         st = describe_unreadable(r, &out->job);
     return st;

@@ -244,5 +244,6 @@ dq_status proto_reap_reply(const redisReply *r, dq_reap_result *out)
     out->retried = (size_t)elem_int(r, 0);
     out->dead = (size_t)elem_int(r, 1);
     out->next_in_ms = elem_int(r, 2);
+    out->expired = is_array(r, 4) ? (size_t)elem_int(r, 3) : 0;
     return DQ_OK;
 }

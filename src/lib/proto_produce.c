@@ -22,14 +22,23 @@ static void push_enqueue_args(struct cmd *c, const dq_enqueue_req *req,
                                    : (req->delay_ms > 0 ? req->delay_ms : 0));
     cmd_push_i64(c, req->max_attempts > 0 ? req->max_attempts : 0);
     cmd_push_str(c, req->replace ? "1" : "0");
-    /* Normal is the script's default: such a call is as before priorities. */
+    /* Normal is the script's default: such a call is as before priorities
+     * (and before expiries). */
+    bool expires = req->expire_at > 0 || req->ttl_ms > 0;
     if (req->priority && req->priority != DQ_PRIORITY_NORMAL)
         cmd_push_i64(c, req->priority - 1);
-    else if (nparts > 1)
+    else if (nparts > 1 || expires)
         cmd_push_i64(c, DQ_PRIORITY_NORMAL_LEVEL);
-    if (nparts > 1) {
-        cmd_push_i64(c, nparts);
-        cmd_push_i64(c, part);
+    if (nparts > 1 || expires) {
+        cmd_push_i64(c, nparts > 1 ? nparts : 1);
+        cmd_push_i64(c, nparts > 1 ? part : 0);
+    }
+    if (expires) {
+        char buf[24];
+        int n = snprintf(buf, sizeof buf, "%s%lld", req->expire_at > 0 ? "" : "+",
+                         (long long)(req->expire_at > 0 ? req->expire_at : req->ttl_ms));
+        cmd_push_copy(c, buf, (size_t)n);
+        cmd_push_str(c, req->on_expire == DQ_EXPIRE_DROP ? "drop" : "dead");
     }
 }
 
@@ -42,15 +51,20 @@ void proto_enqueue_cmd(struct cmd *c, const struct queue_keys *k,
 }
 
 /* enqueue_many's "when": the delay, or "@" and the time, "r" first to
- * replace, "/" and the level after it when it is not normal. */
+ * replace, "/" and the level after it when it is not normal, ">" and the
+ * expiry ("+" first for one after the due time, "!" after to drop). */
 static void push_when(struct cmd *c, const dq_enqueue_req *req)
 {
-    char buf[48], prio[16] = "";
+    char buf[96], prio[16] = "", expiry[40] = "";
     int64_t ms = req->at_ms > 0 ? req->at_ms : (req->delay_ms > 0 ? req->delay_ms : 0);
     if (req->priority && req->priority != DQ_PRIORITY_NORMAL)
         snprintf(prio, sizeof prio, "/%d", req->priority - 1);
-    int n = snprintf(buf, sizeof buf, "%s%s%lld%s", req->replace ? "r" : "",
-                     req->at_ms > 0 ? "@" : "", (long long)ms, prio);
+    if (req->expire_at > 0 || req->ttl_ms > 0)
+        snprintf(expiry, sizeof expiry, ">%s%lld%s", req->expire_at > 0 ? "" : "+",
+                 (long long)(req->expire_at > 0 ? req->expire_at : req->ttl_ms),
+                 req->on_expire == DQ_EXPIRE_DROP ? "!" : "");
+    int n = snprintf(buf, sizeof buf, "%s%s%lld%s%s", req->replace ? "r" : "",
+                     req->at_ms > 0 ? "@" : "", (long long)ms, prio, expiry);
     cmd_push_copy(c, buf, (size_t)n);
 }
 

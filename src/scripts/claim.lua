@@ -19,7 +19,8 @@
 -- (libdelayq hands an unreadable one over as type "" with the error
 -- "unreadable record", and the daemon buries it).
 -- A paused queue (meta field `paused`, see pause.lua) hands out nothing:
--- the reply is then {now_ms, -1, 0, 'paused'}.
+-- the reply is then {now_ms, -1, 0, 'paused'}.  Jobs past their expiry
+-- leave first (to dead, or dropped), and are never handed out.
 local max = arg_int(1, 'max', 1, 1000)
 local lease_ms = arg_int(2, 'lease_ms', 1, MAX_AHEAD_MS)
 local owner = ARGV[3]
@@ -33,6 +34,10 @@ local state = redis.call('HMGET', KEYS[5], 'paused', 'levels')
 if state[1] then return { now_ms(), -1, 0, 'paused' } end
 levels_read = state[2] or ''
 local now = now_ms()
+-- A job past its expiry is not handed out (lib's expire_due): should more
+-- have expired than one call takes, this claim takes nothing and the
+-- worker asks again at once.
+if select(2, expire_due(now, 1000)) then return { now, 0, 0 } end
 -- Numbers handed to redis.call are formatted with "%.17g" and read back
 -- with strtod, a cost per job: the deadline is formatted once, as an
 -- integer, and the due jobs are read without their scores.

@@ -5,7 +5,11 @@
 --       optional priority (0..9, 0 the most urgent; absent = 5, normal),
 --       then, for a partitioned queue, partitions N (1..256) and this
 --       partition p (0..N-1): a generated id is then seq * N + p, so that
---       its number mod N names its partition (absent: N = 1, the id is seq)
+--       its number mod N names its partition (absent: N = 1, the id is seq),
+--       then optional expire ('' = none; a Unix time in ms, or "+" and ms
+--       after the due time: a job not started by then is not run, see the
+--       prelude's expire_due) and on_expire ('dead', the default, or
+--       'drop')
 -- Returns {status, id, due_ms, now_ms}; status is 'ok', 'replaced',
 -- 'exists' (id taken and replace not asked) or 'running' (a job with this
 -- id is being processed: it cannot be replaced under its worker).
@@ -117,7 +121,18 @@ if ARGV[10] then
   nparts = arg_int(10, 'partitions', 1, 256)
   part = arg_int(11, 'partition', 0, nparts - 1)
 end
-if #ARGV > 11 then arg_bad('argument 12', ARGV[12], 'expected: enqueue takes at most 11') end
+local expire, on_expire = nil, 'dead'
+if ARGV[12] and ARGV[12] ~= '' then
+  local plus, ms12 = match(ARGV[12], '^(%+?)(%d+)$')
+  expire = ms12 and #ms12 <= 16 and tonumber(ms12)
+  if expire and plus == '+' then expire = due + expire end
+  if not (expire and expire > due and expire <= now + 2 * MAX_AHEAD_MS) then
+    arg_bad('expire', ARGV[12], 'a Unix time in ms after the due time (' .. due
+            .. '), or + and ms after it')
+  end
+end
+if ARGV[13] then on_expire = arg_one_of(13, 'on_expire', 'dead', 'drop') end
+if #ARGV > 13 then arg_bad('argument 14', ARGV[14], 'expected: enqueue takes at most 13') end
 if arg_fault then return arg_refusal('enqueue') end
 
 local rec = encode({ type = jtype, payload = payload, attempts = 0, max = max,
@@ -157,6 +172,8 @@ end
 -- cost each producer more.)
 note_level(prio)
 redis.call('ZADD', set, format('%d', due), id)
+if expire then expiry_set(id, expire, now, on_expire)
+elseif status == 'replaced' then expiry_set(id, nil) end
 if channel ~= '' and redis.call('ZRANGE', set, '0', '0')[1] == id then
   redis.call('PUBLISH', channel, due)
 end

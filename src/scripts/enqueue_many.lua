@@ -10,7 +10,10 @@
 --         ("@1767225600000"); an "r" in front of either ("r5000") replaces
 --         a job of that id that is not running; "/" and a priority
 --         0..9 after it ("5000/0") gives the job that priority (0 the
---         most urgent; without one, 5: normal)
+--         most urgent; without one, 5: normal); then ">" and an expiry
+--         ("5000>1767225600000", a Unix time in ms; ">+60000", ms after
+--         the due time), with "!" after it when the job is then dropped
+--         rather than moved to dead (enqueue's expire and on_expire)
 --   body  the record body's MessagePack up to its times: an array header
 --         of 6, then type, payload and max_attempts.  The script appends
 --         created_ms, due_ms - created_ms and an empty last_error (and,
@@ -252,7 +255,9 @@ elseif n > MANY_MAX then
   n = 0
 end
 local ids, dues, replace, prios, generated, seq = {}, {}, {}, {}, 0, 0
+local expires, modes = {}, {}
 local last_when, last_due, last_replace, last_prio = nil, nil, nil, NORMAL
+local last_expire, last_mode = nil, nil
 for i = 1, n do
   local id, when, body = ARGV[3 * i - 1], ARGV[3 * i + 0], ARGV[3 * i + 1]
   if when ~= last_when then
@@ -260,9 +265,15 @@ for i = 1, n do
     -- never the NaN, infinity or wrapped 64-bit number tonumber takes.
     local r, at, ms, pr = match(when, '^(r?)(@?)(%d+)(.*)$')
     local v = ms and #ms <= 16 and tonumber(ms)
+    local ex, plus, ems, drop = nil, nil, nil, nil
     if pr and pr ~= '' then
-      pr = match(pr, '^/(%d)$')
-      if not pr then v = nil end
+      local p2, rest = match(pr, '^/(%d)(.*)$')
+      if p2 then pr = p2 else pr, rest = nil, pr end
+      if rest ~= '' then
+        plus, ems, drop = match(rest, '^>(%+?)(%d+)(!?)$')
+        ex = ems and #ems <= 16 and tonumber(ems)
+        if not ex then v = nil end
+      end
     end
     if v and at == '' and v <= MAX_AHEAD_MS then
       last_due = now + v
@@ -271,11 +282,17 @@ for i = 1, n do
     else
       arg_bad('job ' .. i .. ' when', when,
               'a delay in 0..' .. MAX_AHEAD_MS .. ' ms or @ and a Unix time in ms up to 100 years ahead'
-              .. ', then optionally / and a priority 0..9')
+              .. ', then optionally / and a priority 0..9, then optionally > and an expiry')
+      break
+    end
+    if ex and plus == '+' then ex = last_due + ex end
+    if ex and not (ex > last_due and ex <= now + 2 * MAX_AHEAD_MS) then
+      arg_bad('job ' .. i .. ' when', when, 'an expiry after the due time (' .. last_due .. ')')
       break
     end
     last_when, last_replace = when, r == 'r'
-    last_prio = (pr and pr ~= '') and tonumber(pr) or NORMAL
+    last_prio = pr and tonumber(pr) or NORMAL
+    last_expire, last_mode = ex, drop == '!' and 'drop' or 'dead'
   end
   if id ~= '' and (not is_plain(id, 256) or match(id, '^%d+$') or id == '.' or id == '..') then
     arg_bad('job ' .. i .. ' id', id, "a producer id (1..256 printable bytes, no spaces, not all digits, not '.' or '..')")
@@ -287,6 +304,7 @@ for i = 1, n do
     break
   end
   dues[i] = last_due
+  expires[i], modes[i] = last_expire, last_mode
   replace[i] = last_replace
   prios[i] = last_prio
   ids[i] = id
@@ -317,6 +335,7 @@ local tail_created = pack(now)
 local last_due, last_tail, last_score = nil, nil, nil
 local out = { now, seq }
 local new_ids, recs, zadd, undead, moved = {}, {}, {}, {}, {}
+local expiring = {}   -- id, expire, mode, ... (expire false: none)
 local soonest = nil
 for i = 1, n do
   local id = ids[i]
@@ -354,6 +373,10 @@ for i = 1, n do
       recs[h] = '3:0:\151' .. sub(ARGV[3 * i + 1], 2) .. last_tail .. pack(p)
     end
     add_to(zadd, p, last_score, id)
+    if expires[i] or status == 'replaced' then
+      local e = #expiring
+      expiring[e + 1], expiring[e + 2], expiring[e + 3] = id, expires[i] or false, modes[i]
+    end
     taken[id] = true
     if soonest == nil or due < soonest then soonest = due end
   end
@@ -371,6 +394,9 @@ if #new_ids > 0 then
   if #undead > 0 then redis.call('ZREM', KEYS[4], unpack(undead)) end
   for _, m in ipairs(moved) do redis.call('ZREM', m[1], m[2]) end
   delayed_add(zadd)
+  for e = 1, #expiring, 3 do
+    expiry_set(expiring[e], expiring[e + 1] or nil, now, expiring[e + 2])
+  end
   wake_if_sooner(ARGV[1], before, soonest)
 end
 return out

@@ -51,6 +51,7 @@ end
 j.err = err
 local status, at = retry_or_bury(j, now, attempts_allowed(j, default_max),
                                  mode == 'dead', delay)
+local rearm = status == 'retry' and expiry_again({ id }, { j })
 -- The record first: if its bucket cannot be reached (see the prelude),
 -- nothing has changed.
 set_record(id, encode(j))
@@ -60,6 +61,7 @@ if status == 'dead' then
   redis.call('ZADD', KEYS[4], at, id)
 else
   delayed_add({ [j.prio] = { at, id } })   -- a retry keeps its priority
+  expiry_rearm(rearm)                      -- nor its expiry (see the prelude)
   wake_if_sooner(channel, before, at)
 end
 return { status, at }

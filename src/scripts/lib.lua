@@ -511,6 +511,136 @@ local function retry_or_bury(j, now, allowed, force_dead, delay)
   return 'retry', j.due
 end
 
+-- ---- expiry ------------------------------------------------------------
+-- A job may carry an expiry (enqueue's expire_at): when it has not
+-- started by then, it is not run.  Its record does not change (older
+-- readers read it as before): two keys beside the queue's, with its hash
+-- tag, hold the expiries, and cost a queue that has none one ZRANGE per
+-- claim and per reap.
+--   P:{Q}:expire_at    zset  id scored by expiry time (ms)
+--   P:{Q}:expire_info  hash  id -> "<expire_ms> <created_ms> <dead|drop>"
+-- An entry belongs to the job of that id created at created_ms: a job
+-- that finished (acked, cancelled, dead) leaves its entry behind, and the
+-- entry is dropped when its time comes and it finds no such job waiting.
+local function expiry_keys()
+  local base = sub(KEYS[5], 1, -5)   -- KEYS[5] is P:{Q}:meta
+  return base .. 'expire_at', base .. 'expire_info'
+end
+
+-- Give job `id` (created at `created`) an expiry, or take its entry away
+-- when expire is nil.
+local function expiry_set(id, expire, created, mode)
+  local zk, hk = expiry_keys()
+  if expire then
+    redis.call('ZADD', zk, format('%d', expire), id)
+    redis.call('HSET', hk, id, format('%d %d %s', expire, created, mode))
+  else
+    redis.call('ZREM', zk, id)
+    redis.call('HDEL', hk, id)
+  end
+end
+
+-- The expiry of job `id` created at `created`: its time and what happens
+-- then ('dead' or 'drop'), or nil when it has none.
+local function expiry_of(id, created)
+  local _, hk = expiry_keys()
+  local v = redis.call('HGET', hk, id)
+  local e, c, mode = match(v or '', '^(%d+) (%-?%d+) (%a+)$')
+  if e and tonumber(c) == created then return tonumber(e), mode end
+  return nil
+end
+
+-- Jobs past their expiry that have not started (waiting in a delayed
+-- set, first or for a retry) leave it: to dead with the error 'expired',
+-- attempts unchanged, or deleted (mode drop); meta's `expired` counts
+-- both (jobs_expired).  A job running then keeps its entry, moved to
+-- its lease deadline (and back to its own time by expiry_rearm should
+-- the job return to a delayed set: the retry is not run).  At most `limit`
+-- entries a call.  Returns how many jobs expired, whether entries past
+-- their time may be left (limit reached), and, when want_next, the next
+-- entry's time (nil when none is left).  Reads everything before its
+-- first write.
+local function expire_due(now, limit, want_next)
+  local zk, hk = expiry_keys()
+  local ids = redis.call('ZRANGE', zk, '-inf', now, 'BYSCORE', 'LIMIT', 0, limit)
+  local n = #ids
+  local expired = 0
+  if n > 0 then
+    local info = redis.call('HMGET', hk, unpack(ids))
+    local raws = get_records(ids)
+    local gone, moves, bury, drop, recs = {}, {}, {}, {}, {}
+    local out = {}   -- per delayed set, the ids that leave it
+    for i = 1, n do
+      local id = ids[i]
+      local _, c, mode = match(info[i] or '', '^(%d+) (%-?%d+) (%a+)$')
+      local j = c and decode(raws[i])
+      local key = j and j.created == tonumber(c) and delayed_find(id)
+      if key then
+        local o = out[key]
+        if not o then o = {}; out[key] = o end
+        o[#o + 1] = id
+        if mode == 'drop' then
+          drop[#drop + 1] = id
+        else
+          j.err = 'expired'
+          bury[#bury + 1] = id
+          recs[#recs + 1] = encode(j)
+        end
+        gone[#gone + 1] = id
+      else
+        local deadline = j and j.created == tonumber(c) and redis.call('ZSCORE', KEYS[3], id)
+        if deadline then
+          moves[#moves + 1] = format('%d', tonumber(deadline) + 1)
+          moves[#moves + 1] = id
+        else
+          gone[#gone + 1] = id
+        end
+      end
+    end
+    if #bury > 0 then set_records(bury, recs) end
+    if #drop > 0 then del_records(drop) end
+    for key, o in pairs(out) do redis.call('ZREM', key, unpack(o)) end
+    if #bury > 0 then
+      local z = {}
+      for i = 1, #bury do z[2 * i - 1] = now; z[2 * i] = bury[i] end
+      redis.call('ZADD', KEYS[4], unpack(z))
+    end
+    if #moves > 0 then redis.call('ZADD', zk, unpack(moves)) end
+    if #gone > 0 then
+      redis.call('ZREM', zk, unpack(gone))
+      redis.call('HDEL', hk, unpack(gone))
+    end
+    expired = #bury + #drop
+    if expired > 0 then redis.call('HINCRBY', KEYS[5], 'jobs_expired', expired) end
+  end
+  if not want_next then return expired, n == limit end
+  local nxt = redis.call('ZRANGE', zk, 0, 0, 'WITHSCORES')[2]
+  return expired, n == limit, nxt and tonumber(nxt)
+end
+
+-- Jobs going back to a delayed set (a retry, a release) whose expiry
+-- expire_due moved to their lease deadline while they ran: their entries
+-- are due again at their own time, so that the claim that would start
+-- them ends them first when it has passed.  expiry_again reads (the ZADD
+-- arguments for ids and their decoded jobs), expiry_rearm writes them.
+local function expiry_again(ids, jobs)
+  local _, hk = expiry_keys()
+  local info = redis.call('HMGET', hk, unpack(ids))
+  local args = {}
+  for i = 1, #ids do
+    local e, c = match(info[i] or '', '^(%d+) (%-?%d+) %a+$')
+    if e and jobs[i] and tonumber(c) == jobs[i].created then
+      args[#args + 1] = e
+      args[#args + 1] = ids[i]
+    end
+  end
+  return args
+end
+
+local function expiry_rearm(args)
+  if #args > 0 then redis.call('ZADD', (expiry_keys()), unpack(args)) end
+end
+
 -- Put held jobs (ids, with their records raws, read before any write)
 -- back in the queue without counting an attempt: out of processing and the
 -- lease hash, into delayed at the due time their record keeps, so each
@@ -521,8 +651,11 @@ local function give_back(channel, held, raws)
   local before = head_due_all()
   local now = now_ms()
   local zadd, bury, orphans, soonest = {}, {}, {}, nil
+  local jobs = {}
+  for i = 1, #held do jobs[i] = decode(raws[i]) or false end
+  local rearm = expiry_again(held, jobs)
   for i = 1, #held do
-    local j = decode(raws[i])
+    local j = jobs[i]
     if j then
       add_to(zadd, j.prio, j.due, held[i])
       if soonest == nil or j.due < soonest then soonest = j.due end
@@ -537,6 +670,7 @@ local function give_back(channel, held, raws)
   redis.call('HDEL', KEYS[6], unpack(held))
   if soonest then
     delayed_add(zadd)
+    expiry_rearm(rearm)
     wake_if_sooner(channel, before, soonest)
   end
   if #bury > 0 then redis.call('ZADD', KEYS[4], unpack(bury)) end

@@ -2,8 +2,11 @@
 -- same retry-or-dead decision as a failure, with the error "lease expired".
 -- ARGV: wake_channel, batch, backoff_base_ms, backoff_cap_ms, jitter, seed,
 --       default_max_attempts, then optional pairs type, max_attempts
--- Returns {retried, dead, wait_ms}: wait_ms is 0 when more leases have
--- expired already, else the time until the next lease expires, or -1.
+-- Jobs past their expiry (lib's expire_due) leave too, also from a paused
+-- queue or one that no worker claims from.
+-- Returns {retried, dead, wait_ms, expired}: wait_ms is 0 when more leases
+-- or expiries have passed already, else the time until the next lease
+-- or expiry ends, or -1; expired counts the jobs that expired.
 -- Everything is read and checked before the first write: a record that
 -- cannot be read goes to dead (its attempt counted where its head can be
 -- read) and costs the other jobs of the pass nothing.
@@ -19,6 +22,16 @@ end
 if arg_fault then return arg_refusal('reap') end
 
 local now = now_ms()
+local expired, more, next_expiry = expire_due(now, batch, true)
+-- The wait of the lease pass, shortened by the expiries.
+local function until_next(wait)
+  if more then return 0 end
+  if next_expiry then
+    local w = math.max(0, next_expiry - now)
+    if wait < 0 or w < wait then return w end
+  end
+  return wait
+end
 -- As in claim, one read: the expired leases among the first `batch`, and
 -- the first live one's deadline.
 local head = redis.call('ZRANGE', KEYS[3], 0, batch - 1, 'WITHSCORES')
@@ -35,13 +48,14 @@ for i = 1, #head, 2 do
 end
 local n = #ids
 if n == batch then wait = 0 end
-if n == 0 then return { 0, 0, wait } end
+if n == 0 then return { 0, 0, until_next(wait), expired } end
 
 local raws = get_records(ids)
 local before = head_due_all()
 local rng = make_rng(policy.seed)
 local rewrite, recs, zdelayed, zdead, orphans = {}, {}, {}, {}, {}
 local any_delayed = false
+local back, back_jobs = {}, {}   -- the retried, for their expiries
 local retried, dead, soonest = 0, 0, nil
 for i = 1, n do
   local id, raw = ids[i], raws[i]
@@ -56,6 +70,7 @@ for i = 1, n do
     else
       j.due = now + backoff_ms(j.attempts, policy.base, policy.cap, policy.jitter, rng)
       add_to(zdelayed, j.prio, j.due, id)
+      back[#back + 1], back_jobs[#back_jobs + 1] = id, j
       any_delayed = true
       if soonest == nil or j.due < soonest then soonest = j.due end
       retried = retried + 1
@@ -75,6 +90,7 @@ for i = 1, n do
     orphans[#orphans + 1] = id
   end
 end
+local rearm = #back > 0 and expiry_again(back, back_jobs)
 -- Records first: if a bucket cannot be reached (see the prelude), nothing
 -- has changed.
 if #rewrite > 0 then set_records(rewrite, recs) end
@@ -83,7 +99,8 @@ redis.call('HDEL', KEYS[6], unpack(ids))
 if #zdead > 0 then redis.call('ZADD', KEYS[4], unpack(zdead)) end
 if any_delayed then
   delayed_add(zdelayed)
+  expiry_rearm(rearm)
   wake_if_sooner(channel, before, soonest)
 end
 note_orphans(orphans, 3)
-return { retried, dead, wait }
+return { retried, dead, until_next(wait), expired }

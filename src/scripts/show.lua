@@ -3,17 +3,19 @@
 -- ARGV: id
 -- Returns {state, type, payload, attempts, max_attempts, created_ms, due_ms,
 --          fence, last_error, state_ms, now_ms, unreadable, where,
---          priority} where
+--          priority, expire_ms, on_expire} where
 -- state is 'delayed', 'processing' (state_ms = lease deadline), 'dead'
 -- (state_ms = time of death), 'orphan' (a record in no set) or
 -- 'unreadable'; or {'notfound'}.  unreadable is '' for a record that
 -- reads, else why it does not (and then the fields are what could be
 -- read of it: '' or 0 for the rest); where is the set the id is in
 -- ('orphan' for none), for an unreadable record too; priority is the
--- job's level, 0..9 (5, normal, for an unreadable record).
+-- job's level, 0..9 (5, normal, for an unreadable record); expire_ms is
+-- when the job expires if it has not started (0: never) and on_expire
+-- what then happens to it, 'dead' or 'drop' ('' when it never expires).
 --
 -- Producers call it to follow their jobs: a readable delayed job of
--- normal priority costs its three commands and the record's decoding,
+-- normal priority costs its four commands and the record's decoding,
 -- above the line where the prelude's functions are made.  Any other (a
 -- bad id, a job elsewhere, a record that is not plainly readable) goes on
 -- below it, where read_record says what is wrong with a record.
@@ -42,8 +44,12 @@ if id and id ~= '' and #id <= 256 and not find(id, '[^!-~]') then
          and type(c) == 'number' and c % 1 == 0 and c >= -MAX_EXACT and c <= MAX_EXACT
          and type(o) == 'number' and o % 1 == 0 and c + o >= -MAX_EXACT
          and c + o <= MAX_EXACT then
+        -- Its expiry, read as the prelude's expiry_of does.
+        local x = redis.call('HGET', sub(KEYS[5], 1, -5) .. 'expire_info', id)
+        local xe, xc, xm = match(x or '', '^(%d+) (%-?%d+) (%a+)$')
+        if not (xe and tonumber(xc) == c) then xe, xm = 0, '' end
         return { 'delayed', jt, p, a, m, c, c + o, 0, e, tonumber(at), now, '',
-                 'delayed', NORMAL }
+                 'delayed', NORMAL, tonumber(xe), xm }
       end
     end
   end
@@ -74,9 +80,12 @@ if not j then
   local attempts = part.attempts or 0
   if state == 'processing' then attempts = attempts + 1 end
   return { 'unreadable', part.type or '', part.payload or '', attempts, 0, 0, 0,
-           fence, part.err or '', tonumber(at), now, why, state, NORMAL }
+           fence, part.err or '', tonumber(at), now, why, state, NORMAL, 0, '' }
 end
 local attempts = j.attempts
 if state == 'processing' then attempts = attempts + 1 end
+-- A dead job has no expiry left (it cannot start again unless requeued).
+local expire, on_expire = nil, nil
+if state ~= 'dead' then expire, on_expire = expiry_of(id, j.created) end
 return { state, j.type, j.payload, attempts, j.max, j.created, j.due,
-         fence, j.err, tonumber(at), now, '', state, j.prio }
+         fence, j.err, tonumber(at), now, '', state, j.prio, expire or 0, on_expire or '' }

@@ -210,6 +210,14 @@ static int put_queue_gauges(FILE *out, const struct metrics_view *v)
             }
         }
         put_queue_paused(out, v);
+        put_head(out, "delayq_jobs_expired_total", "counter",
+                 "Jobs that reached their expiry before they started (to dead, or "
+                 "dropped), counted in Redis over every daemon.");
+        for (size_t i = 0; i < dc->nqueues; i++) {
+            fputs("delayq_jobs_expired_total{", out);
+            put_label(out, "queue", dc->queues[i].name);
+            fprintf(out, "} %lld\n", (long long)q->stats[i].jobs_expired);
+        }
     }
     put_head(out, "delayq_stats_age_seconds", "gauge",
              "Age of the queue statistics (delayq_queue_jobs): how long ago Redis was "

@@ -61,6 +61,9 @@ static void on_reap(struct rconn *rc, redisReply *reply, void *arg)
         log_warn("queue=%s: %zu expired lease%s: %zu back in the queue, %zu dead "
                  "(error \"lease expired\")", rq->q->name, res.retried + res.dead,
                  res.retried + res.dead == 1 ? "" : "s", res.retried, res.dead);
+    if (res.expired)
+        log_info("queue=%s: %zu job%s reached %s expiry unstarted", rq->q->name,
+                 res.expired, res.expired == 1 ? "" : "s", res.expired == 1 ? "its" : "their");
     /* Nothing processing: a job claimed from now on holds a lease of the
      * queue's length, so no lease can expire sooner than that. */
     schedule(rq, res.next_in_ms >= 0 ? res.next_in_ms : rq->q->lease_ms);
