@@ -63,6 +63,39 @@ START_TEST(add_list_run_now_remove)
 }
 END_TEST
 
+/* pause and resume: said, listed (text and --json), kept by --replace;
+ * an unknown name exits 1. */
+START_TEST(pause_and_resume)
+{
+    assert_ok(CLI("schedule", "add", "-q", "rep", "--name", "p", "-t", "t", "--cron",
+                  "@hourly"));
+    struct run_result *r = CLI("schedule", "pause", "-q", "rep", "p");
+    assert_ok(r);
+    ck_assert_ptr_nonnull(strstr(r->out, "schedule p: paused since 20"));
+    r = CLI("schedule", "list", "-q", "rep");
+    assert_ok(r);
+    ck_assert_ptr_nonnull(strstr(r->out, "paused"));
+    r = CLI("schedule", "add", "-q", "rep", "--name", "p", "-t", "t", "--cron", "@daily",
+            "--replace");
+    assert_ok(r);
+    ck_assert_ptr_nonnull(strstr(r->out, "it stays paused"));
+    r = CLI("schedule", "list", "-q", "rep", "--json");
+    assert_ok(r);
+    ck_assert_ptr_nonnull(strstr(r->out, "\"expr\":\"@daily\""));
+    ck_assert_ptr_nonnull(strstr(r->out, "\"next_ms\":null,\"next\":null,"
+                                         "\"paused_since_ms\":1"));
+    r = CLI("schedule", "resume", "-q", "rep", "p");
+    assert_ok(r);
+    ck_assert_ptr_nonnull(strstr(r->out, "schedule p: next tick 20"));
+    ck_assert_ptr_nonnull(strstr(r->out, "T00:00:00.000Z"));
+    r = CLI("schedule", "list", "-q", "rep", "--json");
+    ck_assert_ptr_nonnull(strstr(r->out, "\"paused_since_ms\":null"));
+    assert_fails(CLI("schedule", "pause", "-q", "rep", "q"), 1, "no schedule q in queue rep");
+    assert_fails(CLI("schedule", "resume", "-q", "rep", "q"), 1, "no schedule q in queue rep");
+    assert_fails(CLI("schedule", "pause", "-q", "rep"), 2, "missing the schedule NAME");
+}
+END_TEST
+
 START_TEST(bad_input_is_one_line_and_exit_2)
 {
     assert_fails(CLI("schedule", "add", "-q", "u", "--name", "n", "-t", "t", "--cron",
@@ -89,7 +122,7 @@ START_TEST(bad_input_is_one_line_and_exit_2)
     assert_fails(CLI("schedule", "add", "-q", "u", "--name", "n", "-t", "t", "--cron",
                      "@daily", "a", "b"), 2, "more than one payload");
     assert_fails(CLI("schedule", "-q", "u"), 2, "missing the action");
-    assert_fails(CLI("schedule", "-q", "u", "pause"), 2, "unknown action 'pause'");
+    assert_fails(CLI("schedule", "-q", "u", "halt"), 2, "unknown action 'halt'");
     assert_fails(CLI("schedule", "list"), 2, "missing -q QUEUE");
     assert_fails(CLI("schedule", "list", "-q", "u", "--cron", "@daily"), 2, "go with add");
     assert_fails(CLI("schedule", "remove", "-q", "u"), 2, "missing the schedule NAME");
@@ -108,6 +141,7 @@ int main(void)
     Suite *s = suite_create("cli_schedule");
     TCase *tc = fixture_tcase(s, "schedule", 30, NULL, NULL, clean_redis, NULL);
     tcase_add_test(tc, add_list_run_now_remove);
+    tcase_add_test(tc, pause_and_resume);
     tcase_add_test(tc, bad_input_is_one_line_and_exit_2);
     int status = fixture_run_suite(s);
     fixture_redis_stop(&fx);

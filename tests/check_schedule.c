@@ -223,6 +223,20 @@ START_TEST(missed_ticks_follow_the_catch_up_policy)
 }
 END_TEST
 
+/* A tick fires up to LOOKAHEAD_MS ahead: with one every 2 s, a job made
+ * for the next tick is (nearly always) waiting within a few seconds. */
+static void wait_fired_ahead(void)
+{
+    long long waiting = 0;
+    for (int tries = 0; tries < 50 && waiting < 1; tries++) {
+        if (tries)
+            tu_sleep_ms(100);
+        waiting = fixture_redis_int(&H.fx, "ZCOUNT dq:{" H_QUEUE "}:delayed (%lld +inf",
+                                    (long long)server_now());
+    }
+    ck_assert_msg(waiting >= 1, "no job fired ahead of its tick; log:\n%s", h_log_tail(&H));
+}
+
 START_TEST(remove_stops_the_ticks_and_run_now_fires_once)
 {
     struct h_conf hc;
@@ -246,17 +260,9 @@ START_TEST(remove_stops_the_ticks_and_run_now_fires_once)
     dq_schedule_list_free(&after);
     ck_assert_int_eq(h_wait_record(&H, out.id, 0, 1, 5000), 1);
 
-    /* A tick fires up to LOOKAHEAD_MS ahead: with one every 2 s, the
-     * next tick's job is (nearly always) waiting when the schedule goes,
-     * and goes with it. */
-    long long waiting = 0;
-    for (int tries = 0; tries < 50 && waiting < 1; tries++) {
-        if (tries)
-            tu_sleep_ms(100);
-        waiting = fixture_redis_int(&H.fx, "ZCOUNT dq:{" H_QUEUE "}:delayed (%lld +inf",
-                                    (long long)server_now());
-    }
-    ck_assert_msg(waiting >= 1, "no job fired ahead of its tick; log:\n%s", h_log_tail(&H));
+    /* The next tick's job is waiting when the schedule goes, and goes
+     * with it. */
+    wait_fired_ahead();
     ck_assert_int_eq(dq_schedule_remove(H.c, H_QUEUE, "rm"), DQ_OK);
     int64_t removed = server_now();
     ck_assert_int_eq(fixture_redis_int(&H.fx, "ZCOUNT dq:{" H_QUEUE "}:delayed (%lld +inf",
@@ -390,6 +396,76 @@ START_TEST(config_schedules_are_stored_at_start_and_reload)
 }
 END_TEST
 
+/* No tick of `name` later than `t` ran; returns how many ticks ran. */
+static int no_tick_after(const char *name, int64_t t)
+{
+    int64_t ticks[MAX_TICKS];
+    int dups;
+    int n = ticks_run(name, ticks, &dups);
+    ck_assert_int_eq(dups, 0);
+    ck_assert_msg(n == 0 || ticks[n - 1] <= t, "a tick %lld ms after the pause ran",
+                  (long long)(ticks[n - 1] - t));
+    return n;
+}
+
+/* A schedule from the config file is paused: the job it fired ahead goes,
+ * no tick fires; a restart with a changed declaration keeps it paused;
+ * resume fires again from the next tick, without making up the missed
+ * ones. */
+START_TEST(a_paused_schedule_fires_no_tick_until_resumed)
+{
+    write_conf_with("{ queue = \"" H_QUEUE "\"; name = \"pz\"; cron = \"@every 2s\"; "
+                    "type = \"t\"; payload = \"ok\"; catch_up = \"all\"; }");
+    start_daemon(&H);
+    struct ticks_arg two = { "pz", 2 };
+    ck_assert_msg(h_wait(10000, has_ticks, &two), "no ticks; log:\n%s", h_log_tail(&H));
+    wait_fired_ahead();
+    int64_t since;
+    ck_assert_int_eq(dq_schedule_pause(H.c, H_QUEUE, "pz", &since), DQ_OK);
+    int64_t paused = server_now();
+    ck_assert_int_eq(fixture_redis_int(&H.fx, "ZCOUNT dq:{" H_QUEUE "}:delayed (%lld +inf",
+                                       (long long)paused), 0);
+    int64_t again;
+    ck_assert_int_eq(dq_schedule_pause(H.c, H_QUEUE, "pz", &again), DQ_OK);
+    ck_assert_int_eq(again, since);             /* paused already: the first time */
+    dq_schedule_list l;
+    ck_assert_int_eq(dq_schedule_list_get(H.c, H_QUEUE, &l), DQ_OK);
+    ck_assert_int_eq(l.n, 1);
+    ck_assert_int_eq(l.items[0].paused_since_ms, since);
+    ck_assert_int_eq(l.items[0].next_ms, -1);
+    dq_schedule_list_free(&l);
+
+    /* Restarted with a changed declaration: stored, still paused. */
+    ck_assert_int_eq(h_stop(&H, 10000), 0);
+    write_conf_with("{ queue = \"" H_QUEUE "\"; name = \"pz\"; cron = \"@every 1s\"; "
+                    "type = \"t\"; payload = \"ok\"; catch_up = \"all\"; }");
+    start_daemon(&H);
+    ck_assert_int_ge(h_wait_log(&H, "schedule pz from the config file changed", 1, 10000), 1);
+    char buf[64];
+    ck_assert_str_eq(stored_expr("pz", buf, sizeof buf), "@every 1s");
+    tu_sleep_ms(LOOKAHEAD_MS + 1500);
+    int before = no_tick_after("pz", paused);
+
+    int64_t next;
+    ck_assert_int_eq(dq_schedule_resume(H.c, H_QUEUE, "pz", &next), DQ_OK);
+    int64_t resumed = server_now();
+    ck_assert_msg(next > resumed && next <= resumed + 1000, "next tick %lld ms after resume",
+                  (long long)(next - resumed));
+    struct ticks_arg more = { "pz", before + 2 };
+    ck_assert_msg(h_wait(10000, has_ticks, &more), "no tick after resume; log:\n%s",
+                  h_log_tail(&H));
+    /* The missed ticks (catch_up all) are not made up: the first tick
+     * after the pause is the first one after the resume. */
+    int64_t ticks[MAX_TICKS];
+    int dups;
+    int n = ticks_run("pz", ticks, &dups);
+    ck_assert_int_eq(ticks[before], next);
+    ck_assert_int_eq(n, before + (int)((ticks[n - 1] - next) / 1000) + 1);
+    ck_assert_int_eq(dq_schedule_resume(H.c, H_QUEUE, "nope", NULL), DQ_ERR_NOTFOUND);
+    ck_assert_int_eq(dq_schedule_pause(H.c, H_QUEUE, "nope", NULL), DQ_ERR_NOTFOUND);
+}
+END_TEST
+
 START_TEST(bad_config_schedules_are_refused_with_file_and_line)
 {
     static const struct { const char *entry; const char *what; } cases[] = {
@@ -424,6 +500,7 @@ int main(void)
     tcase_add_test(tc, bad_config_schedules_are_refused_with_file_and_line);
     tcase_add_test(tc, config_schedules_are_stored_at_start_and_reload);
     tcase_add_test(tc, remove_stops_the_ticks_and_run_now_fires_once);
+    tcase_add_test(tc, a_paused_schedule_fires_no_tick_until_resumed);
     tcase_add_test(tc, missed_ticks_follow_the_catch_up_policy);
     tcase_add_test(tc, two_daemons_fire_each_tick_once_across_restarts);
     return fixture_run_suite(s);

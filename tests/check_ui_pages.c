@@ -594,6 +594,12 @@ START_TEST(schedules_and_processing_tabs)
     get("/ui/queues/" H_QUEUE "?tab=schedules", &r);
     ck_assert_ptr_nonnull(strstr(r.body, "<table id=\"schedules\">"));
     ck_assert_ptr_nonnull(strstr(r.body, "<a id=\"tab-schedules\" class=\"current\""));
+    ck_assert_ptr_null(strstr(r.body, "paused since"));
+    ui_resp_free(&r);
+    /* A paused schedule says so where its next tick would be. */
+    ck_assert_int_eq(dq_schedule_pause(H.c, H_QUEUE, "nightly", NULL), DQ_OK);
+    get("/ui/queues/" H_QUEUE "?tab=schedules", &r);
+    ck_assert_ptr_nonnull(strstr(r.body, "<td class=\"at paused\">paused since "));
     ui_resp_free(&r);
     /* A job running now: the processing tab names this host's worker. */
     enqueue("slow", "t", "sleep:3000", 0);

@@ -601,6 +601,23 @@ dq_status dq_schedule_add(dq_client *c, const dq_schedule_req *req, int64_t *nex
  * already stay).  DQ_ERR_NOTFOUND when there is none of that name. */
 dq_status dq_schedule_remove(dq_client *c, const char *queue, const char *name);
 
+/* Pause a schedule without removing it: no tick fires after this returns,
+ * and the jobs it made ahead of ticks not yet due are deleted (as remove
+ * does); its definition stays (an add or the config file's declaration
+ * keeps it paused, with *next_ms -1).  *since_ms (may be NULL) receives
+ * when it was paused, the earlier time when it was paused already.
+ * DQ_ERR_NOTFOUND when there is no such schedule. */
+dq_status dq_schedule_pause(dq_client *c, const char *queue, const char *name,
+                            int64_t *since_ms);
+
+/* Resume a paused schedule from its next tick after now (the ticks it
+ * missed while paused are not made up); *next_ms (may be NULL) receives
+ * that tick.  A schedule that is not paused is left as it is (*next_ms its
+ * next tick).  DQ_ERR_NOTFOUND when there is none; DQ_ERR_INVALID when its
+ * stored definition cannot be read (remove it and add it again). */
+dq_status dq_schedule_resume(dq_client *c, const char *queue, const char *name,
+                             int64_t *next_ms);
+
 /* Make one job of the schedule now, outside its ticks (id
  * NAME@now-2026-11-23T10:05:00.123Z); the ticks are not changed.  `out`
  * may be NULL.  DQ_ERR_NOTFOUND when there is no such schedule. */
@@ -616,9 +633,10 @@ typedef struct dq_schedule_info {
     size_t payload_len;
     int max_attempts;
     dq_catch_up catch_up;
-    int64_t next_ms;        /* the next tick, Unix ms */
+    int64_t next_ms;        /* the next tick, Unix ms; -1 while paused */
     bool readable;          /* false: the stored definition cannot be read
                                (only name and next_ms are filled) */
+    int64_t paused_since_ms; /* when it was paused (Unix ms); -1: it is not */
 } dq_schedule_info;
 
 typedef struct dq_schedule_list {

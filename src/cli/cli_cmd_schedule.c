@@ -1,4 +1,5 @@
-/* delayq schedule add, list, remove, run-now: recurring schedules. */
+/* delayq schedule add, list, remove, run-now, pause, resume: recurring
+ * schedules. */
 #include "cli/cli_cmd_schedule.h"
 
 #include <stdlib.h>
@@ -113,7 +114,10 @@ static int add_run(struct cli *cli, const struct sched_args *a)
     if (code == CLI_EXIT_OK) {
         int64_t next;
         dq_status st = dq_schedule_add(s.client, &req, &next);
-        if (st == DQ_OK) {
+        if (st == DQ_OK && next < 0) {
+            printf("schedule %s: stored; it stays paused (delayq schedule resume)\n",
+                   req.name);
+        } else if (st == DQ_OK) {
             char iso[40];
             timefmt_iso(iso, sizeof iso, next);
             printf("schedule %s: next tick %s\n", req.name, iso);
@@ -144,6 +148,10 @@ static void list_table(const dq_schedule_list *l)
         char iso[40], rel[40];
         timefmt_iso(iso, sizeof iso, s->next_ms);
         cli_relative(rel, sizeof rel, s->next_ms, l->now_ms);
+        if (s->paused_since_ms >= 0) {
+            snprintf(iso, sizeof iso, "paused");
+            cli_relative(rel, sizeof rel, s->paused_since_ms, l->now_ms);
+        }
         if (!s->readable) {
             printf("%-*s  (unreadable definition)  next %s\n", w, s->name, iso);
             continue;
@@ -177,8 +185,14 @@ static void list_json(const dq_schedule_list *l)
         cli_json_str(stdout, s->payload, s->payload_len);
         printf(",\"max_attempts\":%d", s->max_attempts);
         json_field("catch_up", dq_catch_up_str(s->catch_up), true);
-        printf(",\"next_ms\":%lld", (long long)s->next_ms);
-        json_field("next", iso, true);
+        if (s->paused_since_ms >= 0) {
+            printf(",\"next_ms\":null,\"next\":null,\"paused_since_ms\":%lld",
+                   (long long)s->paused_since_ms);
+        } else {
+            printf(",\"next_ms\":%lld", (long long)s->next_ms);
+            json_field("next", iso, true);
+            fputs(",\"paused_since_ms\":null", stdout);
+        }
         printf(",\"readable\":%s}", s->readable ? "true" : "false");
     }
     puts("]");
@@ -197,19 +211,36 @@ static int list_run(const struct cli *cli, dq_client *c, const struct sched_args
     return code;
 }
 
-/* ---- remove and run-now -------------------------------------------------- */
+/* ---- remove, run-now, pause and resume ----------------------------------- */
+
+/* The actions on one schedule, by name. */
+static const char *const by_name_actions[] = { "remove", "run-now", "pause", "resume", NULL };
 
 static int name_run(const struct cli *cli, dq_client *c, const struct sched_args *a,
-                    bool run_now)
+                    const char *action)
 {
     const char *name = cli_arg(cli, 1);
     dq_enqueued out;
-    dq_status st = run_now ? dq_schedule_run_now(c, a->queue, name, &out)
-                           : dq_schedule_remove(c, a->queue, name);
+    int64_t ms = 0;
+    char iso[40];
+    dq_status st;
+    if (strcmp(action, "run-now") == 0)
+        st = dq_schedule_run_now(c, a->queue, name, &out);
+    else if (strcmp(action, "pause") == 0)
+        st = dq_schedule_pause(c, a->queue, name, &ms);
+    else if (strcmp(action, "resume") == 0)
+        st = dq_schedule_resume(c, a->queue, name, &ms);
+    else
+        st = dq_schedule_remove(c, a->queue, name);
     if (st != DQ_OK)
         return cli_fail_dq(cli, c, st);
-    if (run_now)
+    timefmt_iso(iso, sizeof iso, ms);
+    if (strcmp(action, "run-now") == 0)
         printf("%s\n", out.id);
+    else if (strcmp(action, "pause") == 0)
+        printf("schedule %s: paused since %s\n", name, iso);
+    else if (strcmp(action, "resume") == 0)
+        printf("schedule %s: next tick %s\n", name, iso);
     else
         printf("removed schedule %s\n", name);
     return CLI_EXIT_OK;
@@ -224,6 +255,7 @@ static const char schedule_help[] =
     "       delayq schedule list -q QUEUE [--json]\n"
     "       delayq schedule remove -q QUEUE NAME\n"
     "       delayq schedule run-now -q QUEUE NAME\n"
+    "       delayq schedule pause -q QUEUE NAME | resume -q QUEUE NAME\n"
     "Recurring jobs: each tick of a schedule makes one job, id NAME@TICK\n"
     "(nightly@2026-11-24T00:00:00Z), due at the tick, however many delayqd\n"
     "serve the queue.\n"
@@ -239,7 +271,10 @@ static const char schedule_help[] =
     "  --replace           overwrite a schedule of the same name\n"
     "  PAYLOAD             each job's payload; '-' reads standard input\n"
     "remove: no tick fires after it (exit 1 when unknown); run-now: one job\n"
-    "now, id NAME@now-TIME, printed; the ticks are not changed.\n";
+    "now, id NAME@now-TIME, printed; the ticks are not changed.  pause: no\n"
+    "tick fires after it, the definition stays (add and the config file keep\n"
+    "it paused); resume: from the next tick after now (missed ticks are not\n"
+    "made up).\n";
 
 /* Which action, and do its operands and options go with it? */
 static int schedule_check(const struct cli *cli, const struct sched_args *a,
@@ -247,14 +282,16 @@ static int schedule_check(const struct cli *cli, const struct sched_args *a,
 {
     int n = cli_nargs(cli);
     if (n == 0)
-        return cli_fail(cli, CLI_EXIT_USAGE, "missing the action: add, list, remove "
-                        "or run-now");
+        return cli_fail(cli, CLI_EXIT_USAGE, "missing the action: add, list, remove, "
+                        "run-now, pause or resume");
     *action = cli_arg(cli, 0);
     bool add = strcmp(*action, "add") == 0, list = strcmp(*action, "list") == 0;
-    bool by_name = strcmp(*action, "remove") == 0 || strcmp(*action, "run-now") == 0;
+    bool by_name = false;
+    for (size_t i = 0; by_name_actions[i]; i++)
+        by_name = by_name || strcmp(*action, by_name_actions[i]) == 0;
     if (!add && !list && !by_name)
         return cli_fail(cli, CLI_EXIT_USAGE, "unknown action '%s' (use add, list, "
-                        "remove or run-now)", *action);
+                        "remove, run-now, pause or resume)", *action);
     int code = cli_check_queue(cli, a->queue);
     if (code != CLI_EXIT_OK)
         return code;
@@ -291,7 +328,7 @@ static int schedule_run(struct cli *cli)
     if (code == CLI_EXIT_OK && strcmp(action, "list") == 0)
         code = list_run(cli, s.client, &a);
     else if (code == CLI_EXIT_OK)
-        code = name_run(cli, s.client, &a, strcmp(action, "run-now") == 0);
+        code = name_run(cli, s.client, &a, action);
     cli_session_close(&s);
     return code;
 }

@@ -31,6 +31,15 @@ static dq_status check_name(dq_client *c, const char *name)
     return why ? client_fail(c, DQ_ERR_INVALID, "%s", why) : DQ_OK;
 }
 
+/* The keys of the queue whose schedule `name` a call works on, after
+ * checking both names. */
+static dq_status sched_named(dq_client *c, const char *queue, const char *name,
+                             struct queue_keys *k, struct sched_keys *sk)
+{
+    dq_status st = sched_keys_of(c, queue, k, sk);
+    return st == DQ_OK ? check_name(c, name) : st;
+}
+
 /* Everything about a new schedule that can be checked here: the names,
  * the expression and the zone (which the scripts cannot check). */
 static dq_status check_schedule(dq_client *c, const dq_schedule_req *req,
@@ -103,9 +112,7 @@ dq_status dq_schedule_remove(dq_client *c, const char *queue, const char *name)
 {
     struct queue_keys k;
     struct sched_keys sk;
-    dq_status st = sched_keys_of(c, queue, &k, &sk);
-    if (st == DQ_OK)
-        st = check_name(c, name);
+    dq_status st = sched_named(c, queue, name, &k, &sk);
     if (st != DQ_OK)
         return st;
     struct cmd cmd;
@@ -125,15 +132,29 @@ dq_status dq_schedule_remove(dq_client *c, const char *queue, const char *name)
     return DQ_OK;
 }
 
+/* Run a sched_pause command (freed here) and read its reply. */
+static dq_status run_pause(dq_client *c, struct cmd *cmd, char *status, size_t len,
+                           int64_t *ms)
+{
+    redisReply *r;
+    dq_status st = client_run(c, cmd, DQ_SCRIPT_SCHED_PAUSE, &r);
+    cmd_free(cmd);
+    if (st != DQ_OK)
+        return st;
+    st = sched_pause_reply(r, status, len, ms);
+    freeReplyObject(r);
+    if (st != DQ_OK)
+        return client_fail(c, st, "unexpected reply from the sched_pause script");
+    return DQ_OK;
+}
+
 dq_status dq_schedule_run_now(dq_client *c, const char *queue, const char *name,
                               dq_enqueued *out)
 {
     struct queue_keys k;
     struct sched_keys sk;
     int64_t now;
-    dq_status st = sched_keys_of(c, queue, &k, &sk);
-    if (st == DQ_OK)
-        st = check_name(c, name);
+    dq_status st = sched_named(c, queue, name, &k, &sk);
     if (st == DQ_OK)
         st = dq_server_time(c, &now);
     if (st != DQ_OK)
@@ -165,6 +186,106 @@ dq_status dq_schedule_run_now(dq_client *c, const char *queue, const char *name,
     return DQ_OK;
 }
 
+dq_status dq_schedule_pause(dq_client *c, const char *queue, const char *name,
+                            int64_t *since_ms)
+{
+    struct queue_keys k;
+    struct sched_keys sk;
+    dq_status st = sched_named(c, queue, name, &k, &sk);
+    if (st != DQ_OK)
+        return st;
+    struct cmd cmd;
+    cmd_init(&cmd);
+    sched_pause_cmd(&cmd, &k, &sk, name, NULL, NULL, 0);
+    char status[16];
+    int64_t ms;
+    if ((st = run_pause(c, &cmd, status, sizeof status, &ms)) != DQ_OK)
+        return st;
+    if (strcmp(status, "missing") == 0)
+        return client_fail(c, DQ_ERR_NOTFOUND, "no schedule %s in queue %s", name, queue);
+    if (strcmp(status, "paused") != 0 && strcmp(status, "already") != 0)
+        return client_fail(c, DQ_ERR_REDIS, "unexpected reply from the sched_pause script");
+    if (since_ms)
+        *since_ms = ms;
+    return DQ_OK;
+}
+
+/* One schedule's definition, as sched_list reads it: DQ_ERR_NOTFOUND when
+ * there is none. */
+static dq_status read_one(dq_client *c, const struct queue_keys *k, const struct sched_keys *sk,
+                          const char *queue, const char *name, dq_schedule_list *l)
+{
+    struct cmd cmd;
+    cmd_init(&cmd);
+    sched_list_cmd(&cmd, k, sk, -1, 1, name);
+    redisReply *r;
+    dq_status st = client_run(c, &cmd, DQ_SCRIPT_SCHED_LIST, &r);
+    cmd_free(&cmd);
+    if (st != DQ_OK)
+        return st;
+    st = sched_list_reply(r, l);
+    freeReplyObject(r);
+    if (st != DQ_OK)
+        return client_fail(c, st, "unexpected reply from the sched_list script");
+    if (l->n != 1)
+        return client_fail(c, DQ_ERR_NOTFOUND, "no schedule %s in queue %s", name, queue);
+    return DQ_OK;
+}
+
+/* One resume: read the definition, find its next tick after now on the
+ * Redis clock, and store it unless the definition changed meanwhile
+ * (status "changed": the caller reads it again). */
+static dq_status resume_once(dq_client *c, const struct queue_keys *k,
+                             const struct sched_keys *sk, const char *queue, const char *name,
+                             char *status, size_t len, int64_t *next)
+{
+    dq_schedule_list l = { 0 };
+    dq_status st = read_one(c, k, sk, queue, name, &l);
+    const dq_schedule_info *s = st == DQ_OK ? &l.items[0] : NULL;
+    struct cron_expr e;
+    char err[300];
+    if (s && s->paused_since_ms < 0) {
+        snprintf(status, len, "running");
+        *next = s->next_ms;
+    } else if (s && (!s->readable || cron_parse(s->expr, &e, err, sizeof err) < 0)) {
+        st = client_fail(c, DQ_ERR_INVALID, "schedule %s has an unreadable definition: "
+                         "remove it and add it again", name);
+    } else if (s && (*next = sched_first_tick(&e, s->tz, l.now_ms)) < 0) {
+        st = client_fail(c, DQ_ERR_INVALID, "expression \"%s\" fires at no time in the "
+                         "next eight years", s->expr);
+    } else if (s) {
+        struct cmd cmd;
+        cmd_init(&cmd);
+        sched_pause_cmd(&cmd, k, sk, name, s->expr, s->tz, *next);
+        st = run_pause(c, &cmd, status, len, next);
+    }
+    dq_schedule_list_free(&l);
+    return st;
+}
+
+dq_status dq_schedule_resume(dq_client *c, const char *queue, const char *name,
+                             int64_t *next_ms)
+{
+    struct queue_keys k;
+    struct sched_keys sk;
+    dq_status st = sched_named(c, queue, name, &k, &sk);
+    char status[16] = "changed";
+    int64_t next = 0;
+    /* A definition replaced between the read and the write is read again
+     * (a few times: someone replacing it without end wins). */
+    for (int i = 0; st == DQ_OK && i < 5 && strcmp(status, "changed") == 0; i++)
+        st = resume_once(c, &k, &sk, queue, name, status, sizeof status, &next);
+    if (st != DQ_OK)
+        return st;
+    if (strcmp(status, "missing") == 0)
+        return client_fail(c, DQ_ERR_NOTFOUND, "no schedule %s in queue %s", name, queue);
+    if (strcmp(status, "resumed") != 0 && strcmp(status, "running") != 0)
+        return client_fail(c, DQ_ERR_REDIS, "schedule %s: resume failed (%s)", name, status);
+    if (next_ms)
+        *next_ms = next;
+    return DQ_OK;
+}
+
 dq_status dq_schedule_list_get(dq_client *c, const char *queue, dq_schedule_list *out)
 {
     memset(out, 0, sizeof *out);
@@ -175,7 +296,7 @@ dq_status dq_schedule_list_get(dq_client *c, const char *queue, dq_schedule_list
         return st;
     struct cmd cmd;
     cmd_init(&cmd);
-    sched_list_cmd(&cmd, &k, &sk, -1, LIST_MAX);
+    sched_list_cmd(&cmd, &k, &sk, -1, LIST_MAX, NULL);
     redisReply *r;
     st = client_run(c, &cmd, DQ_SCRIPT_SCHED_LIST, &r);
     cmd_free(&cmd);

@@ -174,16 +174,41 @@ void sched_remove_cmd(struct cmd *c, const struct queue_keys *k, const struct sc
 }
 
 void sched_list_cmd(struct cmd *c, const struct queue_keys *k, const struct sched_keys *sk,
-                    int64_t within_ms, int limit)
+                    int64_t within_ms, int limit, const char *only)
 {
     cmd_eval_sched(c, DQ_SCRIPT_SCHED_LIST, k, sk);
     cmd_push_i64(c, within_ms < 0 ? -1 : within_ms);
     cmd_push_i64(c, limit);
+    if (only)
+        cmd_push_str(c, only);
 }
 
-#define LIST_FIELDS 9
+void sched_pause_cmd(struct cmd *c, const struct queue_keys *k, const struct sched_keys *sk,
+                     const char *name, const char *expr, const char *tz, int64_t next_ms)
+{
+    cmd_eval_sched(c, DQ_SCRIPT_SCHED_PAUSE, k, sk);
+    cmd_push_str(c, name);
+    cmd_push_str(c, expr ? "resume" : "pause");
+    if (expr) {
+        cmd_push_i64(c, next_ms);
+        cmd_push_str(c, expr);
+        cmd_push_str(c, tz ? tz : "");
+    }
+}
 
-/* One schedule from the nine elements at `at`. */
+dq_status sched_pause_reply(const redisReply *r, char *status, size_t len, int64_t *ms)
+{
+    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2
+        || r->element[0]->type != REDIS_REPLY_STRING)
+        return DQ_ERR_REDIS;
+    snprintf(status, len, "%s", r->element[0]->str);
+    *ms = proto_elem_int(r, 1);
+    return DQ_OK;
+}
+
+#define LIST_FIELDS 10
+
+/* One schedule from the ten elements at `at`. */
 static dq_status read_schedule(const redisReply *r, size_t at, dq_schedule_info *s)
 {
     s->name = proto_elem_dup(r, at, NULL);
@@ -197,6 +222,7 @@ static dq_status read_schedule(const redisReply *r, size_t at, dq_schedule_info 
         (void)dq_catch_up_parse(r->element[at + 6]->str, &s->catch_up);
     s->next_ms = proto_elem_int(r, at + 7);
     s->readable = proto_elem_int(r, at + 8) == 1;
+    s->paused_since_ms = proto_elem_int(r, at + 9);
     if (!s->name || !s->expr || !s->tz || !s->type || !s->payload)
         return DQ_ERR_NOMEM;
     return DQ_OK;

@@ -89,9 +89,18 @@ int sched_fire_reply(const redisReply *r);
 void sched_remove_cmd(struct cmd *c, const struct queue_keys *k, const struct sched_keys *sk,
                       const char *name);
 
-/* within_ms < 0: all schedules; otherwise those due within it. */
+/* sched_pause: pause `name` (expr NULL), or resume it from next_ms with
+ * the definition's expr and tz as read (see the script). */
+void sched_pause_cmd(struct cmd *c, const struct queue_keys *k, const struct sched_keys *sk,
+                     const char *name, const char *expr, const char *tz, int64_t next_ms);
+/* sched_pause's reply: its status word into `status` (cut to len), the
+ * time into *ms; DQ_ERR_REDIS when it is not one. */
+dq_status sched_pause_reply(const redisReply *r, char *status, size_t len, int64_t *ms);
+
+/* within_ms < 0: all schedules; otherwise those due within it.  `only`
+ * (NULL: any) names the one schedule to list. */
 void sched_list_cmd(struct cmd *c, const struct queue_keys *k, const struct sched_keys *sk,
-                    int64_t within_ms, int limit);
+                    int64_t within_ms, int limit, const char *only);
 /* Fill `out` (freed with dq_schedule_list_free, also on failure). */
 dq_status sched_list_reply(const redisReply *r, dq_schedule_list *out);
 

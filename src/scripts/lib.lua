@@ -678,11 +678,18 @@ local function give_back(channel, held, raws)
 end
 
 -- ---- schedules (KEYS[7] schedules, KEYS[8] schedule_due) ---------------
+-- A paused schedule (sched_pause) keeps its definition, its score in
+-- schedule_due at SCHED_PAUSED (no tick is ever that late, so no daemon
+-- fires it, and it still counts among the queue's schedules) and, in the
+-- field NAME@paused, the Unix ms it was paused at.
+local SCHED_PAUSED = 9007199254740991
+local function sched_paused_field(name) return name .. '@paused' end
+
 -- The jobs schedule `name` fired ahead of their ticks and that still wait
 -- for them at `now`, as {id, tick, id, tick, ...}: sched_fire lists them,
 -- as "ID TICK" pairs separated by spaces, in the field NAME@ of the
--- schedules hash (no schedule's name has an '@'), and sched_remove deletes
--- them with the schedule.  A job no longer due at its own tick has run
+-- schedules hash (no schedule's name has an '@'), and sched_remove and
+-- sched_pause delete them.  A job no longer due at its own tick has run
 -- (a retry waits for its backoff) or was rescheduled: it is not the
 -- schedule's to take back.
 local function fired_ahead(name, now)
@@ -696,4 +703,16 @@ local function fired_ahead(name, now)
     end
   end
   return out
+end
+
+-- Delete the jobs schedule `name` fired ahead of ticks not yet due (see
+-- fired_ahead), and their list: sched_remove and sched_pause.
+local function take_back_ahead(name, now)
+  local ahead, ids = fired_ahead(name, now), {}
+  for i = 1, #ahead, 2 do ids[#ids + 1] = ahead[i] end
+  if #ids > 0 then
+    del_records(ids)
+    redis.call('ZREM', KEYS[2], unpack(ids))
+  end
+  redis.call('HDEL', KEYS[7], name .. '@')
 end

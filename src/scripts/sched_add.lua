@@ -9,7 +9,9 @@
 --       schedule keeps its next tick, as delayqd does for its config file's)
 -- Returns {status, next_ms}: status 'ok', 'replaced', 'same' (declared
 -- unchanged: nothing written, next_ms is the stored one), or 'exists' (the
--- name is taken and replace was not asked; nothing is written).
+-- name is taken and replace was not asked; nothing is written).  A paused
+-- schedule (sched_pause) stays paused when it is replaced or declared:
+-- next_ms is then -1.
 -- A definition is "1:" followed by a MessagePack array {expr, tz, type,
 -- payload, max_attempts, catch_up, created_ms}.
 local now = now_ms()
@@ -50,13 +52,15 @@ if old then
   if replace == '0' then return { 'exists', stored or 0 } end
   -- The stored definition without its created_ms (the seventh element).
   local ok, d = pcall(cmsgpack.unpack, sub(old, 3))
+  local paused = stored == SCHED_PAUSED
   if replace == '2' and stored and sub(old, 1, 2) == '1:' and ok and type(d) == 'table'
      and cmsgpack.pack({ d[1], d[2], d[3], d[4], d[5], d[6] }) == def then
-    return { 'same', stored }
+    return { 'same', paused and -1 or stored }
   end
   status = 'replaced'
+  if paused then next_fire = -1 end
 end
 redis.call('HSET', KEYS[7], name, '1:' .. cmsgpack.pack({ expr, tz, jtype, payload,
   max, catch_up, now }))
-redis.call('ZADD', KEYS[8], next_fire, name)
+redis.call('ZADD', KEYS[8], next_fire < 0 and SCHED_PAUSED or next_fire, name)
 return { status, next_fire }

@@ -11,12 +11,7 @@ if not (name and is_plain(name, 128) and not find(name, '@')) then
   arg_bad('name', name, "a schedule name (1..128 printable bytes, no spaces, no '@')")
 end
 if arg_fault then return arg_refusal('sched_remove') end
-local ahead, ids = fired_ahead(name, now), {}
-for i = 1, #ahead, 2 do ids[#ids + 1] = ahead[i] end
-if #ids > 0 then
-  del_records(ids)
-  redis.call('ZREM', KEYS[2], unpack(ids))
-end
+take_back_ahead(name, now)
 redis.call('ZREM', KEYS[8], name)
-redis.call('HDEL', KEYS[7], name .. '@')
+redis.call('HDEL', KEYS[7], sched_paused_field(name))
 return redis.call('HDEL', KEYS[7], name)

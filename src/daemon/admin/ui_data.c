@@ -143,7 +143,7 @@ int ui_data_sub_send(struct ui_sub *s)
         break;
     case OP_SCHEDULES:
         keys_build_sched_part(&sk, prefix_of(op->d), op->q->name, op->nparts);
-        sched_list_cmd(&c, &k, &sk, -1, UI_SCHEDULES_MAX);
+        sched_list_cmd(&c, &k, &sk, -1, UI_SCHEDULES_MAX, NULL);
         script = DQ_SCRIPT_SCHED_LIST;
         break;
     default:

@@ -364,7 +364,13 @@ static void on_schedules(const dq_schedule_list *l, const char *err, void *arg)
             fputs("</td><td class=\"type\">", o.f);
             html_text(o.f, s->readable ? s->type : "");
             fputs("</td>", o.f);
-            time_cell(o.f, "at", s->next_ms, l->now_ms);
+            if (s->paused_since_ms >= 0) {
+                fputs("<td class=\"at paused\">paused since ", o.f);
+                html_duration(o.f, l->now_ms - s->paused_since_ms);
+                fputs(" ago</td>", o.f);
+            } else {
+                time_cell(o.f, "at", s->next_ms, l->now_ms);
+            }
             fputs("</tr>\n", o.f);
         }
         fputs("</tbody>\n</table>\n", o.f);

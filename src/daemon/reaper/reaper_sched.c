@@ -73,8 +73,9 @@ static void on_declare(struct rconn *rc, redisReply *reply, void *arg)
     struct sched_queue *sq = d->sq;
     int64_t next;
     if (reply && sched_add_reply(reply, &next) == DQ_OK) {
-        char iso[40];
-        timefmt_iso(iso, sizeof iso, next);
+        char iso[64] = "none: it is paused (delayq schedule resume)";
+        if (next >= 0)
+            timefmt_iso(iso, sizeof iso, next);
         if (!proto_elem_is(reply, 0, "same"))
             log_info("queue=%s: schedule %s from the config file %s: next tick %s",
                      sq->q->name, d->sc->name,
@@ -253,7 +254,8 @@ static void poll_queue(struct sched_queue *sq)
         return;
     struct cmd cmd;
     cmd_init(&cmd);
-    sched_list_cmd(&cmd, &sq->keys, &sq->sk, SCHED_LOOKAHEAD_MS, SCHED_LIST_LIMIT);
+    sched_list_cmd(&cmd, &sq->keys, &sq->sk, SCHED_LOOKAHEAD_MS, SCHED_LIST_LIMIT,
+                   NULL);
     if (rconn_send(sq->rs->conn, &cmd, DQ_SCRIPT_SCHED_LIST, on_list, sq) == 0)
         sq->busy = 1;
     cmd_free(&cmd);
