@@ -72,6 +72,12 @@ export interface EnqueueOptions {
   priority?: Priority;
   /** 0: the consumer's default for the type. */
   maxAttempts?: number;
+  /** Not run unless started by then (a Date or Unix ms, after the due time). */
+  expireAt?: Date | number;
+  /** Not run unless started this long after the due time: ms, or a duration text ("10m"); 0: never. */
+  ttl?: number | string;
+  /** An expired job goes to dead with the error "expired" ('dead', the default) or is deleted. */
+  onExpire?: 'dead' | 'drop';
 }
 
 export interface EnqueueJob extends EnqueueOptions {
@@ -100,6 +106,10 @@ export interface Job {
   unreadable: string;
   where: string;
   priority: number;
+  /** When it expires if it has not started (Unix ms); 0: never (a dead job expires no more). */
+  expireAtMs: number;
+  /** What then happens to it; '' when it never expires. */
+  onExpire: 'dead' | 'drop' | '';
 }
 
 export interface Stats {
@@ -111,6 +121,8 @@ export interface Stats {
   nextDueInMs: number;
   nowMs: number;
   dueByPriority: number[];
+  /** Jobs that reached their expiry unstarted, ever (a counter kept in Redis). */
+  jobsExpired: number;
 }
 
 export interface DeadJob {

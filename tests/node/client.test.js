@@ -1,10 +1,11 @@
 'use strict';
 // Every producer call of the Node client against a real redis-server,
-// with binary payloads kept byte for byte.
+// with binary payloads kept byte for byte; jobs' expiries (shown, and a
+// job past its expiry is never claimed).
 
 const test = require('node:test');
 const assert = require('node:assert');
-const { startRedis, delayq, queueName } = require('./redis');
+const { startRedis, delayq, queueName, sleep } = require('./redis');
 
 const { Client } = delayq();
 let redis;
@@ -163,4 +164,98 @@ test('schedules: add, list, remove', async () => {
   await assert.rejects(dq.scheduleAdd(q, 'bad', '0 3 * * *', 't', 'x', { tz: 'Mars/Olympus' }), { code: 'invalid' });
   await assert.rejects(dq.scheduleAdd(q, 'a@b', '0 3 * * *', 't', 'x'), { code: 'invalid' });
   assert.strictEqual((await dq.scheduleList(q)).length, 1);
+});
+
+// Claim the due jobs of every partition through the claim script, as a
+// worker does (a lease of 60 s): the ids handed out, sorted.
+async function claimAll(q, n = 1) {
+  const ids = [];
+  for (let p = 0; p < n; p++) {
+    const r = await dq.conn.evalScript('claim', dq.keysOf(q, p, n).keys, [1000, 60000]);
+    for (let i = 0; i < Number(r[2]); i++) ids.push(String(r[3 + 4 * i]));
+  }
+  return ids.sort();
+}
+
+test('expireAt, ttl and onExpire reach show; a replacement keeps only its own', async () => {
+  const q = queueName('expiry');
+  await dq.enqueue(q, 't', 'x', { id: 'ttl', delay: '5m', ttl: '10m' });
+  let j = await dq.show(q, 'ttl');
+  assert.strictEqual(j.expireAtMs, j.dueMs + 600000);
+  assert.strictEqual(j.onExpire, 'dead');
+  await dq.enqueue(q, 't', 'x', { id: 'ms', delay: 1000, ttl: 5000, onExpire: 'drop' });
+  j = await dq.show(q, 'ms');
+  assert.deepStrictEqual([j.expireAtMs - j.dueMs, j.onExpire], [5000, 'drop']);
+  const at = new Date((await dq.serverTime()) + 3600000);
+  const until = new Date(at.getTime() + 1800000);
+  await dq.enqueue(q, 't', 'x', { id: 'abs', at, expireAt: until, priority: 'high' });
+  j = await dq.show(q, 'abs');
+  assert.deepStrictEqual([j.dueMs, j.expireAtMs, j.priority], [at.getTime(), until.getTime(), 0]);
+  await dq.enqueue(q, 't', 'x', { id: 'unix', at: at.getTime(), expireAt: until.getTime() + 1 });
+  assert.strictEqual((await dq.show(q, 'unix')).expireAtMs, until.getTime() + 1);
+  await dq.enqueue(q, 't', 'x', { id: 'plain', delay: 1000 });
+  j = await dq.show(q, 'plain');
+  assert.deepStrictEqual([j.expireAtMs, j.onExpire], [0, '']);
+  await dq.enqueue(q, 't', 'x', { id: 'ttl', delay: 1000, replace: true });
+  assert.strictEqual((await dq.show(q, 'ttl')).expireAtMs, 0);
+  await dq.enqueue(q, 't', 'x', { id: 'plain', delay: 1000, replace: true, ttl: 2000 });
+  j = await dq.show(q, 'plain');
+  assert.strictEqual(j.expireAtMs, j.dueMs + 2000);
+  assert.strictEqual((await dq.stats(q)).jobsExpired, 0);
+});
+
+test('a job past its expiry is never claimed: dead "expired", or dropped; stats count it', async () => {
+  const q = queueName('expired');
+  await dq.enqueue(q, 't', 'd', { id: 'x:dead', ttl: 150 });
+  await dq.enqueue(q, 't', 'g', { id: 'x:drop', ttl: '150ms', onExpire: 'drop' });
+  await dq.enqueue(q, 't', 'p', { id: 'plain' });
+  await dq.enqueue(q, 't', 'l', { id: 'later', ttl: '1m' });
+  await sleep(300);
+  assert.deepStrictEqual(await claimAll(q), ['later', 'plain']);
+  const j = await dq.show(q, 'x:dead');
+  assert.deepStrictEqual([j.state, j.lastError, j.attempts, j.payload.toString()], ['dead', 'expired', 0, 'd']);
+  assert.deepStrictEqual([j.expireAtMs, j.onExpire], [0, '']);
+  assert.strictEqual(await dq.show(q, 'x:drop'), null);
+  const s = await dq.stats(q);
+  assert.deepStrictEqual([s.delayed, s.due, s.processing, s.dead, s.jobsExpired], [0, 0, 2, 1, 2]);
+  const page = await dq.deadList(q);
+  assert.deepStrictEqual(page.jobs.map((d) => [d.id, d.lastError]), [['x:dead', 'expired']]);
+  await dq.requeue(q, 'x:dead');      // its expiry went with its death
+  assert.deepStrictEqual(await claimAll(q), ['x:dead']);
+});
+
+test('enqueueMany carries expiries, on a partitioned queue too', async () => {
+  const q = queueName('manyexp');
+  await dq.setPartitions(q, 3);
+  const now = await dq.serverTime();
+  const res = await dq.enqueueMany([
+    { queue: q, type: 't', payload: '', id: 'm:ttl', ttl: 150 },
+    { queue: q, type: 't', payload: '', id: 'm:at', expireAt: now + 200, onExpire: 'drop' },
+    { queue: q, type: 't', payload: '', id: 'm:prio', ttl: '150ms', priority: 'high' },
+    { queue: q, type: 't', payload: '', id: 'm:plain' },
+    { queue: q, type: 't', payload: '', ttl: 150 },
+    { queue: q, type: 't', payload: '', id: 'm:long', delay: 100, ttl: 60000, onExpire: 'drop' },
+  ]);
+  assert.ok(res.every((r) => r.id), JSON.stringify(res.map((r) => r.error && r.error.message)));
+  await dq.enqueue(q, 't', '', { id: 'one', ttl: 150, onExpire: 'drop' });
+  const gen = res[4].id;
+  const want = { 'm:ttl': [150, 'dead'], 'm:prio': [150, 'dead'], [gen]: [150, 'dead'], 'm:long': [60000, 'drop'], one: [150, 'drop'] };
+  for (const [id, [ttl, mode]] of Object.entries(want)) {
+    const j = await dq.show(q, id);
+    assert.deepStrictEqual([j.expireAtMs - j.dueMs, j.onExpire], [ttl, mode], id);
+  }
+  const j = await dq.show(q, 'm:at');
+  assert.deepStrictEqual([j.expireAtMs, j.onExpire], [now + 200, 'drop']);
+  assert.strictEqual((await dq.show(q, 'm:prio')).priority, 0);
+  assert.strictEqual((await dq.show(q, 'm:plain')).expireAtMs, 0);
+  await sleep(400);
+  assert.deepStrictEqual(await claimAll(q, 3), ['m:long', 'm:plain']);
+  for (const id of ['m:ttl', 'm:prio', gen]) {
+    const d = await dq.show(q, id);
+    assert.deepStrictEqual([d.state, d.lastError], ['dead', 'expired'], id);
+  }
+  assert.strictEqual(await dq.show(q, 'm:at'), null);
+  assert.strictEqual(await dq.show(q, 'one'), null);
+  const s = await dq.stats(q);
+  assert.deepStrictEqual([s.dead, s.processing, s.jobsExpired], [3, 2, 5]);
 });

@@ -24,6 +24,7 @@ test.after(async () => {
 
 test('bad arguments are refused before anything is sent', async () => {
   const q = queueName('bad');
+  const now = Date.now();
   const cases = [
     [{ delay: -1 }, 'delay -1 ms is not in 0..3153600000000 (100 years)'],
     [{ delay: 3153600000001 }, 'delay 3153600000001 ms is not in 0..3153600000000 (100 years)'],
@@ -40,6 +41,16 @@ test('bad arguments are refused before anything is sent', async () => {
     [{ priority: 'urgent' }, 'priority "urgent" is not 0..9, "high", "normal" or "low"'],
     [{ maxAttempts: -1 }, 'max attempts is negative'],
     [{ delay: 5, at: Date.now() }, 'delay and at are both set (keep one)'],
+    [{ at: now + 5000, expireAt: now + 4000 }, `expiry ${now + 4000} (Unix ms) is not after the due time ${now + 5000}`],
+    [{ at: new Date(now + 5000), expireAt: new Date(now + 5000) }, `expiry ${now + 5000} (Unix ms) is not after the due time ${now + 5000}`],
+    [{ ttl: -1 }, 'ttl -1 ms is not in 1..3153600000000 (100 years)'],
+    [{ ttl: 3153600000001 }, 'ttl 3153600000001 ms is not in 1..3153600000000 (100 years)'],
+    [{ ttl: 1.5 }, 'ttl 1.5 ms is not in 1..3153600000000 (100 years)'],
+    [{ ttl: '5x' }, 'ttl "5x": unknown unit (use ms, s, m, h or d)'],
+    [{ expireAt: -5 }, 'expiry -5 (Unix ms) is negative or more than 200 years from now'],
+    [{ expireAt: new Date(now + 3 * 3153600000000) }, `expiry ${now + 3 * 3153600000000} (Unix ms) is negative or more than 200 years from now`],
+    [{ expireAt: now + 60000, ttl: 1000 }, 'expireAt and ttl are both set (keep one)'],
+    [{ ttl: 1000, onExpire: 'delete' }, 'onExpire "delete" is not "dead" or "drop"'],
   ];
   for (const [opts, message] of cases) {
     await assert.rejects(dq.enqueue(q, 't', 'x', opts), (e) => {
@@ -59,6 +70,19 @@ test('bad arguments are refused before anything is sent', async () => {
   // Nothing was written: not even the registry of queues.
   const raw = await dq.conn.command('SISMEMBER', ['dq:queues', q]);
   assert.strictEqual(raw, 0);
+  // In a batch a bad expiry is refused alone.
+  const res = await dq.enqueueMany([
+    { queue: q, type: 't', payload: 'x', id: 'bad', ttl: -1 },
+    { queue: q, type: 't', payload: 'x', id: 'bad2', expireAt: now + 60000, ttl: 5 },
+    { queue: q, type: 't', payload: 'x', id: 'good', ttl: 60000 },
+  ]);
+  assert.deepStrictEqual(res.map((r) => r.error && r.error.code), ['invalid', 'invalid', undefined]);
+  assert.strictEqual(res[2].id, 'good');
+  assert.strictEqual(await dq.show(q, 'bad'), null);
+  // The due time of a delay is the server's: the script checks the expiry.
+  await assert.rejects(dq.enqueue(q, 't', 'x', { id: 'late', delay: 60000, expireAt: now + 1000 }),
+    (e) => e.code === 'redis' && /expire/.test(e.message) && /after the due time/.test(e.message));
+  assert.strictEqual(await dq.show(q, 'late'), null);
 });
 
 test('a payload over the limit is too_large', async () => {

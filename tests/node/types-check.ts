@@ -9,15 +9,18 @@ async function orderTimeout(): Promise<void> {
   const cancelled: boolean = await dq.cancel('orders', id);
   await dq.enqueue('orders', 't', 'text', { at: new Date(), priority: 'high', maxAttempts: 3, replace: true });
   await dq.enqueue('orders', 't', new Uint8Array([1, 2]), { delay: 5000, priority: 7 });
-  const many: EnqueueResult[] = await dq.enqueueMany([{ queue: 'orders', type: 't', payload: 'x', delay: '1h' }]);
+  await dq.enqueue('orders', 't', 'x', { delay: '5m', ttl: '10m', onExpire: 'drop' });
+  await dq.enqueue('orders', 't', 'x', { at: Date.now() + 1000, expireAt: new Date(Date.now() + 60000) });
+  const many: EnqueueResult[] = await dq.enqueueMany([{ queue: 'orders', type: 't', payload: 'x', delay: '1h' },
+    { queue: 'orders', type: 't', payload: 'x', ttl: 60000, onExpire: 'dead' }]);
   for (const r of many) {
     if (r.error) console.log(r.error.code, r.error.message);
     else console.log(r.id.length);
   }
   const job: Job | null = await dq.show('orders', id);
-  if (job) console.log(job.payload.byteLength, job.state, job.priority);
+  if (job) console.log(job.payload.byteLength, job.state, job.priority, job.expireAtMs, job.onExpire);
   const s: Stats = await dq.stats('orders');
-  console.log(s.dueByPriority[0], cancelled, parseDuration('1h30m'));
+  console.log(s.dueByPriority[0], s.jobsExpired, cancelled, parseDuration('1h30m'));
   await dq.runNow('orders', id);
   const since: number = await dq.pause('orders');
   console.log(since, await dq.paused('orders'), await dq.resume('orders'));

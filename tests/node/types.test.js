@@ -41,4 +41,8 @@ test('a wrong call does not type-check', { skip: !HAVE && 'typescript not instal
     "void Client.fromUrl('x').enqueue('q', 't', 'p', { priority: 'urgent' });\n");
   assert.notStrictEqual(r.status, 0);
   assert.match(r.stdout, /urgent/);
+  const e = tsc("import { Client } from 'delayq';\n" +
+    "void Client.fromUrl('x').enqueue('q', 't', 'p', { ttl: 5, onExpire: 'delete' });\n");
+  assert.notStrictEqual(e.status, 0);
+  assert.match(e.stdout, /delete/);
 });

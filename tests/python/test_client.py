@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """The Python client against real redis-servers (started here, stopped by
 pid): the scripts it carries are the C library's, NOSCRIPT, durability
-"replicated", ACL users with a password file, URLs, delayqd.conf, and the
-first tick of a schedule.  The operations themselves are in
+"replicated", ACL users with a password file, URLs, delayqd.conf, the
+first tick of a schedule, and job expiry (shown, never claimed once past,
+refused when bad).  The operations themselves are in
 tests/conformance (the same cases as the C library)."""
 import hashlib
 import os
@@ -134,6 +135,148 @@ class ClientTest(unittest.TestCase):
             self.dq.enqueue("q", "t", delay=5, at=now)
         with self.assertRaises(delayq.InvalidError):
             self.dq.enqueue("q", "t", delay=1.5)
+
+    # ---- expiry: a job not started by its expiry is not run --------------
+
+    def claim(self, queue, n=1):
+        """Claim the due jobs of every partition through the claim script,
+        as a worker does (a lease of 60 s): the ids handed out, sorted."""
+        got = []
+        for p in range(n):
+            ks, _ = delayq.keys.queue_keys("dq", queue, p, n)
+            r = self.dq.conn.run("claim", ks, [1000, 60000])
+            got += [r[3 + 4 * i].decode() for i in range(int(r[2]))]
+        return sorted(got)
+
+    def test_an_expiry_is_shown(self):
+        self.dq.enqueue("q", "t", id="ttl", delay=timedelta(minutes=5),
+                        ttl=timedelta(minutes=10))
+        j = self.dq.show("q", "ttl")
+        self.assertEqual((j.expire_at_ms, j.on_expire), (j.due_ms + 600000, "dead"))
+        self.assertEqual(j.expire_at, j.due + timedelta(minutes=10))
+        self.dq.enqueue("q", "t", id="ms", delay=1000, ttl=5000, on_expire="drop")
+        j = self.dq.show("q", "ms")
+        self.assertEqual((j.expire_at_ms, j.on_expire), (j.due_ms + 5000, "drop"))
+        at = datetime.now(timezone.utc) + timedelta(hours=1)
+        until = at + timedelta(minutes=30)
+        self.dq.enqueue("q", "t", id="abs", at=at, expire_at=until, priority="high")
+        j = self.dq.show("q", "abs")
+        self.assertEqual((j.due_ms, j.expire_at_ms, j.priority),
+                         (int(at.timestamp() * 1000), int(until.timestamp() * 1000), 0))
+        self.dq.enqueue("q", "t", id="unix", at=int(at.timestamp() * 1000),
+                        expire_at=int(until.timestamp() * 1000) + 1)
+        self.assertEqual(self.dq.show("q", "unix").expire_at_ms,
+                         int(until.timestamp() * 1000) + 1)
+        self.dq.enqueue("q", "t", id="plain", delay=1000)
+        j = self.dq.show("q", "plain")
+        self.assertEqual((j.expire_at_ms, j.on_expire, j.expire_at), (0, "", None))
+        # a replacement without an expiry has none; with one, its own
+        self.dq.enqueue("q", "t", id="ttl", delay=1000, replace=True)
+        self.assertEqual(self.dq.show("q", "ttl").expire_at_ms, 0)
+        self.dq.enqueue("q", "t", id="plain", delay=1000, replace=True, ttl=2000)
+        j = self.dq.show("q", "plain")
+        self.assertEqual(j.expire_at_ms, j.due_ms + 2000)
+        self.assertEqual(self.dq.stats("q").jobs_expired, 0)
+
+    def test_an_expired_job_is_never_claimed(self):
+        """Past their expiry, unstarted: dead with the error "expired"
+        (attempts unchanged) or deleted; the claim hands out the rest, and
+        the queue counts them."""
+        self.dq.enqueue("q", "t", b"d", id="x:dead", ttl=150)
+        self.dq.enqueue("q", "t", b"g", id="x:drop", ttl=timedelta(milliseconds=150),
+                        on_expire="drop")
+        self.dq.enqueue("q", "t", id="plain")
+        self.dq.enqueue("q", "t", id="later", ttl=timedelta(minutes=1))
+        time.sleep(0.3)
+        self.assertEqual(self.claim("q"), ["later", "plain"])
+        j = self.dq.show("q", "x:dead")
+        self.assertEqual((j.state, j.last_error, j.attempts, j.payload),
+                         ("dead", "expired", 0, b"d"))
+        self.assertEqual((j.expire_at_ms, j.on_expire), (0, ""))   # it expires no more
+        self.assertIsNone(self.dq.show("q", "x:drop"))
+        s = self.dq.stats("q")
+        self.assertEqual((s.delayed, s.due, s.processing, s.dead, s.jobs_expired),
+                         (0, 0, 2, 1, 2))
+        page = self.dq.dead_list("q")
+        self.assertEqual([(d.id, d.last_error) for d in page.jobs], [("x:dead", "expired")])
+        # requeued, it runs: its expiry went with its death
+        self.dq.requeue("q", "x:dead")
+        self.assertEqual(self.claim("q"), ["x:dead"])
+
+    def test_enqueue_many_carries_expiries_on_a_partitioned_queue(self):
+        self.dq.set_partitions("pq", 3)
+        now = self.dq.server_time_ms()
+        got = self.dq.enqueue_many("pq", [
+            {"type": "t", "id": "m:ttl", "ttl": 150},
+            {"type": "t", "id": "m:at", "expire_at": now + 200, "on_expire": "drop"},
+            {"type": "t", "id": "m:prio", "ttl": timedelta(milliseconds=150), "priority": "high"},
+            {"type": "t", "id": "m:plain"},
+            {"type": "t", "ttl": 150},
+            {"type": "t", "id": "m:long", "delay": 100, "ttl": 60000, "on_expire": "drop"},
+        ])
+        self.assertTrue(all(e.ok for e in got), [e.error for e in got])
+        self.dq.enqueue("pq", "t", id="one", ttl=150, on_expire="drop")
+        gen = got[4].id
+        want = {"m:ttl": (150, "dead"), "m:prio": (150, "dead"), gen: (150, "dead"),
+                "m:long": (60000, "drop"), "one": (150, "drop")}
+        for job_id, (ttl, mode) in want.items():
+            j = self.dq.show("pq", job_id)
+            self.assertEqual((j.expire_at_ms, j.on_expire), (j.due_ms + ttl, mode), job_id)
+        j = self.dq.show("pq", "m:at")
+        self.assertEqual((j.expire_at_ms, j.on_expire), (now + 200, "drop"))
+        self.assertEqual(self.dq.show("pq", "m:prio").priority, 0)
+        self.assertEqual(self.dq.show("pq", "m:plain").expire_at_ms, 0)
+        time.sleep(0.4)
+        self.assertEqual(self.claim("pq", 3), ["m:long", "m:plain"])
+        for job_id in ("m:ttl", "m:prio", gen):
+            j = self.dq.show("pq", job_id)
+            self.assertEqual((j.state, j.last_error), ("dead", "expired"), job_id)
+        self.assertIsNone(self.dq.show("pq", "m:at"))
+        self.assertIsNone(self.dq.show("pq", "one"))
+        s = self.dq.stats("pq")
+        self.assertEqual((s.dead, s.processing, s.jobs_expired), (3, 2, 5))
+
+    def test_bad_expiries_are_refused_before_anything_is_written(self):
+        now = int(time.time() * 1000)
+        cases = [
+            (dict(at=now + 5000, expire_at=now + 4000),
+             "expiry %d (Unix ms) is not after the due time %d" % (now + 4000, now + 5000)),
+            (dict(at=now + 5000, expire_at=now + 5000),
+             "expiry %d (Unix ms) is not after the due time %d" % (now + 5000, now + 5000)),
+            (dict(ttl=-1), "ttl -1 ms is not in 1..3153600000000 (100 years)"),
+            (dict(ttl=timedelta(days=365 * 100, milliseconds=1)),
+             "ttl 3153600000001 ms is not in 1..3153600000000 (100 years)"),
+            (dict(ttl=1.5), "ttl 1.5 is not a timedelta or whole milliseconds"),
+            (dict(expire_at=-5), "expiry -5 (Unix ms) is negative or more than 200 years from now"),
+            (dict(expire_at=now + 3 * 3153600000000),
+             "expiry %d (Unix ms) is negative or more than 200 years from now"
+             % (now + 3 * 3153600000000)),
+            (dict(expire_at=datetime(2030, 1, 1)),
+             "expiry 2030-01-01T00:00:00 has no time zone (give tzinfo, e.g. timezone.utc)"),
+            (dict(expire_at=now + 60000, ttl=1000),
+             "give an expiry time (expire_at) or a ttl, not both"),
+            (dict(ttl=1000, on_expire="delete"), 'on_expire \'delete\' is not "dead" or "drop"'),
+        ]
+        for kw, msg in cases:
+            with self.assertRaises(delayq.InvalidError, msg=kw) as e:
+                self.dq.enqueue("q", "t", id="bad", **kw)
+            self.assertEqual(str(e.exception), msg)
+        self.assertEqual(self.r.raw.keys("*"), [])   # not even the queue's registration
+        for kw, msg in cases:
+            got = self.dq.enqueue_many("q", [dict(kw, type="t", id="bad"),
+                                             {"type": "t", "id": "good", "ttl": 60000,
+                                              "replace": True}])
+            self.assertIsInstance(got[0].error, delayq.InvalidError, kw)
+            self.assertEqual(str(got[0].error), msg)
+            self.assertTrue(got[1].ok, got[1].error)
+        # The due time of a delay is the server's: the script checks it.
+        with self.assertRaises(delayq.RedisError) as e:
+            self.dq.enqueue("q", "t", id="bad", delay=60000, expire_at=now + 1000)
+        self.assertIn("expire", str(e.exception))
+        self.assertIn("after the due time", str(e.exception))
+        self.assertIsNone(self.dq.show("q", "bad"))
+        s = self.dq.stats("q")
+        self.assertEqual((s.delayed, s.due, s.dead, s.jobs_expired), (0, 1, 0, 0))   # "good"
 
     def test_context_manager_closes(self):
         with delayq.Client.from_url("unix://" + self.r.sock) as dq:

@@ -5,7 +5,8 @@ into a queue of 3 partitions each run exactly once with their payload
 byte for byte; a job that C made and that died is listed and requeued by
 Python and then runs; a schedule added from Python fires in delayqd; a
 job added by Python is cancelled by Node, and jobs from Node, C and Python
-run once with their bytes.
+run once with their bytes; jobs from Python and C past their expiry in a
+paused queue are ended by the reaper and never run.
 
 The exec handler runs /bin/sh, which appends the payload to a file named
 after the job: a job run twice would double its file."""
@@ -16,6 +17,7 @@ import sys
 import tempfile
 import time
 import unittest
+from datetime import timedelta
 
 import redis
 
@@ -187,6 +189,40 @@ const { Client } = require(process.env.DQ_NODE_PKG);
         self.assertIsNone(self.read("py:cancel-me"))
         s = self.dq.stats(Q)
         self.assertEqual((s.delayed, s.due, s.processing, s.dead), (0, 0, 0, 0))
+
+    def test_expired_jobs_never_run(self):
+        """Jobs from Python and C that pass their expiry while the queue is
+        paused are ended by delayqd's reaper (dead "expired", or deleted)
+        and none runs after resume; the jobs without one run."""
+        self.dq.pause(Q)
+        now = self.dq.server_time_ms()
+        self.dq.enqueue(Q, "write", b"late", id="py:late", ttl=300)
+        self.dq.enqueue(Q, "write", b"gone", id="py:gone", ttl=timedelta(milliseconds=300),
+                        on_expire="drop")
+        got = self.dq.enqueue_many(Q, [
+            {"type": "write", "payload": b"many", "id": "py:many", "expire_at": now + 300},
+            {"type": "write", "payload": b"runs", "id": "py:runs", "ttl": timedelta(hours=1)}])
+        self.assertTrue(all(e.ok for e in got), [e.error for e in got])
+        self.cli("add", "-q", Q, "-t", "write", "--id", "c:late", "--ttl", "300ms", "from C")
+        self.cli("add", "-q", Q, "-t", "write", "--id", "c:runs", "from C")
+        j = self.dq.show(Q, "c:late")
+        self.assertEqual((j.expire_at_ms, j.on_expire), (j.due_ms + 300, "dead"))
+        self.start_daemon()
+        wait_for(self.running(lambda: self.dq.stats(Q).jobs_expired == 4),
+                 "the reaper to end the expired jobs")
+        self.dq.resume(Q)
+        wait_for(self.running(lambda: self.read("py:runs") and self.read("c:runs")),
+                 "the jobs without an expiry to run")
+        time.sleep(1.5)   # an expired job run after all would show by now
+        for job_id in ("py:late", "py:gone", "py:many", "c:late"):
+            self.assertIsNone(self.read(job_id), job_id)
+        page = self.dq.dead_list(Q)
+        self.assertEqual(sorted((d.id, d.last_error) for d in page.jobs),
+                         [("c:late", "expired"), ("py:late", "expired"), ("py:many", "expired")])
+        self.assertIsNone(self.dq.show(Q, "py:gone"))
+        s = self.dq.stats(Q)
+        self.assertEqual((s.delayed, s.due, s.processing, s.dead, s.jobs_expired),
+                         (0, 0, 0, 3, 4))
 
     def test_a_schedule_added_from_python_fires_in_delayqd(self):
         self.start_daemon()

@@ -20,11 +20,12 @@ function statsOf(r) {
   return {
     delayed: int(r[1]), due, processing: int(r[3]), expired: int(r[6]), dead: int(r[4]),
     nextDueInMs: int(r[5]), nowMs: int(r[0]), dueByPriority: byPriority,
+    jobsExpired: r.length > 19 ? int(r[19]) : 0,   // none from a script older than expiries
   };
 }
 
 // stats(queue) -> { delayed, due, processing, expired, dead, nextDueInMs,
-// nowMs, dueByPriority[10] }, summed over the partitions.
+// nowMs, dueByPriority[10], jobsExpired }, summed over the partitions.
 P.stats = async function stats(queue) {
   const n = await this.partCount(queue);
   let sum = null;
@@ -34,7 +35,7 @@ P.stats = async function stats(queue) {
       sum = one;
       continue;
     }
-    for (const f of ['delayed', 'due', 'processing', 'expired', 'dead']) sum[f] += one[f];
+    for (const f of ['delayed', 'due', 'processing', 'expired', 'dead', 'jobsExpired']) sum[f] += one[f];
     one.dueByPriority.forEach((v, i) => { sum.dueByPriority[i] += v; });
     if (one.nextDueInMs >= 0 && (sum.nextDueInMs < 0 || one.nextDueInMs < sum.nextDueInMs)) {
       sum.nextDueInMs = one.nextDueInMs;
@@ -68,6 +69,9 @@ P.show = async function show(queue, id) {
     unreadable: r.length > 11 ? str(r[11]) : '',
     where: r.length > 12 ? str(r[12]) : str(r[0]),
     priority: r.length > 13 ? int(r[13]) : 5,
+    // 0 and '' when it never expires (or from a script older than expiries)
+    expireAtMs: r.length > 15 ? int(r[14]) : 0,
+    onExpire: r.length > 15 ? str(r[15]) : '',
   };
 };
 

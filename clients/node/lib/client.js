@@ -58,6 +58,35 @@ function normalize(opts) {
   return o;
 }
 
+// A job's expiry (expireAt, or ttl after its due time, and onExpire),
+// checked as libdelayq's check_expiry does; the script checks it again
+// against the due time on the server's clock.  `at` is the due time
+// when one was given, else 0.  Throws DelayqError "invalid".
+function expiryOf(opts, at) {
+  const given = (v) => v !== undefined && v !== null;
+  if (given(opts.expireAt) && given(opts.ttl)) throw fail('invalid', 'expireAt and ttl are both set (keep one)');
+  const onExpire = given(opts.onExpire) ? opts.onExpire : 'dead';
+  if (onExpire !== 'dead' && onExpire !== 'drop') {
+    throw fail('invalid', `onExpire ${JSON.stringify(opts.onExpire)} is not "dead" or "drop"`);
+  }
+  const ttl = W.ttlMs(opts.ttl);
+  if (typeof ttl === 'string') throw fail('invalid', ttl);
+  const expireAt = W.expireAtMs(opts.expireAt);
+  if (typeof expireAt === 'string') throw fail('invalid', expireAt);
+  if (expireAt > 0 && at > 0 && expireAt <= at) {
+    throw fail('invalid', `expiry ${expireAt} (Unix ms) is not after the due time ${at}`);
+  }
+  return { expireAt, ttl, onExpire };
+}
+
+// The scripts' expiry of a checked request: a Unix time in ms, "+" and ms
+// after the due time, or null when the job never expires.
+function expiryArg(req) {
+  if (req.expireAt > 0) return String(req.expireAt);
+  if (req.ttl > 0) return `+${req.ttl}`;
+  return null;
+}
+
 class Client {
   // new Client(options): see index.d.ts (ClientOptions).  Nothing is
   // sent before the first call.
@@ -196,7 +225,8 @@ class Client {
       delay = W.delayMs(opts.delay);
       if (typeof delay === 'string') throw fail('invalid', delay);
     }
-    return { queue, type, body, id: opts.id || '', delay, at, max, level, replace: !!opts.replace };
+    return { queue, type, body, id: opts.id || '', delay, at, max, level, replace: !!opts.replace,
+      ...expiryOf(opts, at) };
   }
 
   refused(status, req) {
@@ -206,7 +236,7 @@ class Client {
   }
 
   // enqueue(queue, type, payload, {delay, at, id, replace, priority,
-  // maxAttempts}) -> the job's id.
+  // maxAttempts, expireAt, ttl, onExpire}) -> the job's id.
   async enqueue(queue, type, payload, opts = {}) {
     const req = this.request(queue, type, payload, opts);
     await this.register(queue);
@@ -216,9 +246,13 @@ class Client {
     const k = this.keysOf(queue, part, n);
     const args = [k.wake, req.id, req.type, req.body, req.at > 0 ? 'at' : 'delay',
       req.at > 0 ? req.at : req.delay, req.max, req.replace ? '1' : '0'];
-    if (req.level !== NORMAL) args.push(req.level);
-    else if (n > 1) args.push(NORMAL);
-    if (n > 1) args.push(n, part);
+    // As libdelayq: the optional arguments only when needed (a plain call
+    // is as before priorities and expiries); an expiry needs the priority
+    // and the partition pair before it (1, 0 when unpartitioned).
+    const expiry = expiryArg(req);
+    if (req.level !== NORMAL || n > 1 || expiry !== null) args.push(req.level);
+    if (n > 1 || expiry !== null) args.push(n, part);
+    if (expiry !== null) args.push(expiry, req.onExpire);
     const r = await this.conn.evalScript('enqueue', k.keys, args);
     if (!Array.isArray(r) || r.length < 4) throw fail('redis', 'unexpected reply from the enqueue script');
     const status = str(r[0]);
@@ -280,13 +314,16 @@ class Client {
 
   // Chunk `c`'s enqueue_many call: per job its id, its "when" (a delay,
   // or @ and a time; r first to replace, /L after for a level other than
-  // normal) and the head of its record body (docs/protocol.md).
+  // normal, then > and the expiry, ! after it to drop) and the head of its
+  // record body (docs/protocol.md).
   manyCall(c) {
     const k = this.keysOf(c.queue, c.part, c.n);
     const args = [k.wake];
     for (const { req } of c.items) {
       const ms = req.at > 0 ? req.at : req.delay;
-      const when = `${req.replace ? 'r' : ''}${req.at > 0 ? '@' : ''}${ms}${req.level !== NORMAL ? `/${req.level}` : ''}`;
+      const expiry = expiryArg(req);
+      const when = `${req.replace ? 'r' : ''}${req.at > 0 ? '@' : ''}${ms}${req.level !== NORMAL ? `/${req.level}` : ''}` +
+        (expiry === null ? '' : `>${expiry}${req.onExpire === 'drop' ? '!' : ''}`);
       args.push(req.id, when, bodyHead(req.type, req.body, req.max));
     }
     if (c.n > 1) args.push(c.n, c.part);

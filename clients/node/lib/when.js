@@ -1,7 +1,8 @@
 'use strict';
 // Durations and due times as libdelayq and the command line take them:
 // a delay in ms or a duration text ("30m", "1h30m", "500ms"), an absolute
-// time as a Date or Unix ms, both bounded by 100 years of 365 days.
+// time as a Date or Unix ms, both bounded by 100 years of 365 days; and
+// a job's expiry, a ttl or a time taken the same ways.
 
 const MAX_AHEAD_MS = 3153600000000;
 const UNITS = [['ms', 1], ['s', 1000], ['m', 60000], ['h', 3600000], ['d', 86400000]];
@@ -69,6 +70,36 @@ function atMs(at) {
   return ms;
 }
 
+// A ttl option (ms, or a duration text, after the due time) as ms, 0 for
+// none, or a string saying why not.
+function ttlMs(ttl) {
+  if (ttl === undefined || ttl === null) return 0;
+  if (typeof ttl === 'string') {
+    try {
+      return parseDuration(ttl);
+    } catch (e) {
+      return `ttl "${ttl}": ${e.message}`;
+    }
+  }
+  if (typeof ttl === 'bigint') ttl = Number(ttl);
+  if (!isWholeNumber(ttl) || ttl < 0 || ttl > MAX_AHEAD_MS) {
+    return `ttl ${ttl} ms is not in 1..${MAX_AHEAD_MS} (100 years)`;
+  }
+  return ttl;
+}
+
+// An expireAt option (Date or Unix ms) as ms, 0 for none, or a string
+// saying why not.  (The expiry is after the due time, itself at most 100
+// years ahead: 200 years bound it.)
+function expireAtMs(at) {
+  if (at === undefined || at === null) return 0;
+  const ms = at instanceof Date ? at.getTime() : (typeof at === 'bigint' ? Number(at) : at);
+  if (!isWholeNumber(ms) || ms < 0 || ms > Date.now() + 2 * MAX_AHEAD_MS) {
+    return `expiry ${ms} (Unix ms) is negative or more than 200 years from now`;
+  }
+  return ms;
+}
+
 // A priority option as a level 0..9 (5 normal), or -1.
 function priorityLevel(p) {
   if (p === undefined || p === null) return 5;
@@ -80,4 +111,4 @@ function priorityLevel(p) {
   return -1;
 }
 
-module.exports = { MAX_AHEAD_MS, parseDuration, delayMs, atMs, priorityLevel };
+module.exports = { MAX_AHEAD_MS, parseDuration, delayMs, atMs, ttlMs, expireAtMs, priorityLevel };

@@ -178,14 +178,19 @@ class Client(Schedules):
     # ---- producing ---------------------------------------------------------
 
     def enqueue(self, queue, type, payload=b"", *, delay=None, at=None, id=None,
-                replace=False, priority=None, max_attempts=0) -> str:
+                replace=False, priority=None, max_attempts=0, expire_at=None, ttl=None,
+                on_expire="dead") -> str:
         """Schedule one job; returns its id (the one given, or a generated
         decimal one).  delay: a timedelta or ms; at: an aware datetime or
-        Unix ms (neither: due now).  ExistsError when the id is taken and
-        replace is false; RunningError when replace meets a job being
-        processed."""
+        Unix ms (neither: due now).  expire_at (an aware datetime or Unix
+        ms, after the due time) or ttl (a timedelta or ms after the due
+        time): a job not started by then is not run, but moved to dead
+        with the error "expired" (on_expire "dead") or deleted ("drop").
+        ExistsError when the id is taken and replace is false;
+        RunningError when replace meets a job being processed."""
         queue = keys.check_queue(queue)
-        j = Request(self, queue, type, payload, delay, at, id, replace, priority, max_attempts)
+        j = Request(self, queue, type, payload, delay, at, id, replace, priority, max_attempts,
+                    expire_at, ttl, on_expire)
         self._register(queue)
         n = self._nparts(queue)
         if j.id:
@@ -197,10 +202,16 @@ class Client(Schedules):
         args = [wake, j.id, j.type, j.payload, "at" if j.at is not None else "delay",
                 j.at if j.at is not None else j.delay, j.max_attempts,
                 "1" if j.replace else "0"]
-        if j.priority != 5 or n > 1:
+        # As libdelayq: the optional arguments only when needed, so that a
+        # plain call is as before priorities and expiries; an expiry needs
+        # the priority and the partition pair before it (1, 0: unpartitioned).
+        expiry = j.expiry()
+        if j.priority != 5 or n > 1 or expiry is not None:
             args.append(j.priority)
-        if n > 1:
+        if n > 1 or expiry is not None:
             args += [n, part]
+        if expiry is not None:
+            args += [expiry, j.on_expire]
         r = self._run("enqueue", ks, args)
         status, got = _text(r[0]), _text(r[1])
         if status in ("ok", "replaced"):
@@ -215,9 +226,11 @@ class Client(Schedules):
     def enqueue_many(self, queue, jobs):
         """Schedule many jobs of one queue in one round trip (per master):
         `jobs` are dicts of enqueue's arguments (type, payload, delay, at,
-        id, replace, priority, max_attempts).  Returns one Enqueued per job,
-        in order: .id and .due_ms, or .error (a delayq.Error: jobs are
-        independent, a refused one does not stop the rest)."""
+        id, replace, priority, max_attempts, expire_at, ttl, on_expire).
+        Returns one Enqueued per job, in order: .id and .due_ms, or .error
+        (a delayq.Error: jobs are independent, a refused one does not stop
+        the rest; but a job whose expiry the script refuses, see enqueue,
+        refuses its whole call, as in libdelayq)."""
         queue = keys.check_queue(queue)
         out, good = [], []
         for spec in jobs:
@@ -226,7 +239,8 @@ class Client(Schedules):
                 j = Request(self, queue, spec.pop("type", None), spec.pop("payload", b""),
                          spec.pop("delay", None), spec.pop("at", None), spec.pop("id", None),
                          spec.pop("replace", False), spec.pop("priority", None),
-                         spec.pop("max_attempts", 0))
+                         spec.pop("max_attempts", 0), spec.pop("expire_at", None),
+                         spec.pop("ttl", None), spec.pop("on_expire", "dead"))
                 if spec:
                     raise InvalidError("unknown job field %s" % sorted(spec)[0])
                 out.append(Enqueued(j.id or None))
@@ -337,11 +351,15 @@ class Client(Schedules):
             return None
         if len(r) < 14:
             raise RedisError("unexpected reply from the show script")
+        # A script older than expiries says nothing of them (14 elements).
+        expires = len(r) >= 16
         return Job(id=job_id, state=_text(r[0]), type=_text(r[1]), payload=bytes(r[2]),
                    attempts=int(r[3]), max_attempts=int(r[4]), created_ms=int(r[5]),
                    due_ms=int(r[6]), fence=int(r[7]), last_error=_text(r[8]),
                    state_ms=int(r[9]), now_ms=int(r[10]), unreadable=_text(r[11]),
-                   where=_text(r[12]), priority=int(r[13]))
+                   where=_text(r[12]), priority=int(r[13]),
+                   expire_at_ms=int(r[14]) if expires else 0,
+                   on_expire=_text(r[15]) if expires else "")
 
     def stats(self, queue) -> Stats:
         """The queue's figures, summed over its partitions."""
@@ -362,6 +380,8 @@ class Client(Schedules):
                 total.paused_since_ms = int(r[7])
             for lvl in range(10):
                 total.due_by_priority[lvl] += int(r[8 + lvl])
+            if len(r) > 19:     # none from a script older than expiries
+                total.jobs_expired += int(r[19])
             total.now_ms = int(r[0])
         return total
 

@@ -28,10 +28,16 @@ class Job:
     now_ms: int           # the server's time when read
     unreadable: str = ""  # why the record cannot be read, "" when it can
     where: str = ""       # the set that holds the id
+    expire_at_ms: int = 0  # when it expires if not started by then; 0: never
+    on_expire: str = ""   # what then: "dead" or "drop"; "" when it never expires
 
     @property
     def due(self) -> datetime:
         return _dt(self.due_ms)
+
+    @property
+    def expire_at(self) -> Optional[datetime]:
+        return _dt(self.expire_at_ms) if self.expire_at_ms > 0 else None
 
     @property
     def created(self) -> datetime:
@@ -49,6 +55,7 @@ class Stats:
     now_ms: int
     due_by_priority: List[int] = field(default_factory=lambda: [0] * 10)
     paused_since_ms: int = -1
+    jobs_expired: int = 0  # jobs that reached their expiry unstarted, ever
 
 
 @dataclass

@@ -19,22 +19,22 @@ def payload_bytes(payload):
     raise InvalidError("payload is a %s, not bytes or str" % type(payload).__name__)
 
 
-def _ms_of_delay(delay):
+def _ms_of_delay(delay, what="delay"):
     if isinstance(delay, timedelta):
         return delay // timedelta(milliseconds=1)
     if isinstance(delay, bool) or not isinstance(delay, int):
-        raise InvalidError("delay %r is not a timedelta or whole milliseconds" % (delay,))
+        raise InvalidError("%s %r is not a timedelta or whole milliseconds" % (what, delay))
     return delay
 
 
-def _ms_of_time(at):
+def _ms_of_time(at, what="time"):
     if isinstance(at, datetime):
         if at.tzinfo is None:
-            raise InvalidError("time %s has no time zone (give tzinfo, e.g. timezone.utc)"
-                               % at.isoformat())
+            raise InvalidError("%s %s has no time zone (give tzinfo, e.g. timezone.utc)"
+                               % (what, at.isoformat()))
         return int(at.timestamp() * 1000)
     if isinstance(at, bool) or not isinstance(at, int):
-        raise InvalidError("time %r is not a datetime or Unix milliseconds" % (at,))
+        raise InvalidError("%s %r is not a datetime or Unix milliseconds" % (what, at))
     return at
 
 
@@ -58,7 +58,7 @@ class Request:
     """One enqueue request, checked as libdelayq's check_request does."""
 
     def __init__(self, c, queue, type, payload, delay, at, id, replace, priority,
-                 max_attempts):
+                 max_attempts, expire_at=None, ttl=None, on_expire="dead"):
         keys.check_type(type)
         self.type = keys.to_bytes(type)
         self.id = keys.check_id(id) if id not in (None, "", b"") else ""
@@ -89,12 +89,49 @@ class Request:
             if self.delay < 0 or self.delay > keys.MAX_AHEAD_MS:
                 raise InvalidError("delay %d ms is not in 0..%d (100 years)"
                                    % (self.delay, keys.MAX_AHEAD_MS))
+        self._expiry(expire_at, ttl, on_expire)
+
+    def _expiry(self, expire_at, ttl, on_expire):
+        """The job's expiry, checked as libdelayq's check_expiry does (the
+        script checks it again against the due time on the server's
+        clock): self.expire_at (Unix ms) or self.ttl (ms after the due
+        time), 0 when not given, and self.on_expire."""
+        if expire_at is not None and ttl is not None:
+            raise InvalidError("give an expiry time (expire_at) or a ttl, not both")
+        if on_expire not in ("dead", "drop"):
+            raise InvalidError('on_expire %r is not "dead" or "drop"' % (on_expire,))
+        self.on_expire = on_expire
+        self.ttl = _ms_of_delay(ttl, "ttl") if ttl is not None else 0
+        if self.ttl < 0 or self.ttl > keys.MAX_AHEAD_MS:
+            raise InvalidError("ttl %d ms is not in 1..%d (100 years)"
+                               % (self.ttl, keys.MAX_AHEAD_MS))
+        self.expire_at = _ms_of_time(expire_at, "expiry") if expire_at is not None else 0
+        if self.expire_at < 0 or self.expire_at > _local_now_ms() + 2 * keys.MAX_AHEAD_MS:
+            raise InvalidError("expiry %d (Unix ms) is negative or more than 200 years "
+                               "from now" % self.expire_at)
+        if self.expire_at > 0 and self.at is not None and self.expire_at <= self.at:
+            raise InvalidError("expiry %d (Unix ms) is not after the due time %d"
+                               % (self.expire_at, self.at))
+
+    def expiry(self):
+        """The scripts' expiry: a Unix time in ms, "+" and ms after the due
+        time, or None for a job that never expires."""
+        if self.expire_at > 0:
+            return "%d" % self.expire_at
+        if self.ttl > 0:
+            return "+%d" % self.ttl
+        return None
 
     def when(self):
-        """enqueue_many's when: r to replace, @ for a time, /L for a level."""
+        """enqueue_many's when: r to replace, @ for a time, /L for a level,
+        > and the expiry (! after it to drop the job then)."""
         s = ("r" if self.replace else "") + ("@%d" % self.at if self.at is not None
                                               else "%d" % self.delay)
-        return s + ("/%d" % self.priority if self.priority != 5 else "")
+        s += "/%d" % self.priority if self.priority != 5 else ""
+        x = self.expiry()
+        if x is not None:
+            s += ">" + x + ("!" if self.on_expire == "drop" else "")
+        return s
 
     def body_head(self):
         """The record body's start: array of 6, type, payload, max_attempts."""
