@@ -153,8 +153,11 @@ export interface Schedule {
   payload: Buffer;
   maxAttempts: number;
   catchUp: string;
+  /** -1 while paused (delayq schedule pause) */
   nextMs: number;
   readable: boolean;
+  /** when it was paused (server ms); -1 when it is not */
+  pausedSinceMs: number;
 }
 
 export class Client {

@@ -55,20 +55,21 @@ P.scheduleAdd = async function scheduleAdd(queue, name, expr, type, payload, opt
 };
 
 // scheduleList(queue) -> [{ name, expr, tz, type, payload, maxAttempts,
-// catchUp, nextMs, readable }], soonest next tick first.
+// catchUp, nextMs (-1 while paused), readable, pausedSinceMs (-1: not
+// paused) }], soonest next tick first, paused ones last.
 P.scheduleList = async function scheduleList(queue) {
   this.checkQueue(queue);
   const r = await this.conn.evalScript('sched_list', await this.schedKeys(queue), [-1, LIST_MAX]);
-  if (!Array.isArray(r) || r.length < 1 || (r.length - 1) % 9 !== 0) {
+  if (!Array.isArray(r) || r.length < 1 || (r.length - 1) % 10 !== 0) {
     throw fail('redis', 'unexpected reply from the sched_list script');
   }
   const out = [];
-  for (let i = 1; i < r.length; i += 9) {
+  for (let i = 1; i < r.length; i += 10) {
     out.push({
       name: str(r[i]), expr: str(r[i + 1]), tz: str(r[i + 2]), type: str(r[i + 3]),
       payload: Buffer.isBuffer(r[i + 4]) ? r[i + 4] : Buffer.from(String(r[i + 4])),
       maxAttempts: int(r[i + 5]), catchUp: str(r[i + 6]), nextMs: int(r[i + 7]),
-      readable: int(r[i + 8]) === 1,
+      readable: int(r[i + 8]) === 1, pausedSinceMs: int(r[i + 9]),
     });
   }
   return out;

@@ -84,8 +84,9 @@ class Schedule:
     payload: bytes
     max_attempts: int
     catch_up: str         # one, all, none
-    next_ms: int
+    next_ms: int          # -1 while paused
     readable: bool = True
+    paused_since_ms: int = -1   # when it was paused; -1: it is not
 
     @property
     def next(self) -> datetime:

@@ -63,13 +63,14 @@ class Schedules:
         ks, _ = self._sched_keys(queue)
         r = self._run("sched_list", ks, [-1, 10000])
         out = []
-        for i in range(1, len(r), 9):
+        for i in range(1, len(r), 10):
             out.append(Schedule(name=_text(r[i]), expr=_text(r[i + 1]), tz=_text(r[i + 2]),
                                 type=_text(r[i + 3]), payload=bytes(r[i + 4]),
                                 max_attempts=int(r[i + 5]),
                                 catch_up=_text(r[i + 6]) if _text(r[i + 6]) in CATCH_UP
                                 else "one",
-                                next_ms=int(r[i + 7]), readable=int(r[i + 8]) == 1))
+                                next_ms=int(r[i + 7]), readable=int(r[i + 8]) == 1,
+                                paused_since_ms=int(r[i + 9])))
         return out
 
     def schedule_remove(self, queue, name) -> None:
