@@ -347,12 +347,10 @@ START_TEST(a_paused_queues_expired_jobs_never_run)
 }
 END_TEST
 
-static Suite *expiry_suite(void)
+int main(void)
 {
     Suite *s = suite_create("expiry");
-    TCase *tc = tcase_create("scripts");
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 60);
+    TCase *tc = fixture_tcase(s, "scripts", 60, NULL, NULL, setup, teardown);
     tcase_add_test(tc, a_claim_never_hands_out_an_expired_job);
     tcase_add_test(tc, a_retry_after_the_expiry_is_not_run);
     tcase_add_test(tc, the_reaper_expires_jobs_of_a_paused_queue);
@@ -361,20 +359,7 @@ static Suite *expiry_suite(void)
     tcase_add_test(tc, a_backlog_of_expired_jobs_is_never_handed_out);
     tcase_add_test(tc, bad_expiries_are_refused);
     tcase_add_test(tc, the_command_line_adds_and_shows_expiries);
-    suite_add_tcase(s, tc);
-    TCase *td = tcase_create("daemon");
-    tcase_add_checked_fixture(td, setup, teardown);
-    tcase_set_timeout(td, 60);
+    TCase *td = fixture_tcase(s, "daemon", 60, NULL, NULL, setup, teardown);
     tcase_add_test(td, a_paused_queues_expired_jobs_never_run);
-    suite_add_tcase(s, td);
-    return s;
-}
-
-int main(void)
-{
-    SRunner *sr = srunner_create(expiry_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return fixture_run_suite(s);
 }

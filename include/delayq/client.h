@@ -52,7 +52,9 @@ typedef enum dq_status {
     DQ_ERR_AUTH,      /* Redis refused the password or user, or SELECT */
     DQ_ERR_TIMEOUT,   /* Redis did not answer within the command timeout */
     DQ_ERR_REDIS,     /* Redis answered with an error */
-    DQ_ERR_NOMEM
+    DQ_ERR_NOMEM,
+    DQ_ERR_UNIQUE     /* enqueue: the job of this id finished within its
+                         dedupe window (dq_enqueued says when) */
 } dq_status;
 
 /* A short constant name for a status ("not found", "timeout", ...). */
@@ -215,6 +217,13 @@ typedef struct dq_enqueue_req {
                                time; both 0: the job never expires */
     int on_expire;          /* DQ_EXPIRE_DEAD (0): to the dead set with the
                                error "expired"; DQ_EXPIRE_DROP: deleted */
+    /* Dedupe window (an id of the producer's only): for this long after
+     * the job finished (acked, cancelled, dropped at its expiry; for a
+     * dead job, from its death once it is purged), an enqueue of the same
+     * id is refused with DQ_ERR_UNIQUE, or with unique_ok answered DQ_OK
+     * and dq_enqueued.finished. */
+    int64_t unique_for_ms;  /* 0: none */
+    bool unique_ok;
     int64_t reserved[6];    /* zero (a designated initializer does it):
                                room for later fields */
 } dq_enqueue_req;
@@ -226,6 +235,11 @@ typedef struct dq_enqueued {
     char id[DQ_ID_MAX + 1];
     int64_t due_ms;         /* Unix ms, server clock */
     bool replaced;          /* an existing job was rescheduled */
+    bool finished;          /* nothing was added: the job of this id
+                               finished within its dedupe window (with
+                               unique_ok; DQ_ERR_UNIQUE without) ... */
+    int64_t finished_ms;    /* ... at this time (dq_enqueue only) ... */
+    int64_t unique_until_ms; /* ... and the window ends then */
 } dq_enqueued;
 
 /*
@@ -417,9 +431,11 @@ typedef enum dq_state {
     DQ_STATE_PROCESSING,
     DQ_STATE_DEAD,
     DQ_STATE_ORPHAN,        /* a record in no set: report it */
-    DQ_STATE_UNREADABLE     /* a record that cannot be read: dq_show fills
+    DQ_STATE_UNREADABLE,    /* a record that cannot be read: dq_show fills
                                what could be, and last_error says why and
                                which set holds it */
+    DQ_STATE_DONE           /* finished within its dedupe window: state_ms
+                               is when, unique_until_ms when the id is free */
 } dq_state;
 
 const char *dq_state_str(dq_state s);
@@ -431,6 +447,8 @@ typedef struct dq_job_info {
     int64_t now_ms;
     int64_t expire_at_ms;   /* when it expires unstarted; 0: never (or dead) */
     int on_expire;          /* DQ_EXPIRE_DEAD or DQ_EXPIRE_DROP */
+    int64_t unique_ms;      /* its dedupe window; 0: none */
+    int64_t unique_until_ms; /* DQ_STATE_DONE: when the window ends */
 } dq_job_info;
 
 dq_status dq_show(dq_client *c, const char *queue, const char *id,

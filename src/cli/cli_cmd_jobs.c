@@ -27,6 +27,8 @@ struct add_args {
     const char *ttl;
     int on_expire;          /* as dq_enqueue_req.on_expire */
     bool on_expire_given;
+    const char *unique_for;
+    bool unique_ok;
 };
 
 static const struct option add_longopts[] = {
@@ -41,6 +43,8 @@ static const struct option add_longopts[] = {
     { "expire-at", required_argument, NULL, CLI_OPT_EXPIRE_AT },
     { "ttl", required_argument, NULL, CLI_OPT_TTL },
     { "on-expire", required_argument, NULL, CLI_OPT_ON_EXPIRE },
+    { "unique-for", required_argument, NULL, CLI_OPT_UNIQUE_FOR },
+    { "unique-ok", no_argument, NULL, CLI_OPT_UNIQUE_OK },
     { NULL, 0, NULL, 0 }
 };
 
@@ -88,6 +92,8 @@ static int add_opt(struct cli *cli, int opt, const char *arg, void *ctx)
         a->on_expire = strcmp(arg, "drop") == 0 ? DQ_EXPIRE_DROP : DQ_EXPIRE_DEAD;
         a->on_expire_given = true;
         return 0;
+    case CLI_OPT_UNIQUE_FOR: a->unique_for = arg; return 0;
+    case CLI_OPT_UNIQUE_OK: a->unique_ok = true; return 0;
     default:
         return -1;
     }
@@ -119,6 +125,25 @@ static int add_expiry(const struct cli *cli, const struct add_args *a, dq_enqueu
     return CLI_EXIT_OK;
 }
 
+/* --unique-for DURATION (with --id), --unique-ok: into the request. */
+static int add_window(const struct cli *cli, const struct add_args *a, dq_enqueue_req *req)
+{
+    const char *why;
+    if (a->unique_ok && !a->unique_for)
+        return cli_fail(cli, CLI_EXIT_USAGE, "--unique-ok needs --unique-for");
+    if (!a->unique_for)
+        return CLI_EXIT_OK;
+    if (!a->id)
+        return cli_fail(cli, CLI_EXIT_USAGE, "--unique-for needs --id (a window keeps "
+                        "an id taken)");
+    if (timefmt_parse_duration(a->unique_for, &req->unique_for_ms, &why) < 0
+        || req->unique_for_ms < 1)
+        return cli_fail(cli, CLI_EXIT_USAGE, "bad --unique-for '%s': %s", a->unique_for,
+                        req->unique_for_ms < 1 ? "expected a duration of 1 ms or more" : why);
+    req->unique_ok = a->unique_ok;
+    return CLI_EXIT_OK;
+}
+
 /* Check the names and turn -d / --at into the request's times. */
 static int add_request(const struct cli *cli, const struct add_args *a,
                        dq_enqueue_req *req)
@@ -142,7 +167,8 @@ static int add_request(const struct cli *cli, const struct add_args *a,
     if (a->at && req->at_ms > cli_now_ms() + DQ_MAX_AHEAD_MS)
         return cli_fail(cli, CLI_EXIT_USAGE, "bad time '%s': more than 100 years "
                         "from now", a->at);
-    if ((code = add_expiry(cli, a, req)) != CLI_EXIT_OK)
+    if ((code = add_expiry(cli, a, req)) != CLI_EXIT_OK
+        || (code = add_window(cli, a, req)) != CLI_EXIT_OK)
         return code;
     if (cli_nargs(cli) > 1)
         return cli_fail(cli, CLI_EXIT_USAGE, "more than one payload given (quote it, "
@@ -214,6 +240,7 @@ static const char add_help[] =
     "Usage: delayq add -q QUEUE -t TYPE [-d DELAY | --at TIME] [--id ID]\n"
     "                  [--replace] [--max-attempts N] [--priority P]\n"
     "                  [--expire-at TIME | --ttl DURATION] [--on-expire dead|drop]\n"
+    "                  [--unique-for DURATION [--unique-ok]]\n"
     "                  [PAYLOAD | -]\n"
     "Schedule a job and print its id.\n"
     "  -q, --queue QUEUE     the queue\n"
@@ -232,8 +259,24 @@ static const char add_help[] =
     "      --ttl DURATION    not run unless started DURATION after the due time\n"
     "      --on-expire dead|drop  an expired job goes to dead with the error\n"
     "                        \"expired\" (default), or is deleted\n"
+    "      --unique-for DURATION  with --id: for DURATION after the job is done\n"
+    "                        (acked, cancelled, dropped; dead: from its death,\n"
+    "                        once purged) an add of the id is refused (exit 1)\n"
+    "      --unique-ok       within the window, print the id and exit 0\n"
     "  PAYLOAD               the payload; '-' reads it from standard input;\n"
     "                        none: empty\n";
+
+/* "job X in queue Q: done 12s ago; unique for 1m (until TIME)": exit 1. */
+static int window_refusal(const struct cli *cli, const dq_enqueue_req *req,
+                          const dq_enqueued *out)
+{
+    char ago[40], window[40], until[40];
+    cli_relative(ago, sizeof ago, out->finished_ms, cli_now_ms());
+    timefmt_duration(window, sizeof window, out->unique_until_ms - out->finished_ms);
+    timefmt_iso(until, sizeof until, out->unique_until_ms);
+    return cli_fail(cli, CLI_EXIT_NOT_DONE, "job %s in queue %s: done %s; unique for %s "
+                    "(until %s)", req->id, req->queue, ago, window, until);
+}
 
 static int add_run(struct cli *cli)
 {
@@ -257,6 +300,8 @@ static int add_run(struct cli *cli)
         dq_status st = dq_enqueue(s.client, &req, &out);
         if (st == DQ_OK)
             printf("%s\n", out.id);
+        else if (st == DQ_ERR_UNIQUE)
+            code = window_refusal(cli, &req, &out);
         else
             code = cli_fail_dq(cli, s.client, st);
     }
@@ -420,7 +465,14 @@ static void show_priority(int level)
 static void show_text(const char *queue, const char *id, const dq_job_info *info)
 {
     const dq_job *j = &info->job;
-    printf("id: %s\nqueue: %s\nstate: %s\ntype: ", id, queue, dq_state_str(info->state));
+    printf("id: %s\nqueue: %s\nstate: %s\n", id, queue, dq_state_str(info->state));
+    if (info->state == DQ_STATE_DONE) {
+        /* All that is left of it: when it finished, and its window. */
+        show_time("done", info->state_ms, info->now_ms);
+        show_time("id taken until", info->unique_until_ms, info->now_ms);
+        return;
+    }
+    fputs("type: ", stdout);
     cli_print_escaped(stdout, j->type, strlen(j->type));
     if (j->max_attempts > 0)
         printf("\nattempts: %d/%d\n", j->attempt, j->max_attempts);
@@ -435,6 +487,11 @@ static void show_text(const char *queue, const char *id, const dq_job_info *info
     if (info->expire_at_ms > 0) {
         show_time("expires", info->expire_at_ms, info->now_ms);
         printf("on expiry: %s\n", info->on_expire == DQ_EXPIRE_DROP ? "drop" : "dead");
+    }
+    if (info->unique_ms > 0) {
+        char w[40];
+        timefmt_duration(w, sizeof w, info->unique_ms);
+        printf("unique for: %s after it is done\n", w);
     }
     if (info->state == DQ_STATE_PROCESSING)
         show_time("lease deadline", info->state_ms, info->now_ms);
@@ -472,12 +529,15 @@ static void show_json(const char *queue, const char *id, const dq_job_info *info
     json_key_str("type", j->type, strlen(j->type));
     printf(",\"attempts\":%d", j->attempt);
     json_key_ms("max_attempts", j->max_attempts, j->max_attempts > 0);
-    bool known = info->state != DQ_STATE_UNREADABLE;
-    printf(",\"unreadable\":%s", known ? "false" : "true");
+    bool known = info->state != DQ_STATE_UNREADABLE && info->state != DQ_STATE_DONE;
+    printf(",\"unreadable\":%s", info->state == DQ_STATE_UNREADABLE ? "true" : "false");
     json_key_ms("created_ms", j->created_ms, known);
     json_key_ms("due_ms", j->due_ms, known);
     json_key_ms("lease_deadline_ms", info->state_ms, info->state == DQ_STATE_PROCESSING);
     json_key_ms("died_ms", info->state_ms, info->state == DQ_STATE_DEAD);
+    json_key_ms("done_ms", info->state_ms, info->state == DQ_STATE_DONE);
+    json_key_ms("unique_ms", info->unique_ms, info->unique_ms > 0);
+    json_key_ms("unique_until_ms", info->unique_until_ms, info->state == DQ_STATE_DONE);
     json_key_ms("now_ms", info->now_ms, true);
     json_key_ms("priority", j->priority, known);
     json_key_ms("expire_at_ms", info->expire_at_ms, info->expire_at_ms > 0);

@@ -33,7 +33,9 @@ enum cli_opt {
     CLI_OPT_PARTITIONS,
     CLI_OPT_EXPIRE_AT,
     CLI_OPT_TTL,
-    CLI_OPT_ON_EXPIRE
+    CLI_OPT_ON_EXPIRE,
+    CLI_OPT_UNIQUE_FOR,
+    CLI_OPT_UNIQUE_OK
 };
 
 /*

@@ -20,7 +20,7 @@ int cli_exit_code(dq_status st)
     case DQ_OK:
         return CLI_EXIT_OK;
     case DQ_ERR_NOTFOUND: case DQ_ERR_EXISTS: case DQ_ERR_RUNNING:
-    case DQ_ERR_DEAD: case DQ_ERR_STALE:
+    case DQ_ERR_DEAD: case DQ_ERR_STALE: case DQ_ERR_UNIQUE:
         return CLI_EXIT_NOT_DONE;
     case DQ_ERR_INVALID: case DQ_ERR_TOO_LARGE:
         return CLI_EXIT_USAGE;

@@ -41,6 +41,7 @@ const char *dq_status_str(dq_status st)
     case DQ_ERR_TIMEOUT: return "timeout";
     case DQ_ERR_REDIS: return "redis error";
     case DQ_ERR_NOMEM: return "out of memory";
+    case DQ_ERR_UNIQUE: return "finished within its dedupe window";
     }
     return "unknown status";
 }

@@ -297,6 +297,7 @@ const char *dq_state_str(dq_state s)
     case DQ_STATE_DEAD: return "dead";
     case DQ_STATE_ORPHAN: return "orphan";
     case DQ_STATE_UNREADABLE: return "unreadable";
+    case DQ_STATE_DONE: return "done";
     }
     return "unknown";
 }

@@ -17,7 +17,8 @@ static int64_t local_now_ms(void)
 }
 
 /* Refuse an expiry that is not after the due time (the script checks
- * again on the server's clock), a negative one, or an unknown on_expire. */
+ * again on the server's clock), a negative one, or an unknown on_expire;
+ * and a dedupe window out of range or without an id. */
 static dq_status check_expiry(dq_client *c, const dq_enqueue_req *req)
 {
     if (req->on_expire != DQ_EXPIRE_DEAD && req->on_expire != DQ_EXPIRE_DROP)
@@ -29,6 +30,15 @@ static dq_status check_expiry(dq_client *c, const dq_enqueue_req *req)
     if (req->expire_at < 0 || req->expire_at > local_now_ms() + 2 * DQ_MAX_AHEAD_MS)
         return client_fail(c, DQ_ERR_INVALID, "expiry %lld (Unix ms) is negative or "
                            "more than 200 years from now", (long long)req->expire_at);
+    if (req->unique_for_ms < 0 || req->unique_for_ms > DQ_MAX_AHEAD_MS)
+        return client_fail(c, DQ_ERR_INVALID, "dedupe window %lld ms is not in 1..%lld "
+                           "(100 years)", (long long)req->unique_for_ms,
+                           (long long)DQ_MAX_AHEAD_MS);
+    if (req->unique_for_ms > 0 && !(req->id && *req->id))
+        return client_fail(c, DQ_ERR_INVALID, "a dedupe window needs the job's id");
+    if (req->unique_ok && req->unique_for_ms <= 0)
+        return client_fail(c, DQ_ERR_INVALID, "unique_ok needs a dedupe window "
+                           "(unique_for_ms)");
     if (req->expire_at > 0 && req->at_ms > 0 && req->expire_at <= req->at_ms)
         return client_fail(c, DQ_ERR_INVALID, "expiry %lld (Unix ms) is not after the "
                            "due time %lld", (long long)req->expire_at,
@@ -103,6 +113,9 @@ static dq_status refused(dq_client *c, dq_status st, const dq_enqueue_req *req)
                            req->id, req->queue);
     if (st == DQ_ERR_RUNNING)
         return client_fail(c, st, "job %s in queue %s is running and cannot be replaced",
+                           req->id, req->queue);
+    if (st == DQ_ERR_UNIQUE)
+        return client_fail(c, st, "job %s in queue %s finished within its dedupe window",
                            req->id, req->queue);
     return client_fail(c, st, "unexpected reply from the enqueue script");
 }

@@ -132,6 +132,8 @@ static dq_state state_from(const redisReply *r)
         return DQ_STATE_DEAD;
     if (elem_is(r, 0, "orphan"))
         return DQ_STATE_ORPHAN;
+    if (elem_is(r, 0, "done"))
+        return DQ_STATE_DONE;
     return DQ_STATE_UNREADABLE;
 }
 
@@ -185,6 +187,10 @@ dq_status proto_show_reply(const redisReply *r, dq_job_info *out)
     if (is_array(r, 16)) {      /* a script older than expiries says nothing */
         out->expire_at_ms = elem_int(r, 14);
         out->on_expire = elem_is(r, 15, "drop") ? DQ_EXPIRE_DROP : DQ_EXPIRE_DEAD;
+    }
+    if (is_array(r, 18)) {      /* nor one older than dedupe windows */
+        out->unique_ms = elem_int(r, 16);
+        out->unique_until_ms = elem_int(r, 17);
     }
     if (st == DQ_OK && out->state == DQ_STATE_UNREADABLE)
         st = describe_unreadable(r, &out->job);

@@ -25,6 +25,8 @@ static void push_enqueue_args(struct cmd *c, const dq_enqueue_req *req,
     /* Normal is the script's default: such a call is as before priorities
      * (and before expiries). */
     bool expires = req->expire_at > 0 || req->ttl_ms > 0;
+    bool unique = req->unique_for_ms > 0;
+    expires = expires || unique;    /* the arguments before the window */
     if (req->priority && req->priority != DQ_PRIORITY_NORMAL)
         cmd_push_i64(c, req->priority - 1);
     else if (nparts > 1 || expires)
@@ -33,12 +35,19 @@ static void push_enqueue_args(struct cmd *c, const dq_enqueue_req *req,
         cmd_push_i64(c, nparts > 1 ? nparts : 1);
         cmd_push_i64(c, nparts > 1 ? part : 0);
     }
-    if (expires) {
+    if (expires && (req->expire_at > 0 || req->ttl_ms > 0)) {
         char buf[24];
         int n = snprintf(buf, sizeof buf, "%s%lld", req->expire_at > 0 ? "" : "+",
                          (long long)(req->expire_at > 0 ? req->expire_at : req->ttl_ms));
         cmd_push_copy(c, buf, (size_t)n);
         cmd_push_str(c, req->on_expire == DQ_EXPIRE_DROP ? "drop" : "dead");
+    } else if (expires) {
+        cmd_push_str(c, "");
+        cmd_push_str(c, "dead");
+    }
+    if (unique) {
+        cmd_push_i64(c, req->unique_for_ms);
+        cmd_push_str(c, req->unique_ok ? "1" : "0");
     }
 }
 
@@ -52,10 +61,11 @@ void proto_enqueue_cmd(struct cmd *c, const struct queue_keys *k,
 
 /* enqueue_many's "when": the delay, or "@" and the time, "r" first to
  * replace, "/" and the level after it when it is not normal, ">" and the
- * expiry ("+" first for one after the due time, "!" after to drop). */
+ * expiry ("+" first for one after the due time, "!" after to drop), "~"
+ * and the dedupe window ("?" after it for unique_ok). */
 static void push_when(struct cmd *c, const dq_enqueue_req *req)
 {
-    char buf[96], prio[16] = "", expiry[40] = "";
+    char buf[128], prio[16] = "", expiry[40] = "", window[32] = "";
     int64_t ms = req->at_ms > 0 ? req->at_ms : (req->delay_ms > 0 ? req->delay_ms : 0);
     if (req->priority && req->priority != DQ_PRIORITY_NORMAL)
         snprintf(prio, sizeof prio, "/%d", req->priority - 1);
@@ -63,8 +73,11 @@ static void push_when(struct cmd *c, const dq_enqueue_req *req)
         snprintf(expiry, sizeof expiry, ">%s%lld%s", req->expire_at > 0 ? "" : "+",
                  (long long)(req->expire_at > 0 ? req->expire_at : req->ttl_ms),
                  req->on_expire == DQ_EXPIRE_DROP ? "!" : "");
-    int n = snprintf(buf, sizeof buf, "%s%s%lld%s%s", req->replace ? "r" : "",
-                     req->at_ms > 0 ? "@" : "", (long long)ms, prio, expiry);
+    if (req->unique_for_ms > 0)
+        snprintf(window, sizeof window, "~%lld%s", (long long)req->unique_for_ms,
+                 req->unique_ok ? "?" : "");
+    int n = snprintf(buf, sizeof buf, "%s%s%lld%s%s%s", req->replace ? "r" : "",
+                     req->at_ms > 0 ? "@" : "", (long long)ms, prio, expiry, window);
     cmd_push_copy(c, buf, (size_t)n);
 }
 
@@ -139,6 +152,20 @@ dq_status proto_enqueue_reply(const redisReply *r, dq_enqueued *out)
 {
     if (!is_array(r, 4))
         return DQ_ERR_REDIS;
+    if (elem_is(r, 0, "unique") || elem_is(r, 0, "done")) {
+        /* {status, id, finished_ms, now_ms, until_ms}: nothing was added. */
+        if (!is_array(r, 5) || r->element[1]->type != REDIS_REPLY_STRING)
+            return DQ_ERR_REDIS;
+        set_id(out, r->element[1]->str, r->element[1]->len);
+        out->due_ms = 0;
+        out->replaced = false;
+        out->finished = true;
+        out->finished_ms = elem_int(r, 2);
+        out->unique_until_ms = elem_int(r, 4);
+        return elem_is(r, 0, "done") ? DQ_OK : DQ_ERR_UNIQUE;
+    }
+    out->finished = false;
+    out->finished_ms = out->unique_until_ms = 0;
     return read_enqueued(r, 0, out);
 }
 
@@ -166,6 +193,8 @@ dq_status proto_enqueue_many_reply(const redisReply *r, const dq_enqueue_req *re
         out[i].due_ms = req->at_ms > 0 ? req->at_ms
                                        : now + (req->delay_ms > 0 ? req->delay_ms : 0);
         out[i].replaced = false;
+        out[i].finished = false;
+        out[i].finished_ms = out[i].unique_until_ms = 0;
         st[i] = DQ_OK;
     }
     for (size_t e = 2; e < r->elements; e += 3) {
@@ -174,11 +203,16 @@ dq_status proto_enqueue_many_reply(const redisReply *r, const dq_enqueue_req *re
             return DQ_ERR_REDIS;
         set_id(&out[i], r->element[e + 2]->str, r->element[e + 2]->len);
         out[i].replaced = elem_is(r, e + 1, "replaced");
-        if (elem_is(r, e + 1, "exists"))
+        out[i].finished = elem_is(r, e + 1, "unique") || elem_is(r, e + 1, "done");
+        if (out[i].finished)
+            out[i].due_ms = 0;
+        if (elem_is(r, e + 1, "unique"))
+            st[i] = DQ_ERR_UNIQUE;
+        else if (elem_is(r, e + 1, "exists"))
             st[i] = DQ_ERR_EXISTS;
         else if (elem_is(r, e + 1, "running"))
             st[i] = DQ_ERR_RUNNING;
-        else if (!elem_is(r, e + 1, "ok") && !out[i].replaced)
+        else if (!elem_is(r, e + 1, "ok") && !out[i].replaced && !out[i].finished)
             st[i] = DQ_ERR_REDIS;
     }
     return DQ_OK;

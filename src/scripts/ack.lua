@@ -30,10 +30,13 @@ for i = 1, n do
 end
 if arg_fault then return arg_refusal('ack') end
 if #done > 0 then
+  -- Jobs with a dedupe window leave a tombstone (see the prelude).
+  local tombs = unique_plan(done)
   -- Buckets first: if one cannot be reached (see the prelude), the jobs
   -- stay held and the ack can be sent again.
   del_records(done)
   redis.call('ZREM', KEYS[3], unpack(done))
   redis.call('HDEL', KEYS[6], unpack(done))
+  unique_apply(tombs)
 end
 return res

@@ -9,10 +9,16 @@
 --       then optional expire ('' = none; a Unix time in ms, or "+" and ms
 --       after the due time: a job not started by then is not run, see the
 --       prelude's expire_due) and on_expire ('dead', the default, or
---       'drop')
+--       'drop'), then optional unique_for ('' = none; ms: the id stays
+--       taken that long after the job finished, a producer's id only; see
+--       the prelude's dedupe windows) and unique_ok ('1': an add within a
+--       window answers 'done' rather than 'unique')
 -- Returns {status, id, due_ms, now_ms}; status is 'ok', 'replaced',
 -- 'exists' (id taken and replace not asked) or 'running' (a job with this
--- id is being processed: it cannot be replaced under its worker).
+-- id is being processed: it cannot be replaced under its worker); or
+-- {'unique' | 'done', id, finished_ms, now_ms, until_ms} when a job of
+-- this id finished within its dedupe window (nothing is written; 'done'
+-- when unique_ok).
 -- A delay is 0..100 years, an absolute time 0..now + 100 years; any other
 -- argument error is refused before anything is written.
 --
@@ -132,7 +138,13 @@ if ARGV[12] and ARGV[12] ~= '' then
   end
 end
 if ARGV[13] then on_expire = arg_one_of(13, 'on_expire', 'dead', 'drop') end
-if #ARGV > 13 then arg_bad('argument 14', ARGV[14], 'expected: enqueue takes at most 13') end
+local unique_for = nil
+if ARGV[14] and ARGV[14] ~= '' then
+  unique_for = arg_int(14, 'unique_for', 1, MAX_AHEAD_MS)
+  if id == '' then arg_bad('unique_for', ARGV[14], 'given with a generated id (give an id)') end
+end
+local unique_ok = ARGV[15] and arg_one_of(15, 'unique_ok', '0', '1') == '1'
+if #ARGV > 15 then arg_bad('argument 16', ARGV[16], 'expected: enqueue takes at most 15') end
 if arg_fault then return arg_refusal('enqueue') end
 
 local rec = encode({ type = jtype, payload = payload, attempts = 0, max = max,
@@ -152,13 +164,24 @@ if id == '' then
     id = format('%d', redis.call('HINCRBY', KEYS[5], 'seq', '1') * nparts + part)
   until put_new(record_key(id), id) == 1
 elseif put_new(KEYS[1], id) == 0 then
-  if replace ~= '1' then return { 'exists', id, 0, now } end
-  if redis.call('ZSCORE', KEYS[3], id) then return { 'running', id, 0, now } end
-  local was = delayed_find(id)
-  set_record(id, rec)
-  redis.call('ZREM', KEYS[4], id)
-  if was and was ~= set then redis.call('ZREM', was, id) end
-  status = 'replaced'
+  -- The tombstone of a job that finished within its dedupe window keeps
+  -- the id taken; one whose window is over is the id's to take.
+  local finished, until_ms = tombstone_of(get_record(id))
+  if finished and until_ms > now then
+    return { unique_ok and 'done' or 'unique', id, finished, now, until_ms }
+  end
+  if finished then
+    set_record(id, rec)
+    redis.call('ZREM', select(2, unique_keys()), id)
+  else
+    if replace ~= '1' then return { 'exists', id, 0, now } end
+    if redis.call('ZSCORE', KEYS[3], id) then return { 'running', id, 0, now } end
+    local was = delayed_find(id)
+    set_record(id, rec)
+    redis.call('ZREM', KEYS[4], id)
+    if was and was ~= set then redis.call('ZREM', was, id) end
+    status = 'replaced'
+  end
 end
 
 -- Wake sleeping workers when the job is now the head of its own level
@@ -174,6 +197,11 @@ note_level(prio)
 redis.call('ZADD', set, format('%d', due), id)
 if expire then expiry_set(id, expire, now, on_expire)
 elseif status == 'replaced' then expiry_set(id, nil) end
+if unique_for then
+  redis.call('HSET', (unique_keys()), id, format('%d %d', now, unique_for))
+elseif status == 'replaced' then
+  redis.call('HDEL', (unique_keys()), id)
+end
 if channel ~= '' and redis.call('ZRANGE', set, '0', '0')[1] == id then
   redis.call('PUBLISH', channel, due)
 end

@@ -13,7 +13,10 @@
 --         most urgent; without one, 5: normal); then ">" and an expiry
 --         ("5000>1767225600000", a Unix time in ms; ">+60000", ms after
 --         the due time), with "!" after it when the job is then dropped
---         rather than moved to dead (enqueue's expire and on_expire)
+--         rather than moved to dead (enqueue's expire and on_expire);
+--         then "~" and a dedupe window in ms ("~3600000"), with "?" after
+--         it when a job within one is answered 'done' (enqueue's
+--         unique_for and unique_ok)
 --   body  the record body's MessagePack up to its times: an array header
 --         of 6, then type, payload and max_attempts.  The script appends
 --         created_ms, due_ms - created_ms and an empty last_error (and,
@@ -255,9 +258,9 @@ elseif n > MANY_MAX then
   n = 0
 end
 local ids, dues, replace, prios, generated, seq = {}, {}, {}, {}, 0, 0
-local expires, modes = {}, {}
+local expires, modes, uniques, unique_oks = {}, {}, {}, {}
 local last_when, last_due, last_replace, last_prio = nil, nil, nil, NORMAL
-local last_expire, last_mode = nil, nil
+local last_expire, last_mode, last_unique, last_unique_ok = nil, nil, nil, false
 for i = 1, n do
   local id, when, body = ARGV[3 * i - 1], ARGV[3 * i + 0], ARGV[3 * i + 1]
   if when ~= last_when then
@@ -266,13 +269,21 @@ for i = 1, n do
     local r, at, ms, pr = match(when, '^(r?)(@?)(%d+)(.*)$')
     local v = ms and #ms <= 16 and tonumber(ms)
     local ex, plus, ems, drop = nil, nil, nil, nil
+    local un, uok = nil, nil
     if pr and pr ~= '' then
       local p2, rest = match(pr, '^/(%d)(.*)$')
       if p2 then pr = p2 else pr, rest = nil, pr end
-      if rest ~= '' then
-        plus, ems, drop = match(rest, '^>(%+?)(%d+)(!?)$')
+      local xpart, upart = match(rest, '^([^~]*)(.*)$')
+      if xpart ~= '' then
+        plus, ems, drop = match(xpart, '^>(%+?)(%d+)(!?)$')
         ex = ems and #ems <= 16 and tonumber(ems)
         if not ex then v = nil end
+      end
+      if upart ~= '' then
+        un, uok = match(upart, '^~(%d+)(.*)$')
+        if uok ~= '' and uok ~= '?' then un = nil end
+        un = un and #un <= 16 and tonumber(un)
+        if not (un and un >= 1 and un <= MAX_AHEAD_MS) then v = nil end
       end
     end
     if v and at == '' and v <= MAX_AHEAD_MS then
@@ -282,7 +293,7 @@ for i = 1, n do
     else
       arg_bad('job ' .. i .. ' when', when,
               'a delay in 0..' .. MAX_AHEAD_MS .. ' ms or @ and a Unix time in ms up to 100 years ahead'
-              .. ', then optionally / and a priority 0..9, then optionally > and an expiry')
+              .. ', then optionally / and a priority 0..9, > and an expiry, ~ and a window')
       break
     end
     if ex and plus == '+' then ex = last_due + ex end
@@ -293,6 +304,11 @@ for i = 1, n do
     last_when, last_replace = when, r == 'r'
     last_prio = pr and tonumber(pr) or NORMAL
     last_expire, last_mode = ex, drop == '!' and 'drop' or 'dead'
+    last_unique, last_unique_ok = un, uok == '?'
+  end
+  if id == '' and last_unique then
+    arg_bad('job ' .. i .. ' when', when, 'a dedupe window with a generated id (give an id)')
+    break
   end
   if id ~= '' and (not is_plain(id, 256) or match(id, '^%d+$') or id == '.' or id == '..') then
     arg_bad('job ' .. i .. ' id', id, "a producer id (1..256 printable bytes, no spaces, not all digits, not '.' or '..')")
@@ -305,6 +321,7 @@ for i = 1, n do
   end
   dues[i] = last_due
   expires[i], modes[i] = last_expire, last_mode
+  uniques[i], unique_oks[i] = last_unique, last_unique_ok
   replace[i] = last_replace
   prios[i] = last_prio
   ids[i] = id
@@ -324,8 +341,19 @@ if generated > 0 then
   end
 end
 local found = get_records(ids)
-local taken = {}
-for i = 1, n do if found[i] then taken[ids[i]] = true end end
+-- A tombstone within its dedupe window keeps its id taken (see the
+-- prelude); one whose window is over frees it.
+local taken, windows, ended = {}, {}, {}
+for i = 1, n do
+  local finished, until_ms = tombstone_of(found[i])
+  if finished and until_ms > now then
+    windows[ids[i]] = true
+  elseif finished then
+    ended[#ended + 1] = ids[i]
+  elseif found[i] then
+    taken[ids[i]] = true
+  end
+end
 
 local before = head_due_all()
 -- created_ms is the same for the whole batch, and many jobs share a due
@@ -336,11 +364,14 @@ local last_due, last_tail, last_score = nil, nil, nil
 local out = { now, seq }
 local new_ids, recs, zadd, undead, moved = {}, {}, {}, {}, {}
 local expiring = {}   -- id, expire, mode, ... (expire false: none)
+local uniquing = {}   -- {id, window ms or nil}
 local soonest = nil
 for i = 1, n do
   local id = ids[i]
   local status = 'ok'
-  if taken[id] then
+  if windows[id] then
+    status = unique_oks[i] and 'done' or 'unique'
+  elseif taken[id] then
     if ARGV[3 * i - 1] == '' then
       -- A generated id that a record holds already: draw again.
       repeat
@@ -373,6 +404,9 @@ for i = 1, n do
       recs[h] = '3:0:\151' .. sub(ARGV[3 * i + 1], 2) .. last_tail .. pack(p)
     end
     add_to(zadd, p, last_score, id)
+    if uniques[i] or status == 'replaced' then
+      uniquing[#uniquing + 1] = { id, uniques[i] }
+    end
     if expires[i] or status == 'replaced' then
       local e = #expiring
       expiring[e + 1], expiring[e + 2], expiring[e + 3] = id, expires[i] or false, modes[i]
@@ -397,6 +431,12 @@ if #new_ids > 0 then
   for e = 1, #expiring, 3 do
     expiry_set(expiring[e], expiring[e + 1] or nil, now, expiring[e + 2])
   end
+  local uk, zk = unique_keys()
+  for _, u in ipairs(uniquing) do
+    if u[2] then redis.call('HSET', uk, u[1], format('%d %d', now, u[2]))
+    else redis.call('HDEL', uk, u[1]) end
+  end
+  if #ended > 0 then redis.call('ZREM', zk, unpack(ended)) end
   wake_if_sooner(ARGV[1], before, soonest)
 end
 return out

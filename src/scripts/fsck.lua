@@ -186,11 +186,15 @@ local function bury_records(groups)
 end
 
 -- Fields of a record hash that belong there (a field record_key would
--- not look for in `key` is not judged).
+-- not look for in `key` is not judged), and are records: the tombstone of
+-- a job that finished within its dedupe window is in no set by design
+-- (the reaper deletes it when the window ends; see the prelude).
 local function own_fields(key, flat, step)
   local ids = {}
   for i = 1, #flat, step do
-    if record_key(flat[i]) == key then ids[#ids + 1] = flat[i] end
+    if record_key(flat[i]) == key and not (step == 2 and tombstone_of(flat[i + 1])) then
+      ids[#ids + 1] = flat[i]
+    end
   end
   return ids
 end

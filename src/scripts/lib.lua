@@ -511,6 +511,88 @@ local function retry_or_bury(j, now, allowed, force_dead, delay)
   return 'retry', j.due
 end
 
+-- ---- dedupe windows -----------------------------------------------------
+-- A job added with a dedupe window (enqueue's unique_for, a producer's id
+-- only) keeps its id taken for that long after it finished: acked,
+-- cancelled or dropped at its expiry, the record's field is then a
+-- tombstone, "U:<finished_ms>:<until_ms>", which enqueue's HSETNX finds
+-- taken; a job that died keeps its record in dead, and its window runs
+-- from its death when it is purged.  Two keys beside the queue's:
+--   P:{Q}:unique        hash  id -> "<created_ms> <window_ms>", for the
+--                             live job of that id created at created_ms
+--   P:{Q}:unique_until  zset  id scored by its window's end, for each
+--                             tombstone, so that the reaper deletes it
+-- A queue without windows pays one EXISTS per ack call and per cancel.
+local function unique_keys()
+  local base = sub(KEYS[5], 1, -5)   -- KEYS[5] is P:{Q}:meta
+  return base .. 'unique', base .. 'unique_until'
+end
+
+-- A tombstone's finish time and window end, or nil when raw is none.
+local function tombstone_of(raw)
+  local f, u = match(raw or '', '^U:(%d+):(%d+)$')
+  if f then return tonumber(f), tonumber(u) end
+  return nil
+end
+
+-- The tombstones that jobs `ids` leave as they finish, for those with a
+-- window: reads only (their records raws when the caller read them, else
+-- they are read here), and nil when none has one.  finished_at(i) is when
+-- job i finished (default now).
+local function unique_plan(ids, raws, finished_at)
+  local uk = unique_keys()
+  if #ids == 0 or redis.call('EXISTS', uk) == 0 then return nil end
+  local e = redis.call('HMGET', uk, unpack(ids))
+  local mine, at = {}, {}
+  for i = 1, #ids do
+    if e[i] then mine[#mine + 1], at[#at + 1] = ids[i], i end
+  end
+  if #mine == 0 then return nil end
+  local r = {}
+  if raws then for k = 1, #mine do r[k] = raws[at[k]] end else r = get_records(mine) end
+  local now = now_ms()
+  local plan = { gone = mine, ids = {}, recs = {}, zadd = {} }
+  for k = 1, #mine do
+    local c, w = match(e[at[k]], '^(%-?%d+) (%d+)$')
+    local j = c and decode(r[k])
+    local f = j and j.created == tonumber(c) and (finished_at and finished_at(at[k]) or now)
+    if f and f + tonumber(w) > now then
+      local n = #plan.ids + 1
+      plan.ids[n] = mine[k]
+      plan.recs[n] = format('U:%d:%d', f, f + tonumber(w))
+      plan.zadd[2 * n - 1] = format('%d', f + tonumber(w))
+      plan.zadd[2 * n] = mine[k]
+    end
+  end
+  return plan
+end
+
+-- Write what unique_plan planned (after the caller's own writes).
+local function unique_apply(plan)
+  if not plan then return end
+  local uk, zk = unique_keys()
+  if #plan.ids > 0 then
+    set_records(plan.ids, plan.recs)
+    redis.call('ZADD', zk, unpack(plan.zadd))
+  end
+  redis.call('HDEL', uk, unpack(plan.gone))
+end
+
+-- Delete the tombstones whose window ended by `now` (at most `limit`).
+local function unique_sweep(now, limit)
+  local _, zk = unique_keys()
+  local ids = redis.call('ZRANGE', zk, '-inf', now, 'BYSCORE', 'LIMIT', 0, limit)
+  if #ids == 0 then return end
+  local raws = get_records(ids)
+  local over = {}
+  for i = 1, #ids do
+    local _, u = tombstone_of(raws[i])
+    if u and u <= now then over[#over + 1] = ids[i] end
+  end
+  if #over > 0 then del_records(over) end
+  redis.call('ZREM', zk, unpack(ids))
+end
+
 -- ---- expiry ------------------------------------------------------------
 -- A job may carry an expiry (enqueue's expire_at): when it has not
 -- started by then, it is not run.  Its record does not change (older
@@ -569,6 +651,7 @@ local function expire_due(now, limit, want_next)
     local info = redis.call('HMGET', hk, unpack(ids))
     local raws = get_records(ids)
     local gone, moves, bury, drop, recs = {}, {}, {}, {}, {}
+    local drop_raws = {}
     local out = {}   -- per delayed set, the ids that leave it
     for i = 1, n do
       local id = ids[i]
@@ -581,6 +664,7 @@ local function expire_due(now, limit, want_next)
         o[#o + 1] = id
         if mode == 'drop' then
           drop[#drop + 1] = id
+          drop_raws[#drop_raws + 1] = raws[i]
         else
           j.err = 'expired'
           bury[#bury + 1] = id
@@ -597,8 +681,11 @@ local function expire_due(now, limit, want_next)
         end
       end
     end
+    -- A dropped job with a dedupe window leaves its tombstone.
+    local tombs = unique_plan(drop, drop_raws)
     if #bury > 0 then set_records(bury, recs) end
     if #drop > 0 then del_records(drop) end
+    unique_apply(tombs)
     for key, o in pairs(out) do redis.call('ZREM', key, unpack(o)) end
     if #bury > 0 then
       local z = {}

@@ -23,6 +23,7 @@ if arg_fault then return arg_refusal('reap') end
 
 local now = now_ms()
 local expired, more, next_expiry = expire_due(now, batch, true)
+unique_sweep(now, batch)
 -- The wait of the lease pass, shortened by the expiries.
 local function until_next(wait)
   if more then return 0 end

@@ -3,7 +3,7 @@
 -- ARGV: id
 -- Returns {state, type, payload, attempts, max_attempts, created_ms, due_ms,
 --          fence, last_error, state_ms, now_ms, unreadable, where,
---          priority, expire_ms, on_expire} where
+--          priority, expire_ms, on_expire, unique_ms, unique_until_ms} where
 -- state is 'delayed', 'processing' (state_ms = lease deadline), 'dead'
 -- (state_ms = time of death), 'orphan' (a record in no set) or
 -- 'unreadable'; or {'notfound'}.  unreadable is '' for a record that
@@ -12,10 +12,15 @@
 -- ('orphan' for none), for an unreadable record too; priority is the
 -- job's level, 0..9 (5, normal, for an unreadable record); expire_ms is
 -- when the job expires if it has not started (0: never) and on_expire
--- what then happens to it, 'dead' or 'drop' ('' when it never expires).
+-- what then happens to it, 'dead' or 'drop' ('' when it never expires);
+-- unique_ms the job's dedupe window (0: none) and unique_until_ms, for a
+-- tombstone (state 'done': the job finished at state_ms, and its id stays
+-- taken until unique_until_ms; the other fields are '' or 0), when the
+-- window ends (0 for any other state).
 --
 -- Producers call it to follow their jobs: a readable delayed job of
--- normal priority costs its four commands and the record's decoding,
+-- normal priority, in a queue without expiries or dedupe windows, costs
+-- its four commands and the record's decoding,
 -- above the line where the prelude's functions are made.  Any other (a
 -- bad id, a job elsewhere, a record that is not plainly readable) goes on
 -- below it, where read_record says what is wrong with a record.
@@ -44,12 +49,12 @@ if id and id ~= '' and #id <= 256 and not find(id, '[^!-~]') then
          and type(c) == 'number' and c % 1 == 0 and c >= -MAX_EXACT and c <= MAX_EXACT
          and type(o) == 'number' and o % 1 == 0 and c + o >= -MAX_EXACT
          and c + o <= MAX_EXACT then
-        -- Its expiry, read as the prelude's expiry_of does.
-        local x = redis.call('HGET', sub(KEYS[5], 1, -5) .. 'expire_info', id)
-        local xe, xc, xm = match(x or '', '^(%d+) (%-?%d+) (%a+)$')
-        if not (xe and tonumber(xc) == c) then xe, xm = 0, '' end
-        return { 'delayed', jt, p, a, m, c, c + o, 0, e, tonumber(at), now, '',
-                 'delayed', NORMAL, tonumber(xe), xm }
+        -- A queue with expiries or windows: the path below reads them.
+        local base = sub(KEYS[5], 1, -5)
+        if redis.call('EXISTS', base .. 'expire_info', base .. 'unique') == 0 then
+          return { 'delayed', jt, p, a, m, c, c + o, 0, e, tonumber(at), now, '',
+                   'delayed', NORMAL, 0, '', 0, 0 }
+        end
       end
     end
   end
@@ -60,6 +65,11 @@ id = arg_id(1, 'id')
 if arg_fault then return arg_refusal('show') end
 local raw = get_record(id)
 if not raw then return { 'notfound' } end
+local finished, until_ms = tombstone_of(raw)
+if finished then
+  return { 'done', '', '', 0, 0, 0, 0, 0, '', finished, now, '', 'done', NORMAL, 0, '',
+           until_ms - finished, until_ms }
+end
 local state, at = 'orphan', 0
 local _, s = delayed_find(id)
 if s then state, at = 'delayed', s else
@@ -80,12 +90,16 @@ if not j then
   local attempts = part.attempts or 0
   if state == 'processing' then attempts = attempts + 1 end
   return { 'unreadable', part.type or '', part.payload or '', attempts, 0, 0, 0,
-           fence, part.err or '', tonumber(at), now, why, state, NORMAL, 0, '' }
+           fence, part.err or '', tonumber(at), now, why, state, NORMAL, 0, '', 0, 0 }
 end
 local attempts = j.attempts
 if state == 'processing' then attempts = attempts + 1 end
 -- A dead job has no expiry left (it cannot start again unless requeued).
 local expire, on_expire = nil, nil
 if state ~= 'dead' then expire, on_expire = expiry_of(id, j.created) end
+local u = redis.call('HGET', (unique_keys()), id)
+local uc, uw = match(u or '', '^(%-?%d+) (%d+)$')
+uw = uc and tonumber(uc) == j.created and tonumber(uw) or 0
 return { state, j.type, j.payload, attempts, j.max, j.created, j.due,
-         fence, j.err, tonumber(at), now, '', state, j.prio, expire or 0, on_expire or '' }
+         fence, j.err, tonumber(at), now, '', state, j.prio, expire or 0, on_expire or '',
+         uw, 0 }
