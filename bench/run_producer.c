@@ -89,6 +89,7 @@ static const char MIN_ENQUEUE_MANY[] =
 
 static const char MIN_CANCEL[] =
     "redis.call('ZSCORE', KEYS[2], ARGV[1])\n"
+    "redis.call('EXISTS', string.sub(KEYS[5], 1, -5) .. 'unique')\n"
     "redis.call('HDEL', KEYS[1], ARGV[1])\n"
     "redis.call('ZREM', KEYS[2], ARGV[1])\n"
     "return 'cancelled'\n";
@@ -97,6 +98,8 @@ static const char MIN_SHOW[] =
     "local t = redis.call('TIME')\n"
     "local raw = redis.call('HGET', KEYS[1], ARGV[1])\n"
     "local s = redis.call('ZSCORE', KEYS[2], ARGV[1])\n"
+    "local base = string.sub(KEYS[5], 1, -5)\n"
+    "redis.call('EXISTS', base .. 'expire_info', base .. 'unique')\n"
     "return { 'delayed', raw, s, t[1] }\n";
 
 static const char EMPTY[] = "return 1\n";

@@ -223,7 +223,7 @@ START_TEST(missed_ticks_follow_the_catch_up_policy)
 }
 END_TEST
 
-/* A tick fires up to LOOKAHEAD_MS ahead: with one every 2 s, a job made
+/* A tick fires up to LOOKAHEAD_MS ahead: with one every 1 or 2 s, a job made
  * for the next tick is (nearly always) waiting within a few seconds. */
 static void wait_fired_ahead(void)
 {
@@ -414,7 +414,7 @@ static int no_tick_after(const char *name, int64_t t)
  * ones. */
 START_TEST(a_paused_schedule_fires_no_tick_until_resumed)
 {
-    write_conf_with("{ queue = \"" H_QUEUE "\"; name = \"pz\"; cron = \"@every 2s\"; "
+    write_conf_with("{ queue = \"" H_QUEUE "\"; name = \"pz\"; cron = \"@every 1s\"; "
                     "type = \"t\"; payload = \"ok\"; catch_up = \"all\"; }");
     start_daemon(&H);
     struct ticks_arg two = { "pz", 2 };
@@ -438,11 +438,9 @@ START_TEST(a_paused_schedule_fires_no_tick_until_resumed)
     /* Restarted with a changed declaration: stored, still paused. */
     ck_assert_int_eq(h_stop(&H, 10000), 0);
     write_conf_with("{ queue = \"" H_QUEUE "\"; name = \"pz\"; cron = \"@every 1s\"; "
-                    "type = \"t\"; payload = \"ok\"; catch_up = \"all\"; }");
+                    "type = \"t\"; payload = \"ok2\"; catch_up = \"all\"; }");
     start_daemon(&H);
     ck_assert_int_ge(h_wait_log(&H, "schedule pz from the config file changed", 1, 10000), 1);
-    char buf[64];
-    ck_assert_str_eq(stored_expr("pz", buf, sizeof buf), "@every 1s");
     tu_sleep_ms(LOOKAHEAD_MS + 1500);
     int before = no_tick_after("pz", paused);
 
