@@ -2,13 +2,17 @@
 
 /// <reference types="node" />
 
-export type ErrorCode = 'invalid' | 'notfound' | 'exists' | 'running' | 'dead' | 'stale'
-  | 'too_large' | 'connect' | 'auth' | 'timeout' | 'redis';
+export type ErrorCode = 'invalid' | 'notfound' | 'exists' | 'unique' | 'running' | 'dead'
+  | 'stale' | 'too_large' | 'connect' | 'auth' | 'timeout' | 'redis';
 
 /** Every call rejects with this: `code` is libdelayq's status, the message its one line. */
 export class DelayqError extends Error {
   constructor(code: ErrorCode, message: string);
   readonly code: ErrorCode;
+  /** code 'unique': when the job of that id finished (Unix ms); null in enqueueMany's results. */
+  readonly finishedMs?: number | null;
+  /** code 'unique': when its dedupe window ends (Unix ms); null in enqueueMany's results. */
+  readonly untilMs?: number | null;
 }
 
 export const CODES: readonly ErrorCode[];
@@ -78,6 +82,13 @@ export interface EnqueueOptions {
   ttl?: number | string;
   /** An expired job goes to dead with the error "expired" ('dead', the default) or is deleted. */
   onExpire?: 'dead' | 'drop';
+  /**
+   * A dedupe window (needs an id): for this long after the job is done, an add of its id
+   * is refused (code 'unique'). ms, or a duration text ("1h"); 1 ms..100 years.
+   */
+  uniqueFor?: number | string;
+  /** Within a window, resolve with the id (nothing added) rather than reject. */
+  uniqueOk?: boolean;
 }
 
 export interface EnqueueJob extends EnqueueOptions {
@@ -86,11 +97,14 @@ export interface EnqueueJob extends EnqueueOptions {
   payload: Payload;
 }
 
-export type EnqueueResult = { id: string; error?: undefined } | { id?: undefined; error: DelayqError };
+/** finished: nothing was added, the job of that id finished within its dedupe window (uniqueOk). */
+export type EnqueueResult = { id: string; finished?: boolean; error?: undefined }
+  | { id?: undefined; finished?: undefined; error: DelayqError };
 
 export interface Job {
   id: string;
-  state: 'delayed' | 'processing' | 'dead' | 'orphan' | 'unreadable';
+  /** 'done': finished within its dedupe window (stateMs when; the other fields '' or 0). */
+  state: 'delayed' | 'processing' | 'dead' | 'orphan' | 'unreadable' | 'done';
   type: string;
   payload: Buffer;
   attempts: number;
@@ -110,6 +124,10 @@ export interface Job {
   expireAtMs: number;
   /** What then happens to it; '' when it never expires. */
   onExpire: 'dead' | 'drop' | '';
+  /** Its dedupe window (ms); 0: none. */
+  uniqueMs: number;
+  /** State 'done': when the window ends and its id is free (Unix ms); otherwise 0. */
+  uniqueUntilMs: number;
 }
 
 export interface Stats {
@@ -185,6 +203,10 @@ export class Client {
               options?: ScheduleOptions): Promise<number>;
   scheduleList(queue: string): Promise<Schedule[]>;
   scheduleRemove(queue: string, name: string): Promise<void>;
+  /** Stop its ticks, keep its definition; resolves to when it was paused (the first pause's time). */
+  schedulePause(queue: string, name: string): Promise<number>;
+  /** Fire again from the first tick after now (missed ticks are not made up); resolves to that tick. */
+  scheduleResume(queue: string, name: string): Promise<number>;
   /** One job of the schedule now (id NAME@now-...), outside its ticks. */
   scheduleRunNow(queue: string, name: string): Promise<string>;
   partitions(queue: string): Promise<number>;

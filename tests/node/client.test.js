@@ -1,7 +1,8 @@
 'use strict';
 // Every producer call of the Node client against a real redis-server,
 // with binary payloads kept byte for byte; jobs' expiries (shown, and a
-// job past its expiry is never claimed).
+// job past its expiry is never claimed); dedupe windows (an id kept after
+// its job ran); schedules paused and resumed.
 
 const test = require('node:test');
 const assert = require('node:assert');
@@ -258,4 +259,133 @@ test('enqueueMany carries expiries, on a partitioned queue too', async () => {
   assert.strictEqual(await dq.show(q, 'one'), null);
   const s = await dq.stats(q);
   assert.deepStrictEqual([s.dead, s.processing, s.jobsExpired], [3, 2, 5]);
+});
+
+// Claim every due job of an unpartitioned queue and ack it, as a worker
+// that succeeds does: the ids run, sorted.
+async function runAll(q) {
+  const keys = dq.keysOf(q, 0, 1).keys;
+  const r = await dq.conn.evalScript('claim', keys, [1000, 60000]);
+  const held = [];
+  for (let i = 0; i < Number(r[2]); i++) held.push(String(r[3 + 4 * i]), String(r[5 + 4 * i]));
+  if (held.length) {
+    assert.deepStrictEqual(await dq.conn.evalScript('ack', keys, held), held.filter((_, i) => i % 2).map(() => 1));
+  }
+  return held.filter((_, i) => i % 2 === 0).sort();
+}
+
+test('a dedupe window keeps the id after its job ran: unique, uniqueOk, show says done', async () => {
+  const q = queueName('unique');
+  const hour = 3600000;
+  assert.strictEqual(await dq.enqueue(q, 't', '1', { id: 'hook:1', uniqueFor: '1h' }), 'hook:1');
+  let j = await dq.show(q, 'hook:1');
+  assert.deepStrictEqual([j.state, j.uniqueMs, j.uniqueUntilMs], ['delayed', hour, 0]);
+  assert.deepStrictEqual(await runAll(q), ['hook:1']);
+  let err = null;
+  await assert.rejects(dq.enqueue(q, 't', '2', { id: 'hook:1', uniqueFor: hour }), (e) => {
+    err = e;
+    return e.code === 'unique' && e.message === `job hook:1 in queue ${q} finished within its dedupe window`;
+  });
+  assert.strictEqual(err.untilMs, err.finishedMs + hour);
+  assert.ok(Math.abs(err.finishedMs - await dq.serverTime()) < 5000);
+  // a replace is refused too; uniqueOk resolves to the id; nothing is added
+  await assert.rejects(dq.enqueue(q, 't', '3', { id: 'hook:1', replace: true }), { code: 'unique' });
+  assert.strictEqual(await dq.enqueue(q, 't', '4', { id: 'hook:1', uniqueFor: hour, uniqueOk: true }), 'hook:1');
+  j = await dq.show(q, 'hook:1');
+  assert.deepStrictEqual([j.state, j.stateMs, j.uniqueMs, j.uniqueUntilMs, j.payload.length],
+    ['done', err.finishedMs, hour, err.untilMs, 0]);
+  const s = await dq.stats(q);
+  assert.deepStrictEqual([s.delayed, s.due, s.processing, s.dead], [0, 0, 0, 0]);
+  // a cancel starts the window too; without one an id is free at once
+  await dq.enqueue(q, 't', 'x', { id: 'c:1', delay: 60000, uniqueFor: hour });
+  await dq.enqueue(q, 't', 'x', { id: 'plain', delay: 60000 });
+  assert.strictEqual(await dq.cancel(q, 'c:1'), true);
+  assert.strictEqual(await dq.cancel(q, 'plain'), true);
+  await assert.rejects(dq.enqueue(q, 't', 'x', { id: 'c:1' }), { code: 'unique' });
+  assert.strictEqual(await dq.enqueue(q, 't', 'x', { id: 'plain' }), 'plain');
+  assert.strictEqual((await dq.show(q, 'c:1')).state, 'done');
+});
+
+test('a short dedupe window ends: the id can be added again', async () => {
+  const q = queueName('window');
+  await dq.enqueue(q, 't', '1', { id: 'w', uniqueFor: '300ms' });
+  assert.deepStrictEqual(await runAll(q), ['w']);
+  let until = 0;
+  await assert.rejects(dq.enqueue(q, 't', '2', { id: 'w' }), (e) => {
+    until = e.untilMs;
+    return e.code === 'unique';
+  });
+  await sleep(Math.max(0, until - await dq.serverTime()) + 20);
+  assert.strictEqual(await dq.enqueue(q, 't', '2', { id: 'w' }), 'w');
+  const j = await dq.show(q, 'w');
+  assert.deepStrictEqual([j.state, j.payload.toString(), j.uniqueMs], ['delayed', '2', 0]);
+  assert.deepStrictEqual(await runAll(q), ['w']);
+  assert.strictEqual(await dq.show(q, 'w'), null);   // that job had no window
+});
+
+test('enqueueMany with windows on a partitioned queue: unique, finished, added', async () => {
+  const q = queueName('manyunique');
+  await dq.setPartitions(q, 3);
+  let res = await dq.enqueueMany([
+    { queue: q, type: 't', payload: '', id: 'a', uniqueFor: 60000 },
+    { queue: q, type: 't', payload: '', id: 'b', uniqueFor: 60000, priority: 'high', ttl: 60000 },
+  ]);
+  assert.ok(res.every((r) => r.id && !r.finished));
+  assert.deepStrictEqual(await claimAll(q, 3), ['a', 'b']);
+  for (const id of ['a', 'b']) {
+    const k = await dq.keysOfId(q, id);
+    assert.deepStrictEqual(await dq.conn.evalScript('ack', k.keys, [id, (await dq.show(q, id)).fence]), [1]);
+  }
+  res = await dq.enqueueMany([
+    { queue: q, type: 't', payload: '', id: 'a', uniqueFor: 60000 },
+    { queue: q, type: 't', payload: '', id: 'b', uniqueFor: '1m', uniqueOk: true, delay: 5000 },
+    { queue: q, type: 't', payload: '', id: 'c', uniqueFor: 60000, uniqueOk: true, delay: 5000 },
+    { queue: q, type: 't', payload: '', id: 'a' },
+    { queue: q, type: 't', payload: '', delay: 5000 },
+  ]);
+  assert.deepStrictEqual([res[0].error.code, res[0].error.untilMs], ['unique', null]);
+  assert.deepStrictEqual(res[1], { id: 'b', finished: true });
+  assert.deepStrictEqual(res[2], { id: 'c' });
+  assert.strictEqual(res[3].error.code, 'unique');
+  assert.match(res[4].id, /^[0-9]+$/);
+  const states = [];
+  for (const id of ['a', 'b', 'c', res[4].id]) states.push((await dq.show(q, id)).state);
+  assert.deepStrictEqual(states, ['done', 'done', 'delayed', 'delayed']);
+  assert.strictEqual((await dq.show(q, 'c')).uniqueMs, 60000);
+  assert.strictEqual(await dq.enqueue(q, 't', '', { id: 'd', delay: 5000, priority: 'low', uniqueFor: '30s' }), 'd');
+  const d = await dq.show(q, 'd');
+  assert.deepStrictEqual([d.uniqueMs, d.priority, d.expireAtMs], [30000, 9, 0]);
+  assert.strictEqual((await dq.stats(q)).delayed, 3);
+});
+
+test('schedules: pause keeps the definition and stops the ticks; resume fires from the next tick', async () => {
+  const q = queueName('schedpause');
+  await dq.scheduleAdd(q, 'often', '@every 90s', 'ping', 'x');
+  await dq.scheduleAdd(q, 'nightly', '0 3 * * *', 'report', '', { tz: 'Europe/Berlin' });
+  let now = await dq.serverTime();
+  const since = await dq.schedulePause(q, 'nightly');
+  assert.ok(Math.abs(since - now) < 5000);
+  let list = await dq.scheduleList(q);
+  assert.deepStrictEqual(list.map((s) => [s.name, s.nextMs === -1, s.pausedSinceMs]),
+    [['often', false, -1], ['nightly', true, since]]);
+  await sleep(10);
+  assert.strictEqual(await dq.schedulePause(q, 'nightly'), since);   // the first pause's time
+  // a replace keeps it paused, with the new definition
+  assert.strictEqual(await dq.scheduleAdd(q, 'nightly', '0 4 * * *', 'report', '',
+    { tz: 'Europe/Berlin', replace: true }), -1);
+  assert.strictEqual((await dq.scheduleList(q))[1].pausedSinceMs, since);
+  now = await dq.serverTime();
+  const next = await dq.scheduleResume(q, 'nightly');
+  assert.ok(next > now && next <= now + 86400000, `${next} after ${now}`);
+  assert.strictEqual(new Date(next).getUTCMinutes(), 0);
+  assert.ok([2, 3].includes(new Date(next).getUTCHours()), '04:00 in Berlin');
+  list = await dq.scheduleList(q);
+  const n = list.find((s) => s.name === 'nightly');
+  assert.deepStrictEqual([n.nextMs, n.pausedSinceMs, n.expr], [next, -1, '0 4 * * *']);
+  // resuming a running schedule changes nothing: its next tick
+  assert.strictEqual(await dq.scheduleResume(q, 'nightly'), next);
+  for (const call of ['schedulePause', 'scheduleResume']) {
+    await assert.rejects(dq[call](q, 'none'), { code: 'notfound', message: `no schedule none in queue ${q}` });
+    await assert.rejects(dq[call](q, 'a@b'), { code: 'invalid' });
+  }
 });

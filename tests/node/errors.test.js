@@ -51,6 +51,13 @@ test('bad arguments are refused before anything is sent', async () => {
     [{ expireAt: new Date(now + 3 * 3153600000000) }, `expiry ${now + 3 * 3153600000000} (Unix ms) is negative or more than 200 years from now`],
     [{ expireAt: now + 60000, ttl: 1000 }, 'expireAt and ttl are both set (keep one)'],
     [{ ttl: 1000, onExpire: 'delete' }, 'onExpire "delete" is not "dead" or "drop"'],
+    [{ id: 'w', uniqueFor: -1 }, 'dedupe window -1 ms is not in 1..3153600000000 (100 years)'],
+    [{ id: 'w', uniqueFor: 3153600000001 }, 'dedupe window 3153600000001 ms is not in 1..3153600000000 (100 years)'],
+    [{ id: 'w', uniqueFor: 1.5 }, 'dedupe window 1.5 ms is not in 1..3153600000000 (100 years)'],
+    [{ id: 'w', uniqueFor: '5x' }, 'dedupe window "5x": unknown unit (use ms, s, m, h or d)'],
+    [{ uniqueFor: '1h' }, "a dedupe window needs the job's id"],
+    [{ id: 'w', uniqueOk: true }, 'uniqueOk needs a dedupe window (uniqueFor)'],
+    [{ id: 'w', uniqueFor: 0, uniqueOk: true }, 'uniqueOk needs a dedupe window (uniqueFor)'],
   ];
   for (const [opts, message] of cases) {
     await assert.rejects(dq.enqueue(q, 't', 'x', opts), (e) => {
@@ -70,14 +77,18 @@ test('bad arguments are refused before anything is sent', async () => {
   // Nothing was written: not even the registry of queues.
   const raw = await dq.conn.command('SISMEMBER', ['dq:queues', q]);
   assert.strictEqual(raw, 0);
-  // In a batch a bad expiry is refused alone.
+  // In a batch a bad expiry or window is refused alone.
   const res = await dq.enqueueMany([
     { queue: q, type: 't', payload: 'x', id: 'bad', ttl: -1 },
     { queue: q, type: 't', payload: 'x', id: 'bad2', expireAt: now + 60000, ttl: 5 },
+    { queue: q, type: 't', payload: 'x', uniqueFor: 60000 },
+    { queue: q, type: 't', payload: 'x', id: 'bad3', uniqueOk: true },
     { queue: q, type: 't', payload: 'x', id: 'good', ttl: 60000 },
   ]);
-  assert.deepStrictEqual(res.map((r) => r.error && r.error.code), ['invalid', 'invalid', undefined]);
-  assert.strictEqual(res[2].id, 'good');
+  assert.deepStrictEqual(res.map((r) => r.error && r.error.code),
+    ['invalid', 'invalid', 'invalid', 'invalid', undefined]);
+  assert.strictEqual(res[4].id, 'good');
+  assert.strictEqual(await dq.show(q, 'bad3'), null);
   assert.strictEqual(await dq.show(q, 'bad'), null);
   // The due time of a delay is the server's: the script checks the expiry.
   await assert.rejects(dq.enqueue(q, 't', 'x', { id: 'late', delay: 60000, expireAt: now + 1000 }),

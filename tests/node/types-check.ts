@@ -11,14 +11,21 @@ async function orderTimeout(): Promise<void> {
   await dq.enqueue('orders', 't', new Uint8Array([1, 2]), { delay: 5000, priority: 7 });
   await dq.enqueue('orders', 't', 'x', { delay: '5m', ttl: '10m', onExpire: 'drop' });
   await dq.enqueue('orders', 't', 'x', { at: Date.now() + 1000, expireAt: new Date(Date.now() + 60000) });
+  await dq.enqueue('orders', 't', 'x', { id: 'hook:1', uniqueFor: '1h', uniqueOk: true });
+  try {
+    await dq.enqueue('orders', 't', 'x', { id: 'hook:1', uniqueFor: 3600000 });
+  } catch (e) {
+    if (e instanceof DelayqError && e.code === 'unique') console.log(e.finishedMs, e.untilMs);
+  }
   const many: EnqueueResult[] = await dq.enqueueMany([{ queue: 'orders', type: 't', payload: 'x', delay: '1h' },
     { queue: 'orders', type: 't', payload: 'x', ttl: 60000, onExpire: 'dead' }]);
   for (const r of many) {
     if (r.error) console.log(r.error.code, r.error.message);
-    else console.log(r.id.length);
+    else console.log(r.id.length, r.finished === true);
   }
   const job: Job | null = await dq.show('orders', id);
   if (job) console.log(job.payload.byteLength, job.state, job.priority, job.expireAtMs, job.onExpire);
+  if (job && job.state === 'done') console.log(job.stateMs, job.uniqueMs, job.uniqueUntilMs);
   const s: Stats = await dq.stats('orders');
   console.log(s.dueByPriority[0], s.jobsExpired, cancelled, parseDuration('1h30m'));
   await dq.runNow('orders', id);
@@ -32,6 +39,9 @@ async function orderTimeout(): Promise<void> {
   const next: number = await dq.scheduleAdd('orders', 'nightly', '0 3 * * *', 'report', '', { tz: 'Europe/Berlin', catchUp: 'none' });
   const list = await dq.scheduleList('orders');
   console.log(n, next, list[0]?.nextMs);
+  const pausedAt: number = await dq.schedulePause('orders', 'nightly');
+  const resumed: number = await dq.scheduleResume('orders', 'nightly');
+  console.log(pausedAt, resumed);
   await dq.scheduleRemove('orders', 'nightly');
   const conf = Client.fromConfig('/etc/delayq/delayqd.conf', { durability: 'replicated' });
   try {

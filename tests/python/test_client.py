@@ -278,6 +278,165 @@ class ClientTest(unittest.TestCase):
         s = self.dq.stats("q")
         self.assertEqual((s.delayed, s.due, s.dead, s.jobs_expired), (0, 1, 0, 0))   # "good"
 
+    # ---- dedupe windows: an id stays taken after its job is done --------
+
+    def run_all(self, queue):
+        """Claim every due job and ack it, as a worker that succeeds does:
+        the ids run, sorted."""
+        ks, _ = delayq.keys.queue_keys("dq", queue)
+        r = self.dq.conn.run("claim", ks, [1000, 60000])
+        held = [(r[3 + 4 * i], r[5 + 4 * i]) for i in range(int(r[2]))]   # id, fence
+        if held:
+            acked = self.dq.conn.run("ack", ks, [x for pair in held for x in pair])
+            self.assertEqual(acked, [1] * len(held))
+        return sorted(job_id.decode() for job_id, _ in held)
+
+    def test_a_dedupe_window_keeps_the_id_after_the_job_ran(self):
+        hour = 3600000
+        self.assertEqual(self.dq.enqueue("q", "t", b"1", id="hook:1",
+                                         unique_for=timedelta(hours=1)), "hook:1")
+        j = self.dq.show("q", "hook:1")
+        self.assertEqual((j.state, j.unique_ms, j.unique_until_ms), ("delayed", hour, 0))
+        self.assertEqual(self.run_all("q"), ["hook:1"])
+        with self.assertRaises(delayq.UniqueError) as e:
+            self.dq.enqueue("q", "t", b"2", id="hook:1", unique_for=hour)
+        err = e.exception
+        self.assertEqual((err.code, str(err)), ("unique", "job hook:1 in queue q finished "
+                                                "within its dedupe window"))
+        self.assertEqual(err.until_ms, err.finished_ms + hour)
+        self.assertLess(abs(err.finished_ms - self.dq.server_time_ms()), 5000)
+        # not ExistsError: a replace is refused too, and nothing was written
+        self.assertNotIsInstance(err, delayq.ExistsError)
+        with self.assertRaises(delayq.UniqueError):
+            self.dq.enqueue("q", "t", b"3", id="hook:1", replace=True)
+        # unique_ok: the id, as for an add, and still nothing added
+        self.assertEqual(self.dq.enqueue("q", "t", b"4", id="hook:1", unique_for=hour,
+                                         unique_ok=True), "hook:1")
+        j = self.dq.show("q", "hook:1")
+        self.assertEqual((j.state, j.state_ms, j.unique_ms, j.unique_until_ms, j.payload),
+                         ("done", err.finished_ms, hour, err.until_ms, b""))
+        self.assertEqual(j.unique_until, datetime.fromtimestamp(err.until_ms / 1000, timezone.utc))
+        s = self.dq.stats("q")
+        self.assertEqual((s.delayed, s.due, s.processing, s.dead), (0, 0, 0, 0))
+        # a cancelled job's window runs from the cancel; without a window
+        # the id is free the moment the job is done
+        self.dq.enqueue("q", "t", id="c:1", delay=60000, unique_for=hour)
+        self.dq.enqueue("q", "t", id="plain", delay=60000)
+        self.assertTrue(self.dq.cancel("q", "c:1"))
+        self.assertTrue(self.dq.cancel("q", "plain"))
+        with self.assertRaises(delayq.UniqueError):
+            self.dq.enqueue("q", "t", id="c:1")
+        self.assertEqual(self.dq.enqueue("q", "t", id="plain"), "plain")
+        self.assertEqual(self.dq.show("q", "c:1").state, "done")
+
+    def test_a_short_window_ends(self):
+        self.dq.enqueue("q", "t", b"1", id="w", unique_for=300)
+        self.assertEqual(self.run_all("q"), ["w"])
+        with self.assertRaises(delayq.UniqueError) as e:
+            self.dq.enqueue("q", "t", b"2", id="w")
+        time.sleep(max(0, e.exception.until_ms - self.dq.server_time_ms()) / 1000 + 0.02)
+        self.assertEqual(self.dq.enqueue("q", "t", b"2", id="w"), "w")
+        j = self.dq.show("q", "w")
+        self.assertEqual((j.state, j.payload, j.unique_ms), ("delayed", b"2", 0))
+        self.assertEqual(self.run_all("q"), ["w"])
+        self.assertIsNone(self.dq.show("q", "w"))   # that job had no window
+
+    def test_bad_windows_are_refused_before_anything_is_written(self):
+        cases = [
+            (dict(id="w", unique_for=0, unique_ok=True),
+             "unique_ok needs a dedupe window (unique_for)"),
+            (dict(id="w", unique_ok=True), "unique_ok needs a dedupe window (unique_for)"),
+            (dict(id="w", unique_for=-1),
+             "dedupe window -1 ms is not in 1..3153600000000 (100 years)"),
+            (dict(id="w", unique_for=timedelta(days=365 * 100, milliseconds=1)),
+             "dedupe window 3153600000001 ms is not in 1..3153600000000 (100 years)"),
+            (dict(id="w", unique_for=1.5),
+             "dedupe window 1.5 is not a timedelta or whole milliseconds"),
+            (dict(unique_for=60000), "a dedupe window needs the job's id"),
+        ]
+        for kw, msg in cases:
+            with self.assertRaises(delayq.InvalidError, msg=kw) as e:
+                self.dq.enqueue("q", "t", **kw)
+            self.assertEqual(str(e.exception), msg)
+            got = self.dq.enqueue_many("q", [dict(kw, type="t")])
+            self.assertIsInstance(got[0].error, delayq.InvalidError, kw)
+            self.assertEqual(str(got[0].error), msg)
+        self.assertEqual(self.r.raw.keys("*"), [])   # not even the queue's registration
+
+    def test_enqueue_many_with_windows(self):
+        """A window by job in one call, on a partitioned queue: refused,
+        answered done (unique_ok), or added; the other jobs as ever."""
+        self.dq.set_partitions("pq", 3)
+        got = self.dq.enqueue_many("pq", [{"type": "t", "id": "a", "unique_for": 60000},
+                                          {"type": "t", "id": "b", "unique_for": 60000,
+                                           "priority": "high", "ttl": 60000}])
+        self.assertTrue(all(e.ok for e in got))
+        self.assertEqual(sorted(self.claim("pq", 3)), ["a", "b"])
+        for p in range(3):
+            ks, _ = delayq.keys.queue_keys("dq", "pq", p, 3)
+            for job_id in ("a", "b"):
+                if delayq.keys.partition_of(job_id, 3) == p:
+                    fence = self.dq.show("pq", job_id).fence
+                    self.assertEqual(self.dq.conn.run("ack", ks, [job_id, fence]), [1])
+        got = self.dq.enqueue_many("pq", [
+            {"type": "t", "id": "a", "unique_for": 60000},
+            {"type": "t", "id": "b", "unique_for": timedelta(minutes=1), "unique_ok": True,
+             "delay": 5000},
+            {"type": "t", "id": "c", "unique_for": 60000, "unique_ok": True, "delay": 5000},
+            {"type": "t", "id": "a"},
+            {"type": "t", "delay": 5000},
+        ])
+        self.assertIsInstance(got[0].error, delayq.UniqueError)
+        self.assertEqual((got[0].id, got[0].finished, got[0].error.until_ms), ("a", True, None))
+        self.assertEqual((got[1].ok, got[1].id, got[1].finished, got[1].due_ms),
+                         (True, "b", True, 0))
+        self.assertEqual((got[2].ok, got[2].finished), (True, False))
+        self.assertGreater(got[2].due_ms, 0)
+        self.assertIsInstance(got[3].error, delayq.UniqueError)
+        self.assertTrue(got[4].ok and got[4].id.isdigit() and not got[4].finished)
+        self.assertEqual([self.dq.show("pq", i).state for i in ("a", "b", "c", got[4].id)],
+                         ["done", "done", "delayed", "delayed"])
+        self.assertEqual(self.dq.show("pq", "c").unique_ms, 60000)
+        self.assertEqual(self.dq.enqueue("pq", "t", id="d", delay=5000, priority="low",
+                                         unique_for=timedelta(seconds=30)), "d")
+        j = self.dq.show("pq", "d")
+        self.assertEqual((j.unique_ms, j.priority, j.expire_at_ms), (30000, 9, 0))
+        self.assertEqual(self.dq.stats("pq").delayed, 3)
+
+    # ---- schedules: pause and resume --------------------------------------
+
+    def test_schedule_pause_and_resume(self):
+        self.dq.schedule_add("q", "often", "ping", "@every 90s")
+        self.dq.schedule_add("q", "nightly", "report", "0 3 * * *", tz="Europe/Berlin")
+        now = self.dq.server_time_ms()
+        since = self.dq.schedule_pause("q", "nightly")
+        self.assertLess(abs(since - now), 5000)
+        by_name = {s.name: s for s in self.dq.schedule_list("q")}
+        self.assertEqual((by_name["nightly"].next_ms, by_name["nightly"].paused_since_ms),
+                         (-1, since))
+        self.assertEqual(by_name["often"].paused_since_ms, -1)
+        self.assertEqual([s.name for s in self.dq.schedule_list("q")], ["often", "nightly"])
+        time.sleep(0.01)
+        self.assertEqual(self.dq.schedule_pause("q", "nightly"), since)   # the first pause
+        # a replace keeps it paused, with the new definition
+        self.assertEqual(self.dq.schedule_add("q", "nightly", "report", "0 4 * * *",
+                                              tz="Europe/Berlin", replace=True), -1)
+        self.assertEqual(self.dq.schedule_list("q")[1].paused_since_ms, since)
+        now = self.dq.server_time_ms()
+        nxt = self.dq.schedule_resume("q", "nightly")
+        self.assertEqual(nxt, cron.first_tick(cron.parse("0 4 * * *"), "Europe/Berlin", now))
+        self.assertTrue(now < nxt <= now + 86400000)
+        s = {s.name: s for s in self.dq.schedule_list("q")}["nightly"]
+        self.assertEqual((s.next_ms, s.paused_since_ms, s.expr), (nxt, -1, "0 4 * * *"))
+        # resuming a running schedule changes nothing: its next tick
+        self.assertEqual(self.dq.schedule_resume("q", "nightly"), nxt)
+        for call in (self.dq.schedule_pause, self.dq.schedule_resume):
+            with self.assertRaises(delayq.NotFoundError) as e:
+                call("q", "none")
+            self.assertEqual(str(e.exception), "no schedule none in queue q")
+            with self.assertRaises(delayq.InvalidError):
+                call("q", "a@b")
+
     def test_context_manager_closes(self):
         with delayq.Client.from_url("unix://" + self.r.sock) as dq:
             dq.enqueue("q", "t", id="cm")

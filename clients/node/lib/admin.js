@@ -45,7 +45,9 @@ P.stats = async function stats(queue) {
   return sum;
 };
 
-// show(queue, id) -> the job (payload a Buffer), or null when there is none.
+// show(queue, id) -> the job (payload a Buffer), or null when there is none;
+// state 'done' for one that finished within its dedupe window (stateMs
+// when, uniqueUntilMs when the window ends; the other fields '' or 0).
 P.show = async function show(queue, id) {
   this.checkQueue(queue);
   if (typeof id !== 'string' || id === '') throw fail('invalid', 'job id is empty');
@@ -72,6 +74,9 @@ P.show = async function show(queue, id) {
     // 0 and '' when it never expires (or from a script older than expiries)
     expireAtMs: r.length > 15 ? int(r[14]) : 0,
     onExpire: r.length > 15 ? str(r[15]) : '',
+    // 0 when it has no window (or from a script older than dedupe windows)
+    uniqueMs: r.length > 17 ? int(r[16]) : 0,
+    uniqueUntilMs: r.length > 17 ? int(r[17]) : 0,
   };
 };
 

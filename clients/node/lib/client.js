@@ -4,7 +4,7 @@
 // calls are in admin.js, schedules in schedules.js.
 
 const { Conn } = require('./conn');
-const { fail } = require('./errors');
+const { fail, uniqueError } = require('./errors');
 const K = require('./keys');
 const W = require('./when');
 const { bodyHead } = require('./msgpack');
@@ -58,11 +58,13 @@ function normalize(opts) {
   return o;
 }
 
-// A job's expiry (expireAt, or ttl after its due time, and onExpire),
-// checked as libdelayq's check_expiry does; the script checks it again
-// against the due time on the server's clock.  `at` is the due time
-// when one was given, else 0.  Throws DelayqError "invalid".
-function expiryOf(opts, at) {
+// A job's expiry (expireAt, or ttl after its due time, and onExpire) and
+// dedupe window (uniqueFor, uniqueOk), checked as libdelayq's
+// check_expiry does; the script checks the expiry again against the due
+// time on the server's clock.  `at` is the due time when one was given,
+// else 0; `id` the job's id ('' for a generated one).  Throws DelayqError
+// "invalid".
+function expiryOf(opts, at, id) {
   const given = (v) => v !== undefined && v !== null;
   if (given(opts.expireAt) && given(opts.ttl)) throw fail('invalid', 'expireAt and ttl are both set (keep one)');
   const onExpire = given(opts.onExpire) ? opts.onExpire : 'dead';
@@ -73,10 +75,15 @@ function expiryOf(opts, at) {
   if (typeof ttl === 'string') throw fail('invalid', ttl);
   const expireAt = W.expireAtMs(opts.expireAt);
   if (typeof expireAt === 'string') throw fail('invalid', expireAt);
+  const uniqueFor = W.windowMs(opts.uniqueFor);
+  if (typeof uniqueFor === 'string') throw fail('invalid', uniqueFor);
+  if (uniqueFor > 0 && !id) throw fail('invalid', 'a dedupe window needs the job\'s id');
+  const uniqueOk = !!opts.uniqueOk;
+  if (uniqueOk && uniqueFor === 0) throw fail('invalid', 'uniqueOk needs a dedupe window (uniqueFor)');
   if (expireAt > 0 && at > 0 && expireAt <= at) {
     throw fail('invalid', `expiry ${expireAt} (Unix ms) is not after the due time ${at}`);
   }
-  return { expireAt, ttl, onExpire };
+  return { expireAt, ttl, onExpire, uniqueFor, uniqueOk };
 }
 
 // The scripts' expiry of a checked request: a Unix time in ms, "+" and ms
@@ -226,17 +233,21 @@ class Client {
       if (typeof delay === 'string') throw fail('invalid', delay);
     }
     return { queue, type, body, id: opts.id || '', delay, at, max, level, replace: !!opts.replace,
-      ...expiryOf(opts, at) };
+      ...expiryOf(opts, at, opts.id || '') };
   }
 
   refused(status, req) {
+    if (status === 'unique') return uniqueError(req);
     if (status === 'exists') return fail('exists', `job ${req.id} already exists in queue ${req.queue} (use replace)`);
     if (status === 'running') return fail('running', `job ${req.id} in queue ${req.queue} is running and cannot be replaced`);
     return fail('redis', 'unexpected reply from the enqueue script');
   }
 
   // enqueue(queue, type, payload, {delay, at, id, replace, priority,
-  // maxAttempts, expireAt, ttl, onExpire}) -> the job's id.
+  // maxAttempts, expireAt, ttl, onExpire, uniqueFor, uniqueOk}) -> the
+  // job's id; also with uniqueOk when nothing was added because the job
+  // of that id finished within its dedupe window (without uniqueOk that
+  // is a DelayqError "unique" with finishedMs and untilMs).
   async enqueue(queue, type, payload, opts = {}) {
     const req = this.request(queue, type, payload, opts);
     await this.register(queue);
@@ -247,23 +258,30 @@ class Client {
     const args = [k.wake, req.id, req.type, req.body, req.at > 0 ? 'at' : 'delay',
       req.at > 0 ? req.at : req.delay, req.max, req.replace ? '1' : '0'];
     // As libdelayq: the optional arguments only when needed (a plain call
-    // is as before priorities and expiries); an expiry needs the priority
-    // and the partition pair before it (1, 0 when unpartitioned).
+    // is as before priorities, expiries and windows); each needs the ones
+    // before it (the priority, the partition pair, 1 and 0 when
+    // unpartitioned, and before a window '' and 'dead': no expiry).
     const expiry = expiryArg(req);
-    if (req.level !== NORMAL || n > 1 || expiry !== null) args.push(req.level);
-    if (n > 1 || expiry !== null) args.push(n, part);
-    if (expiry !== null) args.push(expiry, req.onExpire);
+    const tail = expiry !== null || req.uniqueFor > 0;
+    if (req.level !== NORMAL || n > 1 || tail) args.push(req.level);
+    if (n > 1 || tail) args.push(n, part);
+    if (tail) args.push(expiry === null ? '' : expiry, req.onExpire);
+    if (req.uniqueFor > 0) args.push(req.uniqueFor, req.uniqueOk ? '1' : '0');
     const r = await this.conn.evalScript('enqueue', k.keys, args);
     if (!Array.isArray(r) || r.length < 4) throw fail('redis', 'unexpected reply from the enqueue script');
     const status = str(r[0]);
-    if (status === 'ok' || status === 'replaced') return str(r[1]);
+    if (status === 'ok' || status === 'replaced' || status === 'done') return str(r[1]);
+    // {'unique', id, finished_ms, now_ms, until_ms}: nothing was written.
+    if (status === 'unique' && r.length >= 5) throw uniqueError(req, int(r[2]), int(r[4]));
     throw this.refused(status, req);
   }
 
   // enqueueMany([{queue, type, payload, ...options}]) -> one result per
-  // job, in order: { id } or { error: DelayqError }.  Jobs are grouped by
-  // queue and partition into calls of up to 1000, all sent at once (one
-  // round trip per master); a bad job is reported alone.
+  // job, in order: { id } or { error: DelayqError }; { id, finished: true }
+  // when nothing was added as the job of that id finished within its
+  // dedupe window (with uniqueOk; without, the error "unique").  Jobs are
+  // grouped by queue and partition into calls of up to 1000, all sent at
+  // once (one round trip per master); a bad job is reported alone.
   async enqueueMany(jobs) {
     if (!Array.isArray(jobs)) throw fail('invalid', 'enqueueMany takes an array of jobs');
     const results = new Array(jobs.length);
@@ -314,8 +332,9 @@ class Client {
 
   // Chunk `c`'s enqueue_many call: per job its id, its "when" (a delay,
   // or @ and a time; r first to replace, /L after for a level other than
-  // normal, then > and the expiry, ! after it to drop) and the head of its
-  // record body (docs/protocol.md).
+  // normal, then > and the expiry, ! after it to drop, then ~ and the
+  // dedupe window, ? after it for uniqueOk) and the head of its record
+  // body (docs/protocol.md).
   manyCall(c) {
     const k = this.keysOf(c.queue, c.part, c.n);
     const args = [k.wake];
@@ -323,7 +342,8 @@ class Client {
       const ms = req.at > 0 ? req.at : req.delay;
       const expiry = expiryArg(req);
       const when = `${req.replace ? 'r' : ''}${req.at > 0 ? '@' : ''}${ms}${req.level !== NORMAL ? `/${req.level}` : ''}` +
-        (expiry === null ? '' : `>${expiry}${req.onExpire === 'drop' ? '!' : ''}`);
+        (expiry === null ? '' : `>${expiry}${req.onExpire === 'drop' ? '!' : ''}`) +
+        (req.uniqueFor > 0 ? `~${req.uniqueFor}${req.uniqueOk ? '?' : ''}` : '');
       args.push(req.id, when, bodyHead(req.type, req.body, req.max));
     }
     if (c.n > 1) args.push(c.n, c.part);
@@ -350,6 +370,7 @@ class Client {
       const status = str(r[e + 1]);
       if (!item) continue;
       if (status === 'ok' || status === 'replaced') results[item.i] = { id: str(r[e + 2]) };
+      else if (status === 'done') results[item.i] = { id: str(r[e + 2]), finished: true };
       else results[item.i] = { error: this.refused(status, { ...item.req, id: str(r[e + 2]) }) };
     }
   }

@@ -3,7 +3,7 @@
 // name without DQ_ERR_, lowercased ("invalid", "notfound", ...), and the
 // message is libdelayq's one line for the same failure.
 
-const CODES = ['invalid', 'notfound', 'exists', 'running', 'dead', 'stale',
+const CODES = ['invalid', 'notfound', 'exists', 'unique', 'running', 'dead', 'stale',
   'too_large', 'connect', 'auth', 'timeout', 'redis'];
 
 class DelayqError extends Error {
@@ -18,4 +18,15 @@ function fail(code, message) {
   return new DelayqError(code, message);
 }
 
-module.exports = { DelayqError, CODES, fail };
+// An enqueue refused because the job of that id finished within its
+// dedupe window: code "unique", with when it finished and when the window
+// ends (Unix ms, server clock), null when the reply does not say
+// (enqueue_many's).
+function uniqueError(req, finishedMs = null, untilMs = null) {
+  const e = fail('unique', `job ${req.id} in queue ${req.queue} finished within its dedupe window`);
+  e.finishedMs = finishedMs;
+  e.untilMs = untilMs;
+  return e;
+}
+
+module.exports = { DelayqError, CODES, fail, uniqueError };

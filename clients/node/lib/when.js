@@ -1,8 +1,8 @@
 'use strict';
 // Durations and due times as libdelayq and the command line take them:
 // a delay in ms or a duration text ("30m", "1h30m", "500ms"), an absolute
-// time as a Date or Unix ms, both bounded by 100 years of 365 days; and
-// a job's expiry, a ttl or a time taken the same ways.
+// time as a Date or Unix ms, both bounded by 100 years of 365 days; a
+// job's expiry, a ttl or a time taken the same ways, and its dedupe window.
 
 const MAX_AHEAD_MS = 3153600000000;
 const UNITS = [['ms', 1], ['s', 1000], ['m', 60000], ['h', 3600000], ['d', 86400000]];
@@ -70,22 +70,34 @@ function atMs(at) {
   return ms;
 }
 
-// A ttl option (ms, or a duration text, after the due time) as ms, 0 for
-// none, or a string saying why not.
-function ttlMs(ttl) {
-  if (ttl === undefined || ttl === null) return 0;
-  if (typeof ttl === 'string') {
+// A span of 1 ms..100 years named `what` (ms, or a duration text) as ms,
+// 0 for none, or a string saying why not.
+function spanMs(v, what) {
+  if (v === undefined || v === null) return 0;
+  if (typeof v === 'string') {
     try {
-      return parseDuration(ttl);
+      return parseDuration(v);
     } catch (e) {
-      return `ttl "${ttl}": ${e.message}`;
+      return `${what} "${v}": ${e.message}`;
     }
   }
-  if (typeof ttl === 'bigint') ttl = Number(ttl);
-  if (!isWholeNumber(ttl) || ttl < 0 || ttl > MAX_AHEAD_MS) {
-    return `ttl ${ttl} ms is not in 1..${MAX_AHEAD_MS} (100 years)`;
+  if (typeof v === 'bigint') v = Number(v);
+  if (!isWholeNumber(v) || v < 0 || v > MAX_AHEAD_MS) {
+    return `${what} ${v} ms is not in 1..${MAX_AHEAD_MS} (100 years)`;
   }
-  return ttl;
+  return v;
+}
+
+// A ttl option (after the due time) as ms, 0 for none, or a string
+// saying why not.
+function ttlMs(ttl) {
+  return spanMs(ttl, 'ttl');
+}
+
+// A uniqueFor option (the dedupe window) as ms, 0 for none, or a string
+// saying why not.
+function windowMs(w) {
+  return spanMs(w, 'dedupe window');
 }
 
 // An expireAt option (Date or Unix ms) as ms, 0 for none, or a string
@@ -111,4 +123,5 @@ function priorityLevel(p) {
   return -1;
 }
 
-module.exports = { MAX_AHEAD_MS, parseDuration, delayMs, atMs, ttlMs, expireAtMs, priorityLevel };
+module.exports = { MAX_AHEAD_MS, parseDuration, delayMs, atMs, ttlMs, windowMs, expireAtMs,
+  priorityLevel };

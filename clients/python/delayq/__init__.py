@@ -11,11 +11,12 @@ from .client import PROTOCOL_VERSION, Client
 from .conn import Options
 from .errors import (AuthError, ConfigError, ConnectError, DeadError, Error, ExistsError,
                      InvalidError, NotFoundError, ProtocolVersionError, RedisError,
-                     RunningError, StaleError, TimeoutError, TooLargeError)
+                     RunningError, StaleError, TimeoutError, TooLargeError, UniqueError)
 from .jobs import DeadJob, DeadPage, Enqueued, Job, Schedule, Stats
 
 __version__ = "0.1.0"
 __all__ = ["Client", "Options", "PROTOCOL_VERSION", "Error", "InvalidError", "NotFoundError",
-           "ExistsError", "RunningError", "DeadError", "StaleError", "TooLargeError",
-           "ConnectError", "AuthError", "TimeoutError", "RedisError", "ProtocolVersionError",
-           "ConfigError", "Job", "Stats", "DeadJob", "DeadPage", "Schedule", "Enqueued"]
+           "ExistsError", "UniqueError", "RunningError", "DeadError", "StaleError",
+           "TooLargeError", "ConnectError", "AuthError", "TimeoutError", "RedisError",
+           "ProtocolVersionError", "ConfigError", "Job", "Stats", "DeadJob", "DeadPage",
+           "Schedule", "Enqueued"]

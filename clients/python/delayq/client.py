@@ -10,7 +10,7 @@ from urllib.parse import parse_qs, unquote, urlparse
 from . import errors, keys
 from .conn import Conn, Options, translate
 from .errors import (DeadError, ExistsError, InvalidError, NotFoundError, RedisError,
-                     RunningError)
+                     RunningError, UniqueError)
 from .jobs import DeadJob, DeadPage, Enqueued, Job, Stats
 from .request import Request
 from .schedules import Schedules
@@ -179,18 +179,21 @@ class Client(Schedules):
 
     def enqueue(self, queue, type, payload=b"", *, delay=None, at=None, id=None,
                 replace=False, priority=None, max_attempts=0, expire_at=None, ttl=None,
-                on_expire="dead") -> str:
+                on_expire="dead", unique_for=None, unique_ok=False) -> str:
         """Schedule one job; returns its id (the one given, or a generated
         decimal one).  delay: a timedelta or ms; at: an aware datetime or
         Unix ms (neither: due now).  expire_at (an aware datetime or Unix
         ms, after the due time) or ttl (a timedelta or ms after the due
         time): a job not started by then is not run, but moved to dead
         with the error "expired" (on_expire "dead") or deleted ("drop").
-        ExistsError when the id is taken and replace is false;
+        unique_for (a timedelta or ms, with an id): a dedupe window, for
+        which the id stays taken after the job is done; an add within it
+        raises UniqueError, or with unique_ok returns the id and adds
+        nothing.  ExistsError when the id is taken and replace is false;
         RunningError when replace meets a job being processed."""
         queue = keys.check_queue(queue)
         j = Request(self, queue, type, payload, delay, at, id, replace, priority, max_attempts,
-                    expire_at, ttl, on_expire)
+                    expire_at, ttl, on_expire, unique_for, unique_ok)
         self._register(queue)
         n = self._nparts(queue)
         if j.id:
@@ -203,19 +206,26 @@ class Client(Schedules):
                 j.at if j.at is not None else j.delay, j.max_attempts,
                 "1" if j.replace else "0"]
         # As libdelayq: the optional arguments only when needed, so that a
-        # plain call is as before priorities and expiries; an expiry needs
-        # the priority and the partition pair before it (1, 0: unpartitioned).
+        # plain call is as before priorities, expiries and windows; each
+        # needs the ones before it (the priority, the partition pair, 1 and
+        # 0 when unpartitioned, and before a window "" and "dead": no expiry).
         expiry = j.expiry()
-        if j.priority != 5 or n > 1 or expiry is not None:
+        tail = expiry is not None or j.unique_for > 0
+        if j.priority != 5 or n > 1 or tail:
             args.append(j.priority)
-        if n > 1 or expiry is not None:
+        if n > 1 or tail:
             args += [n, part]
-        if expiry is not None:
-            args += [expiry, j.on_expire]
+        if tail:
+            args += [expiry or "", j.on_expire]
+        if j.unique_for > 0:
+            args += [j.unique_for, "1" if j.unique_ok else "0"]
         r = self._run("enqueue", ks, args)
         status, got = _text(r[0]), _text(r[1])
-        if status in ("ok", "replaced"):
+        if status in ("ok", "replaced", "done"):
             return got
+        if status == "unique" and len(r) >= 5:
+            raise UniqueError("job %s in queue %s finished within its dedupe window"
+                              % (j.id, queue), int(r[2]), int(r[4]))
         if status == "exists":
             raise ExistsError("job %s already exists in queue %s (use replace)" % (j.id, queue))
         if status == "running":
@@ -226,11 +236,13 @@ class Client(Schedules):
     def enqueue_many(self, queue, jobs):
         """Schedule many jobs of one queue in one round trip (per master):
         `jobs` are dicts of enqueue's arguments (type, payload, delay, at,
-        id, replace, priority, max_attempts, expire_at, ttl, on_expire).
-        Returns one Enqueued per job, in order: .id and .due_ms, or .error
-        (a delayq.Error: jobs are independent, a refused one does not stop
-        the rest; but a job whose expiry the script refuses, see enqueue,
-        refuses its whole call, as in libdelayq)."""
+        id, replace, priority, max_attempts, expire_at, ttl, on_expire,
+        unique_for, unique_ok).  Returns one Enqueued per job, in order:
+        .id and .due_ms (.finished: nothing was added, the job of that id
+        finished within its dedupe window and unique_ok was asked), or
+        .error (a delayq.Error: jobs are independent, a refused one does
+        not stop the rest; but a job whose expiry the script refuses, see
+        enqueue, refuses its whole call, as in libdelayq)."""
         queue = keys.check_queue(queue)
         out, good = [], []
         for spec in jobs:
@@ -240,7 +252,8 @@ class Client(Schedules):
                          spec.pop("delay", None), spec.pop("at", None), spec.pop("id", None),
                          spec.pop("replace", False), spec.pop("priority", None),
                          spec.pop("max_attempts", 0), spec.pop("expire_at", None),
-                         spec.pop("ttl", None), spec.pop("on_expire", "dead"))
+                         spec.pop("ttl", None), spec.pop("on_expire", "dead"),
+                         spec.pop("unique_for", None), spec.pop("unique_ok", False))
                 if spec:
                     raise InvalidError("unknown job field %s" % sorted(spec)[0])
                 out.append(Enqueued(j.id or None))
@@ -301,13 +314,18 @@ class Client(Schedules):
             i, j = part[int(r[e]) - 1]
             status, got = _text(r[e + 1]), _text(r[e + 2])
             out[i].id = got
-            if status == "exists":
+            if status in ("unique", "done"):
+                out[i].due_ms, out[i].finished = 0, True
+            if status == "unique":
+                out[i].error = UniqueError("job %s in queue %s finished within its dedupe "
+                                           "window" % (j.id, queue))
+            elif status == "exists":
                 out[i].error = ExistsError("job %s already exists in queue %s (use replace)"
                                            % (j.id, queue))
             elif status == "running":
                 out[i].error = RunningError("job %s in queue %s is running and cannot be "
                                             "replaced" % (j.id, queue))
-            elif status not in ("ok", "replaced"):
+            elif status not in ("ok", "replaced", "done"):
                 out[i].error = RedisError("unexpected reply from the enqueue_many script")
 
     def _delayed_call(self, name, queue, job_id, running, dead):
@@ -342,7 +360,8 @@ class Client(Schedules):
     # ---- operating ---------------------------------------------------------
 
     def show(self, queue, id):
-        """The job, or None when there is no such job."""
+        """The job, or None when there is no such job (one done within its
+        dedupe window is state "done", until the window ends)."""
         queue = keys.check_queue(queue)
         job_id = keys.check_named_id(id)
         ks, _ = self._keys_of_id(queue, job_id)
@@ -351,15 +370,18 @@ class Client(Schedules):
             return None
         if len(r) < 14:
             raise RedisError("unexpected reply from the show script")
-        # A script older than expiries says nothing of them (14 elements).
-        expires = len(r) >= 16
+        # A script older than expiries says nothing of them (14 elements),
+        # one older than dedupe windows nothing of those (16).
+        expires, windows = len(r) >= 16, len(r) >= 18
         return Job(id=job_id, state=_text(r[0]), type=_text(r[1]), payload=bytes(r[2]),
                    attempts=int(r[3]), max_attempts=int(r[4]), created_ms=int(r[5]),
                    due_ms=int(r[6]), fence=int(r[7]), last_error=_text(r[8]),
                    state_ms=int(r[9]), now_ms=int(r[10]), unreadable=_text(r[11]),
                    where=_text(r[12]), priority=int(r[13]),
                    expire_at_ms=int(r[14]) if expires else 0,
-                   on_expire=_text(r[15]) if expires else "")
+                   on_expire=_text(r[15]) if expires else "",
+                   unique_ms=int(r[16]) if windows else 0,
+                   unique_until_ms=int(r[17]) if windows else 0)
 
     def stats(self, queue) -> Stats:
         """The queue's figures, summed over its partitions."""

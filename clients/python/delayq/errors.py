@@ -33,6 +33,20 @@ class ExistsError(Error):
     code = "exists"
 
 
+class UniqueError(Error):
+    """enqueue: the job of this id finished within its dedupe window
+    (unique_for), and unique_ok was not asked: nothing was added.
+    .finished_ms is when it finished and .until_ms when the window ends
+    (Unix ms, server clock); both None in enqueue_many's results, whose
+    reply does not carry them."""
+    code = "unique"
+
+    def __init__(self, message, finished_ms=None, until_ms=None):
+        super().__init__(message)
+        self.finished_ms = finished_ms
+        self.until_ms = until_ms
+
+
 class RunningError(Error):
     """The job is being processed and cannot be changed."""
     code = "running"
@@ -82,6 +96,6 @@ class ConfigError(InvalidError):
     """A delayqd.conf that cannot be used: the message starts FILE:LINE."""
 
 
-CODES = {cls.code: cls for cls in (InvalidError, NotFoundError, ExistsError, RunningError,
-                                   DeadError, StaleError, TooLargeError, ConnectError,
-                                   AuthError, TimeoutError, RedisError)}
+CODES = {cls.code: cls for cls in (InvalidError, NotFoundError, ExistsError, UniqueError,
+                                   RunningError, DeadError, StaleError, TooLargeError,
+                                   ConnectError, AuthError, TimeoutError, RedisError)}

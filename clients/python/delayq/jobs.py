@@ -12,9 +12,12 @@ def _dt(ms):
 @dataclass
 class Job:
     """A job as `show` reads it.  payload is bytes (any bytes); type,
-    last_error are str (decoded as UTF-8, undecodable bytes escaped)."""
+    last_error are str (decoded as UTF-8, undecodable bytes escaped).
+    State "done": the job finished within its dedupe window (state_ms is
+    when, unique_until_ms when the window ends; the other fields are ""
+    or 0); its id is taken until then."""
     id: str
-    state: str            # delayed, processing, dead, orphan, unreadable
+    state: str            # delayed, processing, dead, orphan, unreadable, done
     type: str
     payload: bytes
     attempts: int         # attempts made (the one running included)
@@ -30,6 +33,8 @@ class Job:
     where: str = ""       # the set that holds the id
     expire_at_ms: int = 0  # when it expires if not started by then; 0: never
     on_expire: str = ""   # what then: "dead" or "drop"; "" when it never expires
+    unique_ms: int = 0    # its dedupe window (ms); 0: none
+    unique_until_ms: int = 0  # state "done": when the window ends; else 0
 
     @property
     def due(self) -> datetime:
@@ -42,6 +47,10 @@ class Job:
     @property
     def created(self) -> datetime:
         return _dt(self.created_ms)
+
+    @property
+    def unique_until(self) -> Optional[datetime]:
+        return _dt(self.unique_until_ms) if self.unique_until_ms > 0 else None
 
 
 @dataclass
@@ -96,10 +105,13 @@ class Schedule:
 @dataclass
 class Enqueued:
     """One job of enqueue_many: its id and due time, or the error that
-    refused it (then id is the id asked for, or None)."""
+    refused it (then id is the id asked for, or None).  finished: nothing
+    was added, as the job of that id finished within its dedupe window
+    (without error with unique_ok; due_ms is then 0)."""
     id: Optional[str]
     due_ms: int = 0
     error: Optional[Exception] = None
+    finished: bool = False
 
     @property
     def ok(self) -> bool:

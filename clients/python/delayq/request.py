@@ -58,7 +58,8 @@ class Request:
     """One enqueue request, checked as libdelayq's check_request does."""
 
     def __init__(self, c, queue, type, payload, delay, at, id, replace, priority,
-                 max_attempts, expire_at=None, ttl=None, on_expire="dead"):
+                 max_attempts, expire_at=None, ttl=None, on_expire="dead", unique_for=None,
+                 unique_ok=False):
         keys.check_type(type)
         self.type = keys.to_bytes(type)
         self.id = keys.check_id(id) if id not in (None, "", b"") else ""
@@ -89,13 +90,14 @@ class Request:
             if self.delay < 0 or self.delay > keys.MAX_AHEAD_MS:
                 raise InvalidError("delay %d ms is not in 0..%d (100 years)"
                                    % (self.delay, keys.MAX_AHEAD_MS))
-        self._expiry(expire_at, ttl, on_expire)
+        self._expiry(expire_at, ttl, on_expire, unique_for, unique_ok)
 
-    def _expiry(self, expire_at, ttl, on_expire):
-        """The job's expiry, checked as libdelayq's check_expiry does (the
-        script checks it again against the due time on the server's
-        clock): self.expire_at (Unix ms) or self.ttl (ms after the due
-        time), 0 when not given, and self.on_expire."""
+    def _expiry(self, expire_at, ttl, on_expire, unique_for, unique_ok):
+        """The job's expiry and dedupe window, checked as libdelayq's
+        check_expiry does (the script checks the expiry again against the
+        due time on the server's clock): self.expire_at (Unix ms) or
+        self.ttl (ms after the due time), 0 when not given, and
+        self.on_expire; self.unique_for (ms, 0: none) and self.unique_ok."""
         if expire_at is not None and ttl is not None:
             raise InvalidError("give an expiry time (expire_at) or a ttl, not both")
         if on_expire not in ("dead", "drop"):
@@ -109,6 +111,16 @@ class Request:
         if self.expire_at < 0 or self.expire_at > _local_now_ms() + 2 * keys.MAX_AHEAD_MS:
             raise InvalidError("expiry %d (Unix ms) is negative or more than 200 years "
                                "from now" % self.expire_at)
+        self.unique_for = (_ms_of_delay(unique_for, "dedupe window")
+                           if unique_for is not None else 0)
+        if self.unique_for < 0 or self.unique_for > keys.MAX_AHEAD_MS:
+            raise InvalidError("dedupe window %d ms is not in 1..%d (100 years)"
+                               % (self.unique_for, keys.MAX_AHEAD_MS))
+        if self.unique_for > 0 and not self.id:
+            raise InvalidError("a dedupe window needs the job's id")
+        self.unique_ok = bool(unique_ok)
+        if self.unique_ok and self.unique_for == 0:
+            raise InvalidError("unique_ok needs a dedupe window (unique_for)")
         if self.expire_at > 0 and self.at is not None and self.expire_at <= self.at:
             raise InvalidError("expiry %d (Unix ms) is not after the due time %d"
                                % (self.expire_at, self.at))
@@ -124,13 +136,16 @@ class Request:
 
     def when(self):
         """enqueue_many's when: r to replace, @ for a time, /L for a level,
-        > and the expiry (! after it to drop the job then)."""
+        > and the expiry (! after it to drop the job then), ~ and the
+        dedupe window (? after it for unique_ok)."""
         s = ("r" if self.replace else "") + ("@%d" % self.at if self.at is not None
                                               else "%d" % self.delay)
         s += "/%d" % self.priority if self.priority != 5 else ""
         x = self.expiry()
         if x is not None:
             s += ">" + x + ("!" if self.on_expire == "drop" else "")
+        if self.unique_for > 0:
+            s += "~%d" % self.unique_for + ("?" if self.unique_ok else "")
         return s
 
     def body_head(self):
