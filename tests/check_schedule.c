@@ -441,6 +441,11 @@ START_TEST(a_paused_schedule_fires_no_tick_until_resumed)
                     "type = \"t\"; payload = \"ok2\"; catch_up = \"all\"; }");
     start_daemon(&H);
     ck_assert_int_ge(h_wait_log(&H, "schedule pz from the config file changed", 1, 10000), 1);
+    ck_assert_int_eq(dq_schedule_list_get(H.c, H_QUEUE, &l), DQ_OK);
+    ck_assert_int_eq(l.n, 1);
+    ck_assert_int_eq(l.items[0].payload_len, 3);      /* the new declaration's "ok2" */
+    ck_assert_int_eq(l.items[0].next_ms, -1);         /* still paused */
+    dq_schedule_list_free(&l);
     tu_sleep_ms(LOOKAHEAD_MS + 1500);
     int before = no_tick_after("pz", paused);
 

@@ -580,6 +580,36 @@ START_TEST(payloads_as_text_hex_or_cut)
 }
 END_TEST
 
+/* A job's expiry and dedupe window are shown; a job done within its window
+ * shows when, and until when its id is kept, and nothing to act on. */
+START_TEST(expiries_windows_and_done_jobs)
+{
+    char buf[128];
+    struct ui_resp r;
+    dq_enqueue_req x = { .queue = H_QUEUE, .type = "t", .id = "x", .delay_ms = 3600000,
+                         .ttl_ms = 60000, .unique_for_ms = 3600000 };
+    dq_enqueue_req u = { .queue = H_QUEUE, .type = "t", .id = "u", .unique_for_ms = 3600000 };
+    write_conf(0, 0);
+    ck_assert_int_eq(dq_enqueue(H.c, &x, NULL), DQ_OK);
+    ck_assert_int_eq(dq_enqueue(H.c, &u, NULL), DQ_OK);
+    ck_assert_int_eq(dq_cancel(H.c, H_QUEUE, "u"), DQ_OK);
+    start();
+    get("/ui/queues/" H_QUEUE "/jobs/x", &r);
+    ck_assert_int_eq(r.code, 200);
+    ck_assert_ptr_nonnull(strstr(r.body, "id=\"job-expires\""));
+    ck_assert_str_eq(text_of(r.body, NULL, "id=\"job-on-expire\"", buf, sizeof buf), "to dead");
+    ck_assert_ptr_nonnull(strstr(r.body, "id=\"job-unique\""));
+    ui_resp_free(&r);
+    get("/ui/queues/" H_QUEUE "/jobs/u", &r);
+    ck_assert_int_eq(r.code, 200);
+    ck_assert_str_eq(text_of(r.body, NULL, "id=\"job-state\"", buf, sizeof buf), "done");
+    ck_assert_ptr_nonnull(strstr(r.body, "id=\"job-unique-until\""));
+    ck_assert_ptr_null(strstr(r.body, "class=\"action\""));
+    ck_assert_ptr_null(strstr(r.body, "id=\"job-payload\""));
+    ui_resp_free(&r);
+}
+END_TEST
+
 START_TEST(schedules_and_processing_tabs)
 {
     char buf[128];
@@ -654,6 +684,7 @@ int main(void)
     tcase_add_test(tc, a_partitioned_queue_lists_every_partition);
     tcase_add_test(tc, read_only_pages_show_no_action_forms);
     tcase_add_test(tc, payloads_as_text_hex_or_cut);
+    tcase_add_test(tc, expiries_windows_and_done_jobs);
     tcase_add_test(tc, schedules_and_processing_tabs);
     tcase_add_test(tc, redis_down_is_a_clear_503);
     suite_add_tcase(s, tc);

@@ -60,23 +60,23 @@ static long long redis_int(const char *fmt, const char *id)
  * show says done; after the window the id is free. */
 START_TEST(an_acked_job_keeps_its_id_for_its_window)
 {
-    ck_assert_int_eq(add_window("w", 400, false, NULL), DQ_OK);
+    ck_assert_int_eq(add_window("w", 1500, false, NULL), DQ_OK);
     dq_job_info info;
     ck_assert_int_eq(h_state(&H, "w", &info), DQ_STATE_DELAYED);
-    ck_assert_int_eq(info.unique_ms, 400);
+    ck_assert_int_eq(info.unique_ms, 1500);
     dq_job_info_free(&info);
     int64_t before = tu_now_ms();
     run_one("w");
     dq_enqueued out;
-    ck_assert_int_eq(add_window("w", 400, false, &out), DQ_ERR_UNIQUE);
+    ck_assert_int_eq(add_window("w", 1500, false, &out), DQ_ERR_UNIQUE);
     ck_assert(out.finished);
     ck_assert_int_ge(out.finished_ms, before - 50);
-    ck_assert_int_eq(out.unique_until_ms, out.finished_ms + 400);
+    ck_assert_int_eq(out.unique_until_ms, out.finished_ms + 1500);
     ck_assert_ptr_nonnull(strstr(dq_errmsg(H.c), "dedupe window"));
     h_enqueue(&H, NULL, "t", "", 0, 0);         /* other jobs go on */
     dq_enqueue_req plain = { .queue = H_QUEUE, .type = "t", .id = "w", .replace = true };
     ck_assert_int_eq(dq_enqueue(H.c, &plain, &out), DQ_ERR_UNIQUE);
-    ck_assert_int_eq(add_window("w", 400, true, &out), DQ_OK);
+    ck_assert_int_eq(add_window("w", 1500, true, &out), DQ_OK);
     ck_assert(out.finished);
     ck_assert_str_eq(out.id, "w");
     ck_assert_int_eq(h_state(&H, "w", &info), DQ_STATE_DONE);
@@ -86,7 +86,8 @@ START_TEST(an_acked_job_keeps_its_id_for_its_window)
     ck_assert_int_eq(dq_stats_get(H.c, H_QUEUE, &st), DQ_OK);
     ck_assert_int_eq(st.due, 1);                /* the one without an id */
 
-    tu_sleep_ms(500);
+    /* From the window's end the id is free. */
+    tu_sleep_ms(out.unique_until_ms - tu_now_ms() + 100);
     ck_assert_int_eq(dq_enqueue(H.c, &plain, &out), DQ_OK);
     ck_assert(!out.finished);
     ck_assert_int_eq(h_state(&H, "w", &info), DQ_STATE_DELAYED);
@@ -98,12 +99,12 @@ START_TEST(an_acked_job_keeps_its_id_for_its_window)
     ck_assert_int_eq(dq_ack_many(H.c, H_QUEUE, res.jobs, res.n, NULL), DQ_OK);
     dq_claim_result_free(&res);
     ck_assert_int_eq(h_state(&H, "w", NULL), -1);
-    ck_assert_int_eq(add_window("w", 400, false, NULL), DQ_OK);
+    ck_assert_int_eq(add_window("w", 1500, false, NULL), DQ_OK);
 }
 END_TEST
 
 /* A cancel and a drop at the expiry start the window; a dead job's runs
- * from its death once it is purged, and a requeued one lives again. */
+ * from its death once it is purged. */
 START_TEST(each_way_of_finishing_starts_the_window)
 {
     ck_assert_int_eq(add_window("c", 60000, false, NULL), DQ_OK);
@@ -120,21 +121,20 @@ START_TEST(each_way_of_finishing_starts_the_window)
     dq_claim_result_free(&res);
     ck_assert_int_eq(h_state(&H, "x", NULL), DQ_STATE_DONE);
 
-    ck_assert_int_eq(add_window("d", 300, false, NULL), DQ_OK);
+    ck_assert_int_eq(add_window("d", 1000, false, NULL), DQ_OK);
     ck_assert_int_eq(dq_claim(H.c, H_QUEUE, 10, 30000, &res), DQ_OK);
     ck_assert_int_eq(res.n, 1);
     dq_fail_result fr;
     ck_assert_int_eq(dq_fail(H.c, H_QUEUE, "d", res.jobs[0].fence, "no", DQ_FAIL_DEAD, 0, NULL,
                              &fr), DQ_OK);
     dq_claim_result_free(&res);
-    ck_assert_int_eq(add_window("d", 300, false, NULL), DQ_ERR_EXISTS);   /* dead */
+    ck_assert_int_eq(add_window("d", 1000, false, NULL), DQ_ERR_EXISTS);  /* dead */
     ck_assert_int_eq(dq_purge(H.c, H_QUEUE, "d"), DQ_OK);
     dq_enqueued out;
-    ck_assert_int_eq(add_window("d", 300, false, &out), DQ_ERR_UNIQUE);
+    ck_assert_int_eq(add_window("d", 1000, false, &out), DQ_ERR_UNIQUE);
     ck_assert_int_eq(out.finished_ms, fr.at_ms);  /* from its death */
-    tu_sleep_ms(350);
-    ck_assert_int_eq(dq_purge_all(H.c, H_QUEUE, NULL), DQ_OK);
-    ck_assert_int_eq(add_window("d", 300, false, NULL), DQ_OK);
+    tu_sleep_ms(out.unique_until_ms - tu_now_ms() + 100);
+    ck_assert_int_eq(add_window("d", 1000, false, NULL), DQ_OK);
 }
 END_TEST
 
@@ -214,21 +214,24 @@ START_TEST(add_run_add_again_within_and_after_the_window)
     h_conf_defaults(&hc);
     h_write_conf(&H, &hc);
     h_start(&H, 2);
-    assert_ok(CLI("add", "-q", H_QUEUE, "-t", "t", "--id", "order:7", "--unique-for", "2s",
+    assert_ok(CLI("add", "-q", H_QUEUE, "-t", "t", "--id", "order:7", "--unique-for", "5s",
                   "ok"));
     ck_assert_int_eq(h_wait_record(&H, "order:7", 1, 1, 10000), 1);
     ck_assert(h_wait_state(&H, "order:7", DQ_STATE_DONE, 5000));
     assert_fails(CLI("add", "-q", H_QUEUE, "-t", "t", "--id", "order:7", "ok"), 1,
                  "job order:7 in queue " H_QUEUE ": done ");
     struct run_result *r = CLI("add", "-q", H_QUEUE, "-t", "t", "--id", "order:7",
-                               "--unique-for", "2s", "--unique-ok", "ok");
+                               "--unique-for", "5s", "--unique-ok", "ok");
     assert_ok(r);
     ck_assert_str_eq(r->out, "order:7\n");
     r = CLI("show", "-q", H_QUEUE, "order:7");
     assert_ok(r);
     ck_assert_ptr_nonnull(strstr(r->out, "state: done"));
     ck_assert_ptr_nonnull(strstr(r->out, "id taken until: "));
-    tu_sleep_ms(2200);
+    dq_job_info info;
+    ck_assert_int_eq(h_state(&H, "order:7", &info), DQ_STATE_DONE);
+    dq_job_info_free(&info);
+    tu_sleep_ms(info.unique_until_ms - tu_now_ms() + 100);
     assert_ok(CLI("add", "-q", H_QUEUE, "-t", "t", "--id", "order:7", "ok"));
     ck_assert_int_eq(h_wait_record(&H, "order:7", 1, 2, 10000), 2);
     assert_fails(CLI("add", "-q", H_QUEUE, "-t", "t", "--unique-for", "1s"), 2,

@@ -257,8 +257,9 @@ size_t h_records(const struct harness *h, struct h_run **out)
         char what[16];
         long long ms, fence = -1;
         int pid;
-        if (sscanf(line, "%256s %d %d %15s %lld %lld", r.id, &r.attempt, &pid, what, &ms,
-                   &fence) < 5)
+        r.said[0] = '\0';
+        if (sscanf(line, "%256s %d %d %15s %lld %lld %63s", r.id, &r.attempt, &pid, what, &ms,
+                   &fence, r.said) < 5)
             continue;
         r.pid = pid;
         r.ms = ms;

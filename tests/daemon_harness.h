@@ -107,6 +107,7 @@ struct h_run {
                                    held by a live run (lock_dir) */
     int64_t ms;
     int64_t fence;              /* the fence the handler was given */
+    char said[64];              /* a "say:N:TEXT" payload's TEXT, else "" */
 };
 
 /* Every line of the record file, in order; free the array. */

@@ -224,6 +224,15 @@ typedef struct dq_enqueue_req {
      * and dq_enqueued.finished. */
     int64_t unique_for_ms;  /* 0: none */
     bool unique_ok;
+    /* Debounce (dq_enqueue only, an id of the producer's, no delay, time,
+     * replace, expiry or window): while the job of this id waits, the add
+     * takes its place (this payload, type, limit and priority), due at
+     * now + debounce_ms but never later than its first add + max_wait_ms;
+     * while it runs, the add is kept as its next run, which takes its
+     * place when that attempt ends; with no job, a new one due at
+     * now + debounce_ms.  dq_enqueued says which. */
+    int64_t debounce_ms;    /* 0: not debounced */
+    int64_t max_wait_ms;    /* 0: no bound */
     int64_t reserved[6];    /* zero (a designated initializer does it):
                                room for later fields */
 } dq_enqueue_req;
@@ -240,6 +249,9 @@ typedef struct dq_enqueued {
                                unique_ok; DQ_ERR_UNIQUE without) ... */
     int64_t finished_ms;    /* ... at this time (dq_enqueue only) ... */
     int64_t unique_until_ms; /* ... and the window ends then */
+    bool debounced;         /* a waiting job of this id took the add */
+    bool next_run;          /* the job of this id runs: the add is its next
+                               run (due_ms), after that attempt ends */
 } dq_enqueued;
 
 /*

@@ -29,6 +29,8 @@ struct add_args {
     bool on_expire_given;
     const char *unique_for;
     bool unique_ok;
+    const char *debounce;
+    const char *max_wait;
 };
 
 static const struct option add_longopts[] = {
@@ -45,6 +47,8 @@ static const struct option add_longopts[] = {
     { "on-expire", required_argument, NULL, CLI_OPT_ON_EXPIRE },
     { "unique-for", required_argument, NULL, CLI_OPT_UNIQUE_FOR },
     { "unique-ok", no_argument, NULL, CLI_OPT_UNIQUE_OK },
+    { "debounce", required_argument, NULL, CLI_OPT_DEBOUNCE },
+    { "max-wait", required_argument, NULL, CLI_OPT_MAX_WAIT },
     { NULL, 0, NULL, 0 }
 };
 
@@ -94,9 +98,24 @@ static int add_opt(struct cli *cli, int opt, const char *arg, void *ctx)
         return 0;
     case CLI_OPT_UNIQUE_FOR: a->unique_for = arg; return 0;
     case CLI_OPT_UNIQUE_OK: a->unique_ok = true; return 0;
+    case CLI_OPT_DEBOUNCE: a->debounce = arg; return 0;
+    case CLI_OPT_MAX_WAIT: a->max_wait = arg; return 0;
     default:
         return -1;
     }
+}
+
+/* `arg` of option --NAME as a duration of 1 ms or more, into *ms. */
+static int positive_duration(const struct cli *cli, const char *name, const char *arg,
+                             int64_t *ms)
+{
+    const char *why;
+    if (timefmt_parse_duration(arg, ms, &why) < 0)
+        return cli_fail(cli, CLI_EXIT_USAGE, "bad --%s '%s': %s", name, arg, why);
+    if (*ms < 1)
+        return cli_fail(cli, CLI_EXIT_USAGE, "bad --%s '%s': expected a duration of 1 ms "
+                        "or more", name, arg);
+    return CLI_EXIT_OK;
 }
 
 /* --expire-at TIME or --ttl DURATION (after the due time), --on-expire:
@@ -112,12 +131,13 @@ static int add_expiry(const struct cli *cli, const struct add_args *a, dq_enqueu
         return cli_fail(cli, CLI_EXIT_USAGE, "--on-expire needs --expire-at or --ttl");
     if (a->expire_at && timefmt_parse_time(a->expire_at, &req->expire_at, &why) < 0)
         return cli_fail(cli, CLI_EXIT_USAGE, "bad --expire-at '%s': %s", a->expire_at, why);
-    if (a->ttl && (timefmt_parse_duration(a->ttl, &req->ttl_ms, &why) < 0
-                   || req->ttl_ms < 1))
-        return cli_fail(cli, CLI_EXIT_USAGE, "bad --ttl '%s': %s", a->ttl,
-                        req->ttl_ms < 1 ? "expected a duration of 1 ms or more" : why);
+    if (a->ttl && positive_duration(cli, "ttl", a->ttl, &req->ttl_ms) != CLI_EXIT_OK)
+        return CLI_EXIT_USAGE;
     if (a->expire_at && req->expire_at <= cli_now_ms())
         return cli_fail(cli, CLI_EXIT_USAGE, "bad --expire-at '%s': in the past", a->expire_at);
+    if (a->expire_at && !a->at && req->expire_at <= cli_now_ms() + req->delay_ms)
+        return cli_fail(cli, CLI_EXIT_USAGE, "bad --expire-at '%s': not after the due "
+                        "time (now + -d)", a->expire_at);
     if (a->expire_at && req->at_ms > 0 && req->expire_at <= req->at_ms)
         return cli_fail(cli, CLI_EXIT_USAGE, "bad --expire-at '%s': not after the due "
                         "time (--at)", a->expire_at);
@@ -125,10 +145,31 @@ static int add_expiry(const struct cli *cli, const struct add_args *a, dq_enqueu
     return CLI_EXIT_OK;
 }
 
+/* --debounce DURATION [--max-wait DURATION] (with --id, alone): into the
+ * request. */
+static int add_debounce(const struct cli *cli, const struct add_args *a, dq_enqueue_req *req)
+{
+    if (a->max_wait && !a->debounce)
+        return cli_fail(cli, CLI_EXIT_USAGE, "--max-wait needs --debounce");
+    if (!a->debounce)
+        return CLI_EXIT_OK;
+    if (!a->id)
+        return cli_fail(cli, CLI_EXIT_USAGE, "--debounce needs --id (the adds it merges "
+                        "share the id)");
+    if (a->delay || a->at || a->replace || a->expire_at || a->ttl || a->unique_for)
+        return cli_fail(cli, CLI_EXIT_USAGE, "--debounce goes without -d, --at, --replace, "
+                        "--expire-at, --ttl and --unique-for");
+    if (positive_duration(cli, "debounce", a->debounce, &req->debounce_ms) != CLI_EXIT_OK
+        || (a->max_wait
+            && positive_duration(cli, "max-wait", a->max_wait, &req->max_wait_ms)
+               != CLI_EXIT_OK))
+        return CLI_EXIT_USAGE;
+    return CLI_EXIT_OK;
+}
+
 /* --unique-for DURATION (with --id), --unique-ok: into the request. */
 static int add_window(const struct cli *cli, const struct add_args *a, dq_enqueue_req *req)
 {
-    const char *why;
     if (a->unique_ok && !a->unique_for)
         return cli_fail(cli, CLI_EXIT_USAGE, "--unique-ok needs --unique-for");
     if (!a->unique_for)
@@ -136,10 +177,9 @@ static int add_window(const struct cli *cli, const struct add_args *a, dq_enqueu
     if (!a->id)
         return cli_fail(cli, CLI_EXIT_USAGE, "--unique-for needs --id (a window keeps "
                         "an id taken)");
-    if (timefmt_parse_duration(a->unique_for, &req->unique_for_ms, &why) < 0
-        || req->unique_for_ms < 1)
-        return cli_fail(cli, CLI_EXIT_USAGE, "bad --unique-for '%s': %s", a->unique_for,
-                        req->unique_for_ms < 1 ? "expected a duration of 1 ms or more" : why);
+    if (positive_duration(cli, "unique-for", a->unique_for, &req->unique_for_ms)
+        != CLI_EXIT_OK)
+        return CLI_EXIT_USAGE;
     req->unique_ok = a->unique_ok;
     return CLI_EXIT_OK;
 }
@@ -168,7 +208,8 @@ static int add_request(const struct cli *cli, const struct add_args *a,
         return cli_fail(cli, CLI_EXIT_USAGE, "bad time '%s': more than 100 years "
                         "from now", a->at);
     if ((code = add_expiry(cli, a, req)) != CLI_EXIT_OK
-        || (code = add_window(cli, a, req)) != CLI_EXIT_OK)
+        || (code = add_window(cli, a, req)) != CLI_EXIT_OK
+        || (code = add_debounce(cli, a, req)) != CLI_EXIT_OK)
         return code;
     if (cli_nargs(cli) > 1)
         return cli_fail(cli, CLI_EXIT_USAGE, "more than one payload given (quote it, "
@@ -241,6 +282,7 @@ static const char add_help[] =
     "                  [--replace] [--max-attempts N] [--priority P]\n"
     "                  [--expire-at TIME | --ttl DURATION] [--on-expire dead|drop]\n"
     "                  [--unique-for DURATION [--unique-ok]]\n"
+    "                  [--debounce DURATION [--max-wait DURATION]]\n"
     "                  [PAYLOAD | -]\n"
     "Schedule a job and print its id.\n"
     "  -q, --queue QUEUE     the queue\n"
@@ -263,6 +305,10 @@ static const char add_help[] =
     "                        (acked, cancelled, dropped; dead: from its death,\n"
     "                        once purged) an add of the id is refused (exit 1)\n"
     "      --unique-ok       within the window, print the id and exit 0\n"
+    "      --debounce DURATION  with --id: while the job waits, this add takes\n"
+    "                        its place, due DURATION from now; while it runs,\n"
+    "                        the add runs after it; none: a new job\n"
+    "      --max-wait DURATION  never due later than DURATION after the first add\n"
     "  PAYLOAD               the payload; '-' reads it from standard input;\n"
     "                        none: empty\n";
 

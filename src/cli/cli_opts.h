@@ -35,7 +35,9 @@ enum cli_opt {
     CLI_OPT_TTL,
     CLI_OPT_ON_EXPIRE,
     CLI_OPT_UNIQUE_FOR,
-    CLI_OPT_UNIQUE_OK
+    CLI_OPT_UNIQUE_OK,
+    CLI_OPT_DEBOUNCE,
+    CLI_OPT_MAX_WAIT
 };
 
 /*

@@ -36,13 +36,28 @@ static dq_status check_expiry(dq_client *c, const dq_enqueue_req *req)
                            (long long)DQ_MAX_AHEAD_MS);
     if (req->unique_for_ms > 0 && !(req->id && *req->id))
         return client_fail(c, DQ_ERR_INVALID, "a dedupe window needs the job's id");
+    if (req->debounce_ms < 0 || req->debounce_ms > DQ_MAX_AHEAD_MS
+        || req->max_wait_ms < 0 || req->max_wait_ms > DQ_MAX_AHEAD_MS)
+        return client_fail(c, DQ_ERR_INVALID, "debounce %lld ms or max wait %lld ms is "
+                           "not in 0..%lld (100 years)", (long long)req->debounce_ms,
+                           (long long)req->max_wait_ms, (long long)DQ_MAX_AHEAD_MS);
+    if (req->max_wait_ms > 0 && req->debounce_ms <= 0)
+        return client_fail(c, DQ_ERR_INVALID, "a max wait needs a debounce");
+    if (req->debounce_ms > 0 && !(req->id && *req->id))
+        return client_fail(c, DQ_ERR_INVALID, "a debounce needs the job's id");
+    if (req->debounce_ms > 0 && (req->delay_ms || req->at_ms || req->replace
+                                 || req->expire_at || req->ttl_ms || req->unique_for_ms))
+        return client_fail(c, DQ_ERR_INVALID, "a debounce goes alone: no delay, time, "
+                           "replace, expiry or dedupe window");
     if (req->unique_ok && req->unique_for_ms <= 0)
         return client_fail(c, DQ_ERR_INVALID, "unique_ok needs a dedupe window "
                            "(unique_for_ms)");
-    if (req->expire_at > 0 && req->at_ms > 0 && req->expire_at <= req->at_ms)
+    /* The due time on this host's clock: the script checks it again on
+     * the server's, but a refusal there fails a whole enqueue_many call. */
+    int64_t due = req->at_ms > 0 ? req->at_ms : local_now_ms() + req->delay_ms;
+    if (req->expire_at > 0 && req->expire_at <= due)
         return client_fail(c, DQ_ERR_INVALID, "expiry %lld (Unix ms) is not after the "
-                           "due time %lld", (long long)req->expire_at,
-                           (long long)req->at_ms);
+                           "due time %lld", (long long)req->expire_at, (long long)due);
     return DQ_OK;
 }
 
@@ -279,6 +294,9 @@ dq_status dq_enqueue_many(dq_client *c, const dq_enqueue_req *reqs, size_t n,
     const dq_enqueue_req *checked = NULL;  /* the last request that passed */
     for (size_t i = 0; i < n; i++) {
         dq_status st = check_request(c, &reqs[i], checked);
+        if (st == DQ_OK && reqs[i].debounce_ms > 0)
+            st = client_fail(c, DQ_ERR_INVALID, "a debounced add goes one at a time "
+                             "(dq_enqueue)");
         if (st == DQ_OK)
             checked = &reqs[i];
         if (statuses)

@@ -139,9 +139,9 @@ static dq_state state_from(const redisReply *r)
 
 /* An unreadable record's last error: what is wrong with it and which set
  * holds it ("unreadable record: type is not a string (in dead)"), from
- * show's elements 11 and 12.  dq_job_info has no field for either: callers
- * allocate it, so a new field would change its size under programs built
- * against the old header; the state DQ_STATE_UNREADABLE is the flag. */
+ * show's elements 11 and 12.  dq_job_info has no field for either (it
+ * was given none when the record's reasons came: a field changes its size,
+ * and with it the soname); the state DQ_STATE_UNREADABLE is the flag. */
 static dq_status describe_unreadable(const redisReply *r, dq_job *j)
 {
     const char *why = is_array(r, 12) && r->element[11]->type == REDIS_REPLY_STRING

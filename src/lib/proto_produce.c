@@ -18,15 +18,16 @@ static void push_enqueue_args(struct cmd *c, const dq_enqueue_req *req,
     cmd_push_str(c, req->type);
     cmd_push(c, req->payload, req->payload_len);
     cmd_push_str(c, req->at_ms > 0 ? "at" : "delay");
-    cmd_push_i64(c, req->at_ms > 0 ? req->at_ms
-                                   : (req->delay_ms > 0 ? req->delay_ms : 0));
+    /* A debounced job is due debounce_ms from now, as the script checks. */
+    cmd_push_i64(c, req->debounce_ms > 0 ? req->debounce_ms
+                 : req->at_ms > 0 ? req->at_ms : (req->delay_ms > 0 ? req->delay_ms : 0));
     cmd_push_i64(c, req->max_attempts > 0 ? req->max_attempts : 0);
     cmd_push_str(c, req->replace ? "1" : "0");
     /* Normal is the script's default: such a call is as before priorities
      * (and before expiries). */
     bool expires = req->expire_at > 0 || req->ttl_ms > 0;
-    bool unique = req->unique_for_ms > 0;
-    expires = expires || unique;    /* the arguments before the window */
+    bool unique = req->unique_for_ms > 0, debounce = req->debounce_ms > 0;
+    expires = expires || unique || debounce;   /* the arguments before them */
     if (req->priority && req->priority != DQ_PRIORITY_NORMAL)
         cmd_push_i64(c, req->priority - 1);
     else if (nparts > 1 || expires)
@@ -45,9 +46,17 @@ static void push_enqueue_args(struct cmd *c, const dq_enqueue_req *req,
         cmd_push_str(c, "");
         cmd_push_str(c, "dead");
     }
-    if (unique) {
-        cmd_push_i64(c, req->unique_for_ms);
+    if (unique || debounce) {
+        if (unique)
+            cmd_push_i64(c, req->unique_for_ms);
+        else
+            cmd_push_str(c, "");
         cmd_push_str(c, req->unique_ok ? "1" : "0");
+    }
+    if (debounce) {
+        cmd_push_i64(c, req->debounce_ms);
+        if (req->max_wait_ms > 0)
+            cmd_push_i64(c, req->max_wait_ms);
     }
 }
 
@@ -138,8 +147,11 @@ static dq_status read_enqueued(const redisReply *r, size_t at, dq_enqueued *out)
         set_id(out, r->element[at + 1]->str, r->element[at + 1]->len);
         out->due_ms = elem_int(r, at + 2);
         out->replaced = elem_is(r, at, "replaced");
+        out->debounced = elem_is(r, at, "debounced");
+        out->next_run = elem_is(r, at, "queued");
     }
-    if (elem_is(r, at, "ok") || elem_is(r, at, "replaced"))
+    if (elem_is(r, at, "ok") || elem_is(r, at, "replaced") || elem_is(r, at, "debounced")
+        || elem_is(r, at, "queued"))
         return DQ_OK;
     if (elem_is(r, at, "exists"))
         return DQ_ERR_EXISTS;
@@ -166,6 +178,7 @@ dq_status proto_enqueue_reply(const redisReply *r, dq_enqueued *out)
     }
     out->finished = false;
     out->finished_ms = out->unique_until_ms = 0;
+    out->debounced = out->next_run = false;
     return read_enqueued(r, 0, out);
 }
 
@@ -195,6 +208,7 @@ dq_status proto_enqueue_many_reply(const redisReply *r, const dq_enqueue_req *re
         out[i].replaced = false;
         out[i].finished = false;
         out[i].finished_ms = out[i].unique_until_ms = 0;
+        out[i].debounced = out[i].next_run = false;
         st[i] = DQ_OK;
     }
     for (size_t e = 2; e < r->elements; e += 3) {

@@ -30,13 +30,20 @@ for i = 1, n do
 end
 if arg_fault then return arg_refusal('ack') end
 if #done > 0 then
-  -- Jobs with a dedupe window leave a tombstone (see the prelude).
-  local tombs = unique_plan(done)
+  -- Jobs with a dedupe window leave a tombstone, and a job with a next
+  -- run (a debounced add while it ran) gives way to it (see the prelude):
+  -- one EXISTS says whether the queue has either.
+  local base, tombs, nexts = sub(KEYS[5], 1, -5), nil, nil
+  if redis.call('EXISTS', base .. 'unique', base .. 'next') > 0 then
+    tombs = unique_plan(done)
+    nexts = next_plan(done)
+  end
   -- Buckets first: if one cannot be reached (see the prelude), the jobs
   -- stay held and the ack can be sent again.
   del_records(done)
   redis.call('ZREM', KEYS[3], unpack(done))
   redis.call('HDEL', KEYS[6], unpack(done))
   unique_apply(tombs)
+  next_apply(nexts)
 end
 return res

@@ -12,13 +12,18 @@
 --       'drop'), then optional unique_for ('' = none; ms: the id stays
 --       taken that long after the job finished, a producer's id only; see
 --       the prelude's dedupe windows) and unique_ok ('1': an add within a
---       window answers 'done' rather than 'unique')
+--       window answers 'done' rather than 'unique'), then optional
+--       debounce_ms ('' = none; a producer's id only, with when 'delay'
+--       and ms the same debounce_ms, no replace, expire or window) and
+--       max_wait_ms ('' = none): see "debounced adds" below
 -- Returns {status, id, due_ms, now_ms}; status is 'ok', 'replaced',
 -- 'exists' (id taken and replace not asked) or 'running' (a job with this
 -- id is being processed: it cannot be replaced under its worker); or
 -- {'unique' | 'done', id, finished_ms, now_ms, until_ms} when a job of
 -- this id finished within its dedupe window (nothing is written; 'done'
--- when unique_ok).
+-- when unique_ok).  A debounced add also answers 'debounced' (the waiting
+-- job took the add) or 'queued' (the job runs: the add is its next run),
+-- with the due time.
 -- A delay is 0..100 years, an absolute time 0..now + 100 years; any other
 -- argument error is refused before anything is written.
 --
@@ -132,7 +137,7 @@ if ARGV[12] and ARGV[12] ~= '' then
   local plus, ms12 = match(ARGV[12], '^(%+?)(%d+)$')
   expire = ms12 and #ms12 <= 16 and tonumber(ms12)
   if expire and plus == '+' then expire = due + expire end
-  if not (expire and expire > due and expire <= now + 2 * MAX_AHEAD_MS) then
+  if not expiry_fits(expire, due, now) then
     arg_bad('expire', ARGV[12], 'a Unix time in ms after the due time (' .. due
             .. '), or + and ms after it')
   end
@@ -144,7 +149,18 @@ if ARGV[14] and ARGV[14] ~= '' then
   if id == '' then arg_bad('unique_for', ARGV[14], 'given with a generated id (give an id)') end
 end
 local unique_ok = ARGV[15] and arg_one_of(15, 'unique_ok', '0', '1') == '1'
-if #ARGV > 15 then arg_bad('argument 16', ARGV[16], 'expected: enqueue takes at most 15') end
+local debounce, max_wait = nil, nil
+if ARGV[16] and ARGV[16] ~= '' then
+  debounce = arg_int(16, 'debounce_ms', 1, MAX_AHEAD_MS)
+  if id == '' then arg_bad('debounce_ms', ARGV[16], 'given with a generated id (give an id)')
+  elseif when ~= 'delay' or ARGV[6] ~= ARGV[16] then
+    arg_bad('debounce_ms', ARGV[16], 'given with when "delay" and the same ms')
+  elseif replace == '1' or expire or unique_for then
+    arg_bad('debounce_ms', ARGV[16], 'given alone (not with replace, an expiry or a window)')
+  end
+  if ARGV[17] and ARGV[17] ~= '' then max_wait = arg_int(17, 'max_wait_ms', 1, MAX_AHEAD_MS) end
+end
+if #ARGV > 17 then arg_bad('argument 18', ARGV[18], 'expected: enqueue takes at most 17') end
 if arg_fault then return arg_refusal('enqueue') end
 
 local rec = encode({ type = jtype, payload = payload, attempts = 0, max = max,
@@ -159,6 +175,55 @@ end
 
 local status = 'ok'
 local set = level_key(prio)
+
+-- Debounced adds.  While the job of this id waits (delayed or due, not
+-- claimed), an add takes its place: the add's type, payload, attempts
+-- limit and priority, due at now + debounce_ms but never later than its
+-- first add (created_ms) + max_wait_ms; attempts and last error kept.
+-- While it runs, the add is kept as its next run (see the prelude), due
+-- by the same rule from the first such add, and takes the job's place
+-- when its attempt ends.  With no job of this id, it is a new job due at
+-- now + debounce_ms (below).  A dead job keeps its id: 'exists'.
+if debounce then
+  local raw = get_record(id)
+  if raw and not tombstone_of(raw) then
+    local function cap(first)
+      local d = now + debounce
+      if max_wait and first + max_wait < d then d = first + max_wait end
+      return d
+    end
+    local job = { type = jtype, payload = payload, attempts = 0, max = max, err = '',
+                  prio = prio }
+    if redis.call('ZSCORE', KEYS[3], id) then
+      local j = decode(raw)
+      if not j then return { 'exists', id, 0, now } end
+      local old = redis.call('HGET', next_key(), id)
+      local oc, of = match(old or '', '^(%-?%d+) (%d+) ')
+      job.created = (oc and tonumber(oc) == j.created) and tonumber(of) or now
+      job.due = cap(job.created)
+      redis.call('HSET', next_key(), id,
+                 format('%d %d ', j.created, job.created) .. encode(job))
+      return { 'queued', id, job.due, now }
+    end
+    local key = delayed_find(id)
+    local j = key and decode(raw)
+    if not j then return { 'exists', id, 0, now } end
+    job.created, job.attempts, job.err = j.created, j.attempts, j.err
+    job.due = cap(j.created)
+    set_record(id, encode(job))
+    if key ~= set then redis.call('ZREM', key, id) end
+    note_level(prio)
+    redis.call('ZADD', set, format('%d', job.due), id)
+    -- The waiting job now has the latest payload: a next run kept while
+    -- it ran before (it was given back since) is older.
+    redis.call('HDEL', next_key(), id)
+    if channel ~= '' and redis.call('ZRANGE', set, '0', '0')[1] == id then
+      redis.call('PUBLISH', channel, job.due)
+    end
+    return { 'debounced', id, job.due, now }
+  end
+end
+
 if id == '' then
   repeat
     id = format('%d', redis.call('HINCRBY', KEYS[5], 'seq', '1') * nparts + part)

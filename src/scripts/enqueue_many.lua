@@ -297,7 +297,7 @@ for i = 1, n do
       break
     end
     if ex and plus == '+' then ex = last_due + ex end
-    if ex and not (ex > last_due and ex <= now + 2 * MAX_AHEAD_MS) then
+    if ex and not expiry_fits(ex, last_due, now) then
       arg_bad('job ' .. i .. ' when', when, 'an expiry after the due time (' .. last_due .. ')')
       break
     end

@@ -41,6 +41,10 @@ if not j then
   return { 'dead', now }
 end
 
+-- A job with a next run (a debounced add while it ran) gives way to it,
+-- retry or not: the newer payload runs instead (see the prelude).
+local nexts = next_plan({ id }, { raw })
+
 j.attempts = j.attempts + 1
 if delay < 0 then
   delay = backoff_ms(j.attempts, policy.base, policy.cap, policy.jitter,
@@ -51,6 +55,12 @@ end
 j.err = err
 local status, at = retry_or_bury(j, now, attempts_allowed(j, default_max),
                                  mode == 'dead', delay)
+if nexts and nexts.took[id] then
+  redis.call('ZREM', KEYS[3], id)
+  redis.call('HDEL', KEYS[6], id)
+  next_apply(nexts)
+  return { status, at }
+end
 local rearm = status == 'retry' and expiry_again({ id }, { j })
 -- The record first: if its bucket cannot be reached (see the prelude),
 -- nothing has changed.
@@ -64,4 +74,5 @@ else
   expiry_rearm(rearm)                      -- nor its expiry (see the prelude)
   wake_if_sooner(channel, before, at)
 end
+next_apply(nexts)   -- an entry of an older job of this id goes
 return { status, at }

@@ -593,6 +593,68 @@ local function unique_sweep(now, limit)
   redis.call('ZREM', zk, unpack(ids))
 end
 
+-- ---- debounce: a job's next run -----------------------------------------
+-- A debounced add (enqueue's debounce_ms) of a job that is running cannot
+-- change it: it is kept as the job's next run, in
+--   P:{Q}:next  hash  id -> "<created_ms> <first_ms> <record>": the record
+--                     of the next run (created at first_ms, its first
+--                     add; due as the last add said), for the job of that
+--                     id created at created_ms
+-- When that job's attempt ends (acked, failed, dead, its lease expired),
+-- the next run takes its place: the record, due at its own time or at
+-- once if that has passed, in its level's delayed set; a retry or a death
+-- of the old payload gives way to the newer one.  A queue without
+-- debounced adds pays nothing more than the EXISTS that ack shares with
+-- the dedupe windows.
+local function next_key()
+  return sub(KEYS[5], 1, -5) .. 'next'   -- KEYS[5] is P:{Q}:meta
+end
+
+-- The next runs that take the place of jobs `ids` as their attempts end
+-- (their records raws when the caller read them): reads only; nil when
+-- none has one.  plan.took[id] is true for each job that gives way.
+local function next_plan(ids, raws)
+  local nk = next_key()
+  if #ids == 0 or redis.call('EXISTS', nk) == 0 then return nil end
+  local v = redis.call('HMGET', nk, unpack(ids))
+  local mine, at = {}, {}
+  for i = 1, #ids do
+    if v[i] then mine[#mine + 1], at[#at + 1] = ids[i], i end
+  end
+  if #mine == 0 then return nil end
+  local r = {}
+  if raws then for k = 1, #mine do r[k] = raws[at[k]] end else r = get_records(mine) end
+  local now = now_ms()
+  local plan = { gone = mine, ids = {}, recs = {}, adds = {}, took = {}, soonest = nil }
+  for k = 1, #mine do
+    local c, rec = match(v[at[k]], '^(%-?%d+) %d+ (.*)$')
+    local old = c and decode(r[k])
+    local j = old and old.created == tonumber(c) and decode(rec)
+    if j then
+      if j.due < now then j.due = now end
+      local n = #plan.ids + 1
+      plan.ids[n], plan.recs[n] = mine[k], encode(j)
+      add_to(plan.adds, j.prio, format('%d', j.due), mine[k])
+      plan.took[mine[k]] = true
+      if plan.soonest == nil or j.due < plan.soonest then plan.soonest = j.due end
+    end
+  end
+  if plan.soonest then plan.before = head_due_all() end
+  return plan
+end
+
+-- Write what next_plan planned, after the caller's own writes (which leave
+-- the jobs that give way out of every set).
+local function next_apply(plan)
+  if not plan then return end
+  if #plan.ids > 0 then
+    set_records(plan.ids, plan.recs)
+    delayed_add(plan.adds)
+    wake_if_sooner(sub(KEYS[5], 1, -5) .. 'wake', plan.before, plan.soonest)
+  end
+  redis.call('HDEL', next_key(), unpack(plan.gone))
+end
+
 -- ---- expiry ------------------------------------------------------------
 -- A job may carry an expiry (enqueue's expire_at): when it has not
 -- started by then, it is not run.  Its record does not change (older
@@ -607,6 +669,28 @@ end
 local function expiry_keys()
   local base = sub(KEYS[5], 1, -5)   -- KEYS[5] is P:{Q}:meta
   return base .. 'expire_at', base .. 'expire_info'
+end
+
+-- An expire_info value: the expiry, the job's created_ms and the mode, or
+-- nil when it is not one.
+local function expiry_parse(v)
+  local e, c, mode = match(v or '', '^(%d+) (%-?%d+) (%a+)$')
+  if e then return tonumber(e), tonumber(c), mode end
+  return nil
+end
+
+-- Whether `ex` may be the expiry of a job due at `due`: after it, and at
+-- most 200 years from now (a due time up to 100 years ahead, then a ttl
+-- of up to 100 years).
+local function expiry_fits(ex, due, now)
+  return ex and ex > due and ex <= now + 2 * MAX_AHEAD_MS
+end
+
+-- Take the entries of jobs `ids` away (a requeue: an operator's "run it").
+local function expiry_clear(ids)
+  local zk, hk = expiry_keys()
+  redis.call('ZREM', zk, unpack(ids))
+  redis.call('HDEL', hk, unpack(ids))
 end
 
 -- Give job `id` (created at `created`) an expiry, or take its entry away
@@ -626,23 +710,23 @@ end
 -- then ('dead' or 'drop'), or nil when it has none.
 local function expiry_of(id, created)
   local _, hk = expiry_keys()
-  local v = redis.call('HGET', hk, id)
-  local e, c, mode = match(v or '', '^(%d+) (%-?%d+) (%a+)$')
-  if e and tonumber(c) == created then return tonumber(e), mode end
+  local e, c, mode = expiry_parse(redis.call('HGET', hk, id))
+  if e and c == created then return e, mode end
   return nil
 end
 
 -- Jobs past their expiry that have not started (waiting in a delayed
 -- set, first or for a retry) leave it: to dead with the error 'expired',
--- attempts unchanged, or deleted (mode drop); meta's `expired` counts
--- both (jobs_expired).  A job running then keeps its entry, moved to
--- its lease deadline (and back to its own time by expiry_rearm should
--- the job return to a delayed set: the retry is not run).  At most `limit`
--- entries a call.  Returns how many jobs expired, whether entries past
--- their time may be left (limit reached), and, when want_next, the next
--- entry's time (nil when none is left).  Reads everything before its
--- first write.
-local function expire_due(now, limit, want_next)
+-- attempts unchanged, or deleted (mode drop); meta's `jobs_expired` counts
+-- both.  A job running then keeps its entry, moved to its lease deadline
+-- (a second on, when that has passed: the reaper has yet to act), and
+-- back to its own time by expiry_rearm should the job return to a delayed
+-- set: the retry is not run.  At most `limit` entries a call.  Returns
+-- how many jobs expired, and whether entries past their time may be left
+-- (limit reached).  Reads everything before its first write, and is a
+-- whole step: claim and reap call it first, and read for their own work
+-- after it (should such a read fail, what it did stands).
+local function expire_due(now, limit)
   local zk, hk = expiry_keys()
   local ids = redis.call('ZRANGE', zk, '-inf', now, 'BYSCORE', 'LIMIT', 0, limit)
   local n = #ids
@@ -655,9 +739,9 @@ local function expire_due(now, limit, want_next)
     local out = {}   -- per delayed set, the ids that leave it
     for i = 1, n do
       local id = ids[i]
-      local _, c, mode = match(info[i] or '', '^(%d+) (%-?%d+) (%a+)$')
+      local _, c, mode = expiry_parse(info[i])
       local j = c and decode(raws[i])
-      local key = j and j.created == tonumber(c) and delayed_find(id)
+      local key = j and j.created == c and delayed_find(id)
       if key then
         local o = out[key]
         if not o then o = {}; out[key] = o end
@@ -672,9 +756,12 @@ local function expire_due(now, limit, want_next)
         end
         gone[#gone + 1] = id
       else
-        local deadline = j and j.created == tonumber(c) and redis.call('ZSCORE', KEYS[3], id)
+        local deadline = j and j.created == c and redis.call('ZSCORE', KEYS[3], id)
         if deadline then
-          moves[#moves + 1] = format('%d', tonumber(deadline) + 1)
+          -- At its deadline, or in a second when that has passed (the
+          -- reaper has yet to give the job back): not at once again.
+          deadline = tonumber(deadline)
+          moves[#moves + 1] = format('%d', deadline > now and deadline + 1 or now + 1000)
           moves[#moves + 1] = id
         else
           gone[#gone + 1] = id
@@ -700,9 +787,7 @@ local function expire_due(now, limit, want_next)
     expired = #bury + #drop
     if expired > 0 then redis.call('HINCRBY', KEYS[5], 'jobs_expired', expired) end
   end
-  if not want_next then return expired, n == limit end
-  local nxt = redis.call('ZRANGE', zk, 0, 0, 'WITHSCORES')[2]
-  return expired, n == limit, nxt and tonumber(nxt)
+  return expired, n == limit
 end
 
 -- Jobs going back to a delayed set (a retry, a release) whose expiry
@@ -715,9 +800,9 @@ local function expiry_again(ids, jobs)
   local info = redis.call('HMGET', hk, unpack(ids))
   local args = {}
   for i = 1, #ids do
-    local e, c = match(info[i] or '', '^(%d+) (%-?%d+) %a+$')
-    if e and jobs[i] and tonumber(c) == jobs[i].created then
-      args[#args + 1] = e
+    local e, c = expiry_parse(info[i])
+    if e and jobs[i] and c == jobs[i].created then
+      args[#args + 1] = format('%d', e)
       args[#args + 1] = ids[i]
     end
   end

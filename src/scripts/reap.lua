@@ -22,11 +22,14 @@ end
 if arg_fault then return arg_refusal('reap') end
 
 local now = now_ms()
-local expired, more, next_expiry = expire_due(now, batch, true)
+local expired, more = expire_due(now, batch)
 unique_sweep(now, batch)
--- The wait of the lease pass, shortened by the expiries.
+-- The wait of the lease pass, shortened by the expiries (read at the end:
+-- a retry puts its job's expiry back at its own time).
 local function until_next(wait)
   if more then return 0 end
+  local next_expiry = redis.call('ZRANGE', (expiry_keys()), 0, 0, 'WITHSCORES')[2]
+  next_expiry = next_expiry and tonumber(next_expiry)
   if next_expiry then
     local w = math.max(0, next_expiry - now)
     if wait < 0 or w < wait then return w end
@@ -52,6 +55,7 @@ if n == batch then wait = 0 end
 if n == 0 then return { 0, 0, until_next(wait), expired } end
 
 local raws = get_records(ids)
+local nexts = next_plan(ids, raws)   -- jobs that give way to a next run
 local before = head_due_all()
 local rng = make_rng(policy.seed)
 local rewrite, recs, zdelayed, zdead, orphans = {}, {}, {}, {}, {}
@@ -61,7 +65,9 @@ local retried, dead, soonest = 0, 0, nil
 for i = 1, n do
   local id, raw = ids[i], raws[i]
   local j = decode(raw)
-  if j then
+  if nexts and nexts.took[id] then
+    retried = retried + 1     -- it runs again, as its next run
+  elseif j then
     j.attempts = j.attempts + 1
     j.err = 'lease expired'
     if j.attempts >= attempts_allowed(j, per_type[j.type] or default_max) then
@@ -103,5 +109,6 @@ if any_delayed then
   expiry_rearm(rearm)
   wake_if_sooner(channel, before, soonest)
 end
+next_apply(nexts)
 note_orphans(orphans, 3)
 return { retried, dead, until_next(wait), expired }

@@ -2,6 +2,8 @@
 -- the last error and the priority are kept.
 -- ARGV: wake_channel, id ('' = the oldest `batch` dead jobs), batch
 --       (1..10000)
+-- A requeued job has no expiry (see the prelude): the operator asks that
+-- it run.
 -- Returns {moved, remaining_dead}; moved is 0 when the id is not dead.  A
 -- record that cannot be read cannot run: it stays dead (filed again as of
 -- now, so that a requeue of all moves on past it); a dead id without a
@@ -34,7 +36,10 @@ if #ids > 0 then
       orphans[#orphans + 1] = job
     end
   end
-  if moved > 0 then set_records(back, recs) end
+  if moved > 0 then
+    set_records(back, recs)
+    expiry_clear(back)
+  end
   redis.call('ZREM', KEYS[4], unpack(ids))
   if #unreadable > 0 then redis.call('ZADD', KEYS[4], unpack(unreadable)) end
   if moved > 0 then

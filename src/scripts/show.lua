@@ -66,6 +66,7 @@ if arg_fault then return arg_refusal('show') end
 local raw = get_record(id)
 if not raw then return { 'notfound' } end
 local finished, until_ms = tombstone_of(raw)
+if finished and until_ms <= now then return { 'notfound' } end   -- the reaper's to delete
 if finished then
   return { 'done', '', '', 0, 0, 0, 0, 0, '', finished, now, '', 'done', NORMAL, 0, '',
            until_ms - finished, until_ms }

@@ -11,7 +11,8 @@
  *                            # records an "overlap" line
  *
  * Record lines, "<id> <attempt> <pid> start|end <unix ms> <fence>" (the
- * fence -1 when the daemon does not hand one over), are each
+ * fence -1 when the daemon does not hand one over; then, for a "say:"
+ * payload, its TEXT), are each
  * written with one write(2) to a file opened O_APPEND, so the lines of
  * concurrent workers never interleave.  A run with a "start" but no "end"
  * line was killed.
@@ -27,6 +28,8 @@
  *   hang          sleeps for ever
  *   hang-first    sleeps for ever on attempt 1, OK afterwards
  *   sleep:N       sleeps N ms, then OK
+ *   say:N:TEXT    sleeps N ms, then OK; the record lines carry TEXT (a
+ *                 test sees which payload ran)
  *   exit          _exit(3)
  *   fail-while:PATH  FAIL, error "fail-while: PATH exists", while PATH
  *                 exists; OK once it is gone (a test removes the file to
@@ -63,9 +66,12 @@ static void record(const struct th_state *st, const dq_handler_job *job, const c
     if (st->fd < 0)
         return;
     char line[400];
-    int n = snprintf(line, sizeof line, "%s %d %d %s %lld %lld\n", job->id, job->attempt,
-                     (int)getpid(), what, (long long)realtime_ms(),
-                     st->has_fence ? (long long)job->fence : -1LL);
+    const char *said = strncmp(job->payload, "say:", 4) == 0 ? strchr(job->payload + 4, ':')
+                                                              : NULL;
+    int n = snprintf(line, sizeof line, "%s %d %d %s %lld %lld%s%.60s\n", job->id,
+                     job->attempt, (int)getpid(), what, (long long)realtime_ms(),
+                     st->has_fence ? (long long)job->fence : -1LL, said ? " " : "",
+                     said ? said + 1 : "");
     if (n > 0 && (size_t)n < sizeof line && write(st->fd, line, (size_t)n) != n)
         (void)0;    /* a test that misses the line fails on its own */
 }
@@ -143,8 +149,8 @@ static dq_handler_result th_run(const dq_handler_job *job, dq_handler_outcome *o
             pause();
     if (strcmp(p, "segv-first") == 0 || strcmp(p, "hang-first") == 0)
         return DQ_HANDLER_OK;
-    if (strncmp(p, "sleep:", 6) == 0) {
-        sleep_ms(strtoll(p + 6, NULL, 10));
+    if (strncmp(p, "sleep:", 6) == 0 || strncmp(p, "say:", 4) == 0) {
+        sleep_ms(strtoll(p + (p[1] == 'l' ? 6 : 4), NULL, 10));
         return DQ_HANDLER_OK;
     }
     if (strcmp(p, "exit") == 0)

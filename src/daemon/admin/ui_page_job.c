@@ -54,10 +54,19 @@ static void job_fields(FILE *f, const struct ui_env *env, const struct queue_con
                                   : dconfig_max_attempts(env->conf, q, j->type);
     fputs("<dl id=\"job\">\n", f);
     field(f, "Id", "job-id", p->id);
-    field(f, "Type", "job-type", j->type ? j->type : "");
+    if (info->state != DQ_STATE_DONE)
+        field(f, "Type", "job-type", j->type ? j->type : "");
     field(f, "Queue", "job-queue", p->queue);
     fprintf(f, "<div><dt>State</dt><dd id=\"job-state\" class=\"state-%s\">%s</dd></div>\n",
             dq_state_str(info->state), dq_state_str(info->state));
+    if (info->state == DQ_STATE_DONE) {
+        /* All that is left of it: its dedupe window's tombstone. */
+        time_field(f, "Done", "job-done", info->state_ms, info->now_ms);
+        time_field(f, "Id kept until", "job-unique-until", info->unique_until_ms,
+                   info->now_ms);
+        fputs("</dl>\n", f);
+        return;
+    }
     fprintf(f, "<div><dt>Attempts</dt><dd id=\"job-attempts\">%d of %d</dd></div>\n",
             j->attempt, max);
     fprintf(f, "<div><dt>Priority</dt><dd id=\"job-priority\">%d</dd></div>\n", j->priority);
@@ -67,6 +76,16 @@ static void job_fields(FILE *f, const struct ui_env *env, const struct queue_con
         time_field(f, "Lease deadline", "job-lease", info->state_ms, info->now_ms);
     if (info->state == DQ_STATE_DEAD)
         time_field(f, "Died", "job-died", info->state_ms, info->now_ms);
+    if (info->expire_at_ms > 0) {
+        time_field(f, "Expires", "job-expires", info->expire_at_ms, info->now_ms);
+        field(f, "On expiry", "job-on-expire",
+              info->on_expire == DQ_EXPIRE_DROP ? "dropped" : "to dead");
+    }
+    if (info->unique_ms > 0) {
+        fputs("<div><dt>Id kept after it is done</dt><dd id=\"job-unique\">", f);
+        html_duration(f, info->unique_ms);
+        fputs("</dd></div>\n", f);
+    }
     fputs("<div><dt>Last error</dt><dd id=\"job-error\">", f);
     html_text(f, j->last_error && *j->last_error ? j->last_error : "none");
     fputs("</dd></div>\n", f);
@@ -232,9 +251,11 @@ static void on_show(const dq_job_info *info, dq_status st, const char *err, void
         html_text(o.f, p->queue);
         fputs("</a></p>\n", o.f);
         job_fields(o.f, env, q, p, info);
-        job_actions(o.f, env, p, info->state);
-        payload(o.f, &info->job);
-        history(o.f, p, info);
+        if (info->state != DQ_STATE_DONE) {
+            job_actions(o.f, env, p, info->state);
+            payload(o.f, &info->job);
+            history(o.f, p, info);
+        }
         ui_layout_end(o.f, NULL);
         ui_layout_reply(&o, p->x, 200);
     }
