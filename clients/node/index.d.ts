@@ -89,17 +89,54 @@ export interface EnqueueOptions {
   uniqueFor?: number | string;
   /** Within a window, resolve with the id (nothing added) rather than reject. */
   uniqueOk?: boolean;
+  /**
+   * Debounce (enqueue only; needs an id; no delay, at, replace, expiry or window): while the
+   * job of that id waits, this add takes its place (payload, type, maxAttempts, priority), due
+   * this long from now; while it runs, the add is its next run, which takes its place when that
+   * attempt ends; with no job, a new one due this long from now. ms, or a duration text
+   * ("500ms"); 1 ms..100 years.
+   */
+  debounce?: number | string;
+  /** With debounce: never due later than this long after the job's first add. ms or a duration text. */
+  maxWait?: number | string;
 }
 
+/** enqueue's options: with detail: true it resolves to an Enqueued, not the id. */
+export interface EnqueueCallOptions extends EnqueueOptions {
+  detail?: boolean;
+}
+
+/** What one enqueue did (detail: true), as libdelayq's dq_enqueued; a flag is there only when true. */
+export interface Enqueued {
+  id: string;
+  /** When it is due (Unix ms, server clock); 0 when nothing was added (finished). */
+  dueMs: number;
+  /** An existing job of that id was rescheduled (replace). */
+  replaced?: boolean;
+  /** Nothing was added: the job of that id finished within its dedupe window (uniqueOk). */
+  finished?: boolean;
+  /** finished: when it finished and when its window ends (Unix ms). */
+  finishedMs?: number;
+  untilMs?: number;
+  /** A debounced add that a waiting job of that id took. */
+  debounced?: boolean;
+  /** A debounced add kept as the running job's next run: it takes the job's place when that attempt ends. */
+  nextRun?: boolean;
+}
+
+/** A job of enqueueMany: a debounce is refused there ('invalid': a debounced add goes one at a time). */
 export interface EnqueueJob extends EnqueueOptions {
   queue: string;
   type: string;
   payload: Payload;
 }
 
-/** finished: nothing was added, the job of that id finished within its dedupe window (uniqueOk). */
-export type EnqueueResult = { id: string; finished?: boolean; error?: undefined }
-  | { id?: undefined; finished?: undefined; error: DelayqError };
+/**
+ * replaced: an existing job of that id was rescheduled; finished: nothing was added, the job of
+ * that id finished within its dedupe window (uniqueOk).
+ */
+export type EnqueueResult = { id: string; replaced?: boolean; finished?: boolean; error?: undefined }
+  | { id?: undefined; replaced?: undefined; finished?: undefined; error: DelayqError };
 
 export interface Job {
   id: string;
@@ -171,7 +208,7 @@ export interface Schedule {
   payload: Buffer;
   maxAttempts: number;
   catchUp: string;
-  /** -1 while paused (delayq schedule pause) */
+  /** The next tick (Unix ms); -1 while paused (delayq schedule pause) */
   nextMs: number;
   readable: boolean;
   /** when it was paused (server ms); -1 when it is not */
@@ -185,7 +222,13 @@ export class Client {
   /** The `redis` group of a delayqd.conf. */
   static fromConfig(path: string, options?: ClientOptions): Client;
 
-  enqueue(queue: string, type: string, payload: Payload, options?: EnqueueOptions): Promise<string>;
+  /** Resolves to the job's id; with detail: true, to what the add did. */
+  enqueue(queue: string, type: string, payload: Payload,
+          options: EnqueueCallOptions & { detail: true }): Promise<Enqueued>;
+  enqueue(queue: string, type: string, payload: Payload,
+          options?: EnqueueCallOptions & { detail?: false }): Promise<string>;
+  enqueue(queue: string, type: string, payload: Payload,
+          options?: EnqueueCallOptions): Promise<string | Enqueued>;
   enqueueMany(jobs: EnqueueJob[]): Promise<EnqueueResult[]>;
   cancel(queue: string, id: string): Promise<boolean>;
   runNow(queue: string, id: string): Promise<void>;
@@ -199,6 +242,7 @@ export class Client {
   requeueAll(queue: string): Promise<number>;
   purge(queue: string, id: string): Promise<void>;
   purgeAll(queue: string): Promise<number>;
+  /** The first tick (Unix ms); -1 when the schedule stays paused (a paused one replaced). */
   scheduleAdd(queue: string, name: string, expr: string, type: string, payload: Payload,
               options?: ScheduleOptions): Promise<number>;
   scheduleList(queue: string): Promise<Schedule[]>;

@@ -2,7 +2,8 @@
 // Every producer call of the Node client against a real redis-server,
 // with binary payloads kept byte for byte; jobs' expiries (shown, and a
 // job past its expiry is never claimed); dedupe windows (an id kept after
-// its job ran); schedules paused and resumed.
+// its job ran); debounced adds (a waiting job takes the add, a running
+// one keeps it as its next run); schedules paused and resumed.
 
 const test = require('node:test');
 const assert = require('node:assert');
@@ -356,6 +357,81 @@ test('enqueueMany with windows on a partitioned queue: unique, finished, added',
   const d = await dq.show(q, 'd');
   assert.deepStrictEqual([d.uniqueMs, d.priority, d.expireAtMs], [30000, 9, 0]);
   assert.strictEqual((await dq.stats(q)).delayed, 3);
+});
+
+test('a debounced add takes the waiting job\'s place, due later, never past maxWait', async () => {
+  const q = queueName('debounce');
+  const now = await dq.serverTime();
+  const first = await dq.enqueue(q, 't', '1', { id: 'd', debounce: '1m', priority: 'low', detail: true });
+  assert.deepStrictEqual(Object.keys(first).sort(), ['dueMs', 'id']);   // a new job
+  assert.ok(first.dueMs >= now + 60000 && first.dueMs < now + 65000, JSON.stringify(first));
+  let j = await dq.show(q, 'd');
+  assert.deepStrictEqual([j.state, j.payload.toString(), j.dueMs, j.priority], ['delayed', '1', first.dueMs, 9]);
+  const created = j.createdMs;
+  await sleep(50);
+  const again = await dq.enqueue(q, 'u', '2', { id: 'd', debounce: 60000, maxWait: '2m', detail: true });
+  assert.deepStrictEqual([again.id, again.debounced, again.nextRun], ['d', true, undefined]);
+  assert.ok(again.dueMs > first.dueMs);
+  j = await dq.show(q, 'd');
+  assert.deepStrictEqual([j.state, j.type, j.payload.toString(), j.dueMs, j.createdMs, j.priority],
+    ['delayed', 'u', '2', again.dueMs, created, 5]);
+  // never later than maxWait after the first add; without detail, the id
+  assert.strictEqual(await dq.enqueue(q, 't', '3', { id: 'd', debounce: 60000, maxWait: '1s' }), 'd');
+  j = await dq.show(q, 'd');
+  assert.deepStrictEqual([j.payload.toString(), j.dueMs, j.createdMs], ['3', created + 1000, created]);
+  const s = await dq.stats(q);
+  assert.deepStrictEqual([s.delayed + s.due, s.processing], [1, 0]);
+});
+
+test('a debounced add while the job runs is its next run, which follows the ack', async () => {
+  const q = queueName('debrun');
+  await dq.enqueue(q, 't', '1', { id: 'r', debounce: 1 });
+  await sleep(20);
+  assert.deepStrictEqual(await claimAll(q), ['r']);
+  const fence = (await dq.show(q, 'r')).fence;
+  const now = await dq.serverTime();
+  const next = await dq.enqueue(q, 't', '2', { id: 'r', debounce: '5s', detail: true });
+  assert.deepStrictEqual([next.nextRun, next.debounced], [true, undefined]);
+  assert.ok(next.dueMs >= now + 5000 && next.dueMs < now + 10000, JSON.stringify(next));
+  const later = await dq.enqueue(q, 't', '3', { id: 'r', debounce: 5000, detail: true });
+  assert.ok(later.nextRun && later.dueMs >= next.dueMs);
+  let j = await dq.show(q, 'r');
+  assert.deepStrictEqual([j.state, j.payload.toString(), j.fence], ['processing', '1', fence]);
+  assert.deepStrictEqual(await dq.conn.evalScript('ack', dq.keysOf(q, 0, 1).keys, ['r', fence]), [1]);
+  j = await dq.show(q, 'r');
+  assert.deepStrictEqual([j.state, j.payload.toString(), j.dueMs, j.attempts], ['delayed', '3', later.dueMs, 0]);
+  // a dead job keeps its id: exists
+  await dq.enqueue(q, 't', 'x', { id: 'x' });
+  assert.deepStrictEqual(await claimAll(q), ['x']);
+  const k = dq.keysOf(q, 0, 1);
+  await dq.conn.evalScript('fail', k.keys, [k.wake, 'x', (await dq.show(q, 'x')).fence, 'boom', 'dead',
+    -1, 1000, 60000, 0, 1, 0]);
+  await assert.rejects(dq.enqueue(q, 't', 'y', { id: 'x', debounce: 1000 }), { code: 'exists' });
+  assert.deepStrictEqual([(await dq.show(q, 'x')).state, (await dq.show(q, 'x')).payload.toString()], ['dead', 'x']);
+});
+
+test('detail: replaced and finished; enqueueMany refuses a debounced add alone', async () => {
+  const q = queueName('detail');
+  await dq.enqueue(q, 't', 'a', { id: 'a', delay: '1h' });
+  const now = await dq.serverTime();
+  const r = await dq.enqueue(q, 't', 'b', { id: 'a', delay: 1000, replace: true, detail: true });
+  assert.deepStrictEqual([r.id, r.replaced, r.finished], ['a', true, undefined]);
+  assert.ok(r.dueMs >= now + 1000 && r.dueMs < now + 6000);
+  await dq.enqueue(q, 't', 'w', { id: 'w', uniqueFor: '1h', delay: 60000 });
+  await dq.cancel(q, 'w');
+  const done = await dq.enqueue(q, 't', 'w', { id: 'w', uniqueFor: '1h', uniqueOk: true, detail: true });
+  assert.deepStrictEqual([done.id, done.dueMs, done.finished, done.untilMs - done.finishedMs], ['w', 0, true, 3600000]);
+  const res = await dq.enqueueMany([
+    { queue: q, type: 't', payload: '', id: 'd1', debounce: 1000 },
+    { queue: q, type: 't', payload: '', id: 'ok1' },
+    { queue: q, type: 't', payload: '', id: 'd2', debounce: '1s', maxWait: '5s' },
+    { queue: q, type: 't', payload: '', id: 'a', replace: true },
+  ]);
+  assert.deepStrictEqual(res.map((x) => x.error && [x.error.code, x.error.message]), [
+    ['invalid', 'a debounced add goes one at a time (enqueue)'], undefined,
+    ['invalid', 'a debounced add goes one at a time (enqueue)'], undefined]);
+  assert.deepStrictEqual([res[1], res[3]], [{ id: 'ok1' }, { id: 'a', replaced: true }]);
+  assert.deepStrictEqual([await dq.show(q, 'd1'), await dq.show(q, 'd2')], [null, null]);
 });
 
 test('schedules: pause keeps the definition and stops the ticks; resume fires from the next tick', async () => {

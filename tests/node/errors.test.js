@@ -25,6 +25,9 @@ test.after(async () => {
 test('bad arguments are refused before anything is sent', async () => {
   const q = queueName('bad');
   const now = Date.now();
+  const alone = 'a debounce goes alone: no delay, time, replace, expiry or dedupe window';
+  // The due time of a delay is this host's now + delay.
+  const late = new RegExp(`^expiry ${now + 1000} \\(Unix ms\\) is not after the due time ([0-9]+)$`);
   const cases = [
     [{ delay: -1 }, 'delay -1 ms is not in 0..3153600000000 (100 years)'],
     [{ delay: 3153600000001 }, 'delay 3153600000001 ms is not in 0..3153600000000 (100 years)'],
@@ -58,6 +61,20 @@ test('bad arguments are refused before anything is sent', async () => {
     [{ uniqueFor: '1h' }, "a dedupe window needs the job's id"],
     [{ id: 'w', uniqueOk: true }, 'uniqueOk needs a dedupe window (uniqueFor)'],
     [{ id: 'w', uniqueFor: 0, uniqueOk: true }, 'uniqueOk needs a dedupe window (uniqueFor)'],
+    [{ id: 'late', delay: 60000, expireAt: now + 1000 }, late],
+    [{ debounce: 1000 }, "a debounce needs the job's id"],
+    [{ id: 'd', maxWait: '1s' }, 'a max wait needs a debounce'],
+    [{ id: 'd', debounce: 0, maxWait: 1000 }, 'a max wait needs a debounce'],
+    [{ id: 'd', debounce: '1s', delay: 5 }, alone],
+    [{ id: 'd', debounce: '1s', at: now + 5000 }, alone],
+    [{ id: 'd', debounce: '1s', replace: true }, alone],
+    [{ id: 'd', debounce: '1s', ttl: 60000 }, alone],
+    [{ id: 'd', debounce: '1s', expireAt: now + 60000 }, alone],
+    [{ id: 'd', debounce: '1s', uniqueFor: '1m' }, alone],
+    [{ id: 'd', debounce: -1 }, 'debounce -1 ms is not in 1..3153600000000 (100 years)'],
+    [{ id: 'd', debounce: 1.5 }, 'debounce 1.5 ms is not in 1..3153600000000 (100 years)'],
+    [{ id: 'd', debounce: '5x' }, 'debounce "5x": unknown unit (use ms, s, m, h or d)'],
+    [{ id: 'd', debounce: 1000, maxWait: 3153600000001 }, 'max wait 3153600000001 ms is not in 1..3153600000000 (100 years)'],
   ];
   for (const [opts, message] of cases) {
     await assert.rejects(dq.enqueue(q, 't', 'x', opts), (e) => {
@@ -77,23 +94,31 @@ test('bad arguments are refused before anything is sent', async () => {
   // Nothing was written: not even the registry of queues.
   const raw = await dq.conn.command('SISMEMBER', ['dq:queues', q]);
   assert.strictEqual(raw, 0);
-  // In a batch a bad expiry or window is refused alone.
+  // The local due time: now + the delay, on this host's clock.
+  await assert.rejects(dq.enqueue(q, 't', 'x', { id: 'late', delay: 60000, expireAt: now + 1000 }), (e) => {
+    const due = Number(late.exec(e.message)[1]);
+    assert.ok(due >= now + 60000 && due <= Date.now() + 60000, e.message);
+    return true;
+  });
+  // In a batch a bad expiry, window or debounce is refused alone; the
+  // good jobs are sent and added.
   const res = await dq.enqueueMany([
     { queue: q, type: 't', payload: 'x', id: 'bad', ttl: -1 },
     { queue: q, type: 't', payload: 'x', id: 'bad2', expireAt: now + 60000, ttl: 5 },
     { queue: q, type: 't', payload: 'x', uniqueFor: 60000 },
     { queue: q, type: 't', payload: 'x', id: 'bad3', uniqueOk: true },
     { queue: q, type: 't', payload: 'x', id: 'good', ttl: 60000 },
+    { queue: q, type: 't', payload: 'x', id: 'late', delay: 60000, expireAt: now + 1000 },
+    { queue: q, type: 't', payload: 'x', id: 'deb', debounce: 1000 },
+    { queue: q, type: 't', payload: 'x', id: 'good2', delay: 60000, expireAt: now + 120000 },
   ]);
   assert.deepStrictEqual(res.map((r) => r.error && r.error.code),
-    ['invalid', 'invalid', 'invalid', 'invalid', undefined]);
-  assert.strictEqual(res[4].id, 'good');
-  assert.strictEqual(await dq.show(q, 'bad3'), null);
-  assert.strictEqual(await dq.show(q, 'bad'), null);
-  // The due time of a delay is the server's: the script checks the expiry.
-  await assert.rejects(dq.enqueue(q, 't', 'x', { id: 'late', delay: 60000, expireAt: now + 1000 }),
-    (e) => e.code === 'redis' && /expire/.test(e.message) && /after the due time/.test(e.message));
-  assert.strictEqual(await dq.show(q, 'late'), null);
+    ['invalid', 'invalid', 'invalid', 'invalid', undefined, 'invalid', 'invalid', undefined]);
+  assert.deepStrictEqual([res[4].id, res[7].id], ['good', 'good2']);
+  assert.match(res[5].error.message, late);
+  assert.strictEqual(res[6].error.message, 'a debounced add goes one at a time (enqueue)');
+  for (const id of ['bad', 'bad3', 'late', 'deb']) assert.strictEqual(await dq.show(q, id), null, id);
+  assert.strictEqual((await dq.show(q, 'good2')).expireAtMs, now + 120000);
 });
 
 test('a payload over the limit is too_large', async () => {

@@ -1,6 +1,6 @@
 // Compiled (never run) by types.test.js with tsc --strict --noEmit: the
 // README's calls must type-check against index.d.ts.
-import { Client, DelayqError, EnqueueResult, Job, Stats, parseDuration } from 'delayq';
+import { Client, DelayqError, Enqueued, EnqueueResult, Job, Stats, parseDuration } from 'delayq';
 
 async function orderTimeout(): Promise<void> {
   const dq: Client = Client.fromUrl('redis://localhost:6379/0');
@@ -12,6 +12,10 @@ async function orderTimeout(): Promise<void> {
   await dq.enqueue('orders', 't', 'x', { delay: '5m', ttl: '10m', onExpire: 'drop' });
   await dq.enqueue('orders', 't', 'x', { at: Date.now() + 1000, expireAt: new Date(Date.now() + 60000) });
   await dq.enqueue('orders', 't', 'x', { id: 'hook:1', uniqueFor: '1h', uniqueOk: true });
+  const got: Enqueued = await dq.enqueue('orders', 't', 'x', { id: 'search:1', debounce: '500ms', maxWait: 2000, detail: true });
+  if (got.debounced || got.nextRun) console.log(got.id, got.dueMs);
+  const plain: string = await dq.enqueue('orders', 't', 'x', { id: 'search:1', debounce: 500, detail: false });
+  console.log(plain);
   try {
     await dq.enqueue('orders', 't', 'x', { id: 'hook:1', uniqueFor: 3600000 });
   } catch (e) {
@@ -21,7 +25,7 @@ async function orderTimeout(): Promise<void> {
     { queue: 'orders', type: 't', payload: 'x', ttl: 60000, onExpire: 'dead' }]);
   for (const r of many) {
     if (r.error) console.log(r.error.code, r.error.message);
-    else console.log(r.id.length, r.finished === true);
+    else console.log(r.id.length, r.finished === true, r.replaced === true);
   }
   const job: Job | null = await dq.show('orders', id);
   if (job) console.log(job.payload.byteLength, job.state, job.priority, job.expireAtMs, job.onExpire);

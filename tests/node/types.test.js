@@ -45,4 +45,8 @@ test('a wrong call does not type-check', { skip: !HAVE && 'typescript not instal
     "void Client.fromUrl('x').enqueue('q', 't', 'p', { ttl: 5, onExpire: 'delete' });\n");
   assert.notStrictEqual(e.status, 0);
   assert.match(e.stdout, /delete/);
+  const d = tsc("import { Client } from 'delayq';\n" +
+    "async function f(): Promise<string> { return Client.fromUrl('x').enqueue('q', 't', 'p', { id: 'i', debounce: 5, detail: true }); }\nvoid f;\n");
+  assert.notStrictEqual(d.status, 0);
+  assert.match(d.stdout, /Enqueued/);
 });

@@ -2,8 +2,9 @@
 """The Python client against real redis-servers (started here, stopped by
 pid): the scripts it carries are the C library's, NOSCRIPT, durability
 "replicated", ACL users with a password file, URLs, delayqd.conf, the
-first tick of a schedule, and job expiry (shown, never claimed once past,
-refused when bad).  The operations themselves are in
+first tick of a schedule, job expiry (shown, never claimed once past,
+refused when bad), dedupe windows, debounced adds, and schedules paused
+and resumed.  The operations themselves are in
 tests/conformance (the same cases as the C library)."""
 import hashlib
 import os
@@ -131,6 +132,10 @@ class ClientTest(unittest.TestCase):
         j = self.dq.show("q", "td")
         self.assertTrue(now + 1800000 <= j.due_ms < now + 1800000 + 5000)
         self.assertEqual(self.dq.show("q", "at").due_ms, int(at.timestamp() * 1000))
+        got = self.dq.enqueue("q", "t", id="ms", delay=1000, replace=True, detail=True)
+        self.assertEqual((got.id, got.replaced, got.finished, got.debounced), ("ms", True,
+                                                                             False, False))
+        self.assertTrue(now + 1000 <= got.due_ms < now + 6000)
         with self.assertRaises(delayq.InvalidError):
             self.dq.enqueue("q", "t", delay=5, at=now)
         with self.assertRaises(delayq.InvalidError):
@@ -269,14 +274,35 @@ class ClientTest(unittest.TestCase):
             self.assertIsInstance(got[0].error, delayq.InvalidError, kw)
             self.assertEqual(str(got[0].error), msg)
             self.assertTrue(got[1].ok, got[1].error)
-        # The due time of a delay is the server's: the script checks it.
-        with self.assertRaises(delayq.RedisError) as e:
-            self.dq.enqueue("q", "t", id="bad", delay=60000, expire_at=now + 1000)
-        self.assertIn("expire", str(e.exception))
-        self.assertIn("after the due time", str(e.exception))
-        self.assertIsNone(self.dq.show("q", "bad"))
         s = self.dq.stats("q")
         self.assertEqual((s.delayed, s.due, s.dead, s.jobs_expired), (0, 1, 0, 0))   # "good"
+
+    def test_an_expiry_before_now_plus_delay_is_refused_here(self):
+        """The due time of a delay is this host's now + delay: an expiry
+        not after it is refused before anything is sent, and in a batch
+        refuses that job alone (the script's refusal would fail the call)."""
+        now = int(time.time() * 1000)
+        msg = re.compile(r"^expiry %d \(Unix ms\) is not after the due time (\d+)$"
+                         % (now + 1000))
+        with self.assertRaises(delayq.InvalidError) as e:
+            self.dq.enqueue("q", "t", id="late", delay=60000, expire_at=now + 1000)
+        due = int(msg.match(str(e.exception)).group(1))
+        self.assertTrue(now + 60000 <= due <= int(time.time() * 1000) + 60000, due)
+        self.assertEqual(self.r.raw.keys("*"), [])   # nothing sent
+        got = self.dq.enqueue_many("q", [
+            {"type": "t", "id": "a", "delay": 5000},
+            {"type": "t", "id": "late", "delay": 60000, "expire_at": now + 1000},
+            {"type": "t", "id": "b", "delay": 5000, "ttl": 1000},
+            {"type": "t", "id": "late:at", "at": now + 60000, "expire_at": now + 60000},
+        ])
+        self.assertEqual([g.ok for g in got], [True, False, True, False])
+        self.assertIsInstance(got[1].error, delayq.InvalidError)
+        self.assertRegex(str(got[1].error), msg)
+        self.assertEqual(str(got[3].error), "expiry %d (Unix ms) is not after the due time %d"
+                         % (now + 60000, now + 60000))
+        self.assertEqual([self.dq.show("q", i) is None for i in ("a", "late", "b", "late:at")],
+                         [False, True, False, True])
+        self.assertEqual(self.dq.stats("q").delayed, 2)
 
     # ---- dedupe windows: an id stays taken after its job is done --------
 
@@ -312,6 +338,10 @@ class ClientTest(unittest.TestCase):
         # unique_ok: the id, as for an add, and still nothing added
         self.assertEqual(self.dq.enqueue("q", "t", b"4", id="hook:1", unique_for=hour,
                                          unique_ok=True), "hook:1")
+        got = self.dq.enqueue("q", "t", b"4", id="hook:1", unique_for=hour, unique_ok=True,
+                              detail=True)
+        self.assertEqual((got.id, got.finished, got.finished_ms, got.unique_until_ms,
+                          got.due_ms), ("hook:1", True, err.finished_ms, err.until_ms, 0))
         j = self.dq.show("q", "hook:1")
         self.assertEqual((j.state, j.state_ms, j.unique_ms, j.unique_until_ms, j.payload),
                          ("done", err.finished_ms, hour, err.until_ms, b""))
@@ -403,6 +433,109 @@ class ClientTest(unittest.TestCase):
         self.assertEqual((j.unique_ms, j.priority, j.expire_at_ms), (30000, 9, 0))
         self.assertEqual(self.dq.stats("pq").delayed, 3)
 
+    # ---- debounce: a burst of adds of one id runs once, after it ---------
+
+    def hold(self, queue, job_id):
+        """Claim the due jobs (as a worker does); the fence of job_id."""
+        self.assertIn(job_id, self.claim(queue))
+        return self.dq.show(queue, job_id).fence
+
+    def test_a_debounced_add_takes_the_waiting_jobs_place(self):
+        now = self.dq.server_time_ms()
+        first = self.dq.enqueue("q", "t", b"1", id="d", debounce=timedelta(minutes=1),
+                                priority="low", detail=True)
+        self.assertEqual((first.id, first.debounced, first.next_run, first.replaced),
+                         ("d", False, False, False))
+        self.assertTrue(now + 60000 <= first.due_ms < now + 65000, first)
+        j = self.dq.show("q", "d")
+        self.assertEqual((j.state, j.payload, j.due_ms, j.priority), ("delayed", b"1",
+                                                                     first.due_ms, 9))
+        created = j.created_ms
+        time.sleep(0.05)
+        again = self.dq.enqueue("q", "u", b"2", id="d", debounce=60000, max_wait=120000,
+                                detail=True)
+        self.assertEqual((again.id, again.debounced, again.next_run), ("d", True, False))
+        self.assertGreater(again.due_ms, first.due_ms)
+        j = self.dq.show("q", "d")
+        self.assertEqual((j.state, j.type, j.payload, j.due_ms, j.created_ms, j.priority),
+                         ("delayed", "u", b"2", again.due_ms, created, 5))
+        # never later than max_wait after the first add
+        self.assertEqual(self.dq.enqueue("q", "t", b"3", id="d", debounce=60000,
+                                         max_wait=timedelta(seconds=1)), "d")
+        j = self.dq.show("q", "d")
+        self.assertEqual((j.payload, j.due_ms, j.created_ms), (b"3", created + 1000, created))
+        s = self.dq.stats("q")
+        self.assertEqual((s.delayed + s.due, s.processing), (1, 0))
+
+    def test_a_debounced_add_while_the_job_runs_is_its_next_run(self):
+        self.dq.enqueue("q", "t", b"1", id="r", debounce=1)
+        time.sleep(0.02)
+        fence = self.hold("q", "r")
+        now = self.dq.server_time_ms()
+        nxt = self.dq.enqueue("q", "t", b"2", id="r", debounce=5000, detail=True)
+        self.assertEqual((nxt.debounced, nxt.next_run), (False, True))
+        self.assertTrue(now + 5000 <= nxt.due_ms < now + 10000, nxt)
+        later = self.dq.enqueue("q", "t", b"3", id="r", debounce=5000, detail=True)
+        self.assertTrue(later.next_run and later.due_ms >= nxt.due_ms)
+        j = self.dq.show("q", "r")
+        self.assertEqual((j.state, j.payload, j.fence), ("processing", b"1", fence))
+        ks, _ = delayq.keys.queue_keys("dq", "q")
+        self.assertEqual(self.dq.conn.run("ack", ks, ["r", fence]), [1])
+        j = self.dq.show("q", "r")
+        self.assertEqual((j.state, j.payload, j.due_ms, j.attempts), ("delayed", b"3",
+                                                                     later.due_ms, 0))
+
+    def test_a_dead_job_keeps_its_id_from_a_debounced_add(self):
+        self.dq.enqueue("q", "t", b"1", id="x")
+        fence = self.hold("q", "x")
+        ks, wake = delayq.keys.queue_keys("dq", "q")
+        self.dq.conn.run("fail", ks, [wake, "x", fence, "boom", "dead", -1, 1000, 60000, 0, 1,
+                                      0])
+        with self.assertRaises(delayq.ExistsError):
+            self.dq.enqueue("q", "t", b"2", id="x", debounce=1000)
+        j = self.dq.show("q", "x")
+        self.assertEqual((j.state, j.payload), ("dead", b"1"))
+
+    def test_bad_debounces_are_refused_before_anything_is_written(self):
+        alone = "a debounce goes alone: no delay, time, replace, expiry or dedupe window"
+        now = int(time.time() * 1000)
+        cases = [
+            (dict(debounce=1000), "a debounce needs the job's id"),
+            (dict(id="d", max_wait=1000), "a max wait needs a debounce"),
+            (dict(id="d", debounce=0, max_wait=1000), "a max wait needs a debounce"),
+            (dict(id="d", debounce=1000, delay=5), alone),
+            (dict(id="d", debounce=1000, at=now + 5000), alone),
+            (dict(id="d", debounce=1000, replace=True), alone),
+            (dict(id="d", debounce=1000, ttl=60000), alone),
+            (dict(id="d", debounce=1000, expire_at=now + 60000), alone),
+            (dict(id="d", debounce=1000, unique_for=60000), alone),
+            (dict(id="d", debounce=-1), "debounce -1 ms is not in 1..3153600000000 (100 years)"),
+            (dict(id="d", debounce=timedelta(days=365 * 100, milliseconds=1)),
+             "debounce 3153600000001 ms is not in 1..3153600000000 (100 years)"),
+            (dict(id="d", debounce=1000, max_wait=3153600000001),
+             "max wait 3153600000001 ms is not in 1..3153600000000 (100 years)"),
+            (dict(id="d", debounce=1.5), "debounce 1.5 is not a timedelta or whole milliseconds"),
+        ]
+        for kw, msg in cases:
+            with self.assertRaises(delayq.InvalidError, msg=kw) as e:
+                self.dq.enqueue("q", "t", **kw)
+            self.assertEqual(str(e.exception), msg)
+            got = self.dq.enqueue_many("q", [dict(kw, type="t")])
+            self.assertEqual(str(got[0].error), msg)
+        self.assertEqual(self.r.raw.keys("*"), [])   # not even the queue's registration
+        # enqueue_many: a debounced add goes alone; the others are added
+        got = self.dq.enqueue_many("q", [{"type": "t", "id": "d1", "debounce": 1000},
+                                         {"type": "t", "id": "ok1"},
+                                         {"type": "t", "id": "d2", "debounce": 1000,
+                                          "max_wait": 5000},
+                                         {"type": "t", "id": "ok2", "replace": True}])
+        self.assertEqual([g.ok for g in got], [False, True, False, True])
+        self.assertIsInstance(got[0].error, delayq.InvalidError)
+        self.assertEqual(str(got[2].error), "a debounced add goes one at a time (enqueue)")
+        self.assertEqual([self.dq.show("q", i) is None for i in ("d1", "ok1", "d2", "ok2")],
+                         [True, False, True, False])
+        self.assertEqual((got[1].replaced, got[3].replaced), (False, False))
+
     # ---- schedules: pause and resume --------------------------------------
 
     def test_schedule_pause_and_resume(self):
@@ -414,7 +547,10 @@ class ClientTest(unittest.TestCase):
         by_name = {s.name: s for s in self.dq.schedule_list("q")}
         self.assertEqual((by_name["nightly"].next_ms, by_name["nightly"].paused_since_ms),
                          (-1, since))
+        self.assertIsNone(by_name["nightly"].next)   # not 1969-12-31
         self.assertEqual(by_name["often"].paused_since_ms, -1)
+        self.assertEqual(by_name["often"].next, datetime.fromtimestamp(
+            by_name["often"].next_ms / 1000, timezone.utc))
         self.assertEqual([s.name for s in self.dq.schedule_list("q")], ["often", "nightly"])
         time.sleep(0.01)
         self.assertEqual(self.dq.schedule_pause("q", "nightly"), since)   # the first pause

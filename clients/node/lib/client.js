@@ -58,13 +58,13 @@ function normalize(opts) {
   return o;
 }
 
-// A job's expiry (expireAt, or ttl after its due time, and onExpire) and
-// dedupe window (uniqueFor, uniqueOk), checked as libdelayq's
-// check_expiry does; the script checks the expiry again against the due
-// time on the server's clock.  `at` is the due time when one was given,
-// else 0; `id` the job's id ('' for a generated one).  Throws DelayqError
+// A job's expiry (expireAt, or ttl after its due time, and onExpire),
+// dedupe window (uniqueFor, uniqueOk) and debounce (debounce, maxWait),
+// checked as libdelayq's check_expiry does, in its order.  `when` holds
+// what is already checked: at (the due time when one was given, else 0),
+// delay, replace, and id ('' for a generated one).  Throws DelayqError
 // "invalid".
-function expiryOf(opts, at, id) {
+function expiryOf(opts, when) {
   const given = (v) => v !== undefined && v !== null;
   if (given(opts.expireAt) && given(opts.ttl)) throw fail('invalid', 'expireAt and ttl are both set (keep one)');
   const onExpire = given(opts.onExpire) ? opts.onExpire : 'dead';
@@ -77,13 +77,33 @@ function expiryOf(opts, at, id) {
   if (typeof expireAt === 'string') throw fail('invalid', expireAt);
   const uniqueFor = W.windowMs(opts.uniqueFor);
   if (typeof uniqueFor === 'string') throw fail('invalid', uniqueFor);
-  if (uniqueFor > 0 && !id) throw fail('invalid', 'a dedupe window needs the job\'s id');
+  if (uniqueFor > 0 && !when.id) throw fail('invalid', 'a dedupe window needs the job\'s id');
+  const { debounce, maxWait } = debounceOf(opts, { ...when, expireAt, ttl, uniqueFor });
   const uniqueOk = !!opts.uniqueOk;
   if (uniqueOk && uniqueFor === 0) throw fail('invalid', 'uniqueOk needs a dedupe window (uniqueFor)');
-  if (expireAt > 0 && at > 0 && expireAt <= at) {
-    throw fail('invalid', `expiry ${expireAt} (Unix ms) is not after the due time ${at}`);
+  // The due time on this host's clock: the script checks it again on the
+  // server's, but a refusal there fails a whole enqueue_many call.
+  const due = when.at > 0 ? when.at : Date.now() + when.delay;
+  if (expireAt > 0 && expireAt <= due) {
+    throw fail('invalid', `expiry ${expireAt} (Unix ms) is not after the due time ${due}`);
   }
-  return { expireAt, ttl, onExpire, uniqueFor, uniqueOk };
+  return { expireAt, ttl, onExpire, uniqueFor, uniqueOk, debounce, maxWait };
+}
+
+// A debounced add's debounce and maxWait (ms, 0: none; 1 ms..100 years):
+// it needs an id and goes alone, its due time being the debounce's.  `r`
+// holds the rest of the request, checked.  Throws DelayqError "invalid".
+function debounceOf(opts, r) {
+  const debounce = W.spanMs(opts.debounce, 'debounce');
+  if (typeof debounce === 'string') throw fail('invalid', debounce);
+  const maxWait = W.spanMs(opts.maxWait, 'max wait');
+  if (typeof maxWait === 'string') throw fail('invalid', maxWait);
+  if (maxWait > 0 && debounce === 0) throw fail('invalid', 'a max wait needs a debounce');
+  if (debounce > 0 && !r.id) throw fail('invalid', 'a debounce needs the job\'s id');
+  if (debounce > 0 && (r.delay || r.at || r.replace || r.expireAt || r.ttl || r.uniqueFor)) {
+    throw fail('invalid', 'a debounce goes alone: no delay, time, replace, expiry or dedupe window');
+  }
+  return { debounce, maxWait };
 }
 
 // The scripts' expiry of a checked request: a Unix time in ms, "+" and ms
@@ -92,6 +112,48 @@ function expiryArg(req) {
   if (req.expireAt > 0) return String(req.expireAt);
   if (req.ttl > 0) return `+${req.ttl}`;
   return null;
+}
+
+// enqueue's ARGV for checked request `req` in partition `part` of `n`
+// (wake channel `wake`).  As libdelayq: the optional arguments only when
+// needed (a plain call is as before priorities, expiries, windows and
+// debounce); each needs the ones before it (the priority, the partition
+// pair, 1 and 0 when unpartitioned, '' and 'dead' for no expiry, '' and
+// '0' for no window).  A debounced job is due debounce ms from now, which
+// the script checks against the delay.
+function enqueueArgs(req, wake, n, part) {
+  const args = [wake, req.id, req.type, req.body, req.at > 0 ? 'at' : 'delay',
+    req.debounce || (req.at > 0 ? req.at : req.delay), req.max, req.replace ? '1' : '0'];
+  const expiry = expiryArg(req);
+  const tail = expiry !== null || req.uniqueFor > 0 || req.debounce > 0;
+  if (req.level !== NORMAL || n > 1 || tail) args.push(req.level);
+  if (n > 1 || tail) args.push(n, part);
+  if (tail) args.push(expiry === null ? '' : expiry, req.onExpire);
+  if (req.uniqueFor > 0 || req.debounce > 0) {
+    args.push(req.uniqueFor > 0 ? req.uniqueFor : '', req.uniqueOk ? '1' : '0');
+  }
+  if (req.debounce > 0) {
+    args.push(req.debounce);
+    if (req.maxWait > 0) args.push(req.maxWait);
+  }
+  return args;
+}
+
+// enqueue's reply as what the add did (see enqueue).  A refusal throws:
+// "unique" with its times, any other the error `refused(status)` makes.
+function enqueued(r, req, refused) {
+  const status = str(r[0]);
+  if ((status === 'unique' || status === 'done') && r.length >= 5) {
+    // {status, id, finished_ms, now_ms, until_ms}: nothing was written.
+    if (status === 'unique') throw uniqueError(req, int(r[2]), int(r[4]));
+    return { id: str(r[1]), dueMs: 0, finished: true, finishedMs: int(r[2]), untilMs: int(r[4]) };
+  }
+  const out = { id: str(r[1]), dueMs: int(r[2]) };
+  if (status === 'replaced') out.replaced = true;
+  else if (status === 'debounced') out.debounced = true;
+  else if (status === 'queued') out.nextRun = true;
+  else if (status !== 'ok') throw refused(status);
+  return out;
 }
 
 class Client {
@@ -232,8 +294,10 @@ class Client {
       delay = W.delayMs(opts.delay);
       if (typeof delay === 'string') throw fail('invalid', delay);
     }
-    return { queue, type, body, id: opts.id || '', delay, at, max, level, replace: !!opts.replace,
-      ...expiryOf(opts, at, opts.id || '') };
+    const replace = !!opts.replace;
+    const id = opts.id || '';
+    return { queue, type, body, id, delay, at, max, level, replace,
+      ...expiryOf(opts, { at, delay, replace, id }) };
   }
 
   refused(status, req) {
@@ -244,10 +308,15 @@ class Client {
   }
 
   // enqueue(queue, type, payload, {delay, at, id, replace, priority,
-  // maxAttempts, expireAt, ttl, onExpire, uniqueFor, uniqueOk}) -> the
-  // job's id; also with uniqueOk when nothing was added because the job
-  // of that id finished within its dedupe window (without uniqueOk that
-  // is a DelayqError "unique" with finishedMs and untilMs).
+  // maxAttempts, expireAt, ttl, onExpire, uniqueFor, uniqueOk, debounce,
+  // maxWait, detail}) -> the job's id; also with uniqueOk when nothing was
+  // added because the job of that id finished within its dedupe window
+  // (without uniqueOk that is a DelayqError "unique" with finishedMs and
+  // untilMs), and for a debounced add that took a job's place.  With
+  // detail: true, what the add did (libdelayq's dq_enqueued): { id, dueMs },
+  // with replaced, debounced (a waiting job of that id took the add),
+  // nextRun (the job of that id runs: the add is its next run) or
+  // finished (nothing added; dueMs 0, finishedMs, untilMs) set when true.
   async enqueue(queue, type, payload, opts = {}) {
     const req = this.request(queue, type, payload, opts);
     await this.register(queue);
@@ -255,40 +324,30 @@ class Client {
     const n = e.n;
     const part = n <= 1 ? 0 : (req.id ? K.partitionOf(req.id, n) : (e.next++ % n));
     const k = this.keysOf(queue, part, n);
-    const args = [k.wake, req.id, req.type, req.body, req.at > 0 ? 'at' : 'delay',
-      req.at > 0 ? req.at : req.delay, req.max, req.replace ? '1' : '0'];
-    // As libdelayq: the optional arguments only when needed (a plain call
-    // is as before priorities, expiries and windows); each needs the ones
-    // before it (the priority, the partition pair, 1 and 0 when
-    // unpartitioned, and before a window '' and 'dead': no expiry).
-    const expiry = expiryArg(req);
-    const tail = expiry !== null || req.uniqueFor > 0;
-    if (req.level !== NORMAL || n > 1 || tail) args.push(req.level);
-    if (n > 1 || tail) args.push(n, part);
-    if (tail) args.push(expiry === null ? '' : expiry, req.onExpire);
-    if (req.uniqueFor > 0) args.push(req.uniqueFor, req.uniqueOk ? '1' : '0');
-    const r = await this.conn.evalScript('enqueue', k.keys, args);
+    const r = await this.conn.evalScript('enqueue', k.keys, enqueueArgs(req, k.wake, n, part));
     if (!Array.isArray(r) || r.length < 4) throw fail('redis', 'unexpected reply from the enqueue script');
-    const status = str(r[0]);
-    if (status === 'ok' || status === 'replaced' || status === 'done') return str(r[1]);
-    // {'unique', id, finished_ms, now_ms, until_ms}: nothing was written.
-    if (status === 'unique' && r.length >= 5) throw uniqueError(req, int(r[2]), int(r[4]));
-    throw this.refused(status, req);
+    const got = enqueued(r, req, (status) => this.refused(status, req));
+    return opts.detail ? got : got.id;
   }
 
   // enqueueMany([{queue, type, payload, ...options}]) -> one result per
-  // job, in order: { id } or { error: DelayqError }; { id, finished: true }
-  // when nothing was added as the job of that id finished within its
-  // dedupe window (with uniqueOk; without, the error "unique").  Jobs are
-  // grouped by queue and partition into calls of up to 1000, all sent at
-  // once (one round trip per master); a bad job is reported alone.
+  // job, in order: { id } or { error: DelayqError }; { id, replaced: true }
+  // when it rescheduled a job; { id, finished: true } when nothing was
+  // added as the job of that id finished within its dedupe window (with
+  // uniqueOk; without, the error "unique").  Jobs are grouped by queue and
+  // partition into calls of up to 1000, all sent at once (one round trip
+  // per master); each job is checked first (an expiry against its due
+  // time on this host's clock too), and a bad one is refused alone, as is
+  // a debounced add (it goes one at a time, with enqueue).
   async enqueueMany(jobs) {
     if (!Array.isArray(jobs)) throw fail('invalid', 'enqueueMany takes an array of jobs');
     const results = new Array(jobs.length);
     const reqs = [];
     jobs.forEach((j, i) => {
       try {
-        reqs.push({ i, req: this.request(j.queue, j.type, j.payload, j) });
+        const req = this.request(j.queue, j.type, j.payload, j);
+        if (req.debounce > 0) throw fail('invalid', 'a debounced add goes one at a time (enqueue)');
+        reqs.push({ i, req });
       } catch (e) {
         if (!e.code) throw e;
         results[i] = { error: e };
@@ -369,7 +428,8 @@ class Client {
       const item = c.items[int(r[e]) - 1];
       const status = str(r[e + 1]);
       if (!item) continue;
-      if (status === 'ok' || status === 'replaced') results[item.i] = { id: str(r[e + 2]) };
+      if (status === 'ok') results[item.i] = { id: str(r[e + 2]) };
+      else if (status === 'replaced') results[item.i] = { id: str(r[e + 2]), replaced: true };
       else if (status === 'done') results[item.i] = { id: str(r[e + 2]), finished: true };
       else results[item.i] = { error: this.refused(status, { ...item.req, id: str(r[e + 2]) }) };
     }

@@ -25,7 +25,9 @@ function checkName(name) {
 }
 
 // scheduleAdd(queue, name, expr, type, payload, {tz, maxAttempts,
-// catchUp: 'one'|'all'|'none', replace}) -> the first tick (Unix ms).
+// catchUp: 'one'|'all'|'none', replace}) -> the first tick (Unix ms), or
+// -1 when the schedule stays paused (a paused one replaced keeps its
+// pause: scheduleResume gives its next tick).
 P.scheduleAdd = async function scheduleAdd(queue, name, expr, type, payload, opts = {}) {
   this.checkQueue(queue);
   const why = K.checkType(type);

@@ -2,7 +2,8 @@
 // Durations and due times as libdelayq and the command line take them:
 // a delay in ms or a duration text ("30m", "1h30m", "500ms"), an absolute
 // time as a Date or Unix ms, both bounded by 100 years of 365 days; a
-// job's expiry, a ttl or a time taken the same ways, and its dedupe window.
+// job's expiry, a ttl or a time taken the same ways, its dedupe window,
+// and a debounce and its max wait.
 
 const MAX_AHEAD_MS = 3153600000000;
 const UNITS = [['ms', 1], ['s', 1000], ['m', 60000], ['h', 3600000], ['d', 86400000]];
@@ -123,5 +124,5 @@ function priorityLevel(p) {
   return -1;
 }
 
-module.exports = { MAX_AHEAD_MS, parseDuration, delayMs, atMs, ttlMs, windowMs, expireAtMs,
-  priorityLevel };
+module.exports = { MAX_AHEAD_MS, parseDuration, delayMs, atMs, spanMs, ttlMs, windowMs,
+  expireAtMs, priorityLevel };

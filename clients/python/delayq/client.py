@@ -5,6 +5,7 @@ client); the same scripts (see scripts.py); docs/protocol.md is the
 contract.
 """
 import random
+from typing import Union
 from urllib.parse import parse_qs, unquote, urlparse
 
 from . import errors, keys
@@ -179,21 +180,32 @@ class Client(Schedules):
 
     def enqueue(self, queue, type, payload=b"", *, delay=None, at=None, id=None,
                 replace=False, priority=None, max_attempts=0, expire_at=None, ttl=None,
-                on_expire="dead", unique_for=None, unique_ok=False) -> str:
+                on_expire="dead", unique_for=None, unique_ok=False, debounce=None,
+                max_wait=None, detail=False) -> Union[str, Enqueued]:
         """Schedule one job; returns its id (the one given, or a generated
-        decimal one).  delay: a timedelta or ms; at: an aware datetime or
-        Unix ms (neither: due now).  expire_at (an aware datetime or Unix
-        ms, after the due time) or ttl (a timedelta or ms after the due
-        time): a job not started by then is not run, but moved to dead
-        with the error "expired" (on_expire "dead") or deleted ("drop").
-        unique_for (a timedelta or ms, with an id): a dedupe window, for
-        which the id stays taken after the job is done; an add within it
-        raises UniqueError, or with unique_ok returns the id and adds
-        nothing.  ExistsError when the id is taken and replace is false;
-        RunningError when replace meets a job being processed."""
+        decimal one), or with detail=True an Enqueued saying what the add
+        did.  delay: a timedelta or ms; at: an aware datetime or Unix ms
+        (neither: due now).  expire_at (an aware datetime or Unix ms, after
+        the due time, which for a delay is taken on this host's clock) or
+        ttl (a timedelta or ms after the due time): a job not started by
+        then is not run, but moved to dead with the error "expired"
+        (on_expire "dead") or deleted ("drop").  unique_for (a timedelta or
+        ms, with an id): a dedupe window, for which the id stays taken
+        after the job is done; an add within it raises UniqueError, or with
+        unique_ok adds nothing and returns the id (Enqueued.finished).
+        debounce (a timedelta or ms, with an id; no delay, at, replace,
+        expiry or window) and max_wait: while the job of that id waits,
+        this add takes its place (this payload, type, limit and priority),
+        due debounce from now but never later than max_wait after its
+        first add (Enqueued.debounced); while it runs, the add is kept as
+        its next run, which takes its place when that attempt ends
+        (Enqueued.next_run); with no job, a new one due debounce from now.
+        ExistsError when the id is taken (a dead job, for a debounced add)
+        and replace is false; RunningError when replace meets a job being
+        processed."""
         queue = keys.check_queue(queue)
         j = Request(self, queue, type, payload, delay, at, id, replace, priority, max_attempts,
-                    expire_at, ttl, on_expire, unique_for, unique_ok)
+                    expire_at, ttl, on_expire, unique_for, unique_ok, debounce, max_wait)
         self._register(queue)
         n = self._nparts(queue)
         if j.id:
@@ -202,30 +214,22 @@ class Client(Schedules):
             part = self._rr % n
             self._rr += 1
         ks, wake = self._keys(queue, part, n)
-        args = [wake, j.id, j.type, j.payload, "at" if j.at is not None else "delay",
-                j.at if j.at is not None else j.delay, j.max_attempts,
-                "1" if j.replace else "0"]
-        # As libdelayq: the optional arguments only when needed, so that a
-        # plain call is as before priorities, expiries and windows; each
-        # needs the ones before it (the priority, the partition pair, 1 and
-        # 0 when unpartitioned, and before a window "" and "dead": no expiry).
-        expiry = j.expiry()
-        tail = expiry is not None or j.unique_for > 0
-        if j.priority != 5 or n > 1 or tail:
-            args.append(j.priority)
-        if n > 1 or tail:
-            args += [n, part]
-        if tail:
-            args += [expiry or "", j.on_expire]
-        if j.unique_for > 0:
-            args += [j.unique_for, "1" if j.unique_ok else "0"]
-        r = self._run("enqueue", ks, args)
+        got = self._enqueued(queue, j, self._run("enqueue", ks, j.args(wake, n, part)))
+        return got if detail else got.id
+
+    def _enqueued(self, queue, j, r):
+        """The enqueue script's reply as an Enqueued, or the error it
+        means (raised)."""
         status, got = _text(r[0]), _text(r[1])
-        if status in ("ok", "replaced", "done"):
-            return got
-        if status == "unique" and len(r) >= 5:
-            raise UniqueError("job %s in queue %s finished within its dedupe window"
-                              % (j.id, queue), int(r[2]), int(r[4]))
+        if status in ("unique", "done") and len(r) >= 5:
+            if status == "unique":
+                raise UniqueError("job %s in queue %s finished within its dedupe window"
+                                  % (j.id, queue), int(r[2]), int(r[4]))
+            return Enqueued(got, finished=True, finished_ms=int(r[2]),
+                            unique_until_ms=int(r[4]))
+        if status in ("ok", "replaced", "debounced", "queued"):
+            return Enqueued(got, int(r[2]), replaced=status == "replaced",
+                            debounced=status == "debounced", next_run=status == "queued")
         if status == "exists":
             raise ExistsError("job %s already exists in queue %s (use replace)" % (j.id, queue))
         if status == "running":
@@ -237,12 +241,14 @@ class Client(Schedules):
         """Schedule many jobs of one queue in one round trip (per master):
         `jobs` are dicts of enqueue's arguments (type, payload, delay, at,
         id, replace, priority, max_attempts, expire_at, ttl, on_expire,
-        unique_for, unique_ok).  Returns one Enqueued per job, in order:
-        .id and .due_ms (.finished: nothing was added, the job of that id
-        finished within its dedupe window and unique_ok was asked), or
-        .error (a delayq.Error: jobs are independent, a refused one does
-        not stop the rest; but a job whose expiry the script refuses, see
-        enqueue, refuses its whole call, as in libdelayq)."""
+        unique_for, unique_ok; not debounce: a debounced add goes one at a
+        time, with enqueue).  Returns one Enqueued per job, in order: .id
+        and .due_ms (.replaced; .finished: nothing was added, the job of
+        that id finished within its dedupe window and unique_ok was asked),
+        or .error (a delayq.Error: jobs are independent, a refused one does
+        not stop the rest).  Each job is checked before anything is sent
+        (an expiry against its due time on this host's clock too), and
+        only the good ones are sent, as in libdelayq."""
         queue = keys.check_queue(queue)
         out, good = [], []
         for spec in jobs:
@@ -253,9 +259,12 @@ class Client(Schedules):
                          spec.pop("replace", False), spec.pop("priority", None),
                          spec.pop("max_attempts", 0), spec.pop("expire_at", None),
                          spec.pop("ttl", None), spec.pop("on_expire", "dead"),
-                         spec.pop("unique_for", None), spec.pop("unique_ok", False))
+                         spec.pop("unique_for", None), spec.pop("unique_ok", False),
+                         spec.pop("debounce", None), spec.pop("max_wait", None))
                 if spec:
                     raise InvalidError("unknown job field %s" % sorted(spec)[0])
+                if j.debounce > 0:
+                    raise InvalidError("a debounced add goes one at a time (enqueue)")
                 out.append(Enqueued(j.id or None))
                 good.append((len(out) - 1, j))
             except errors.Error as e:
@@ -316,6 +325,7 @@ class Client(Schedules):
             out[i].id = got
             if status in ("unique", "done"):
                 out[i].due_ms, out[i].finished = 0, True
+            out[i].replaced = status == "replaced"
             if status == "unique":
                 out[i].error = UniqueError("job %s in queue %s finished within its dedupe "
                                            "window" % (j.id, queue))

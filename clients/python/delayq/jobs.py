@@ -98,20 +98,34 @@ class Schedule:
     paused_since_ms: int = -1   # when it was paused; -1: it is not
 
     @property
-    def next(self) -> datetime:
-        return _dt(self.next_ms)
+    def next(self) -> Optional[datetime]:
+        """The next tick; None while paused (next_ms -1)."""
+        return _dt(self.next_ms) if self.next_ms >= 0 else None
 
 
 @dataclass
 class Enqueued:
-    """One job of enqueue_many: its id and due time, or the error that
-    refused it (then id is the id asked for, or None).  finished: nothing
-    was added, as the job of that id finished within its dedupe window
-    (without error with unique_ok; due_ms is then 0)."""
+    """What an add did: one job of enqueue_many, or enqueue with
+    detail=True (as libdelayq's dq_enqueued).  Its id and due time (Unix
+    ms, server clock), or in enqueue_many the error that refused it (then
+    id is the id asked for, or None; enqueue raises it instead).
+    replaced: an existing job was rescheduled (replace).  finished:
+    nothing was added, as the job of that id finished within its dedupe
+    window (without error with unique_ok; due_ms is then 0; enqueue also
+    gives when it finished and when the window ends).  A debounced add
+    (enqueue only): debounced, it took the place of the waiting job of that id;
+    next_run, that job is running and the add is its next run, which
+    takes its place when that attempt ends (due at due_ms, or then if
+    that has passed); neither, a new job."""
     id: Optional[str]
     due_ms: int = 0
     error: Optional[Exception] = None
     finished: bool = False
+    replaced: bool = False
+    debounced: bool = False
+    next_run: bool = False
+    finished_ms: int = 0
+    unique_until_ms: int = 0
 
     @property
     def ok(self) -> bool:

@@ -38,6 +38,16 @@ def _ms_of_time(at, what="time"):
     return at
 
 
+def _span_ms(v, what):
+    """A span of 1 ms..100 years named `what` (a timedelta or ms) as ms,
+    0 when not given (None or 0)."""
+    ms = _ms_of_delay(v, what) if v is not None else 0
+    if ms < 0 or ms > keys.MAX_AHEAD_MS:
+        raise InvalidError("%s %d ms is not in 1..%d (100 years)"
+                           % (what, ms, keys.MAX_AHEAD_MS))
+    return ms
+
+
 def _priority(p):
     if p is None:
         return 5
@@ -59,7 +69,7 @@ class Request:
 
     def __init__(self, c, queue, type, payload, delay, at, id, replace, priority,
                  max_attempts, expire_at=None, ttl=None, on_expire="dead", unique_for=None,
-                 unique_ok=False):
+                 unique_ok=False, debounce=None, max_wait=None):
         keys.check_type(type)
         self.type = keys.to_bytes(type)
         self.id = keys.check_id(id) if id not in (None, "", b"") else ""
@@ -90,40 +100,53 @@ class Request:
             if self.delay < 0 or self.delay > keys.MAX_AHEAD_MS:
                 raise InvalidError("delay %d ms is not in 0..%d (100 years)"
                                    % (self.delay, keys.MAX_AHEAD_MS))
-        self._expiry(expire_at, ttl, on_expire, unique_for, unique_ok)
+        # libdelayq's check_expiry, in its order.
+        self._expiry(expire_at, ttl, on_expire)
+        self._window(unique_for)
+        self._debounce(debounce, max_wait)
+        self.unique_ok = bool(unique_ok)
+        if self.unique_ok and self.unique_for == 0:
+            raise InvalidError("unique_ok needs a dedupe window (unique_for)")
+        # The due time on this host's clock: the script checks it again on
+        # the server's, but a refusal there fails a whole enqueue_many call.
+        due = self.at if self.at is not None else _local_now_ms() + self.delay
+        if self.expire_at > 0 and self.expire_at <= due:
+            raise InvalidError("expiry %d (Unix ms) is not after the due time %d"
+                               % (self.expire_at, due))
 
-    def _expiry(self, expire_at, ttl, on_expire, unique_for, unique_ok):
-        """The job's expiry and dedupe window, checked as libdelayq's
-        check_expiry does (the script checks the expiry again against the
-        due time on the server's clock): self.expire_at (Unix ms) or
-        self.ttl (ms after the due time), 0 when not given, and
-        self.on_expire; self.unique_for (ms, 0: none) and self.unique_ok."""
+    def _expiry(self, expire_at, ttl, on_expire):
+        """The job's expiry: self.expire_at (Unix ms) or self.ttl (ms after
+        the due time), 0 when not given, and self.on_expire."""
         if expire_at is not None and ttl is not None:
             raise InvalidError("give an expiry time (expire_at) or a ttl, not both")
         if on_expire not in ("dead", "drop"):
             raise InvalidError('on_expire %r is not "dead" or "drop"' % (on_expire,))
         self.on_expire = on_expire
-        self.ttl = _ms_of_delay(ttl, "ttl") if ttl is not None else 0
-        if self.ttl < 0 or self.ttl > keys.MAX_AHEAD_MS:
-            raise InvalidError("ttl %d ms is not in 1..%d (100 years)"
-                               % (self.ttl, keys.MAX_AHEAD_MS))
+        self.ttl = _span_ms(ttl, "ttl")
         self.expire_at = _ms_of_time(expire_at, "expiry") if expire_at is not None else 0
         if self.expire_at < 0 or self.expire_at > _local_now_ms() + 2 * keys.MAX_AHEAD_MS:
             raise InvalidError("expiry %d (Unix ms) is negative or more than 200 years "
                                "from now" % self.expire_at)
-        self.unique_for = (_ms_of_delay(unique_for, "dedupe window")
-                           if unique_for is not None else 0)
-        if self.unique_for < 0 or self.unique_for > keys.MAX_AHEAD_MS:
-            raise InvalidError("dedupe window %d ms is not in 1..%d (100 years)"
-                               % (self.unique_for, keys.MAX_AHEAD_MS))
+
+    def _window(self, unique_for):
+        """The dedupe window: self.unique_for (ms, 0: none), with an id."""
+        self.unique_for = _span_ms(unique_for, "dedupe window")
         if self.unique_for > 0 and not self.id:
             raise InvalidError("a dedupe window needs the job's id")
-        self.unique_ok = bool(unique_ok)
-        if self.unique_ok and self.unique_for == 0:
-            raise InvalidError("unique_ok needs a dedupe window (unique_for)")
-        if self.expire_at > 0 and self.at is not None and self.expire_at <= self.at:
-            raise InvalidError("expiry %d (Unix ms) is not after the due time %d"
-                               % (self.expire_at, self.at))
+
+    def _debounce(self, debounce, max_wait):
+        """A debounced add: self.debounce and self.max_wait (ms, 0: none).
+        It needs an id and goes alone (its due time is the debounce's)."""
+        self.debounce = _span_ms(debounce, "debounce")
+        self.max_wait = _span_ms(max_wait, "max wait")
+        if self.max_wait > 0 and self.debounce == 0:
+            raise InvalidError("a max wait needs a debounce")
+        if self.debounce > 0 and not self.id:
+            raise InvalidError("a debounce needs the job's id")
+        if self.debounce > 0 and (self.delay or self.at is not None or self.replace
+                                  or self.expire_at or self.ttl or self.unique_for):
+            raise InvalidError("a debounce goes alone: no delay, time, replace, expiry or "
+                               "dedupe window")
 
     def expiry(self):
         """The scripts' expiry: a Unix time in ms, "+" and ms after the due
@@ -133,6 +156,33 @@ class Request:
         if self.ttl > 0:
             return "+%d" % self.ttl
         return None
+
+    def args(self, wake, n, part):
+        """enqueue's ARGV for partition `part` of `n`.  As libdelayq: the
+        optional arguments only when needed, so that a plain call is as
+        before priorities, expiries, windows and debounce; each needs the
+        ones before it (the priority, the partition pair, 1 and 0 when
+        unpartitioned, "" and "dead" for no expiry, "" and "0" for no
+        window).  A debounced job is due debounce ms from now, which the
+        script checks against the delay."""
+        a = [wake, self.id, self.type, self.payload, "at" if self.at is not None else "delay",
+             self.debounce or (self.at if self.at is not None else self.delay),
+             self.max_attempts, "1" if self.replace else "0"]
+        expiry = self.expiry()
+        tail = expiry is not None or self.unique_for > 0 or self.debounce > 0
+        if self.priority != 5 or n > 1 or tail:
+            a.append(self.priority)
+        if n > 1 or tail:
+            a += [n, part]
+        if tail:
+            a += [expiry or "", self.on_expire]
+        if self.unique_for > 0 or self.debounce > 0:
+            a += [self.unique_for or "", "1" if self.unique_ok else "0"]
+        if self.debounce > 0:
+            a.append(self.debounce)
+            if self.max_wait > 0:
+                a.append(self.max_wait)
+        return a
 
     def when(self):
         """enqueue_many's when: r to replace, @ for a time, /L for a level,

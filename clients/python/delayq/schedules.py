@@ -28,9 +28,11 @@ class Schedules:
 
     def schedule_add(self, queue, name, type, expr, payload=b"", *, tz=None,
                      max_attempts=0, catch_up="one", replace=False) -> int:
-        """Store a recurring schedule; returns its first tick (Unix ms).
-        expr: five-field cron, "@every 90s", "@daily", ...; tz: an IANA
-        zone (None: UTC).  ExistsError when the name is taken."""
+        """Store a recurring schedule; returns its first tick (Unix ms),
+        or -1 when it stays paused (a paused schedule replaced keeps its
+        pause: schedule_resume gives its next tick).  expr: five-field
+        cron, "@every 90s", "@daily", ...; tz: an IANA zone (None: UTC).
+        ExistsError when the name is taken and replace is false."""
         queue = keys.check_queue(queue)
         keys.check_schedule_name(name)
         keys.check_type(type)
