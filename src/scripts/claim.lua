@@ -21,6 +21,90 @@
 -- A paused queue (meta field `paused`, see pause.lua) hands out nothing:
 -- the reply is then {now_ms, -1, 0, 'paused'}.  Jobs past their expiry
 -- leave first (to dead, or dropped), and are never handed out.
+--
+-- The drain's hot path: a claim of a queue that is not paused, uses the
+-- normal priority only and has no expiry due, whose due jobs all have
+-- readable heads in hashes, costs its commands, above the line where the
+-- prelude's functions are made (their closures cost each call more than
+-- the commands did).  Any other call goes on below it, having written
+-- nothing: it reads again, and does what this path does besides.
+do
+  local max, lease_ms, owner = ARGV[1], ARGV[2], ARGV[3]
+  max = max and #max <= 4 and find(max, '^%d+$') and tonumber(max)
+  lease_ms = lease_ms and #lease_ms <= 13 and find(lease_ms, '^%d+$') and tonumber(lease_ms)
+  local state = max and max >= 1 and max <= 1000 and lease_ms and lease_ms >= 1
+                and lease_ms <= MAX_AHEAD_MS
+                and (owner == nil or (owner ~= '' and #owner <= 200
+                                      and not find(owner, '[^!-~]')))
+                and redis.call('HMGET', KEYS[5], 'paused', 'levels')
+  local t = state and not state[1] and not state[2] and redis.call('TIME')
+  local now = t and t[1] * 1000 + math.floor(t[2] / 1000)
+  local expiring = now and redis.call('ZRANGE', sub(KEYS[5], 1, -5) .. 'expire_at', '-inf',
+                                      now, 'BYSCORE', 'LIMIT', 0, 1)
+  if expiring and #expiring == 0 then
+    local got = redis.call('ZRANGE', KEYS[2], '-inf', now, 'BYSCORE', 'LIMIT', 0, max)
+    local k, wait = #got, 0
+    if k < max then
+      local h = redis.call('ZRANGE', KEYS[2], k, k, 'WITHSCORES')[2]
+      wait = h and tonumber(h) - now or -1
+    end
+    if k == 0 then return { now, wait, 0 } end
+    -- The records, one HMGET per record key (the prelude's get_records,
+    -- inlined); a key of the wrong type, a missing record or one without
+    -- a format-3 head is the path below's to handle.
+    local keys, by, raws, heads = {}, {}, {}, {}
+    for i = 1, k do
+      local id, key = got[i], KEYS[1]
+      if find(id, '^%d+$') then key = key .. ':' .. sub(id, 1, -3) end
+      local g = by[key]
+      if not g then g = { ids = {}, at = {} }; by[key] = g; keys[#keys + 1] = key end
+      g.ids[#g.ids + 1] = id
+      g.at[#g.at + 1] = i
+    end
+    local ok = true
+    for _, key in ipairs(keys) do
+      local g = by[key]
+      local r = redis.pcall('HMGET', key, unpack(g.ids))
+      if r.err then ok = false break end
+      for j = 1, #g.at do raws[g.at[j]] = r[j] end
+    end
+    for i = 1, ok and k or 0 do
+      local a, body
+      if raws[i] then a, body = match(raws[i], '^3:(%d+):()') end
+      if not a then ok = false break end
+      heads[i] = body
+    end
+    if ok then
+      redis.call('ZREMRANGEBYRANK', KEYS[2], 0, k - 1)
+      local fence = redis.call('HINCRBY', KEYS[5], 'fence', k) - k
+      if owner then
+        redis.call('HSET', KEYS[5], 'claim:' .. owner, format('%d %d', fence, k))
+      end
+      local deadline = format('%d', now + lease_ms)
+      local lease, zadd, out = { PIN, PIN }, { PIN_SCORE, PIN }, { now, wait, k }
+      local nl, no = 2, 3
+      for i = 1, k do
+        local id, raw = got[i], raws[i]
+        fence = fence + 1
+        lease[nl + 1] = id
+        lease[nl + 2] = format('%d', fence)
+        zadd[nl + 1] = deadline
+        zadd[nl + 2] = id
+        nl = nl + 2
+        out[no + 1] = id
+        out[no + 2] = match(raw, '^3:(%d+):') + 1
+        out[no + 3] = fence
+        out[no + 4] = sub(raw, heads[i])
+        no = no + 4
+      end
+      redis.call('HSET', KEYS[6], unpack(lease))
+      redis.call('ZADD', KEYS[3], unpack(zadd))
+      return out
+    end
+  end
+end
+
+-- prelude: here
 local max = arg_int(1, 'max', 1, 1000)
 local lease_ms = arg_int(2, 'lease_ms', 1, MAX_AHEAD_MS)
 local owner = ARGV[3]
