@@ -20,5 +20,6 @@ skip() { echo "python client tests skipped: $*"; exit 77; }
     || { echo "python client tests: $top/pyclient is not staged (run make)"; exit 1; }
 export REDIS_SERVER=$server TOP_BUILDDIR=$top PYTHONPATH=$top/pyclient
 "$py" "$srcdir/tests/python/test_client.py" -v || exit 1
+"$py" "$srcdir/tests/python/test_jobs_control.py" -v || exit 1
 "$py" "$srcdir/tests/python/test_topologies.py" -v || exit 1
 exec "$py" "$srcdir/tests/python/test_daemon.py" -v
