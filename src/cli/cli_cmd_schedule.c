@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "cli/cli_cmd_jobs.h"
+#include "cli/cli_cmd_add.h"
 #include "cli/cli_opts.h"
 #include "cli/cli_util.h"
 #include "lib/keys.h"

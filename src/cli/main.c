@@ -15,6 +15,7 @@
 
 #include "cli/cli.h"
 #include "cli/cli_cmd_fsck.h"
+#include "cli/cli_cmd_add.h"
 #include "cli/cli_cmd_jobs.h"
 #include "cli/cli_cmd_ops.h"
 #include "cli/cli_cmd_partitions.h"
