@@ -52,12 +52,11 @@ def free_port():
         return s.getsockname()[1]
 
 
-def script_text(name):
-    """A script as delayqd sends it: the prelude's part it uses and its body."""
-    src = os.path.join(TOP, "src", "scripts")
-    return subprocess.run(["awk", "-f", os.path.join(TOP, "build-aux", "prelude.awk"),
-                           os.path.join(src, "lib.lua"), os.path.join(src, name)],
-                          check=True, capture_output=True, text=True).stdout
+def script_text(build, name):
+    """A script as delayqd sends it: the build's scripts/NAME (the prelude's
+    part it uses and its body, as build-aux/embed-scripts.sh made it)."""
+    with open(os.path.join(build, "scripts", name)) as f:
+        return f.read()
 
 
 class Setup:
@@ -114,7 +113,7 @@ class Setup:
 
     def fill_dead(self, n):
         """n jobs due now that fail once and die (the test handler's "fail")."""
-        sha = self.r.script_load(script_text("enqueue_many.lua"))
+        sha = self.r.script_load(script_text(self.build, "enqueue_many.lua"))
         keys = ["dq:{%s}:%s" % (QUEUE, k)
                 for k in ("jobs", "delayed", "processing", "dead", "meta", "lease")]
         body = b"\x96\xa6charge\xa4fail\x01"

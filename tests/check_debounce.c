@@ -136,6 +136,7 @@ START_TEST(a_failed_attempt_gives_way_to_the_next_run)
         dq_fail_result fr;
         ck_assert_int_eq(dq_fail(H.c, H_QUEUE, id, res.jobs[0].fence, "no", modes[m], 0,
                                  NULL, &fr), DQ_OK);
+        ck_assert(!fr.dead);                    /* it runs again, as its next run */
         dq_claim_result_free(&res);
         dq_job_info info = show(id);
         ck_assert_int_eq(info.state, DQ_STATE_DELAYED);
@@ -154,11 +155,19 @@ START_TEST(a_failed_attempt_gives_way_to_the_next_run)
     dq_claim_result_free(&res);
     debounce("l", "new", 1, 0);
     tu_sleep_ms(100);
+    /* The old run may still be under way: the next run waits as its retry
+     * would have (the backoff, 10 s here), not at once. */
+    dq_retry_policy pol;
+    dq_retry_policy_init(&pol);
+    pol.base_ms = 10000;
+    pol.jitter = 0;
     dq_reap_result rr;
-    ck_assert_int_eq(dq_reap(H.c, H_QUEUE, 10, NULL, &rr), DQ_OK);
+    int64_t reaped = tu_now_ms();
+    ck_assert_int_eq(dq_reap(H.c, H_QUEUE, 10, &pol, &rr), DQ_OK);
     dq_job_info info = show("l");
     ck_assert_str_eq(info.job.payload, "new");
     ck_assert_int_eq(info.state, DQ_STATE_DELAYED);
+    ck_assert_int_ge(info.job.due_ms, reaped + 9000);
     dq_job_info_free(&info);
     dq_stats st;
     ck_assert_int_eq(dq_stats_get(H.c, H_QUEUE, &st), DQ_OK);
@@ -166,8 +175,8 @@ START_TEST(a_failed_attempt_gives_way_to_the_next_run)
 }
 END_TEST
 
-/* A job given back (release) waits again: an add merges into it, and the
- * next run kept while it ran (older) is dropped. */
+/* A job given back (release) gives way to its next run, which waits in
+ * its place; a later add merges into that one. */
 START_TEST(a_given_back_job_takes_the_latest_add)
 {
     debounce("g", "first", 1, 0);
@@ -177,6 +186,11 @@ START_TEST(a_given_back_job_takes_the_latest_add)
     debounce("g", "kept-while-running", 1, 0);
     ck_assert_int_eq(dq_release(H.c, H_QUEUE, res.jobs, res.n, NULL), DQ_OK);
     dq_claim_result_free(&res);
+    dq_job_info info = show("g");
+    ck_assert_int_eq(info.state, DQ_STATE_DELAYED);
+    ck_assert_str_eq(info.job.payload, "kept-while-running");
+    dq_job_info_free(&info);
+    ck_assert_int_eq(fixture_redis_int(&H.fx, "EXISTS dq:{" H_QUEUE "}:next"), 0);
     dq_enqueued e = debounce("g", "latest", 1, 0);
     ck_assert(e.debounced);
     tu_sleep_ms(20);

@@ -200,7 +200,7 @@ for h in log exec http redis; do
 done
 for lua in "$top"/src/scripts/*.lua; do
     name=$(basename "$lua")
-    [ "$name" = lib.lua ] || files+=("/usr/share/delayq/scripts/$name")
+    case $name in lib.lua | lib_*.lua) ;; *) files+=("/usr/share/delayq/scripts/$name") ;; esac
 done
 for f in "${files[@]}"; do
     [ -e "$f" ] || fail "$f is missing"

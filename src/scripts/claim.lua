@@ -37,7 +37,7 @@ do
                 and (owner == nil or (owner ~= '' and #owner <= 200
                                       and not find(owner, '[^!-~]')))
                 and redis.call('HMGET', KEYS[5], 'paused', 'levels')
-  local t = state and not state[1] and not state[2] and redis.call('TIME')
+  local t = state and not state[1] and (not state[2] or state[2] == '') and redis.call('TIME')
   local now = t and t[1] * 1000 + math.floor(t[2] / 1000)
   local expiring = now and redis.call('ZRANGE', sub(KEYS[5], 1, -5) .. 'expire_at', '-inf',
                                       now, 'BYSCORE', 'LIMIT', 0, 1)

@@ -159,6 +159,8 @@ if ARGV[16] and ARGV[16] ~= '' then
     arg_bad('debounce_ms', ARGV[16], 'given alone (not with replace, an expiry or a window)')
   end
   if ARGV[17] and ARGV[17] ~= '' then max_wait = arg_int(17, 'max_wait_ms', 1, MAX_AHEAD_MS) end
+elseif ARGV[17] and ARGV[17] ~= '' then
+  arg_bad('max_wait_ms', ARGV[17], 'given without debounce_ms')
 end
 if #ARGV > 17 then arg_bad('argument 18', ARGV[18], 'expected: enqueue takes at most 17') end
 if arg_fault then return arg_refusal('enqueue') end
@@ -180,7 +182,9 @@ local set = level_key(prio)
 -- claimed), an add takes its place: the add's type, payload, attempts
 -- limit and priority, due at now + debounce_ms but never later than its
 -- first add (created_ms) + max_wait_ms; attempts and last error kept.
--- While it runs, the add is kept as its next run (see the prelude), due
+-- (The job keeps its created_ms, and with it any expiry or dedupe window
+-- its first add gave it.)  While it runs, the add is kept as its next run
+-- (see the prelude), due
 -- by the same rule from the first such add, and takes the job's place
 -- when its attempt ends.  With no job of this id, it is a new job due at
 -- now + debounce_ms (below).  A dead job keeps its id: 'exists'.

@@ -25,6 +25,7 @@ local before = head_due_all()
 local now = now_ms()
 local j = decode(raw)
 
+local dropped = not j and next_plan({ id }, { raw })
 if not j then
   -- Unreadable: nothing can run it, so it is buried as it is, for an
   -- operator (show and dlq list say why), with its attempt counted where
@@ -38,6 +39,7 @@ if not j then
   else
     note_orphans({ id }, 3)
   end
+  next_apply(dropped)   -- its next run, if any, cannot be its own: dropped
   return { 'dead', now }
 end
 
@@ -56,10 +58,11 @@ j.err = err
 local status, at = retry_or_bury(j, now, attempts_allowed(j, default_max),
                                  mode == 'dead', delay)
 if nexts and nexts.took[id] then
+  -- What happened to the job: it is due again, as its next run.
   redis.call('ZREM', KEYS[3], id)
   redis.call('HDEL', KEYS[6], id)
-  next_apply(nexts)
-  return { status, at }
+  next_apply(nexts, channel)
+  return { 'retry', nexts.soonest }
 end
 local rearm = status == 'retry' and expiry_again({ id }, { j })
 -- The record first: if its bucket cannot be reached (see the prelude),
@@ -74,5 +77,5 @@ else
   expiry_rearm(rearm)                      -- nor its expiry (see the prelude)
   wake_if_sooner(channel, before, at)
 end
-next_apply(nexts)   -- an entry of an older job of this id goes
+next_apply(nexts, channel)   -- an entry of an older job of this id goes
 return { status, at }

@@ -94,9 +94,11 @@ end
 --                     of the next run (created at first_ms, its first
 --                     add; due as the last add said), for the job of that
 --                     id created at created_ms
--- When that job's attempt ends (acked, failed, dead, its lease expired),
--- the next run takes its place: the record, due at its own time or at
--- once if that has passed, in its level's delayed set; a retry or a death
+-- When that job's attempt ends (acked, failed, dead, its lease expired,
+-- or given back by release or recover), the next run takes its place: the
+-- record, due at its own time or at once if that has passed (after a
+-- lease expired: not before the retry would have been, since the old run
+-- may still be under way), in its level's delayed set; a retry or a death
 -- of the old payload gives way to the newer one.  A queue without
 -- debounced adds pays nothing more than the EXISTS that ack shares with
 -- the dedupe windows.
@@ -105,9 +107,12 @@ local function next_key()
 end
 
 -- The next runs that take the place of jobs `ids` as their attempts end
--- (their records raws when the caller read them): reads only; nil when
--- none has one.  plan.took[id] is true for each job that gives way.
-local function next_plan(ids, raws)
+-- (their records raws when the caller read them; not_before(i), when
+-- given, the earliest the next run of ids[i] may be due): reads only; nil
+-- when none has one.  plan.took[id] is true for each job that gives way.
+-- A job whose record cannot be read loses its next run, logged: nothing
+-- can tell whether the entry is its own.
+local function next_plan(ids, raws, not_before)
   local nk = next_key()
   if #ids == 0 or redis.call('EXISTS', nk) == 0 then return nil end
   local v = redis.call('HMGET', nk, unpack(ids))
@@ -124,8 +129,13 @@ local function next_plan(ids, raws)
     local c, rec = match(v[at[k]], '^(%-?%d+) %d+ (.*)$')
     local old = c and decode(r[k])
     local j = old and old.created == tonumber(c) and decode(rec)
+    if not old then
+      redis.log(redis.LOG_WARNING, 'delayq: ' .. next_key() .. ': the next run of job '
+                .. mine[k] .. ' is dropped: the job\'s record cannot be read')
+    end
     if j then
-      if j.due < now then j.due = now end
+      local earliest = not_before and not_before(at[k]) or now
+      if j.due < earliest then j.due = earliest end
       local n = #plan.ids + 1
       plan.ids[n], plan.recs[n] = mine[k], encode(j)
       add_to(plan.adds, j.prio, format('%d', j.due), mine[k])
@@ -138,13 +148,14 @@ local function next_plan(ids, raws)
 end
 
 -- Write what next_plan planned, after the caller's own writes (which leave
--- the jobs that give way out of every set).
-local function next_apply(plan)
+-- the jobs that give way out of every set), and tell `channel` (nil: the
+-- queue's wake channel, named after its keys; '': no one).
+local function next_apply(plan, channel)
   if not plan then return end
   if #plan.ids > 0 then
     set_records(plan.ids, plan.recs)
     delayed_add(plan.adds)
-    wake_if_sooner(sub(KEYS[5], 1, -5) .. 'wake', plan.before, plan.soonest)
+    wake_if_sooner(channel or sub(KEYS[5], 1, -5) .. 'wake', plan.before, plan.soonest)
   end
   redis.call('HDEL', next_key(), unpack(plan.gone))
 end
@@ -312,7 +323,9 @@ end
 -- lease hash, into delayed at the due time their record keeps, so each
 -- runs next, on another worker.  A record that cannot be read goes to dead
 -- (nothing could run it); a missing one is dropped and counted (see
--- note_orphans).  Wakes sleeping workers.  release and recover share it.
+-- note_orphans).  A job with a next run (a debounced add while it ran)
+-- gives way to it: the run it was given back from was its last.  Wakes
+-- sleeping workers.  release and recover share it.
 local function give_back(channel, held, raws)
   local before = head_due_all()
   local now = now_ms()
@@ -320,9 +333,12 @@ local function give_back(channel, held, raws)
   local jobs = {}
   for i = 1, #held do jobs[i] = decode(raws[i]) or false end
   local rearm = expiry_again(held, jobs)
+  local nexts = next_plan(held, raws)   -- a job with a next run gives way
   for i = 1, #held do
     local j = jobs[i]
-    if j then
+    if nexts and nexts.took[held[i]] then
+      -- It gives way to its next run (next_apply below).
+    elseif j then
       add_to(zadd, j.prio, j.due, held[i])
       if soonest == nil or j.due < soonest then soonest = j.due end
     elseif raws[i] then
@@ -341,6 +357,7 @@ local function give_back(channel, held, raws)
   end
   if #bury > 0 then redis.call('ZADD', KEYS[4], unpack(bury)) end
   note_orphans(orphans, 3)
+  next_apply(nexts, channel)
 end
 
 -- ---- schedules (KEYS[7] schedules, KEYS[8] schedule_due) ---------------

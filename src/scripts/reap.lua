@@ -55,9 +55,14 @@ if n == batch then wait = 0 end
 if n == 0 then return { 0, 0, until_next(wait), expired } end
 
 local raws = get_records(ids)
-local nexts = next_plan(ids, raws)   -- jobs that give way to a next run
-local before = head_due_all()
+-- Jobs that give way to a next run: not before the retry would have been
+-- due, since the run whose lease expired may still be under way.
 local rng = make_rng(policy.seed)
+local nexts = next_plan(ids, raws, function(i)
+  local j = decode(raws[i])
+  return j and now + backoff_ms(j.attempts + 1, policy.base, policy.cap, policy.jitter, rng)
+end)
+local before = head_due_all()
 local rewrite, recs, zdelayed, zdead, orphans = {}, {}, {}, {}, {}
 local any_delayed = false
 local back, back_jobs = {}, {}   -- the retried, for their expiries
@@ -109,6 +114,6 @@ if any_delayed then
   expiry_rearm(rearm)
   wake_if_sooner(channel, before, soonest)
 end
-next_apply(nexts)
+next_apply(nexts, channel)
 note_orphans(orphans, 3)
 return { retried, dead, until_next(wait), expired }
