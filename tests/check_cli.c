@@ -369,7 +369,7 @@ static void table_row(const char *out, const char *queue, long long v[4], char *
             char *gap = strstr(rest, "  ");
             ck_assert_msg(gap, "no PAUSED column in: %s", line);
             *gap = '\0';
-            snprintf(next, 32, "%s", rest);
+            snprintf(next, 32, "%.31s", rest);
             gap += strspn(gap + 1, " ") + 1;
             if (paused)
                 snprintf(paused, 64, "%s", gap);

@@ -66,8 +66,8 @@ static void record(const struct th_state *st, const dq_handler_job *job, const c
     if (st->fd < 0)
         return;
     char line[400];
-    const char *said = strncmp(job->payload, "say:", 4) == 0 ? strchr(job->payload + 4, ':')
-                                                              : NULL;
+    const char *p = job->payload;
+    const char *said = strncmp(p, "say:", 4) == 0 ? strchr(p + 4, ':') : NULL;
     int n = snprintf(line, sizeof line, "%s %d %d %s %lld %lld%s%.60s\n", job->id,
                      job->attempt, (int)getpid(), what, (long long)realtime_ms(),
                      st->has_fence ? (long long)job->fence : -1LL, said ? " " : "",
