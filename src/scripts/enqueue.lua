@@ -218,8 +218,9 @@ if debounce then
     if key ~= set then redis.call('ZREM', key, id) end
     note_level(prio)
     redis.call('ZADD', set, format('%d', job.due), id)
-    -- The waiting job now has the latest payload: a next run kept while
-    -- it ran before (it was given back since) is older.
+    -- The waiting job now has the latest payload.  (A waiting job keeps
+    -- no next run, since each end of an attempt applies it; one left by an
+    -- older script's give-back is older than this add.)
     redis.call('HDEL', next_key(), id)
     if channel ~= '' and redis.call('ZRANGE', set, '0', '0')[1] == id then
       redis.call('PUBLISH', channel, job.due)
