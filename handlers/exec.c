@@ -16,7 +16,9 @@
  *
  * Result: exit 0: OK.  Exit 75 (EX_TEMPFAIL): RETRY.  Any other exit: FAIL
  * "exit status N: LAST STDERR LINE".  Killed by a signal: RETRY.  Still
- * running at the timeout: its process group is killed, RETRY.
+ * running at the timeout: its process group is killed, RETRY.  Its job
+ * cancelled while it runs (`delayq cancel`): its process group is killed
+ * within EXEC_STOP_CHECK_MS.
  */
 #define _GNU_SOURCE
 #include <delayq/handler.h>
@@ -143,6 +145,18 @@ fail:
     return -1;
 }
 
+/* The job a program runs for, and whose cancel stops it. */
+struct exec_watch {
+    const dq_host *host;
+    const dq_handler_job *job;
+};
+
+static int job_cancelled(const void *arg)
+{
+    const struct exec_watch *w = arg;
+    return w->host->cancelled(w->job);
+}
+
 static dq_handler_result exec_handle(void *state, const dq_handler_job *job,
                                      dq_handler_outcome *out)
 {
@@ -153,7 +167,10 @@ static dq_handler_result exec_handle(void *state, const dq_handler_job *job,
         return DQ_HANDLER_RETRY;
     }
     struct exec_result r;
-    exec_run(es->argv, env, job->payload, job->payload_len, es->timeout_ms, &r);
+    struct exec_watch watch = { es->host, job };
+    struct exec_stop stop = { job_cancelled, &watch };
+    exec_run(es->argv, env, job->payload, job->payload_len, es->timeout_ms,
+             DQ_HOST_HAS(es->host, cancelled) ? &stop : NULL, &r);
 
     const char *sep = r.last_line[0] ? ": " : "";
     switch (r.kind) {
@@ -171,6 +188,9 @@ static dq_handler_result exec_handle(void *state, const dq_handler_job *job,
         snprintf(out->error, sizeof out->error, "timeout after %lld ms",
                  (long long)es->timeout_ms);
         return DQ_HANDLER_RETRY;
+    case EXEC_STOPPED:      /* ended in Redis already: the outcome is moot */
+        snprintf(out->error, sizeof out->error, "cancelled");
+        return DQ_HANDLER_FAIL;
     case EXEC_ERROR:
     default:
         snprintf(out->error, sizeof out->error, "exec %s: %s", es->argv[0],

@@ -15,6 +15,7 @@
 #define EXEC_CHECK_MS 100   /* how often to look for the child's exit while
                                its pipes are open (a background process may
                                hold them after the child is gone) */
+#define EXEC_STOP_CHECK_MS 20 /* how often to ask the caller's stop */
 
 static int64_t now_ms(void)
 {
@@ -125,6 +126,7 @@ struct run {
     size_t len, off;
     struct line_tail tail;
     char *last;                 /* the result's last_line */
+    const struct exec_stop *stop; /* NULL: never asked */
 };
 
 static void close_fd(int *fd)
@@ -167,9 +169,18 @@ static void reap(pid_t pid, int *status)
         ;
 }
 
+/* Kill the child and its process group, and reap it. */
+static void kill_group(struct run *rn, int *status)
+{
+    kill(-rn->pid, SIGKILL);
+    kill(rn->pid, SIGKILL);
+    reap(rn->pid, status);
+}
+
 /*
- * Run the child to its end or the deadline (0: none).  Returns 1 with
- * *status when it exited, 0 when it was killed at the deadline.
+ * Run the child to its end, the deadline (0: none) or the caller's stop.
+ * Returns 1 with *status when it exited, 0 when it was killed at the
+ * deadline, 2 when it was killed because the stop said so.
  */
 static int supervise(struct run *rn, int64_t deadline, int *status)
 {
@@ -179,11 +190,13 @@ static int supervise(struct run *rn, int64_t deadline, int *status)
             on_readable(rn, 256);
             return 1;
         }
+        if (rn->stop && rn->stop->fn(rn->stop->arg)) {
+            kill_group(rn, status);
+            return 2;
+        }
         int64_t left = deadline ? deadline - now_ms() : -1;
         if (deadline && left <= 0) {
-            kill(-rn->pid, SIGKILL);
-            kill(rn->pid, SIGKILL);
-            reap(rn->pid, status);
+            kill_group(rn, status);
             return 0;
         }
         struct pollfd p[2];
@@ -192,7 +205,7 @@ static int supervise(struct run *rn, int64_t deadline, int *status)
             p[n++] = (struct pollfd){ .fd = rn->in_fd, .events = POLLOUT };
         if (rn->err_fd >= 0)
             p[n++] = (struct pollfd){ .fd = rn->err_fd, .events = POLLIN };
-        if (n == 0 && !deadline) {
+        if (n == 0 && !deadline && !rn->stop) {
             reap(rn->pid, status);
             return 1;
         }
@@ -200,6 +213,8 @@ static int supervise(struct run *rn, int64_t deadline, int *status)
          * them: look again soon, then less and less often. */
         int wait = n ? EXEC_CHECK_MS : nap;
         nap = nap < 50 ? nap * 2 : 50;
+        if (rn->stop && wait > EXEC_STOP_CHECK_MS)
+            wait = EXEC_STOP_CHECK_MS;
         if (left >= 0 && left < wait)
             wait = (int)left;
         if (poll(p, n, wait) <= 0)
@@ -222,7 +237,7 @@ static void fail(struct exec_result *r, const char *what)
 }
 
 void exec_run(char *const argv[], char *const env[], const void *input, size_t len,
-              int64_t timeout_ms, struct exec_result *r)
+              int64_t timeout_ms, const struct exec_stop *stop, struct exec_result *r)
 {
     memset(r, 0, sizeof *r);
     int in[2] = { -1, -1 }, er[2] = { -1, -1 };
@@ -243,7 +258,7 @@ void exec_run(char *const argv[], char *const env[], const void *input, size_t l
     int was_pending = sigismember(&pending, SIGPIPE);
     sigprocmask(SIG_BLOCK, &pipe_set, &old);
 
-    struct run rn = { .input = input, .len = len, .last = r->last_line };
+    struct run rn = { .input = input, .len = len, .last = r->last_line, .stop = stop };
     int64_t deadline = timeout_ms > 0 ? now_ms() + timeout_ms : 0;
     rn.pid = fork();
     if (rn.pid < 0) {
@@ -262,8 +277,11 @@ void exec_run(char *const argv[], char *const env[], const void *input, size_t l
         if (len == 0)
             close_fd(&rn.in_fd);
         int status = 0;
-        if (!supervise(&rn, deadline, &status)) {
+        int how = supervise(&rn, deadline, &status);
+        if (how == 0) {
             r->kind = EXEC_TIMEOUT;
+        } else if (how == 2) {
+            r->kind = EXEC_STOPPED;
         } else if (WIFSIGNALED(status)) {
             r->kind = EXEC_SIGNALED;
             r->code = WTERMSIG(status);

@@ -301,7 +301,9 @@ START_TEST(cancel_delayed_job)
 }
 END_TEST
 
-START_TEST(cancel_running_job_exits_1)
+/* A running job is cancelled (exit 0): show then says so, with the fence
+ * of the run stopped; a second cancel finds nothing (exit 1). */
+START_TEST(cancel_running_job_ends_it)
 {
     char id[64];
     add_id(CLI("add", "-q", "emails", "-t", "send", "x"), id, sizeof id);
@@ -310,12 +312,19 @@ START_TEST(cancel_running_job_exits_1)
     ck_assert_int_eq(dq_claim(c, "emails", 1, 60000, &cr), DQ_OK);
     ck_assert_uint_eq(cr.n, 1);
     ck_assert_str_eq(cr.jobs[0].id, id);
+    int64_t fence = cr.jobs[0].fence;
     dq_claim_result_free(&cr);
-    dq_close(c);
-    assert_fails(CLI("cancel", "-q", "emails", id), 1, "running");
+    assert_ok(CLI("cancel", "-q", "emails", id));
     dq_job_info info = show_job("emails", id);
-    ck_assert_int_eq(info.state, DQ_STATE_PROCESSING);
+    ck_assert_int_eq(info.state, DQ_STATE_CANCELLED);
+    ck_assert_int_eq(info.job.fence, fence);
     dq_job_info_free(&info);
+    struct run_result *r = CLI("show", "-q", "emails", id);
+    assert_ok(r);
+    ck_assert_msg(strstr(r->out, "state: cancelled\n"), "%s", r->out);
+    ck_assert_int_eq(dq_ack(c, "emails", id, fence), DQ_ERR_STALE);
+    dq_close(c);
+    assert_fails(CLI("cancel", "-q", "emails", id), 1, "it finished, or was never added");
 }
 END_TEST
 
@@ -654,7 +663,7 @@ int main(void)
     tcase_add_test(tc, max_attempts_is_kept);
     tcase_add_test(tc, priority_is_kept_and_shown);
     tcase_add_test(tc, cancel_delayed_job);
-    tcase_add_test(tc, cancel_running_job_exits_1);
+    tcase_add_test(tc, cancel_running_job_ends_it);
     tcase_add_test(tc, cancel_and_show_unknown_exit_1);
     tcase_add_test(tc, run_now_makes_a_waiting_job_due);
     tc = tcase(s, "ops", 30);

@@ -236,22 +236,6 @@ static int gone(pid_t pid)
     return !tu_process_running(pid);
 }
 
-static pid_t read_pid(const char *path, int timeout_ms)
-{
-    for (int waited = 0; waited < timeout_ms; waited += 20) {
-        FILE *fp = fopen(path, "r");
-        long v = 0;
-        if (fp) {
-            int ok = fscanf(fp, "%ld", &v) == 1;
-            fclose(fp);
-            if (ok && v > 0)
-                return (pid_t)v;
-        }
-        tu_sleep_ms(20);
-    }
-    return 0;
-}
-
 static pid_t parent_of(pid_t pid)
 {
     struct tu_proc_stat ps;
@@ -264,16 +248,8 @@ static pid_t parent_of(pid_t pid)
  * is failed with the cause. */
 START_TEST(exec_programs_die_with_their_worker)
 {
-    const char *top = getenv("TOP_BUILDDIR");
-    char shpid[300], bgpid[300], handlers[2048], script[1024];
-    snprintf(shpid, sizeof shpid, "%s/sh.pid", H.fx.dir);
-    snprintf(bgpid, sizeof bgpid, "%s/bg.pid", H.fx.dir);
-    snprintf(script, sizeof script, "sleep 60 & echo $! > %s; echo $$ > %s; wait", bgpid,
-             shpid);
-    snprintf(handlers, sizeof handlers,
-             "{ type = \"*\"; file = \"%s/handlers/.libs/exec.so\"; timeout = \"20s\";\n"
-             "  settings = { argv = [\"/bin/sh\", \"-c\", \"%s\"]; }; }",
-             top ? top : "..", script);
+    char shpid[PATH_MAX], bgpid[PATH_MAX], handlers[3 * PATH_MAX];
+    h_exec_sleeper(&H, handlers, sizeof handlers, "20s", shpid, bgpid);
     struct h_conf hc;
     h_conf_defaults(&hc);
     hc.workers = 1;
@@ -283,7 +259,7 @@ START_TEST(exec_programs_die_with_their_worker)
     h_write_conf(&H, &hc);
     h_start(&H, 1);
     h_enqueue(&H, "x1", "t", "", 0, 0);
-    pid_t sh = read_pid(shpid, 5000), bg = read_pid(bgpid, 5000);
+    pid_t sh = tu_read_pid(shpid, 5000), bg = tu_read_pid(bgpid, 5000);
     ck_assert_msg(sh > 0 && bg > 0, "the program did not start; log:\n%s", h_log_tail(&H));
     pid_t worker = parent_of(sh);
     ck_assert_msg(worker > 0 && worker != H.pid, "the program's parent is %d", (int)worker);

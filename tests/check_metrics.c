@@ -325,6 +325,20 @@ START_TEST(counters_and_histograms_while_running_and_after)
     ck_assert_double_eq(metric("delayq_queue_jobs{queue=\"" QUEUE "\",state=\"dead\"}"), st.dead);
     ck_assert_int_eq(st.delayed, LATER_JOBS);
     ck_assert_int_eq(st.dead, UNKNOWN_JOBS);
+    /* Cancels and expiries are counted in Redis: a cancel shows within a
+     * refresh. */
+    ck_assert_double_eq(metric("delayq_jobs_expired_total{queue=\"" QUEUE "\"}"), 0);
+    ck_assert_double_eq(metric("delayq_jobs_cancelled_total{queue=\"" QUEUE "\"}"), 0);
+    dq_enqueue_req cx = { .queue = QUEUE, .type = "ok", .id = "cx", .delay_ms = 3600000 };
+    ck_assert_int_eq(dq_enqueue(c, &cx, NULL), DQ_OK);
+    ck_assert_int_eq(dq_cancel(c, QUEUE, "cx"), DQ_OK);
+    for (int64_t end = tu_mono_ms() + 3000; tu_mono_ms() < end; tu_sleep_ms(50)) {
+        scrape(port);
+        if (metric("delayq_jobs_cancelled_total{queue=\"" QUEUE "\"}") == 1)
+            break;
+    }
+    ck_assert_double_eq(metric("delayq_jobs_cancelled_total{queue=\"" QUEUE "\"}"), 1);
+    ck_assert_ptr_nonnull(strstr(PAGE, "# TYPE delayq_jobs_cancelled_total counter\n"));
 
     ck_assert_double_eq(metric("delayq_redis_up"), 1);
     ck_assert_double_eq(metric("delayq_workers{queue=\"" QUEUE "\"}"), 2);

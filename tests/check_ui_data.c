@@ -510,8 +510,9 @@ static void check_actions(unsigned n)
     ck_assert_int_eq(score("delayed", "j5"), -1);
     ck_assert_int_eq(record_exists("j5"), 0);
     ck_assert_int_eq(record_exists("j6"), 1);
-    action(UI_ACT_CANCEL, "p1");
-    ck_assert_int_eq(seen.st, DQ_ERR_RUNNING);
+    action(UI_ACT_CANCEL, "p1");        /* running: it ends at once */
+    ck_assert_int_eq(seen.st, DQ_OK);
+    ck_assert_int_eq(score("processing", "p1"), -1);
     action(UI_ACT_CANCEL, "x0");
     ck_assert_int_eq(seen.st, DQ_ERR_DEAD);
 

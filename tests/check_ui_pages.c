@@ -632,7 +632,7 @@ START_TEST(schedules_and_processing_tabs)
     ck_assert_ptr_nonnull(strstr(r.body, "<td class=\"at paused\">paused since "));
     ui_resp_free(&r);
     /* A job running now: the processing tab names this host's worker. */
-    enqueue("slow", "t", "sleep:3000", 0);
+    enqueue("slow", "t", "watch:3000", 0);
     ck_assert(h_wait_state(&H, "slow", DQ_STATE_PROCESSING, 10000));
     get("/ui/queues/" H_QUEUE "?tab=processing", &r);
     ck_assert_ptr_nonnull(strstr(r.body, "<tr data-job=\"slow\""));
@@ -641,8 +641,22 @@ START_TEST(schedules_and_processing_tabs)
     get("/ui/queues/" H_QUEUE "/jobs/slow", &r);
     ck_assert_str_eq(text_of(r.body, NULL, "id=\"job-state\"", buf, sizeof buf), "processing");
     ck_assert_ptr_nonnull(strstr(r.body, "<dd id=\"job-worker\">pid "));
-    ck_assert_ptr_null(strstr(r.body, "method=\"post\" action=\"/ui/queues"));
+    /* Its one action is Cancel, which ends it at once: the page then
+     * shows it cancelled, with the fence of the run stopped. */
+    ck_assert_ptr_nonnull(strstr(r.body, "<form id=\"cancel\""));
+    ck_assert_ptr_null(strstr(r.body, "<form id=\"run-now\""));
     ui_resp_free(&r);
+    action("/ui/queues/" H_QUEUE "/jobs/slow/cancel",
+           "back=%2Fui%2Fqueues%2F" H_QUEUE "%2Fjobs%2Fslow",
+           "/ui/queues/" H_QUEUE "/jobs/slow?done=cancelled");
+    get("/ui/queues/" H_QUEUE "/jobs/slow", &r);
+    ck_assert_str_eq(text_of(r.body, NULL, "id=\"job-state\"", buf, sizeof buf), "cancelled");
+    ck_assert_ptr_nonnull(strstr(r.body, "id=\"job-fence\""));
+    ck_assert_ptr_nonnull(strstr(r.body, "id=\"job-unique-until\""));
+    ck_assert_ptr_null(strstr(r.body, "class=\"action\""));
+    ui_resp_free(&r);
+    ck_assert_msg(h_wait_record(&H, "slow", 1, 1, 1000) == 1,
+                  "the running job's handler did not return within 1 s of the cancel");
 }
 END_TEST
 

@@ -99,6 +99,22 @@ const char *h_handler(const struct harness *h, char *buf, size_t len, const char
     return buf;
 }
 
+const char *h_exec_sleeper(const struct harness *h, char *buf, size_t len,
+                           const char *timeout, char *sh_pid, char *bg_pid)
+{
+    const char *top = getenv("TOP_BUILDDIR");
+    char script[2 * PATH_MAX + 100];
+    snprintf(sh_pid, PATH_MAX, "%s/sh.pid", h->fx.dir);
+    snprintf(bg_pid, PATH_MAX, "%s/bg.pid", h->fx.dir);
+    snprintf(script, sizeof script, "sleep 60 & echo $! > %s; echo $$ > %s; wait", bg_pid,
+             sh_pid);
+    snprintf(buf, len,
+             "{ type = \"*\"; file = \"%s/handlers/.libs/exec.so\"; timeout = \"%s\";\n"
+             "  settings = { argv = [\"/bin/sh\", \"-c\", \"%s\"]; }; }",
+             top ? top : "..", timeout, script);
+    return buf;
+}
+
 void h_write_file(const char *path, const char *text)
 {
     FILE *fp = fopen(path, "w");

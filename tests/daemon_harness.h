@@ -66,6 +66,14 @@ void h_teardown(struct harness *h);
 const char *h_handler(const struct harness *h, char *buf, size_t len, const char *type,
                       const char *timeout, int max_attempts);
 
+/* The exec handler's program that outlives a handler's run unless it is
+ * stopped: a shell that starts `sleep 60` in the background and waits,
+ * having written its own pid to sh_pid and the sleep's to bg_pid (paths
+ * in the fixture's directory, PATH_MAX each).  One handler entry for type
+ * "*" with `timeout`, in `buf`. */
+const char *h_exec_sleeper(const struct harness *h, char *buf, size_t len,
+                           const char *timeout, char *sh_pid, char *bg_pid);
+
 /* Write `hc` as the configuration file (h->conf). */
 void h_write_conf(const struct harness *h, const struct h_conf *hc);
 /* Write `text` as the configuration file. */

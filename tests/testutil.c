@@ -483,3 +483,19 @@ int tu_delayqd_ready(redisContext *rc, int workers)
            && tu_redis_clients_with(rc, "cmd=evalsha") + tu_redis_clients_with(rc, "cmd=wait")
               >= workers + 1;
 }
+
+pid_t tu_read_pid(const char *path, int timeout_ms)
+{
+    for (int waited = 0; waited < timeout_ms; waited += 20) {
+        FILE *fp = fopen(path, "r");
+        long v = 0;
+        if (fp) {
+            int ok = fscanf(fp, "%ld", &v) == 1;
+            fclose(fp);
+            if (ok && v > 0)
+                return (pid_t)v;
+        }
+        tu_sleep_ms(20);
+    }
+    return 0;
+}

@@ -63,6 +63,10 @@ pid_t tu_admin_pid(pid_t parent);
  * our child too, where waitpid cannot tell. */
 int tu_process_running(pid_t pid);
 
+/* The pid a program wrote to `path` (a decimal number), waiting up to
+ * `timeout_ms` for the file to hold one; 0 when it never did. */
+pid_t tu_read_pid(const char *path, int timeout_ms);
+
 /*
  * Stop `pid`: SIGTERM, then SIGKILL after `timeout_ms`.  For our child,
  * returns its wait status when it exited by itself in time, -1 when it had

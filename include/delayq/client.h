@@ -275,8 +275,15 @@ dq_status dq_enqueue(dq_client *c, const dq_enqueue_req *req, dq_enqueued *out);
 dq_status dq_enqueue_many(dq_client *c, const dq_enqueue_req *reqs, size_t n,
                           dq_enqueued *results, dq_status *statuses);
 
-/* Delete a job that is still waiting.  DQ_ERR_RUNNING, DQ_ERR_DEAD or
- * DQ_ERR_NOTFOUND say why not. */
+/* Cancel a job that has not finished.  One still waiting is deleted.  One
+ * running ends at once, cancelled (never retried, never dead), and the
+ * daemon that runs it stops its handler within about a second (its
+ * handler's cancel_grace at most; docs/protocol.md, "Cancelling a running
+ * job"); its id stays taken until that run's lease would have ended.
+ * DQ_ERR_DEAD (purge it instead) or DQ_ERR_NOTFOUND (no such job: it
+ * finished, or was never added) say why not; of a cancel and the job's
+ * own end, exactly one wins.  DQ_ERR_RUNNING comes only from a server
+ * whose scripts predate cancelling a running job. */
 dq_status dq_cancel(dq_client *c, const char *queue, const char *id);
 
 /* Make a delayed job due now, keeping its priority and attempts (a
@@ -393,6 +400,8 @@ typedef struct dq_stats {
     int64_t due_by_priority[DQ_PRIORITY_LEVELS]; /* `due`, per level 0..9 */
     int64_t jobs_expired;   /* jobs that reached their expiry unstarted,
                                ever (a counter kept in Redis) */
+    int64_t jobs_cancelled; /* jobs cancelled, waiting or running, ever
+                               (a counter kept in Redis) */
 } dq_stats;
 
 dq_status dq_stats_get(dq_client *c, const char *queue, dq_stats *out);
@@ -446,9 +455,21 @@ typedef enum dq_state {
     DQ_STATE_UNREADABLE,    /* a record that cannot be read: dq_show fills
                                what could be, and last_error says why and
                                which set holds it */
-    DQ_STATE_DONE           /* finished within its dedupe window: state_ms
+    DQ_STATE_DONE,          /* finished within its dedupe window: state_ms
                                is when, unique_until_ms when the id is free */
+    DQ_STATE_CANCELLED      /* cancelled while it ran: state_ms is when,
+                               job.fence the run that was stopped,
+                               unique_until_ms when the id is free (the
+                               run's lease end, or its window's if later) */
 } dq_state;
+
+/* Whether all that is left of a job is its tombstone, which keeps its id
+ * taken for a while: DQ_STATE_DONE or DQ_STATE_CANCELLED (the other
+ * fields of dq_job_info are then empty, but for a cancelled job's fence). */
+static inline int dq_state_is_finished(dq_state s)
+{
+    return s == DQ_STATE_DONE || s == DQ_STATE_CANCELLED;
+}
 
 const char *dq_state_str(dq_state s);
 
@@ -460,7 +481,8 @@ typedef struct dq_job_info {
     int64_t expire_at_ms;   /* when it expires unstarted; 0: never (or dead) */
     int on_expire;          /* DQ_EXPIRE_DEAD or DQ_EXPIRE_DROP */
     int64_t unique_ms;      /* its dedupe window; 0: none */
-    int64_t unique_until_ms; /* DQ_STATE_DONE: when the window ends */
+    int64_t unique_until_ms; /* DQ_STATE_DONE, _CANCELLED: when the id is
+                                free again */
 } dq_job_info;
 
 dq_status dq_show(dq_client *c, const char *queue, const char *id,

@@ -155,6 +155,17 @@ typedef struct dq_host {
     /* sizeof(dq_handler_job) of the daemon: which of the job's members
      * added after ABI 1's first release it fills (DQ_JOB_HAS). */
     size_t job_size;
+
+    /* Whether `job`, the one handle() is running, was cancelled
+     * (`delayq cancel`, dq_cancel) since it started: 1 or 0.  It costs a
+     * read of shared memory, so a handler that runs long can ask between
+     * steps, or every few ms while it waits.  Once it is 1 the job has
+     * ended in Redis (cancelled: not retried, not dead) and handle()'s
+     * outcome is ignored: return soon.  A handler still running the
+     * handler entry's cancel_grace (2 s by default) after the cancel
+     * reached this host is stopped with its worker, as at its timeout.
+     * Check DQ_HOST_HAS(host, cancelled) before use. */
+    int (*cancelled)(const dq_handler_job *job);
 } dq_host;
 
 /* setting_reject's index for the setting as a whole. */

@@ -71,8 +71,12 @@ static int call_on_job(struct cli *cli,
 
 static const char cancel_help[] =
     "Usage: delayq cancel -q QUEUE ID\n"
-    "Delete a job that is still waiting.  Exit 1 when it is running, dead\n"
-    "(see dlq purge) or unknown.\n";
+    "Cancel a job that has not finished.  A waiting job is deleted.  A\n"
+    "running one ends at once, cancelled (not retried, not dead), and the\n"
+    "daemon that runs it stops it within about a second (its handler's\n"
+    "cancel_grace at most); its id stays taken until that run's lease ends.\n"
+    "Exit 0 when it was cancelled; 1 when it is dead (see dlq purge) or not\n"
+    "there: it finished first, or never was.\n";
 
 static int cancel_run(struct cli *cli)
 {
@@ -169,6 +173,14 @@ static void show_text(const char *queue, const char *id, const dq_job_info *info
         show_time("id taken until", info->unique_until_ms, info->now_ms);
         return;
     }
+    if (info->state == DQ_STATE_CANCELLED) {
+        /* Cancelled while it ran: when, which run, and until when its
+         * id stays taken. */
+        show_time("cancelled", info->state_ms, info->now_ms);
+        printf("fence: %lld (the run that was stopped)\n", (long long)j->fence);
+        show_time("id taken until", info->unique_until_ms, info->now_ms);
+        return;
+    }
     fputs("type: ", stdout);
     cli_print_escaped(stdout, j->type, strlen(j->type));
     if (j->max_attempts > 0)
@@ -226,15 +238,18 @@ static void show_json(const char *queue, const char *id, const dq_job_info *info
     json_key_str("type", j->type, strlen(j->type));
     printf(",\"attempts\":%d", j->attempt);
     json_key_ms("max_attempts", j->max_attempts, j->max_attempts > 0);
-    bool known = info->state != DQ_STATE_UNREADABLE && info->state != DQ_STATE_DONE;
+    bool known = info->state != DQ_STATE_UNREADABLE && !dq_state_is_finished(info->state);
     printf(",\"unreadable\":%s", info->state == DQ_STATE_UNREADABLE ? "true" : "false");
     json_key_ms("created_ms", j->created_ms, known);
     json_key_ms("due_ms", j->due_ms, known);
     json_key_ms("lease_deadline_ms", info->state_ms, info->state == DQ_STATE_PROCESSING);
     json_key_ms("died_ms", info->state_ms, info->state == DQ_STATE_DEAD);
     json_key_ms("done_ms", info->state_ms, info->state == DQ_STATE_DONE);
+    json_key_ms("cancelled_ms", info->state_ms, info->state == DQ_STATE_CANCELLED);
+    json_key_ms("fence", j->fence, info->state == DQ_STATE_CANCELLED
+                                   || info->state == DQ_STATE_PROCESSING);
     json_key_ms("unique_ms", info->unique_ms, info->unique_ms > 0);
-    json_key_ms("unique_until_ms", info->unique_until_ms, info->state == DQ_STATE_DONE);
+    json_key_ms("unique_until_ms", info->unique_until_ms, dq_state_is_finished(info->state));
     json_key_ms("now_ms", info->now_ms, true);
     json_key_ms("priority", j->priority, known);
     json_key_ms("expire_at_ms", info->expire_at_ms, info->expire_at_ms > 0);

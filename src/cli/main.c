@@ -30,7 +30,7 @@ static const char usage_text[] =
     "Commands:\n"
     "  add -q QUEUE -t TYPE [-d DELAY | --at TIME] [--id ID] [--replace]\n"
     "      [--max-attempts N] [PAYLOAD | -]     schedule a job; prints its id\n"
-    "  cancel -q QUEUE ID                      delete a job that is still waiting\n"
+    "  cancel -q QUEUE ID                      cancel a job, waiting or running\n"
     "  run-now -q QUEUE ID                     make a waiting job due now\n"
     "  show -q QUEUE ID [--json]               one job and where it stands\n"
     "  stats [-q QUEUE] [--json] [--watch N] [--partitions]\n"

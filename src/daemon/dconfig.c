@@ -142,12 +142,13 @@ static void read_handler(struct conf_reader *r, const config_setting_t *h, size_
     snprintf(where, sizeof where, "handlers.[%zu].", i);
     hc->line = (int)config_setting_source_line(h);
     hc->timeout_ms = 60 * 1000;
+    hc->cancel_grace_ms = DCONFIG_CANCEL_GRACE_MS;
     if (!config_setting_is_group(h)) {
         conf_fail(r, h, "handlers.[%zu]: expected a group { type = ...; file = ...; }", i);
         return;
     }
-    static const char *const known[] = { "type", "file", "timeout", "max_attempts",
-                                         "settings", NULL };
+    static const char *const known[] = { "type", "file", "timeout", "cancel_grace",
+                                         "max_attempts", "settings", NULL };
     conf_check_keys(r, h, where, known);
     const char *type = NULL, *file = NULL;
     get_string(r, h, where, "type", &type);
@@ -162,6 +163,7 @@ static void read_handler(struct conf_reader *r, const config_setting_t *h, size_
     hc->type = dup_str(type);
     hc->file = dup_str(file);
     get_duration(r, h, where, "timeout", 1, &hc->timeout_ms);
+    get_duration(r, h, where, "cancel_grace", 0, &hc->cancel_grace_ms);
     get_int(r, h, where, "max_attempts", 1, 1000000, &hc->max_attempts);
     hc->settings = config_setting_get_member(h, "settings");
     if (hc->settings && !config_setting_is_group(hc->settings))

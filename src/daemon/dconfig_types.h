@@ -19,6 +19,8 @@
 /* The handler entry's type that takes every type without an entry of its
  * own.  Never a job's type: keys_check_type refuses it. */
 #define DCONFIG_FALLBACK_TYPE "*"
+/* A handler entry's cancel_grace when it names none. */
+#define DCONFIG_CANCEL_GRACE_MS 2000
 
 struct queue_conf {
     char *name;
@@ -34,6 +36,9 @@ struct handler_conf {
     char *type;                 /* a job type, or "*" for every other type */
     char *file;                 /* .so, relative to handler_dir unless absolute */
     int64_t timeout_ms;         /* the handler is stopped after this */
+    int64_t cancel_grace_ms;    /* cancelled while running: its worker is
+                                   stopped if the handler has not returned
+                                   this long after (cancel_board.h) */
     int max_attempts;           /* 0: the queue's */
     const config_setting_t *settings; /* the handler's own group, or NULL */
     int line;

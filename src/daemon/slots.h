@@ -21,6 +21,9 @@ struct slot_job {
     int attempt;
     int64_t started_ms;     /* monotonic ms; 0 when no job is running */
     int64_t timeout_ms;     /* 0: none */
+    int64_t cancel_grace_ms; /* cancelled while running: how long its
+                               handler has to return (cancel_board.h) */
+    char queue[DQ_QUEUE_MAX + 1];
 };
 
 struct slot_counters {

@@ -298,6 +298,7 @@ const char *dq_state_str(dq_state s)
     case DQ_STATE_ORPHAN: return "orphan";
     case DQ_STATE_UNREADABLE: return "unreadable";
     case DQ_STATE_DONE: return "done";
+    case DQ_STATE_CANCELLED: return "cancelled";
     }
     return "unknown";
 }

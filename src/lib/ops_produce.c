@@ -411,7 +411,9 @@ static dq_status delayed_job_call(dq_client *c, enum dq_script_id s, const char 
     case DQ_ERR_DEAD:
         return client_fail(c, st, "job %s in queue %s is dead; %s", id, queue, dead);
     case DQ_ERR_NOTFOUND:
-        return client_fail(c, st, "no job %s in queue %s", id, queue);
+        return client_fail(c, st, s == DQ_SCRIPT_CANCEL
+                           ? "no job %s in queue %s: it finished, or was never added"
+                           : "no job %s in queue %s", id, queue);
     default:
         return client_fail(c, st, "unexpected reply from the %s script", dq_scripts[s].name);
     }

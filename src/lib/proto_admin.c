@@ -93,6 +93,8 @@ dq_status proto_stats_reply(const redisReply *r, dq_stats *out)
         out->due_by_priority[DQ_PRIORITY_NORMAL_LEVEL] = out->due;
     out->jobs_expired = is_array(r, 10 + DQ_PRIORITY_LEVELS)
                         ? elem_int(r, 9 + DQ_PRIORITY_LEVELS) : 0;
+    out->jobs_cancelled = is_array(r, 11 + DQ_PRIORITY_LEVELS)
+                          ? elem_int(r, 10 + DQ_PRIORITY_LEVELS) : 0;
     return DQ_OK;
 }
 
@@ -134,6 +136,8 @@ static dq_state state_from(const redisReply *r)
         return DQ_STATE_ORPHAN;
     if (elem_is(r, 0, "done"))
         return DQ_STATE_DONE;
+    if (elem_is(r, 0, "cancelled"))
+        return DQ_STATE_CANCELLED;
     return DQ_STATE_UNREADABLE;
 }
 

@@ -22,10 +22,19 @@ local function unique_keys()
   return base .. 'unique', base .. 'unique_until'
 end
 
--- A tombstone's finish time and window end, or nil when raw is none.
+-- A cancel of a running job (cancel.lua) leaves a tombstone of its own,
+-- "C:<cancelled_ms>:<until_ms>:<fence>": the id stays taken until the
+-- cancelled run's lease would have ended (or its window, if later), so
+-- that no new job of that id starts while that run may still be
+-- stopping, and the fence names the run that was stopped.
+--
+-- A tombstone's finish time and window end, and for a cancelled run its
+-- fence (else nil); nil when raw is none.
 local function tombstone_of(raw)
-  local f, u = match(raw or '', '^U:(%d+):(%d+)$')
-  if f then return tonumber(f), tonumber(u) end
+  local k, f, u, rest = match(raw or '', '^([UC]):(%d+):(%d+)(.*)$')
+  if k == 'U' and rest == '' then return tonumber(f), tonumber(u) end
+  local fence = k == 'C' and match(rest, '^:(%d+)$')
+  if fence then return tonumber(f), tonumber(u), tonumber(fence) end
   return nil
 end
 

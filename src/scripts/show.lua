@@ -15,8 +15,10 @@
 -- what then happens to it, 'dead' or 'drop' ('' when it never expires);
 -- unique_ms the job's dedupe window (0: none) and unique_until_ms, for a
 -- tombstone (state 'done': the job finished at state_ms, and its id stays
--- taken until unique_until_ms; the other fields are '' or 0), when the
--- window ends (0 for any other state).
+-- taken until unique_until_ms; the other fields are '' or 0; state
+-- 'cancelled': the same for a job cancelled while it ran, with the fence
+-- of the run that was stopped), when the window ends (0 for any other
+-- state).
 --
 -- Producers call it to follow their jobs: a readable delayed job of
 -- normal priority, in a queue without expiries or dedupe windows, costs
@@ -65,10 +67,11 @@ id = arg_id(1, 'id')
 if arg_fault then return arg_refusal('show') end
 local raw = get_record(id)
 if not raw then return { 'notfound' } end
-local finished, until_ms = tombstone_of(raw)
+local finished, until_ms, cfence = tombstone_of(raw)
 if finished and until_ms <= now then return { 'notfound' } end   -- the reaper's to delete
 if finished then
-  return { 'done', '', '', 0, 0, 0, 0, 0, '', finished, now, '', 'done', NORMAL, 0, '',
+  local st = cfence and 'cancelled' or 'done'
+  return { st, '', '', 0, 0, 0, 0, cfence or 0, '', finished, now, '', st, NORMAL, 0, '',
            until_ms - finished, until_ms }
 end
 local state, at = 'orphan', 0

@@ -30,6 +30,9 @@
  *   sleep:N       sleeps N ms, then OK
  *   say:N:TEXT    sleeps N ms, then OK; the record lines carry TEXT (a
  *                 test sees which payload ran)
+ *   watch:N       sleeps up to N ms, asking host->cancelled every 5 ms:
+ *                 FAIL "stopped: cancelled" as soon as it says so, else
+ *                 OK (sleep:N and hang ignore a cancel)
  *   exit          _exit(3)
  *   fail-while:PATH  FAIL, error "fail-while: PATH exists", while PATH
  *                 exists; OK once it is gone (a test removes the file to
@@ -49,6 +52,7 @@
 #include <unistd.h>
 
 struct th_state {
+    const dq_host *host;
     int fd;     /* the record file, or -1 */
     char *lock_dir;     /* or NULL */
     int has_fence;      /* the daemon's jobs have their fence */
@@ -106,6 +110,7 @@ static int th_init(const dq_host *host, const dq_settings *s, void **state,
         snprintf(err, errlen, "testhandler: out of memory");
         return -1;
     }
+    st->host = host;
     st->fd = -1;
     st->has_fence = DQ_JOB_HAS(host, fence);
     st->lock_dir = lock_dir ? strdup(lock_dir) : NULL;
@@ -118,9 +123,29 @@ static int th_init(const dq_host *host, const dq_settings *s, void **state,
     return 0;
 }
 
-static dq_handler_result th_run(const dq_handler_job *job, dq_handler_outcome *out)
+/* watch:N: sleep up to `ms`, returning early (1) once the job is
+ * cancelled. */
+static int watch_ms(const struct th_state *st, const dq_handler_job *job, int64_t ms)
+{
+    int can_ask = DQ_HOST_HAS(st->host, cancelled);
+    for (int64_t slept = 0; slept < ms; slept += 5) {
+        if (can_ask && st->host->cancelled(job))
+            return 1;
+        sleep_ms(5);
+    }
+    return 0;
+}
+
+static dq_handler_result th_run(const struct th_state *st, const dq_handler_job *job,
+                                dq_handler_outcome *out)
 {
     const char *p = job->payload;
+    if (strncmp(p, "watch:", 6) == 0) {
+        if (!watch_ms(st, job, strtoll(p + 6, NULL, 10)))
+            return DQ_HANDLER_OK;
+        snprintf(out->error, sizeof out->error, "stopped: cancelled");
+        return DQ_HANDLER_FAIL;
+    }
     if (strcmp(p, "ok") == 0)
         return DQ_HANDLER_OK;
     if (strcmp(p, "retry") == 0 || (strcmp(p, "retry-once") == 0 && job->attempt == 1)) {
@@ -185,7 +210,7 @@ static dq_handler_result th_handle(void *state, const dq_handler_job *job,
 {
     int lock = take_lock(state, job);
     record(state, job, "start");
-    dq_handler_result res = th_run(job, out);
+    dq_handler_result res = th_run(state, job, out);
     record(state, job, "end");
     if (lock >= 0)
         close(lock);

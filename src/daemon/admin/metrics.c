@@ -7,6 +7,7 @@
 
 #include "daemon/admin/metrics.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -177,6 +178,21 @@ static void put_priority_lateness(FILE *out, const struct metrics_table *t)
 }
 
 /* Whether each queue is paused (delayq pause): 1 or 0. */
+/* A counter kept in Redis, one series per queue: the int64_t member of
+ * dq_stats at `member` (offsetof). */
+static void put_queue_counter(FILE *out, const struct metrics_view *v, const char *name,
+                              const char *help, size_t member)
+{
+    put_head(out, name, "counter", help);
+    for (size_t i = 0; i < v->conf->nqueues; i++) {
+        int64_t n;
+        memcpy(&n, (const char *)&v->stats->stats[i] + member, sizeof n);
+        fprintf(out, "%s{", name);
+        put_label(out, "queue", v->conf->queues[i].name);
+        fprintf(out, "} %lld\n", (long long)n);
+    }
+}
+
 static void put_queue_paused(FILE *out, const struct metrics_view *v)
 {
     put_head(out, "delayq_queue_paused", "gauge",
@@ -210,14 +226,14 @@ static int put_queue_gauges(FILE *out, const struct metrics_view *v)
             }
         }
         put_queue_paused(out, v);
-        put_head(out, "delayq_jobs_expired_total", "counter",
-                 "Jobs that reached their expiry before they started (to dead, or "
-                 "dropped), counted in Redis over every daemon.");
-        for (size_t i = 0; i < dc->nqueues; i++) {
-            fputs("delayq_jobs_expired_total{", out);
-            put_label(out, "queue", dc->queues[i].name);
-            fprintf(out, "} %lld\n", (long long)q->stats[i].jobs_expired);
-        }
+        put_queue_counter(out, v, "delayq_jobs_expired_total",
+                          "Jobs that reached their expiry before they started (to dead, "
+                          "or dropped), counted in Redis over every daemon.",
+                          offsetof(dq_stats, jobs_expired));
+        put_queue_counter(out, v, "delayq_jobs_cancelled_total",
+                          "Jobs cancelled (delayq cancel, dq_cancel, the dashboard), waiting "
+                          "or running, counted in Redis over every daemon.",
+                          offsetof(dq_stats, jobs_cancelled));
     }
     put_head(out, "delayq_stats_age_seconds", "gauge",
              "Age of the queue statistics (delayq_queue_jobs): how long ago Redis was "

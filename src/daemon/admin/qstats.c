@@ -58,6 +58,7 @@ static void add_partition(dq_stats *sum, const dq_stats *p, int first)
     sum->expired += p->expired;
     sum->dead += p->dead;
     sum->jobs_expired += p->jobs_expired;
+    sum->jobs_cancelled += p->jobs_cancelled;
     if (p->next_due_in_ms >= 0
         && (sum->next_due_in_ms < 0 || p->next_due_in_ms < sum->next_due_in_ms))
         sum->next_due_in_ms = p->next_due_in_ms;

@@ -54,7 +54,7 @@ static void job_fields(FILE *f, const struct ui_env *env, const struct queue_con
                                   : dconfig_max_attempts(env->conf, q, j->type);
     fputs("<dl id=\"job\">\n", f);
     field(f, "Id", "job-id", p->id);
-    if (info->state != DQ_STATE_DONE)
+    if (!dq_state_is_finished(info->state))
         field(f, "Type", "job-type", j->type ? j->type : "");
     field(f, "Queue", "job-queue", p->queue);
     fprintf(f, "<div><dt>State</dt><dd id=\"job-state\" class=\"state-%s\">%s</dd></div>\n",
@@ -62,6 +62,16 @@ static void job_fields(FILE *f, const struct ui_env *env, const struct queue_con
     if (info->state == DQ_STATE_DONE) {
         /* All that is left of it: its dedupe window's tombstone. */
         time_field(f, "Done", "job-done", info->state_ms, info->now_ms);
+        time_field(f, "Id kept until", "job-unique-until", info->unique_until_ms,
+                   info->now_ms);
+        fputs("</dl>\n", f);
+        return;
+    }
+    if (info->state == DQ_STATE_CANCELLED) {
+        /* Cancelled while it ran: its tombstone, and the run stopped. */
+        time_field(f, "Cancelled", "job-cancelled", info->state_ms, info->now_ms);
+        fprintf(f, "<div><dt>Fence of the run stopped</dt><dd id=\"job-fence\">%lld</dd>"
+                "</div>\n", (long long)j->fence);
         time_field(f, "Id kept until", "job-unique-until", info->unique_until_ms,
                    info->now_ms);
         fputs("</dl>\n", f);
@@ -203,6 +213,9 @@ static void job_actions(FILE *f, const struct ui_env *env, const struct jpage *p
     } else if (st == DQ_STATE_DELAYED) {
         job_form(f, p, "run-now", "Run now", "", 0);
         job_form(f, p, "cancel", "Cancel", "?tab=delayed", 1);
+    } else if (st == DQ_STATE_PROCESSING) {
+        /* It ends at once; the page then shows it cancelled. */
+        job_form(f, p, "cancel", "Cancel", "", 0);
     }
     fputs("</div>\n", f);
 }
@@ -251,7 +264,7 @@ static void on_show(const dq_job_info *info, dq_status st, const char *err, void
         html_text(o.f, p->queue);
         fputs("</a></p>\n", o.f);
         job_fields(o.f, env, q, p, info);
-        if (info->state != DQ_STATE_DONE) {
+        if (!dq_state_is_finished(info->state)) {
             job_actions(o.f, env, p, info->state);
             payload(o.f, &info->job);
             history(o.f, p, info);

@@ -7,6 +7,7 @@
 #include "daemon/exitcodes.h"
 #include "daemon/log.h"
 #include "redis/rconn.h"
+#include "daemon/reaper/reaper_cancel.h"
 #include "daemon/reaper/reaper_fsck.h"
 #include "daemon/reaper/reaper_sched.h"
 #include "daemon/signals.h"
@@ -34,6 +35,7 @@ struct reaper {
     size_t nqueues;
     struct reaper_fsck *fsck;   /* the periodic fsck passes */
     struct reaper_sched *sched; /* the recurring schedules */
+    struct reaper_cancel *cancels; /* jobs cancelled while they run */
 };
 
 static void schedule(struct reaped_queue *rq, int64_t ms)
@@ -145,8 +147,10 @@ static int list_partitions(struct reaper *r)
     return 0;
 }
 
-int reaper_main(const struct daemon_conf *dc, struct worker_slot *slot)
+int reaper_main(const struct reaper_args *a)
 {
+    const struct daemon_conf *dc = a->dc;
+    struct worker_slot *slot = a->slot;
     struct reaper r = { .dc = dc };
     int rc = DAEMON_EXIT_SOFTWARE;
     r.base = event_base_new();
@@ -161,6 +165,8 @@ int reaper_main(const struct daemon_conf *dc, struct worker_slot *slot)
         goto done;
     if (!(r.sched = reaper_sched_new(r.base, r.conn, dc)))
         goto done;
+    if (!(r.cancels = reaper_cancel_new(r.base, a)))
+        goto done;
     rconn_count_reconnects(r.conn, &slot->redis_reconnects);
     struct timeval poll = { 0, STOP_POLL_MS * 1000 };
     if (evtimer_add(r.stop_poll, &poll) < 0) {
@@ -174,6 +180,7 @@ done:
     rconn_free(r.conn);         /* first: pending fsck steps get their NULL */
     reaper_fsck_free(r.fsck);
     reaper_sched_free(r.sched);
+    reaper_cancel_free(r.cancels);
     for (size_t i = 0; r.queues && i < r.nqueues; i++)
         if (r.queues[i].timer)
             event_free(r.queues[i].timer);

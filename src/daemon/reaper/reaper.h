@@ -7,11 +7,9 @@
 #ifndef DQ_REAPER_H
 #define DQ_REAPER_H
 
-#include "daemon/dconfig.h"
-#include "daemon/slots.h"
+#include "daemon/reaper/reaper_args.h"
 
-/* Run in a freshly forked child until SIGTERM/SIGINT; returns the exit code.
- * `slot` receives its Redis reconnect count. */
-int reaper_main(const struct daemon_conf *dc, struct worker_slot *slot);
+/* Run in a freshly forked child until SIGTERM/SIGINT; returns the exit code. */
+int reaper_main(const struct reaper_args *a);
 
 #endif

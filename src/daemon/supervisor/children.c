@@ -134,11 +134,14 @@ static void become_child(struct supervisor *s, struct child *c)
                                 .parent = s->pid };
         rc = admin_main(&a);
     } else if (c->role == ROLE_REAPER) {
-        rc = reaper_main(dc, slot);
+        struct reaper_args a = { .dc = dc, .slot = slot, .slots = s->slots,
+                                 .cancels = s->cancels, .n = MAX_CHILDREN };
+        rc = reaper_main(&a);
     } else if (c->role == ROLE_SETTLER) {
         rc = settler_main(dc, c->gen->id, s->board, s->wake[0], slot);
     } else {
-        rc = worker_main(dc, &dc->queues[c->queue], c->rank, slot, owner);
+        rc = worker_main(dc, &dc->queues[c->queue], c->rank, slot,
+                         &s->cancels[child_index(s, c)], owner);
     }
     _exit(rc);
 }
@@ -181,6 +184,7 @@ int children_spawn(struct supervisor *s, struct child *c)
     c->started_ms = slots_now_ms();
     c->respawn_at_ms = 0;
     c->killed_for_timeout = 0;
+    c->killed_for_cancel = 0;
     children_post(s);
     return 0;
 }
@@ -297,6 +301,8 @@ static void death_cause(const struct child *c, int status, char *buf, size_t len
 {
     if (c->killed_for_timeout)
         snprintf(buf, len, "timeout after %lld ms", (long long)c->killed_for_timeout);
+    else if (c->killed_for_cancel)
+        snprintf(buf, len, "cancelled; stopped %lld ms after", (long long)c->killed_for_cancel);
     else if (WIFSIGNALED(status))
         snprintf(buf, len, "worker died: signal %d", WTERMSIG(status));
     else
@@ -320,6 +326,9 @@ static void on_child_exit(struct supervisor *s, struct child *c, int status)
         job = c->killed_job;
         had_job = 1;
         metrics_count_timeout(s->metrics, children_queue_of(c), job.type);
+    } else if (c->killed_for_cancel) {
+        job = c->killed_job;
+        had_job = 1;
     } else if (c->role == ROLE_WORKER) {
         had_job = slot_read_job(&s->slots[child_index(s, c)], &job);
     }
@@ -411,18 +420,40 @@ void children_collect(struct supervisor *s)
     }
 }
 
+/* Whether worker row i's job, cancelled while it runs, has had its grace:
+ * its handler has not returned cancel_grace_ms after the request reached
+ * this daemon (cancel_board.h). */
+static int cancel_grace_over(const struct supervisor *s, int i, const struct slot_job *job,
+                             int64_t now)
+{
+    int64_t asked;
+    return cancel_request_matches(&s->cancels[i], job->fence, job->id, &asked)
+           && now - asked > job->cancel_grace_ms;
+}
+
+/* Kill the workers whose handler overran its timeout, or its grace after
+ * its job was cancelled: only memory is read (the slots, the cancel
+ * board), so the tick never waits. */
 void children_check_timeouts(struct supervisor *s, int64_t now)
 {
     for (int i = 0; i < MAX_CHILDREN; i++) {
         struct child *c = &s->children[i];
         struct slot_job job;
-        if (c->role != ROLE_WORKER || !c->pid || c->killed_for_timeout
-            || !slot_read_job(&s->slots[i], &job) || job.timeout_ms <= 0
-            || now - job.started_ms <= job.timeout_ms)
+        if (c->role != ROLE_WORKER || !c->pid || c->killed_for_timeout || c->killed_for_cancel
+            || !slot_read_job(&s->slots[i], &job))
             continue;
-        log_warn("w%d: job %s (type %s) overran its timeout of %lldms: stopping the worker",
-                 i, job.id, job.type, (long long)job.timeout_ms);
-        c->killed_for_timeout = job.timeout_ms;
+        if (job.timeout_ms > 0 && now - job.started_ms > job.timeout_ms) {
+            log_warn("w%d: job %s (type %s) overran its timeout of %lldms: stopping the "
+                     "worker", i, job.id, job.type, (long long)job.timeout_ms);
+            c->killed_for_timeout = job.timeout_ms;
+        } else if (cancel_grace_over(s, i, &job, now)) {
+            log_warn("w%d: job %s (type %s) was cancelled and its handler has not returned "
+                     "within its cancel_grace of %lldms: stopping the worker", i, job.id,
+                     job.type, (long long)job.cancel_grace_ms);
+            c->killed_for_cancel = job.cancel_grace_ms > 0 ? job.cancel_grace_ms : 1;
+        } else {
+            continue;
+        }
         c->killed_job = job;
         children_signal(s, c, SIGKILL);
     }

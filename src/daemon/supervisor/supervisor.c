@@ -475,6 +475,7 @@ static int set_up(struct supervisor *s)
 {
     s->admin_fd = -1;
     s->slots = slots_create(MAX_CHILDREN);
+    s->cancels = cancel_board_create(MAX_CHILDREN);
     s->board = settle_board_create();
     if (pipe2(s->wake, O_CLOEXEC | O_NONBLOCK) < 0) {
         s->wake[0] = s->wake[1] = -1;
@@ -485,7 +486,7 @@ static int set_up(struct supervisor *s)
     s->history = ui_history_new();
     s->sessions = ui_auth_store_new();
     s->base = event_base_new();
-    if (!s->slots || !s->board || !s->metrics || !s->history || !s->sessions || !s->base) {
+    if (!s->slots || !s->cancels || !s->board || !s->metrics || !s->history || !s->sessions || !s->base) {
         log_err("cannot set up: %s", s->base ? strerror(errno) : "event_base_new failed");
         return -1;
     }
@@ -507,6 +508,7 @@ static void tear_down(struct supervisor *s, struct event **ev)
     ui_history_free(s->history);
     ui_auth_store_free(s->sessions);
     slots_destroy(s->slots, MAX_CHILDREN);
+    cancel_board_destroy(s->cancels, MAX_CHILDREN);
     settle_board_destroy(s->board);
     for (int i = 0; i < 2; i++)
         if (s->wake[i] >= 0)

@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 
+#include "daemon/cancel_board.h"
 #include "daemon/dconfig.h"
 #include "daemon/settle_board.h"
 #include "daemon/supervisor/generation.h"
@@ -47,6 +48,8 @@ struct child {
     int64_t respawn_at_ms;      /* when pid is 0 */
     int64_t backoff_ms;
     int64_t killed_for_timeout; /* the timeout in ms, when we killed it */
+    int64_t killed_for_cancel;  /* the cancel grace in ms, when we killed it
+                                   for a job cancelled while it ran */
     struct slot_job killed_job; /* the job it was running then */
     /* A dead worker whose settlement found the board full: its slot is
      * kept as it is (not reset, no respawn) until the tick posts it. */
@@ -65,6 +68,8 @@ struct supervisor {
     char owner_nonce[17];       /* this run's: names its workers' claims */
     const char *config_path;
     struct worker_slot *slots;
+    struct cancel_request *cancels; /* the cancel board: a row per child
+                                   row, beside slots (cancel_board.h) */
     struct settle_board *board; /* dead workers' posts for the settlers */
     int wake[2];                /* a byte on wake[1] (O_NONBLOCK, never
                                    waited on): look at the board */

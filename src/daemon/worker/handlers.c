@@ -17,6 +17,18 @@ static void handler_log(enum dq_log_level level, const char *fmt, ...)
     va_end(ap);
 }
 
+static const struct cancel_request *cancel_row;
+
+void handlers_watch_cancels(const struct cancel_request *row)
+{
+    cancel_row = row;
+}
+
+int handlers_job_cancelled(const dq_handler_job *job)
+{
+    return job && cancel_row && cancel_request_matches(cancel_row, job->fence, job->id, NULL);
+}
+
 static int open_entry(struct handler_entry *e, const struct daemon_conf *dc,
                       char *err, size_t errlen)
 {
@@ -29,6 +41,7 @@ static int open_entry(struct handler_entry *e, const struct daemon_conf *dc,
         goto fail;
     }
     e->host = settings_host(handler_log, e->conf->timeout_ms);
+    e->host.cancelled = handlers_job_cancelled;
     if (handler_init(&e->lh, &e->host, e->settings, why, sizeof why) < 0)
         goto fail;
     return 0;

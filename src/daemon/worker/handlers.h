@@ -5,6 +5,7 @@
 #ifndef DQ_HANDLERS_H
 #define DQ_HANDLERS_H
 
+#include "daemon/cancel_board.h"
 #include "daemon/dconfig.h"
 #include "daemon/worker/handler_loader.h"
 #include "daemon/worker/settings.h"
@@ -41,6 +42,17 @@ struct daemon_conf *handlers_load_config(const char *path, struct handler_table 
 
 /* Run every handler's fini and unload them. */
 void handlers_close(struct handler_table *t);
+
+/* The cancel board's row of this process (a worker), where the reaper
+ * posts a request to stop the job running here: what the host's
+ * `cancelled` service reads for every handler of the process.  The one
+ * piece of process-wide state of this module, since that service is
+ * handed only the job; until set (the supervisor's and `delayqd -t`'s
+ * checks), no job is ever cancelled. */
+void handlers_watch_cancels(const struct cancel_request *row);
+
+/* Whether the cancel board asks this process to stop the run of `job`. */
+int handlers_job_cancelled(const dq_handler_job *job);
 
 /* The entry for `type`: exact, else the "*" fallback, else NULL. */
 struct handler_entry *handlers_find(struct handler_table *t, const char *type);

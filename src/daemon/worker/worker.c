@@ -180,8 +180,10 @@ static void worker_teardown(struct worker *w)
 }
 
 int worker_main(const struct daemon_conf *dc, const struct queue_conf *q, unsigned rank,
-                struct worker_slot *slot, const char *owner)
+                struct worker_slot *slot, const struct cancel_request *cancel,
+                const char *owner)
 {
+    handlers_watch_cancels(cancel);
     struct worker w = { .dc = dc, .q = q, .rank = rank, .slot = slot, .owner = owner,
                         .next_due_server = -1, .woken_due = -1 };
     int rc = worker_setup(&w);

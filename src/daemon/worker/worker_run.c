@@ -22,6 +22,19 @@
  * so a freshly claimed job always has this much.) */
 #define START_MARGIN_MS 500
 
+/* Job i, run as `sj`, was cancelled while it ran (cancel_board.h): it
+ * ended in Redis then, so whatever its handler answered, nothing is
+ * reported; an ack or fail would be refused as stale anyway. */
+static void job_cancelled(struct worker *w, size_t i, const struct slot_job *sj)
+{
+    slot_entry_set(w->slot, w->table, i, SE_DONE);
+    slot_set_job(w->slot, NULL);
+    slot_add(&w->slot->jobs_done, 1);
+    log_info("job cancelled while running: queue=%s id=%s type=%s attempt=%d; "
+             "its handler returned %lldms after it started", w->q->name, sj->id, sj->type,
+             sj->attempt, (long long)(slots_now_ms() - sj->started_ms));
+}
+
 /* Run job i of the batch through its handler `e` (NULL: none); its
  * outcome joins the reports.  The slot shows the job while it runs, so
  * that the supervisor can stop it at its timeout and fail it if the worker
@@ -42,9 +55,11 @@ static void run_job(struct worker *w, size_t i, struct handler_entry *e)
         return;
     }
     struct slot_job sj = { .fence = job->fence, .attempt = job->attempt,
-                           .started_ms = slots_now_ms(), .timeout_ms = e->conf->timeout_ms };
+                           .started_ms = slots_now_ms(), .timeout_ms = e->conf->timeout_ms,
+                           .cancel_grace_ms = e->conf->cancel_grace_ms };
     snprintf(sj.id, sizeof sj.id, "%s", job->id);
     snprintf(sj.type, sizeof sj.type, "%s", job->type);
+    snprintf(sj.queue, sizeof sj.queue, "%s", w->q->name);
     slot_entry_set(w->slot, w->table, i, SE_RUNNING);
     slot_set_job(w->slot, &sj);
     dq_handler_job hj = {
@@ -62,6 +77,10 @@ static void run_job(struct worker *w, size_t i, struct handler_entry *e)
     int64_t start_us = slots_now_us();
     dq_handler_result res = handler_run(&e->lh, &hj, &out);
     slot_hist_observe(&st->duration, slots_now_us() - start_us);
+    if (handlers_job_cancelled(&hj)) {
+        job_cancelled(w, i, &sj);
+        return;
+    }
     if (res == DQ_HANDLER_OK)
         slot_entry_set(w->slot, w->table, i, SE_OK);
     slot_set_job(w->slot, NULL);

@@ -1,0 +1,206 @@
+#include "daemon/reaper/reaper_cancel.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/dconfig_parts.h"
+#include "daemon/log.h"
+#include "redis/rconn.h"
+
+/* How often requests for jobs claimed here but not started are matched
+ * again, and how many are kept: a batch's jobs start one after another,
+ * each within its lease, after which it cannot start here any more. */
+#define SCAN_MS 50
+#define PENDING_MAX 64
+
+/* A partition this reaper listens to: its hash tag names it in messages. */
+struct cancel_part {
+    char channel[sizeof ((struct queue_keys *)0)->wake];
+    char tag[DQ_QUEUE_MAX + 16];
+    const struct queue_conf *q;
+};
+
+/* A request for a job that is claimed here and has not started. */
+struct cancel_pending {
+    int64_t fence;
+    int64_t until_ms;           /* monotonic: given up after this */
+    const struct queue_conf *q;
+    char id[DQ_ID_MAX + 1];
+};
+
+struct reaper_cancel {
+    const struct reaper_args *a;
+    struct rconn *sub;
+    struct event *scan;
+    struct cancel_part *parts;
+    size_t nparts;
+    struct cancel_pending pending[PENDING_MAX];
+    size_t npending;
+};
+
+/* The hash tag of a partition, from its wake channel "P:{TAG}:wake";
+ * "" when it has none (never: keys_build writes one). */
+static void tag_of(const char *channel, char *tag, size_t len)
+{
+    const char *open = strchr(channel, '{');
+    const char *close = open ? strchr(open, '}') : NULL;
+    size_t n = close ? (size_t)(close - open - 1) : 0;
+    if (!close || n >= len)
+        n = 0;
+    memcpy(tag, close ? open + 1 : "", n);
+    tag[n] = '\0';
+}
+
+/* The row of the worker that runs `id` of `q` under `fence` now, or -1. */
+static int running_row(const struct reaper_cancel *rc, const struct queue_conf *q,
+                       int64_t fence, const char *id)
+{
+    for (size_t i = 0; i < rc->a->n; i++) {
+        struct slot_job job;
+        if (slot_read_job(&rc->a->slots[i], &job) && job.fence == fence
+            && strcmp(job.id, id) == 0 && strcmp(job.queue, q->name) == 0)
+            return (int)i;
+    }
+    return -1;
+}
+
+/* Whether a worker here holds `id` under `fence` claimed and not started.
+ * The tables are read while their worker writes them: a torn entry only
+ * makes a request kept or dropped, and only a match of the running job
+ * (running_row, read whole) is ever posted. */
+static int claimed_here(const struct reaper_cancel *rc, int64_t fence, const char *id)
+{
+    for (size_t i = 0; i < rc->a->n; i++)
+        for (int t = 0; t < SLOT_TABLES; t++) {
+            const struct slot_table *tb = &rc->a->slots[i].tables[t];
+            uint32_t n = __atomic_load_n(&tb->n, __ATOMIC_ACQUIRE);
+            for (uint32_t k = 0; k < n && k < DQ_CLAIM_MAX; k++)
+                if (tb->e[k].fence == fence
+                    && __atomic_load_n(&tb->e[k].state, __ATOMIC_ACQUIRE) == SE_PENDING
+                    && strncmp(tb->e[k].id, id, sizeof tb->e[k].id) == 0)
+                    return 1;
+        }
+    return 0;
+}
+
+/* Post the request if the job runs here now; 1 when it was posted. */
+static int post_if_running(struct reaper_cancel *rc, const struct queue_conf *q,
+                           int64_t fence, const char *id)
+{
+    int row = running_row(rc, q, fence, id);
+    if (row < 0)
+        return 0;
+    cancel_request_post(&rc->a->cancels[row], fence, id, slots_now_ms());
+    log_info("queue=%s: job %s (fence %lld) was cancelled while running in row %d: "
+             "stopping it", q->name, id, (long long)fence, row);
+    return 1;
+}
+
+static void arm_scan(struct reaper_cancel *rc)
+{
+    struct timeval tv = { 0, SCAN_MS * 1000 };
+    if (evtimer_add(rc->scan, &tv) < 0)
+        log_err("cannot arm the cancel scan: %zu cancelled job%s claimed here may run "
+                "to their end", rc->npending, rc->npending == 1 ? "" : "s");
+}
+
+static void keep_pending(struct reaper_cancel *rc, const struct queue_conf *q,
+                         int64_t fence, const char *id)
+{
+    if (rc->npending == PENDING_MAX) {
+        log_warn("queue=%s: more than %d cancelled jobs wait to start here: job %s will "
+                 "run to its end (it is cancelled in Redis all the same)", q->name,
+                 PENDING_MAX, id);
+        return;
+    }
+    struct cancel_pending *p = &rc->pending[rc->npending++];
+    p->fence = fence;
+    p->q = q;
+    p->until_ms = slots_now_ms() + q->lease_ms;
+    snprintf(p->id, sizeof p->id, "%s", id);
+    if (rc->npending == 1)
+        arm_scan(rc);
+}
+
+static void on_scan(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct reaper_cancel *rc = arg;
+    int64_t now = slots_now_ms();
+    for (size_t i = 0; i < rc->npending;) {
+        struct cancel_pending *p = &rc->pending[i];
+        /* Started and posted, past its lease, or no longer held here
+         * (given back, or its worker died: settled without running). */
+        if (post_if_running(rc, p->q, p->fence, p->id) || now > p->until_ms
+            || !claimed_here(rc, p->fence, p->id))
+            *p = rc->pending[--rc->npending];
+        else
+            i++;
+    }
+    if (rc->npending)
+        arm_scan(rc);
+}
+
+static void on_message(struct rconn *conn, const char *payload, size_t len, void *arg)
+{
+    (void)conn;
+    struct reaper_cancel *rc = arg;
+    int64_t fence;
+    char id[DQ_ID_MAX + 1], tag[DQ_QUEUE_MAX + 16];
+    if (!cancel_message_parse(payload, len, &fence, id, sizeof id, tag, sizeof tag))
+        return;                 /* a wake or a pause: the workers' */
+    const struct queue_conf *q = NULL;
+    for (size_t i = 0; i < rc->nparts && !q; i++)
+        if (strcmp(rc->parts[i].tag, tag) == 0)
+            q = rc->parts[i].q;
+    if (!q || post_if_running(rc, q, fence, id))
+        return;
+    if (claimed_here(rc, fence, id))
+        keep_pending(rc, q, fence, id);
+}
+
+struct reaper_cancel *reaper_cancel_new(struct event_base *base, const struct reaper_args *a)
+{
+    struct reaper_cancel *rc = calloc(1, sizeof *rc);
+    size_t n = dconfig_parts_count(a->dc);
+    const char **channels = calloc(n ? n : 1, sizeof *channels);
+    if (!rc || !channels)
+        goto fail;
+    rc->a = a;
+    rc->parts = calloc(n ? n : 1, sizeof *rc->parts);
+    rc->scan = evtimer_new(base, on_scan, rc);
+    struct rconn_events ev = { NULL, NULL, rc };
+    rc->sub = rconn_from_conf(base, &a->dc->redis, "cancels", &ev);
+    if (!rc->parts || !rc->scan || !rc->sub)
+        goto fail;
+    struct dconfig_part it;
+    for (dconfig_parts_begin(&it, a->dc); dconfig_parts_next(&it);) {
+        struct cancel_part *p = &rc->parts[rc->nparts];
+        memcpy(p->channel, it.keys.wake, sizeof p->channel);
+        tag_of(p->channel, p->tag, sizeof p->tag);
+        p->q = it.q;
+        channels[rc->nparts++] = p->channel;
+    }
+    if (rconn_subscribe_many(rc->sub, channels, n, on_message, rc) < 0)
+        goto fail;
+    rconn_count_reconnects(rc->sub, &a->slot->redis_reconnects);
+    rconn_start(rc->sub);
+    free(channels);
+    return rc;
+fail:
+    free(channels);
+    reaper_cancel_free(rc);
+    return NULL;
+}
+
+void reaper_cancel_free(struct reaper_cancel *rc)
+{
+    if (!rc)
+        return;
+    rconn_free(rc->sub);
+    if (rc->scan)
+        event_free(rc->scan);
+    free(rc->parts);
+    free(rc);
+}

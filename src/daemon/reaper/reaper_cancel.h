@@ -1,0 +1,31 @@
+/*
+ * The reaper's part in cancelling a running job (cancel_board.h): it
+ * listens on the wake channel of every partition of every queue of its
+ * configuration, and for each "cancel <fence> <id> <tag>" finds the
+ * worker of this daemon that runs that job under that fence and posts
+ * the request in its row of the cancel board.  A job claimed here but not
+ * started yet (in a worker's slot table, pending) is looked for again
+ * every SCAN_MS until it starts, then posted; one this daemon does not
+ * hold is someone else's.
+ *
+ * Messages are not kept by Redis: one published while this connection is
+ * down is missed, and that run goes on to its end; it ended in Redis all
+ * the same, so its ack is refused and it never runs again.
+ */
+#ifndef DQ_REAPER_CANCEL_H
+#define DQ_REAPER_CANCEL_H
+
+#include <event2/event.h>
+
+#include "daemon/reaper/reaper_args.h"
+
+struct reaper_cancel;
+
+/* Listen for `a`'s queues (a is borrowed and must outlive the object) on
+ * a connection of its own, started at once; NULL when out of memory. */
+struct reaper_cancel *reaper_cancel_new(struct event_base *base, const struct reaper_args *a);
+
+/* NULL is ignored. */
+void reaper_cancel_free(struct reaper_cancel *rc);
+
+#endif
