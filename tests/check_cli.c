@@ -306,7 +306,7 @@ END_TEST
 START_TEST(cancel_running_job_ends_it)
 {
     char id[64];
-    add_id(CLI("add", "-q", "emails", "-t", "send", "x"), id, sizeof id);
+    add_id(CLI("add", "-q", "emails", "-t", "send", "--id", "mail:1", "x"), id, sizeof id);
     dq_client *c = fixture_client(&fx);
     dq_claim_result cr;
     ck_assert_int_eq(dq_claim(c, "emails", 1, 60000, &cr), DQ_OK);
@@ -325,6 +325,9 @@ START_TEST(cancel_running_job_ends_it)
     ck_assert_int_eq(dq_ack(c, "emails", id, fence), DQ_ERR_STALE);
     dq_close(c);
     assert_fails(CLI("cancel", "-q", "emails", id), 1, "it finished, or was never added");
+    /* Its id is kept while the stopped run's lease lasts. */
+    assert_fails(CLI("add", "-q", "emails", "-t", "send", "--id", id, "y"), 1,
+                 "cancelled while running");
 }
 END_TEST
 

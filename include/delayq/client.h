@@ -252,6 +252,10 @@ typedef struct dq_enqueued {
     bool debounced;         /* a waiting job of this id took the add */
     bool next_run;          /* the job of this id runs: the add is its next
                                run (due_ms), after that attempt ends */
+    bool cancelled;         /* with `finished`: the job of this id was
+                               cancelled while it ran, and its id is kept
+                               until that run's lease would have ended
+                               (unique_until_ms; dq_enqueue only) */
 } dq_enqueued;
 
 /*

@@ -312,7 +312,9 @@ static const char add_help[] =
     "  PAYLOAD               the payload; '-' reads it from standard input;\n"
     "                        none: empty\n";
 
-/* "job X in queue Q: done 12s ago; unique for 1m (until TIME)": exit 1. */
+/* "job X in queue Q: done 12s ago; unique for 1m (until TIME)", or for
+ * a run cancelled while it ran "... cancelled while running 2s ago; id
+ * kept until TIME": exit 1. */
 static int window_refusal(const struct cli *cli, const dq_enqueue_req *req,
                           const dq_enqueued *out)
 {
@@ -320,6 +322,10 @@ static int window_refusal(const struct cli *cli, const dq_enqueue_req *req,
     cli_relative(ago, sizeof ago, out->finished_ms, cli_now_ms());
     timefmt_duration(window, sizeof window, out->unique_until_ms - out->finished_ms);
     timefmt_iso(until, sizeof until, out->unique_until_ms);
+    if (out->cancelled)
+        return cli_fail(cli, CLI_EXIT_NOT_DONE, "job %s in queue %s: cancelled while "
+                        "running %s; id kept until %s, when that run's lease ends",
+                        req->id, req->queue, ago, until);
     return cli_fail(cli, CLI_EXIT_NOT_DONE, "job %s in queue %s: done %s; unique for %s "
                     "(until %s)", req->id, req->queue, ago, window, until);
 }

@@ -174,9 +174,12 @@ dq_status proto_enqueue_reply(const redisReply *r, dq_enqueued *out)
         out->finished = true;
         out->finished_ms = elem_int(r, 2);
         out->unique_until_ms = elem_int(r, 4);
+        /* A sixth element says what kept the id (a script older than
+         * cancelling a running job sends none: a window). */
+        out->cancelled = is_array(r, 6) && elem_is(r, 5, "cancelled");
         return elem_is(r, 0, "done") ? DQ_OK : DQ_ERR_UNIQUE;
     }
-    out->finished = false;
+    out->finished = out->cancelled = false;
     out->finished_ms = out->unique_until_ms = 0;
     out->debounced = out->next_run = false;
     return read_enqueued(r, 0, out);

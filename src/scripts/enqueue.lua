@@ -236,9 +236,10 @@ if id == '' then
 elseif put_new(KEYS[1], id) == 0 then
   -- The tombstone of a job that finished within its dedupe window keeps
   -- the id taken; one whose window is over is the id's to take.
-  local finished, until_ms = tombstone_of(get_record(id))
+  local finished, until_ms, cancelled = tombstone_of(get_record(id))
   if finished and until_ms > now then
-    return { unique_ok and 'done' or 'unique', id, finished, now, until_ms }
+    return { unique_ok and 'done' or 'unique', id, finished, now, until_ms,
+             cancelled and 'cancelled' or 'done' }
   end
   if finished then
     set_record(id, rec)
