@@ -92,6 +92,7 @@ static const char MIN_CANCEL[] =
     "redis.call('EXISTS', string.sub(KEYS[5], 1, -5) .. 'unique')\n"
     "redis.call('HDEL', KEYS[1], ARGV[1])\n"
     "redis.call('ZREM', KEYS[2], ARGV[1])\n"
+    "redis.call('HINCRBY', KEYS[5], 'jobs_cancelled', '1')\n"
     "return 'cancelled'\n";
 
 static const char MIN_SHOW[] =

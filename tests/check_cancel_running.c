@@ -246,6 +246,54 @@ START_TEST(a_handler_that_ignores_it_is_stopped_after_its_grace)
 }
 END_TEST
 
+/* The pid of the latest reaper that said it listens for cancels, from
+ * the daemon's log ("[reap PID] listening for cancels ..."); 0 if none. */
+static pid_t reaper_pid(void)
+{
+    FILE *fp = fopen(H.log, "r");
+    char line[1024];
+    long pid = 0;
+    while (fp && fgets(line, sizeof line, fp)) {
+        const char *at = strstr(line, "[reap ");
+        if (at && strstr(line, "listening for cancels"))
+            pid = strtol(at + 6, NULL, 10);
+    }
+    if (fp)
+        fclose(fp);
+    return (pid_t)pid;
+}
+
+/* A cancel published while no reaper listens (killed, and not restarted
+ * yet) is not lost for the run: the next reaper looks up the jobs running
+ * when it subscribes, and stops the one cancelled. */
+START_TEST(a_cancel_missed_while_the_reaper_was_down_still_stops_the_run)
+{
+    struct h_conf hc;
+    h_conf_defaults(&hc);
+    hc.workers = 1;
+    hc.lease = "60s";
+    char handlers[1024];
+    hc.handlers = h_handler(&H, handlers, sizeof handlers, "*", "30s", 0);
+    h_write_conf(&H, &hc);
+    h_start(&H, 1);
+    h_enqueue(&H, "m", "t", "watch:30000", 0, 0);
+    int64_t fence = wait_started("m");
+    ck_assert(h_wait_log(&H, "listening for cancels", 1, 5000) == 1);
+    pid_t reaper = reaper_pid();
+    ck_assert_int_gt(reaper, 0);
+    ck_assert_int_eq(kill(reaper, SIGKILL), 0);
+    while (tu_process_running(reaper))
+        tu_sleep_ms(1);
+    ck_assert_int_eq(dq_cancel(H.c, H_QUEUE, "m"), DQ_OK);
+    ck_assert_msg(h_wait_record(&H, "m", 1, 1, 5000) == 1,
+                  "the run was not stopped after the reaper came back; log:\n%s",
+                  h_log_tail(&H));
+    ck_assert_int_eq(h_log_count(&H, "listening for cancels"), 2);
+    assert_cancelled("m", fence);
+    ck_assert_int_eq(h_stop(&H, 10000), 0);
+}
+END_TEST
+
 /* ---- the race with the job's own end --------------------------------------- */
 
 #define RACES 1000
@@ -337,6 +385,7 @@ int main(void)
     tcase_add_test(tc, an_exec_program_and_its_child_stop_within_a_second);
     tcase_add_test(tc, a_handler_that_watches_returns_and_its_worker_goes_on);
     tcase_add_test(tc, a_handler_that_ignores_it_is_stopped_after_its_grace);
+    tcase_add_test(tc, a_cancel_missed_while_the_reaper_was_down_still_stops_the_run);
     tcase_add_test(tc, each_job_is_finished_or_cancelled_never_both);
     return fixture_run_suite(s);
 }

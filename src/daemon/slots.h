@@ -24,6 +24,7 @@ struct slot_job {
     int64_t cancel_grace_ms; /* cancelled while running: how long its
                                handler has to return (cancel_board.h) */
     char queue[DQ_QUEUE_MAX + 1];
+    unsigned part;          /* the queue partition it was claimed from */
 };
 
 struct slot_counters {

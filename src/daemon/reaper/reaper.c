@@ -116,6 +116,7 @@ static void on_up(struct rconn *rc, void *arg)
     }
     reaper_fsck_up(r->fsck);
     reaper_sched_up(r->sched);
+    reaper_cancel_up(r->cancels);
 }
 
 static void on_stop_poll(evutil_socket_t fd, short what, void *arg)
@@ -165,7 +166,7 @@ int reaper_main(const struct reaper_args *a)
         goto done;
     if (!(r.sched = reaper_sched_new(r.base, r.conn, dc)))
         goto done;
-    if (!(r.cancels = reaper_cancel_new(r.base, a)))
+    if (!(r.cancels = reaper_cancel_new(r.base, a, r.conn)))
         goto done;
     rconn_count_reconnects(r.conn, &slot->redis_reconnects);
     struct timeval poll = { 0, STOP_POLL_MS * 1000 };

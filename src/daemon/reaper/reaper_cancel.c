@@ -5,6 +5,7 @@
 
 #include "daemon/dconfig_parts.h"
 #include "daemon/log.h"
+#include "lib/proto.h"
 #include "redis/rconn.h"
 
 /* How often requests for jobs claimed here but not started are matched
@@ -18,6 +19,8 @@ struct cancel_part {
     char channel[sizeof ((struct queue_keys *)0)->wake];
     char tag[DQ_QUEUE_MAX + 16];
     const struct queue_conf *q;
+    unsigned part;
+    struct queue_keys keys;
 };
 
 /* A request for a job that is claimed here and has not started. */
@@ -28,9 +31,19 @@ struct cancel_pending {
     char id[DQ_ID_MAX + 1];
 };
 
+struct reaper_cancel;
+
+/* A show sent after (re)subscribing, for the job a worker runs. */
+struct cancel_check {
+    struct reaper_cancel *rc;
+    const struct queue_conf *q;
+    int64_t fence;
+    char id[DQ_ID_MAX + 1];
+};
+
 struct reaper_cancel {
     const struct reaper_args *a;
-    struct rconn *sub;
+    struct rconn *sub, *cmd;    /* cmd: the reaper's, borrowed */
     struct event *scan;
     struct cancel_part *parts;
     size_t nparts;
@@ -142,6 +155,66 @@ static void on_scan(evutil_socket_t fd, short what, void *arg)
         arm_scan(rc);
 }
 
+static void on_checked(struct rconn *conn, redisReply *reply, void *arg)
+{
+    (void)conn;
+    struct cancel_check *ck = arg;
+    dq_job_info info;
+    if (reply && proto_show_reply(reply, &info) == DQ_OK) {
+        if (info.state == DQ_STATE_CANCELLED && info.job.fence == ck->fence)
+            post_if_running(ck->rc, ck->q, ck->fence, ck->id);
+        dq_job_info_free(&info);
+    }
+    free(ck);
+}
+
+/*
+ * The subscription and the command connection are both (again) up: a
+ * cancel published while either was down may have been missed, so ask
+ * Redis about each job that runs here now (a read-only show each, a few
+ * at most: one per worker) and stop those cancelled under the fence they
+ * run with.
+ */
+static void check_running(struct reaper_cancel *rc)
+{
+    if (!rconn_is_up(rc->sub) || !rconn_is_up(rc->cmd))
+        return;                 /* the other one's coming up calls this */
+    for (size_t i = 0; i < rc->a->n; i++) {
+        struct slot_job job;
+        if (!slot_read_job(&rc->a->slots[i], &job))
+            continue;
+        const struct cancel_part *p = NULL;
+        for (size_t k = 0; k < rc->nparts && !p; k++)
+            if (rc->parts[k].part == job.part && strcmp(rc->parts[k].q->name, job.queue) == 0)
+                p = &rc->parts[k];
+        struct cancel_check *ck = p ? calloc(1, sizeof *ck) : NULL;
+        if (!ck)
+            continue;           /* not our queue (an older generation's) */
+        *ck = (struct cancel_check){ .rc = rc, .q = p->q, .fence = job.fence };
+        snprintf(ck->id, sizeof ck->id, "%s", job.id);
+        struct cmd cmd;
+        cmd_init(&cmd);
+        proto_show_cmd(&cmd, &p->keys, job.id);
+        if (rconn_send(rc->cmd, &cmd, DQ_SCRIPT_SHOW, on_checked, ck) < 0)
+            free(ck);           /* down: the next time it is up, we ask again */
+        cmd_free(&cmd);
+    }
+}
+
+static void on_subscribed(struct rconn *conn, void *arg)
+{
+    (void)conn;
+    struct reaper_cancel *rc = arg;
+    log_info("listening for cancels of running jobs on %zu channel%s", rc->nparts,
+             rc->nparts == 1 ? "" : "s");
+    check_running(rc);
+}
+
+void reaper_cancel_up(struct reaper_cancel *rc)
+{
+    check_running(rc);
+}
+
 static void on_message(struct rconn *conn, const char *payload, size_t len, void *arg)
 {
     (void)conn;
@@ -160,7 +233,8 @@ static void on_message(struct rconn *conn, const char *payload, size_t len, void
         keep_pending(rc, q, fence, id);
 }
 
-struct reaper_cancel *reaper_cancel_new(struct event_base *base, const struct reaper_args *a)
+struct reaper_cancel *reaper_cancel_new(struct event_base *base, const struct reaper_args *a,
+                                        struct rconn *cmd)
 {
     struct reaper_cancel *rc = calloc(1, sizeof *rc);
     size_t n = dconfig_parts_count(a->dc);
@@ -168,9 +242,10 @@ struct reaper_cancel *reaper_cancel_new(struct event_base *base, const struct re
     if (!rc || !channels)
         goto fail;
     rc->a = a;
+    rc->cmd = cmd;
     rc->parts = calloc(n ? n : 1, sizeof *rc->parts);
     rc->scan = evtimer_new(base, on_scan, rc);
-    struct rconn_events ev = { NULL, NULL, rc };
+    struct rconn_events ev = { on_subscribed, NULL, rc };
     rc->sub = rconn_from_conf(base, &a->dc->redis, "cancels", &ev);
     if (!rc->parts || !rc->scan || !rc->sub)
         goto fail;
@@ -180,6 +255,8 @@ struct reaper_cancel *reaper_cancel_new(struct event_base *base, const struct re
         memcpy(p->channel, it.keys.wake, sizeof p->channel);
         tag_of(p->channel, p->tag, sizeof p->tag);
         p->q = it.q;
+        p->part = it.part;
+        p->keys = it.keys;
         channels[rc->nparts++] = p->channel;
     }
     if (rconn_subscribe_many(rc->sub, channels, n, on_message, rc) < 0)

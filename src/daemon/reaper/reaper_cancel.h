@@ -9,8 +9,13 @@
  * hold is someone else's.
  *
  * Messages are not kept by Redis: one published while this connection is
- * down is missed, and that run goes on to its end; it ended in Redis all
- * the same, so its ack is refused and it never runs again.
+ * down is missed.  So each time the subscription is (again) confirmed,
+ * the job each worker here runs is looked up (show) over the reaper's
+ * command connection, and one that was cancelled under the fence it runs
+ * with is stopped then.  (A job that started and was cancelled while the
+ * subscription was down and that connection too runs to its end; it
+ * ended in Redis all the same, so its ack is refused and it never runs
+ * again.)
  */
 #ifndef DQ_REAPER_CANCEL_H
 #define DQ_REAPER_CANCEL_H
@@ -18,12 +23,20 @@
 #include <event2/event.h>
 
 #include "daemon/reaper/reaper_args.h"
+#include "redis/rconn.h"
 
 struct reaper_cancel;
 
 /* Listen for `a`'s queues (a is borrowed and must outlive the object) on
- * a connection of its own, started at once; NULL when out of memory. */
-struct reaper_cancel *reaper_cancel_new(struct event_base *base, const struct reaper_args *a);
+ * a connection of its own, started at once, and look jobs up over `cmd`
+ * (the reaper's, borrowed: free it first, so that replies in flight
+ * reach this object); NULL when out of memory. */
+struct reaper_cancel *reaper_cancel_new(struct event_base *base, const struct reaper_args *a,
+                                        struct rconn *cmd);
+
+/* The command connection is (again) up (the subscription's own coming up
+ * is seen here): look up the jobs running here once both are. */
+void reaper_cancel_up(struct reaper_cancel *rc);
 
 /* NULL is ignored. */
 void reaper_cancel_free(struct reaper_cancel *rc);

@@ -56,7 +56,8 @@ static void run_job(struct worker *w, size_t i, struct handler_entry *e)
     }
     struct slot_job sj = { .fence = job->fence, .attempt = job->attempt,
                            .started_ms = slots_now_ms(), .timeout_ms = e->conf->timeout_ms,
-                           .cancel_grace_ms = e->conf->cancel_grace_ms };
+                           .cancel_grace_ms = e->conf->cancel_grace_ms,
+                           .part = w->batch_part };
     snprintf(sj.id, sizeof sj.id, "%s", job->id);
     snprintf(sj.type, sizeof sj.type, "%s", job->type);
     snprintf(sj.queue, sizeof sj.queue, "%s", w->q->name);
