@@ -246,6 +246,41 @@ START_TEST(a_handler_that_ignores_it_is_stopped_after_its_grace)
 }
 END_TEST
 
+/* A job claimed in a batch and not started yet is in processing too: a
+ * cancel of it ends it, and its worker skips it when its turn comes, so
+ * it never runs; the job before it runs on and succeeds. */
+START_TEST(a_claimed_job_cancelled_before_its_turn_never_starts)
+{
+    struct h_conf hc;
+    h_conf_defaults(&hc);
+    hc.workers = 1;
+    hc.lease = "60s";
+    hc.batch = 8;
+    char handlers[1024];
+    hc.handlers = h_handler(&H, handlers, sizeof handlers, "*", "30s", 0);
+    h_write_conf(&H, &hc);
+    int64_t now = tu_now_ms();
+    add_at("first", "sleep:1000", now - 1000);
+    add_at("second", "ok", now - 500);
+    h_start(&H, 1);
+    wait_started("first");
+    dq_job_info info;
+    ck_assert_int_eq(h_state(&H, "second", &info), DQ_STATE_PROCESSING);
+    int64_t fence = info.job.fence;
+    dq_job_info_free(&info);
+    ck_assert_int_eq(dq_cancel(H.c, H_QUEUE, "second"), DQ_OK);
+    ck_assert(h_wait_gone(&H, "first", 5000));
+    ck_assert(h_wait_log(&H, "job cancelled before it started", 1, 2000) == 1);
+    struct h_run *r;
+    size_t n = h_records(&H, &r);
+    ck_assert_int_eq(h_count(r, n, "first", 1, NULL), 1);
+    ck_assert_int_eq(h_count(r, n, "second", 0, NULL), 0);
+    free(r);
+    assert_cancelled("second", fence);
+    ck_assert_int_eq(h_stop(&H, 10000), 0);
+}
+END_TEST
+
 /* The pid of the latest reaper that said it listens for cancels, from
  * the daemon's log ("[reap PID] listening for cancels ..."); 0 if none. */
 static pid_t reaper_pid(void)
@@ -386,6 +421,7 @@ int main(void)
     tcase_add_test(tc, a_handler_that_watches_returns_and_its_worker_goes_on);
     tcase_add_test(tc, a_handler_that_ignores_it_is_stopped_after_its_grace);
     tcase_add_test(tc, a_cancel_missed_while_the_reaper_was_down_still_stops_the_run);
+    tcase_add_test(tc, a_claimed_job_cancelled_before_its_turn_never_starts);
     tcase_add_test(tc, each_job_is_finished_or_cancelled_never_both);
     return fixture_run_suite(s);
 }

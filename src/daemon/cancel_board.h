@@ -13,7 +13,9 @@
  *   - the worker's handler reads it through dq_host.cancelled (the exec
  *     handler kills its program's process group), and the worker, once
  *     the handler returns, reports nothing for the job (it ended in
- *     Redis already);
+ *     Redis already); a job the worker has claimed and not started yet
+ *     may be posted too, and the worker, which reads its row before it
+ *     starts each job, then skips it;
  *   - the supervisor, on its tick, kills a worker whose job is still
  *     running the job's cancel_grace after the request, as it does at a
  *     timeout: only that job is touched (its batch-mates are settled).

@@ -77,23 +77,34 @@ static int running_row(const struct reaper_cancel *rc, const struct queue_conf *
     return -1;
 }
 
-/* Whether a worker here holds `id` under `fence` claimed and not started.
- * The tables are read while their worker writes them: a torn entry only
- * makes a request kept or dropped, and only a match of the running job
- * (running_row, read whole) is ever posted. */
-static int claimed_here(const struct reaper_cancel *rc, int64_t fence, const char *id)
+/* The row of a worker here that holds `id` under `fence` claimed and not
+ * finished (not started, or just started: its slot may not show it yet),
+ * or -1.  The tables are read while their worker writes them: a torn
+ * entry only makes a request kept or dropped a scan early or late; what
+ * the worker and the supervisor act on is matched by fence and id. */
+static int claimed_row(const struct reaper_cancel *rc, int64_t fence, const char *id)
 {
     for (size_t i = 0; i < rc->a->n; i++)
         for (int t = 0; t < SLOT_TABLES; t++) {
             const struct slot_table *tb = &rc->a->slots[i].tables[t];
             uint32_t n = __atomic_load_n(&tb->n, __ATOMIC_ACQUIRE);
-            for (uint32_t k = 0; k < n && k < DQ_CLAIM_MAX; k++)
-                if (tb->e[k].fence == fence
-                    && __atomic_load_n(&tb->e[k].state, __ATOMIC_ACQUIRE) == SE_PENDING
+            for (uint32_t k = 0; k < n && k < DQ_CLAIM_MAX; k++) {
+                int st = __atomic_load_n(&tb->e[k].state, __ATOMIC_ACQUIRE);
+                if (tb->e[k].fence == fence && (st == SE_PENDING || st == SE_RUNNING)
                     && strncmp(tb->e[k].id, id, sizeof tb->e[k].id) == 0)
-                    return 1;
+                    return (int)i;
+            }
         }
-    return 0;
+    return -1;
+}
+
+/* Whether row `row` asks nothing of the job its worker runs now, so that
+ * it may carry a request for a job that worker has not started. */
+static int row_free(const struct reaper_cancel *rc, int row)
+{
+    struct slot_job job;
+    return !slot_read_job(&rc->a->slots[row], &job)
+           || !cancel_request_matches(&rc->a->cancels[row], job.fence, job.id, NULL);
 }
 
 /* Post the request if the job runs here now; 1 when it was posted. */
@@ -107,6 +118,27 @@ static int post_if_running(struct reaper_cancel *rc, const struct queue_conf *q,
     log_info("queue=%s: job %s (fence %lld) was cancelled while running in row %d: "
              "stopping it", q->name, id, (long long)fence, row);
     return 1;
+}
+
+/*
+ * Act on a request to stop `id` of `q` under `fence`: post it to the
+ * worker that runs it; or, for a job a worker holds and has not started,
+ * post it where that worker looks before it starts a job (while its row
+ * asks nothing of the job it runs: a cancel of that one comes first), so
+ * that it never starts.  Returns 1 when nothing is left to do: posted to
+ * the run, or not held here (someone else's, or over); 0 to look again.
+ */
+static int act(struct reaper_cancel *rc, const struct queue_conf *q, int64_t fence,
+               const char *id)
+{
+    if (post_if_running(rc, q, fence, id))
+        return 1;
+    int row = claimed_row(rc, fence, id);
+    if (row < 0)
+        return 1;
+    if (row_free(rc, row) && !cancel_request_matches(&rc->a->cancels[row], fence, id, NULL))
+        cancel_request_post(&rc->a->cancels[row], fence, id, slots_now_ms());
+    return 0;
 }
 
 static void arm_scan(struct reaper_cancel *rc)
@@ -143,10 +175,9 @@ static void on_scan(evutil_socket_t fd, short what, void *arg)
     int64_t now = slots_now_ms();
     for (size_t i = 0; i < rc->npending;) {
         struct cancel_pending *p = &rc->pending[i];
-        /* Started and posted, past its lease, or no longer held here
-         * (given back, or its worker died: settled without running). */
-        if (post_if_running(rc, p->q, p->fence, p->id) || now > p->until_ms
-            || !claimed_here(rc, p->fence, p->id))
+        /* Started and posted, no longer held here (skipped, given
+         * back, or its worker died: settled), or past its lease. */
+        if (act(rc, p->q, p->fence, p->id) || now > p->until_ms)
             *p = rc->pending[--rc->npending];
         else
             i++;
@@ -227,9 +258,7 @@ static void on_message(struct rconn *conn, const char *payload, size_t len, void
     for (size_t i = 0; i < rc->nparts && !q; i++)
         if (strcmp(rc->parts[i].tag, tag) == 0)
             q = rc->parts[i].q;
-    if (!q || post_if_running(rc, q, fence, id))
-        return;
-    if (claimed_here(rc, fence, id))
+    if (q && !act(rc, q, fence, id))
         keep_pending(rc, q, fence, id);
 }
 

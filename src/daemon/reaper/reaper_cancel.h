@@ -4,9 +4,11 @@
  * configuration, and for each "cancel <fence> <id> <tag>" finds the
  * worker of this daemon that runs that job under that fence and posts
  * the request in its row of the cancel board.  A job claimed here but not
- * started yet (in a worker's slot table, pending) is looked for again
- * every SCAN_MS until it starts, then posted; one this daemon does not
- * hold is someone else's.
+ * started yet (in a worker's slot table, pending) is posted in that
+ * worker's row too, which the worker reads before it starts a job (unless
+ * the row asks about the job it runs), and looked for again every SCAN_MS
+ * until it is skipped or, having started, posted to its run; one this
+ * daemon does not hold is someone else's.
  *
  * Messages are not kept by Redis: one published while this connection is
  * down is missed.  So each time the subscription is (again) confirmed,

@@ -24,9 +24,14 @@ void handlers_watch_cancels(const struct cancel_request *row)
     cancel_row = row;
 }
 
+int handlers_cancel_asked(int64_t fence, const char *id)
+{
+    return cancel_row && cancel_request_matches(cancel_row, fence, id, NULL);
+}
+
 int handlers_job_cancelled(const dq_handler_job *job)
 {
-    return job && cancel_row && cancel_request_matches(cancel_row, job->fence, job->id, NULL);
+    return job && handlers_cancel_asked(job->fence, job->id);
 }
 
 static int open_entry(struct handler_entry *e, const struct daemon_conf *dc,

@@ -54,6 +54,9 @@ void handlers_watch_cancels(const struct cancel_request *row);
 /* Whether the cancel board asks this process to stop the run of `job`. */
 int handlers_job_cancelled(const dq_handler_job *job);
 
+/* The same for a job by fence and id, before it starts. */
+int handlers_cancel_asked(int64_t fence, const char *id);
+
 /* The entry for `type`: exact, else the "*" fallback, else NULL. */
 struct handler_entry *handlers_find(struct handler_table *t, const char *type);
 

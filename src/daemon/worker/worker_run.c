@@ -35,6 +35,16 @@ static void job_cancelled(struct worker *w, size_t i, const struct slot_job *sj)
              sj->attempt, (long long)(slots_now_ms() - sj->started_ms));
 }
 
+/* Job i of the batch was cancelled before it started (cancel_board.h):
+ * it ended in Redis, so it is neither run nor reported. */
+static void skip_cancelled(struct worker *w, size_t i)
+{
+    const dq_job *job = &w->batch.jobs[i];
+    slot_entry_set(w->slot, w->table, i, SE_DONE);
+    log_info("job cancelled before it started: queue=%s id=%s type=%s attempt=%d; "
+             "not run", w->q->name, job->id, job->type, job->attempt);
+}
+
 /* Run job i of the batch through its handler `e` (NULL: none); its
  * outcome joins the reports.  The slot shows the job while it runs, so
  * that the supervisor can stop it at its timeout and fail it if the worker
@@ -138,6 +148,10 @@ void worker_on_run(evutil_socket_t fd, short what, void *arg)
         if (look_at_messages(w))
             return;
         const dq_job *job = &b->jobs[w->run_i];
+        if (handlers_cancel_asked(job->fence, job->id)) {
+            skip_cancelled(w, w->run_i);
+            continue;
+        }
         struct handler_entry *e = job->type[0] ? handlers_find(&w->handlers, job->type) : NULL;
         if (!lease_covers(w, e)) {
             worker_start_renewal(w);
