@@ -13,6 +13,11 @@ export class DelayqError extends Error {
   readonly finishedMs?: number | null;
   /** code 'unique': when its dedupe window ends (Unix ms); null in enqueueMany's results. */
   readonly untilMs?: number | null;
+  /**
+   * code 'unique': what keeps the id is a job of that id cancelled while it ran (finishedMs the
+   * cancel, untilMs the end of that run's lease, or of its window if later).
+   */
+  readonly cancelled?: boolean;
 }
 
 export const CODES: readonly ErrorCode[];
@@ -118,6 +123,8 @@ export interface Enqueued {
   /** finished: when it finished and when its window ends (Unix ms). */
   finishedMs?: number;
   untilMs?: number;
+  /** finished: the job of that id was cancelled while it ran; its id is kept until untilMs. */
+  cancelled?: boolean;
   /** A debounced add that a waiting job of that id took. */
   debounced?: boolean;
   /** A debounced add kept as the running job's next run: it takes the job's place when that attempt ends. */
@@ -140,14 +147,19 @@ export type EnqueueResult = { id: string; replaced?: boolean; finished?: boolean
 
 export interface Job {
   id: string;
-  /** 'done': finished within its dedupe window (stateMs when; the other fields '' or 0). */
-  state: 'delayed' | 'processing' | 'dead' | 'orphan' | 'unreadable' | 'done';
+  /**
+   * 'done': finished within its dedupe window (stateMs when; the other fields '' or 0).
+   * 'cancelled': cancelled while it ran (stateMs when, fence the run that was stopped; the
+   * other fields '' or 0), its id kept until uniqueUntilMs.
+   */
+  state: 'delayed' | 'processing' | 'dead' | 'orphan' | 'unreadable' | 'done' | 'cancelled';
   type: string;
   payload: Buffer;
   attempts: number;
   maxAttempts: number;
   createdMs: number;
   dueMs: number;
+  /** The claim's fence while processing; state 'cancelled': the stopped run's; otherwise 0. */
   fence: number;
   lastError: string;
   /** Due time, lease deadline or time of death. */
@@ -163,7 +175,7 @@ export interface Job {
   onExpire: 'dead' | 'drop' | '';
   /** Its dedupe window (ms); 0: none. */
   uniqueMs: number;
-  /** State 'done': when the window ends and its id is free (Unix ms); otherwise 0. */
+  /** States 'done' and 'cancelled': when its id is free (Unix ms); otherwise 0. */
   uniqueUntilMs: number;
 }
 
@@ -178,6 +190,8 @@ export interface Stats {
   dueByPriority: number[];
   /** Jobs that reached their expiry unstarted, ever (a counter kept in Redis). */
   jobsExpired: number;
+  /** Jobs cancelled, waiting or running, ever (a counter kept in Redis; 0 from older scripts). */
+  jobsCancelled: number;
 }
 
 export interface DeadJob {
@@ -230,6 +244,11 @@ export class Client {
   enqueue(queue: string, type: string, payload: Payload,
           options?: EnqueueCallOptions): Promise<string | Enqueued>;
   enqueueMany(jobs: EnqueueJob[]): Promise<EnqueueResult[]>;
+  /**
+   * true: cancelled (a waiting job is deleted; a running one ends at once and its daemon stops
+   * the run; its id stays taken until that run's lease would have ended). false: no such job
+   * (it finished first, or was never added). Rejects 'dead'; 'running' only from older scripts.
+   */
   cancel(queue: string, id: string): Promise<boolean>;
   runNow(queue: string, id: string): Promise<void>;
   show(queue: string, id: string): Promise<Job | null>;

@@ -37,20 +37,6 @@ static dq_status bad_reply(dq_client *c, dq_status st, enum dq_script_id s)
 
 /* Add one partition's stats to the sum: counts add up, the next due
  * time is the soonest. */
-static void stats_add(dq_stats *sum, const dq_stats *one)
-{
-    sum->delayed += one->delayed;
-    sum->due += one->due;
-    sum->processing += one->processing;
-    sum->expired += one->expired;
-    sum->dead += one->dead;
-    for (int p = 0; p < DQ_PRIORITY_LEVELS; p++)
-        sum->due_by_priority[p] += one->due_by_priority[p];
-    if (one->next_due_in_ms >= 0
-        && (sum->next_due_in_ms < 0 || one->next_due_in_ms < sum->next_due_in_ms))
-        sum->next_due_in_ms = one->next_due_in_ms;
-    sum->now_ms = one->now_ms;
-}
 
 dq_status dq_stats_get(dq_client *c, const char *queue, dq_stats *out)
 {
@@ -64,7 +50,7 @@ dq_status dq_stats_get(dq_client *c, const char *queue, dq_stats *out)
         dq_stats one;
         if ((st = dq_stats_partition(c, queue, p, &one)) != DQ_OK)
             return st;
-        stats_add(out, &one);
+        proto_stats_add(out, &one);
     }
     return DQ_OK;
 }

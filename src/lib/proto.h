@@ -88,6 +88,9 @@ dq_status proto_stats_reply(const redisReply *r, dq_stats *out);
 /* The stats reply's paused_since_ms: when the queue was paused, -1 when
  * it is not (nor said: a reply of an older script). */
 int64_t proto_stats_paused(const redisReply *r);
+/* Add one partition's figures into a queue's `sum` (counts and counters
+ * summed; the soonest next due time; the latest server time). */
+void proto_stats_add(dq_stats *sum, const dq_stats *one);
 /* The stats reply's oldest_due_ms: the due time of the job due longest,
  * -1 when none is due (nor said: a reply of an older script). */
 int64_t proto_stats_oldest_due(const redisReply *r);

@@ -98,6 +98,24 @@ dq_status proto_stats_reply(const redisReply *r, dq_stats *out)
     return DQ_OK;
 }
 
+void proto_stats_add(dq_stats *sum, const dq_stats *one)
+{
+    sum->delayed += one->delayed;
+    sum->due += one->due;
+    sum->processing += one->processing;
+    sum->expired += one->expired;
+    sum->dead += one->dead;
+    sum->jobs_expired += one->jobs_expired;
+    sum->jobs_cancelled += one->jobs_cancelled;
+    for (int p = 0; p < DQ_PRIORITY_LEVELS; p++)
+        sum->due_by_priority[p] += one->due_by_priority[p];
+    if (one->next_due_in_ms >= 0
+        && (sum->next_due_in_ms < 0 || one->next_due_in_ms < sum->next_due_in_ms))
+        sum->next_due_in_ms = one->next_due_in_ms;
+    if (one->now_ms > sum->now_ms)
+        sum->now_ms = one->now_ms;
+}
+
 int64_t proto_stats_paused(const redisReply *r)
 {
     return is_array(r, 8) ? elem_int(r, 7) : -1;

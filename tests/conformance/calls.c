@@ -93,7 +93,7 @@ static struct jv *do_enqueue(struct case_run *r, const struct jv *a, dq_status *
 
 static const char *const status_names[] = {
     "ok", "invalid", "notfound", "exists", "running", "dead", "stale", "too_large",
-    "connect", "auth", "timeout", "redis", "nomem"
+    "connect", "auth", "timeout", "redis", "nomem", "unique"
 };
 
 static struct jv *do_enqueue_many(struct case_run *r, const struct jv *a, dq_status *st)
@@ -155,6 +155,7 @@ static struct jv *do_show(struct case_run *r, const char *id, dq_status *st)
     jv_set(o, "created_ms", jv_int(info.job.created_ms));
     jv_set(o, "due_ms", jv_int(info.job.due_ms));
     jv_set(o, "last_error", jv_str(info.job.last_error));
+    jv_set(o, "fence", jv_int(info.job.fence));
     dq_job_info_free(&info);
     return o;
 }
@@ -174,6 +175,7 @@ static struct jv *do_stats(struct case_run *r, dq_status *st)
     for (int p = 0; p < DQ_PRIORITY_LEVELS; p++)
         jv_push(by, jv_int(s.due_by_priority[p]));
     jv_set(o, "due_by_priority", by);
+    jv_set(o, "jobs_cancelled", jv_int(s.jobs_cancelled));
     return o;
 }
 

@@ -278,13 +278,14 @@ class Run {
         return j === null ? null : {
           state: j.state, type: j.type, payload: j.payload, attempts: j.attempts, max_attempts: j.maxAttempts,
           priority: j.priority, created_ms: j.createdMs, due_ms: j.dueMs, last_error: j.lastError,
+          fence: j.fence,
         };
       }
       case 'run_now': await c.runNow(q, a.id); return null;
       case 'stats': {
         const s = await c.stats(q);
         return { delayed: s.delayed, due: s.due, processing: s.processing, dead: s.dead, expired: s.expired,
-          next_due_in_ms: s.nextDueInMs, due_by_priority: s.dueByPriority };
+          next_due_in_ms: s.nextDueInMs, due_by_priority: s.dueByPriority, jobs_cancelled: s.jobsCancelled };
       }
       case 'pause': await c.pause(q); return null;
       case 'resume': await c.resume(q); return null;

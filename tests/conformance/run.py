@@ -144,14 +144,15 @@ class Run:
             return None if j is None else {
                 "state": j.state, "type": j.type, "payload": j.payload, "attempts": j.attempts,
                 "max_attempts": j.max_attempts, "priority": j.priority,
-                "created_ms": j.created_ms, "due_ms": j.due_ms, "last_error": j.last_error}
+                "created_ms": j.created_ms, "due_ms": j.due_ms, "last_error": j.last_error,
+                "fence": j.fence}
         if name == "run_now":
             return c.run_now(q, a["id"])
         if name == "stats":
             s = c.stats(q)
             return {"delayed": s.delayed, "due": s.due, "processing": s.processing,
                     "dead": s.dead, "expired": s.expired, "next_due_in_ms": s.next_due_in_ms,
-                    "due_by_priority": s.due_by_priority}
+                    "due_by_priority": s.due_by_priority, "jobs_cancelled": s.jobs_cancelled}
         if name in ("pause", "resume"):
             getattr(c, name)(q)
             return None

@@ -1,6 +1,7 @@
 'use strict';
 // The dead set (list, requeue, purge), with dead jobs made through the
-// claim and fail scripts as a worker makes them.
+// claim and fail scripts as a worker makes them; a running job (claimed
+// through the claim script) replaced, run now, cancelled.
 
 const test = require('node:test');
 const assert = require('node:assert');
@@ -77,17 +78,63 @@ for (const parts of [1, 3]) {
   });
 }
 
-test('a running job cannot be cancelled or replaced', async () => {
+test('a running job cannot be replaced or run now', async () => {
   const q = queueName('running');
   await dq.enqueue(q, 't', 'x', { id: 'run:1' });
   const k = dq.keysOf(q, 0, 1);
   await dq.conn.evalScript('claim', k.keys, [10, 60000]);
-  await assert.rejects(dq.cancel(q, 'run:1'),
-    { code: 'running', message: `job run:1 in queue ${q} is running; it can no longer be cancelled` });
   await assert.rejects(dq.enqueue(q, 't', 'y', { id: 'run:1', replace: true }),
     { code: 'running', message: `job run:1 in queue ${q} is running and cannot be replaced` });
+  await assert.rejects(dq.runNow(q, 'run:1'),
+    { code: 'running', message: `job run:1 in queue ${q} is running; it is no longer waiting` });
   assert.strictEqual((await dq.show(q, 'run:1')).state, 'processing');
   assert.strictEqual((await dq.stats(q)).processing, 1);
 });
+
+for (const parts of [1, 3]) {
+  test(`a running job is cancelled at once, with ${parts} partition(s)`, async () => {
+    const q = queueName('cancelrun');
+    await dq.setPartitions(q, parts);
+    await dq.enqueue(q, 't', 'x', { id: 'run:1' });
+    await dq.enqueue(q, 't', 'w', { id: 'wait:1', delay: 60000 });
+    // claim it as a worker does: its fence
+    const k = await dq.keysOfId(q, 'run:1');
+    const r = await dq.conn.evalScript('claim', k.keys, [10, 60000]);
+    assert.strictEqual(Number(r[2]), 1);
+    assert.strictEqual(String(r[3]), 'run:1');
+    const fence = Number(r[5]);
+    const held = await dq.show(q, 'run:1');
+    assert.deepStrictEqual([held.state, held.fence], ['processing', fence]);
+
+    assert.strictEqual(await dq.cancel(q, 'run:1'), true);
+    const j = await dq.show(q, 'run:1');
+    assert.strictEqual(j.state, 'cancelled');
+    assert.strictEqual(j.fence, fence);   // the run that was stopped
+    assert.deepStrictEqual([j.type, j.payload.length, j.attempts, j.lastError], ['', 0, 0, '']);
+    assert.ok(Math.abs(j.stateMs - j.nowMs) < 5000, `cancelled at ${j.stateMs}, now ${j.nowMs}`);
+    // its id is kept until the run's lease would have ended
+    assert.strictEqual(j.uniqueUntilMs, held.stateMs);
+    assert.strictEqual(await dq.cancel(q, 'run:1'), false);   // nothing left to cancel
+    // the run's ack under its fence is refused: the cancel won
+    assert.deepStrictEqual((await dq.conn.evalScript('ack', k.keys, ['run:1', fence])).map(Number), [0]);
+
+    // a waiting job's cancel counts too, on whatever partition it is
+    assert.strictEqual(await dq.cancel(q, 'wait:1'), true);
+    const s = await dq.stats(q);
+    assert.deepStrictEqual([s.delayed, s.due, s.processing, s.dead, s.jobsCancelled], [0, 0, 0, 0, 2]);
+
+    // an add of the id meanwhile is refused, saying a cancelled run keeps it
+    const refused = { code: 'unique', message: `job run:1 in queue ${q} finished within its dedupe window`,
+      finishedMs: j.stateMs, untilMs: j.uniqueUntilMs, cancelled: true };
+    await assert.rejects(dq.enqueue(q, 't', 'y', { id: 'run:1' }), refused);
+    await assert.rejects(dq.enqueue(q, 't', 'y', { id: 'run:1', replace: true }), refused);
+    const got = await dq.enqueue(q, 't', 'y', { id: 'run:1', uniqueFor: 60000, uniqueOk: true, detail: true });
+    assert.deepStrictEqual(got, { id: 'run:1', dueMs: 0, finished: true, finishedMs: j.stateMs,
+      untilMs: j.uniqueUntilMs, cancelled: true });
+    const [many] = await dq.enqueueMany([{ queue: q, type: 't', payload: 'y', id: 'run:1' }]);
+    assert.strictEqual(many.error.code, 'unique');
+    assert.strictEqual((await dq.show(q, 'run:1')).state, 'cancelled');
+  });
+}
 
 module.exports = { claimAndFail };

@@ -14,12 +14,13 @@ async function orderTimeout(): Promise<void> {
   await dq.enqueue('orders', 't', 'x', { id: 'hook:1', uniqueFor: '1h', uniqueOk: true });
   const got: Enqueued = await dq.enqueue('orders', 't', 'x', { id: 'search:1', debounce: '500ms', maxWait: 2000, detail: true });
   if (got.debounced || got.nextRun) console.log(got.id, got.dueMs);
+  if (got.finished && got.cancelled) console.log(got.finishedMs, got.untilMs);
   const plain: string = await dq.enqueue('orders', 't', 'x', { id: 'search:1', debounce: 500, detail: false });
   console.log(plain);
   try {
     await dq.enqueue('orders', 't', 'x', { id: 'hook:1', uniqueFor: 3600000 });
   } catch (e) {
-    if (e instanceof DelayqError && e.code === 'unique') console.log(e.finishedMs, e.untilMs);
+    if (e instanceof DelayqError && e.code === 'unique') console.log(e.finishedMs, e.untilMs, e.cancelled === true);
   }
   const many: EnqueueResult[] = await dq.enqueueMany([{ queue: 'orders', type: 't', payload: 'x', delay: '1h' },
     { queue: 'orders', type: 't', payload: 'x', ttl: 60000, onExpire: 'dead' }]);
@@ -30,8 +31,9 @@ async function orderTimeout(): Promise<void> {
   const job: Job | null = await dq.show('orders', id);
   if (job) console.log(job.payload.byteLength, job.state, job.priority, job.expireAtMs, job.onExpire);
   if (job && job.state === 'done') console.log(job.stateMs, job.uniqueMs, job.uniqueUntilMs);
+  if (job && job.state === 'cancelled') console.log(job.stateMs, job.fence, job.uniqueUntilMs);
   const s: Stats = await dq.stats('orders');
-  console.log(s.dueByPriority[0], s.jobsExpired, cancelled, parseDuration('1h30m'));
+  console.log(s.dueByPriority[0], s.jobsExpired, s.jobsCancelled, cancelled, parseDuration('1h30m'));
   await dq.runNow('orders', id);
   const since: number = await dq.pause('orders');
   console.log(since, await dq.paused('orders'), await dq.resume('orders'));

@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """The Python client's jobs under control, against a real redis-server
 (started here, stopped by pid): job expiry (shown, never claimed once
-past, refused when bad), dedupe windows, debounced adds, and schedules
-paused and resumed.  Jobs run through the claim, ack and fail scripts."""
+past, refused when bad), dedupe windows, a running job cancelled,
+debounced adds, and schedules paused and resumed.  Jobs run through the
+claim, ack and fail scripts."""
 import re
 import sys
 import time
@@ -305,6 +306,75 @@ class JobsControlTest(RedisCase):
         j = self.dq.show("pq", "d")
         self.assertEqual((j.unique_ms, j.priority, j.expire_at_ms), (30000, 9, 0))
         self.assertEqual(self.dq.stats("pq").delayed, 3)
+
+    # ---- cancel of a running job: it ends at once ------------------------
+
+    def test_a_running_job_is_cancelled_at_once(self):
+        """Claimed by hand (as a worker), a job is cancelled: show says
+        "cancelled" with the claim's fence until the run's lease end, the
+        run's ack is refused, stats count it (summed over the partitions),
+        and an add of its id meanwhile is refused as unique."""
+        for n in (1, 3):
+            q = "cr%d" % n
+            self.dq.set_partitions(q, n)
+            self.dq.enqueue(q, "t", b"x", id="run:1")
+            self.dq.enqueue(q, "t", b"w", id="wait:1", delay=60000)
+            ks, _ = delayq.keys.queue_keys("dq", q, delayq.keys.partition_of("run:1", n), n)
+            r = self.dq.conn.run("claim", ks, [10, 60000])
+            self.assertEqual((int(r[2]), r[3]), (1, b"run:1"))
+            fence = int(r[5])
+            held = self.dq.show(q, "run:1")
+            self.assertEqual((held.state, held.fence), ("processing", fence))
+            # replace and run_now still refuse a running job
+            with self.assertRaises(delayq.RunningError):
+                self.dq.enqueue(q, "t", b"y", id="run:1", replace=True)
+            with self.assertRaises(delayq.RunningError):
+                self.dq.run_now(q, "run:1")
+
+            self.assertTrue(self.dq.cancel(q, "run:1"))
+            j = self.dq.show(q, "run:1")
+            self.assertEqual((j.state, j.fence, j.type, j.payload, j.attempts, j.last_error),
+                             ("cancelled", fence, "", b"", 0, ""))
+            self.assertLess(abs(j.state_ms - j.now_ms), 5000)
+            self.assertEqual(j.unique_until_ms, held.state_ms)   # the run's lease end
+            self.assertFalse(self.dq.cancel(q, "run:1"))          # nothing left to cancel
+            self.assertEqual(self.dq.conn.run("ack", ks, ["run:1", fence]), [0])   # stale
+            with self.assertRaises(delayq.NotFoundError):
+                self.dq.run_now(q, "run:1")
+
+            self.assertTrue(self.dq.cancel(q, "wait:1"))   # a waiting one counts too
+            s = self.dq.stats(q)
+            self.assertEqual((s.delayed, s.due, s.processing, s.dead, s.jobs_cancelled),
+                             (0, 0, 0, 0, 2))
+
+            for kw in ({}, {"replace": True}):
+                with self.assertRaises(delayq.UniqueError, msg=kw) as e:
+                    self.dq.enqueue(q, "t", b"y", id="run:1", **kw)
+                err = e.exception
+                self.assertEqual((err.code, str(err)),
+                                 ("unique", "job run:1 in queue %s finished within its "
+                                  "dedupe window" % q))
+                self.assertEqual((err.finished_ms, err.until_ms, err.cancelled),
+                                 (j.state_ms, j.unique_until_ms, True))
+            got = self.dq.enqueue(q, "t", b"y", id="run:1", unique_for=60000, unique_ok=True,
+                                  detail=True)
+            self.assertEqual((got.id, got.finished, got.cancelled, got.finished_ms,
+                              got.unique_until_ms, got.due_ms),
+                             ("run:1", True, True, j.state_ms, j.unique_until_ms, 0))
+            many = self.dq.enqueue_many(q, [{"type": "t", "id": "run:1"}])
+            self.assertIsInstance(many[0].error, delayq.UniqueError)
+            self.assertEqual(self.dq.show(q, "run:1").state, "cancelled")
+
+    def test_a_windows_tombstone_is_not_a_cancelled_run(self):
+        """A job done within its window refuses an add without cancelled."""
+        self.dq.enqueue("q", "t", id="w", unique_for=60000)
+        self.assertEqual(self.run_all("q"), ["w"])
+        with self.assertRaises(delayq.UniqueError) as e:
+            self.dq.enqueue("q", "t", id="w")
+        self.assertFalse(e.exception.cancelled)
+        got = self.dq.enqueue("q", "t", id="w", unique_for=60000, unique_ok=True, detail=True)
+        self.assertEqual((got.finished, got.cancelled), (True, False))
+        self.assertEqual(self.dq.stats("q").jobs_cancelled, 0)
 
     # ---- debounce: a burst of adds of one id runs once, after it ---------
 

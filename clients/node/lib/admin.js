@@ -21,11 +21,14 @@ function statsOf(r) {
     delayed: int(r[1]), due, processing: int(r[3]), expired: int(r[6]), dead: int(r[4]),
     nextDueInMs: int(r[5]), nowMs: int(r[0]), dueByPriority: byPriority,
     jobsExpired: r.length > 19 ? int(r[19]) : 0,   // none from a script older than expiries
+    // none from a script older than cancelling a running job
+    jobsCancelled: r.length > 20 ? int(r[20]) : 0,
   };
 }
 
 // stats(queue) -> { delayed, due, processing, expired, dead, nextDueInMs,
-// nowMs, dueByPriority[10], jobsExpired }, summed over the partitions.
+// nowMs, dueByPriority[10], jobsExpired, jobsCancelled }, summed over the
+// partitions.
 P.stats = async function stats(queue) {
   const n = await this.partCount(queue);
   let sum = null;
@@ -35,7 +38,7 @@ P.stats = async function stats(queue) {
       sum = one;
       continue;
     }
-    for (const f of ['delayed', 'due', 'processing', 'expired', 'dead', 'jobsExpired']) sum[f] += one[f];
+    for (const f of ['delayed', 'due', 'processing', 'expired', 'dead', 'jobsExpired', 'jobsCancelled']) sum[f] += one[f];
     one.dueByPriority.forEach((v, i) => { sum.dueByPriority[i] += v; });
     if (one.nextDueInMs >= 0 && (sum.nextDueInMs < 0 || one.nextDueInMs < sum.nextDueInMs)) {
       sum.nextDueInMs = one.nextDueInMs;
@@ -47,7 +50,9 @@ P.stats = async function stats(queue) {
 
 // show(queue, id) -> the job (payload a Buffer), or null when there is none;
 // state 'done' for one that finished within its dedupe window (stateMs
-// when, uniqueUntilMs when the window ends; the other fields '' or 0).
+// when, uniqueUntilMs when the window ends; the other fields '' or 0), and
+// 'cancelled' for one cancelled while it ran (the same, with fence the run
+// that was stopped and uniqueUntilMs when its id is free).
 P.show = async function show(queue, id) {
   this.checkQueue(queue);
   if (typeof id !== 'string' || id === '') throw fail('invalid', 'job id is empty');

@@ -144,9 +144,15 @@ function enqueueArgs(req, wake, n, part) {
 function enqueued(r, req, refused) {
   const status = str(r[0]);
   if ((status === 'unique' || status === 'done') && r.length >= 5) {
-    // {status, id, finished_ms, now_ms, until_ms}: nothing was written.
-    if (status === 'unique') throw uniqueError(req, int(r[2]), int(r[4]));
-    return { id: str(r[1]), dueMs: 0, finished: true, finishedMs: int(r[2]), untilMs: int(r[4]) };
+    // {status, id, finished_ms, now_ms, until_ms, what}: nothing was
+    // written; what kept the id, 'cancelled' (a job cancelled while it
+    // ran) or 'done', is not there from a script older than cancelling a
+    // running job.
+    const cancelled = r.length >= 6 && str(r[5]) === 'cancelled';
+    if (status === 'unique') throw uniqueError(req, int(r[2]), int(r[4]), cancelled);
+    const out = { id: str(r[1]), dueMs: 0, finished: true, finishedMs: int(r[2]), untilMs: int(r[4]) };
+    if (cancelled) out.cancelled = true;
+    return out;
   }
   const out = { id: str(r[1]), dueMs: int(r[2]) };
   if (status === 'replaced') out.replaced = true;
@@ -449,8 +455,13 @@ class Client {
     throw fail('redis', `unexpected reply from the ${name} script`);
   }
 
-  // cancel(queue, id) -> true when it was still waiting (and is deleted),
-  // false when there is no such job.
+  // cancel(queue, id) -> true when it was cancelled: a waiting job is
+  // deleted; a running one ends at once, cancelled, and its daemon stops
+  // the run (its id stays taken until that run's lease would have ended:
+  // show's state 'cancelled').  false when there is no such job: it
+  // finished first, or was never added.  'dead' (purge it instead);
+  // 'running' only from a server whose scripts predate cancelling a
+  // running job.
   cancel(queue, id) {
     return this.delayedJobCall('cancel', queue, id, 'cancelled', 'it can no longer be cancelled', 'purge it instead');
   }

@@ -21,11 +21,14 @@ function fail(code, message) {
 // An enqueue refused because the job of that id finished within its
 // dedupe window: code "unique", with when it finished and when the window
 // ends (Unix ms, server clock), null when the reply does not say
-// (enqueue_many's).
-function uniqueError(req, finishedMs = null, untilMs = null) {
+// (enqueue_many's); cancelled when what keeps the id is a job of that id
+// cancelled while it ran (finishedMs the cancel, untilMs the end of that
+// run's lease, or of its window if later).
+function uniqueError(req, finishedMs = null, untilMs = null, cancelled = false) {
   const e = fail('unique', `job ${req.id} in queue ${req.queue} finished within its dedupe window`);
   e.finishedMs = finishedMs;
   e.untilMs = untilMs;
+  e.cancelled = cancelled;
   return e;
 }
 

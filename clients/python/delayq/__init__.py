@@ -5,7 +5,7 @@
     dq = delayq.Client.from_url("redis://localhost:6379/0")
     dq.enqueue("orders", "order.cancel", b'{"order":1234}',
                delay=timedelta(minutes=30), id="order:1234:cancel")
-    dq.cancel("orders", "order:1234:cancel")   # True when it was still waiting
+    dq.cancel("orders", "order:1234:cancel")   # True when it was cancelled
 """
 from .client import PROTOCOL_VERSION, Client
 from .conn import Options

@@ -222,11 +222,15 @@ class Client(Schedules):
         means (raised)."""
         status, got = _text(r[0]), _text(r[1])
         if status in ("unique", "done") and len(r) >= 5:
+            # A sixth element says what keeps the id: "cancelled" (a run
+            # cancelled while it ran) or "done" (a window); none from a
+            # script older than cancelling a running job.
+            cancelled = len(r) >= 6 and _text(r[5]) == "cancelled"
             if status == "unique":
                 raise UniqueError("job %s in queue %s finished within its dedupe window"
-                                  % (j.id, queue), int(r[2]), int(r[4]))
+                                  % (j.id, queue), int(r[2]), int(r[4]), cancelled)
             return Enqueued(got, finished=True, finished_ms=int(r[2]),
-                            unique_until_ms=int(r[4]))
+                            unique_until_ms=int(r[4]), cancelled=cancelled)
         if status in ("ok", "replaced", "debounced", "queued"):
             return Enqueued(got, int(r[2]), replaced=status == "replaced",
                             debounced=status == "debounced", next_run=status == "queued")
@@ -357,8 +361,15 @@ class Client(Schedules):
         raise RedisError("unexpected reply from the %s script" % name)
 
     def cancel(self, queue, id) -> bool:
-        """Delete a job still waiting: True; False when there is no such
-        job.  RunningError (being processed: too late), DeadError."""
+        """Cancel a job that has not finished: True.  One still waiting is
+        deleted; one running ends at once, cancelled (never retried, never
+        dead), and the daemon running it stops its handler within about a
+        second; its id stays taken until that run's lease would have ended
+        (show: state "cancelled").  False when there is no such job: it
+        finished first, or was never added (of a cancel and the job's own
+        end, exactly one wins).  DeadError (purge it instead);
+        RunningError only from a server whose scripts predate cancelling a
+        running job."""
         return self._delayed_call("cancel", queue, id, "it can no longer be cancelled",
                                   "purge it instead")
 
@@ -371,7 +382,9 @@ class Client(Schedules):
 
     def show(self, queue, id):
         """The job, or None when there is no such job (one done within its
-        dedupe window is state "done", until the window ends)."""
+        dedupe window is state "done", until the window ends; one cancelled
+        while it ran is state "cancelled", with the fence of the run that
+        was stopped, until its id is free: unique_until_ms)."""
         queue = keys.check_queue(queue)
         job_id = keys.check_named_id(id)
         ks, _ = self._keys_of_id(queue, job_id)
@@ -414,6 +427,8 @@ class Client(Schedules):
                 total.due_by_priority[lvl] += int(r[8 + lvl])
             if len(r) > 19:     # none from a script older than expiries
                 total.jobs_expired += int(r[19])
+            if len(r) > 20:     # none from one older than cancelling a running job
+                total.jobs_cancelled += int(r[20])
             total.now_ms = int(r[0])
         return total
 

@@ -38,17 +38,23 @@ class UniqueError(Error):
     (unique_for), and unique_ok was not asked: nothing was added.
     .finished_ms is when it finished and .until_ms when the window ends
     (Unix ms, server clock); both None in enqueue_many's results, whose
-    reply does not carry them."""
+    reply does not carry them.  .cancelled: what keeps the id is a job of
+    that id cancelled while it ran (finished_ms the cancel, until_ms the
+    end of that run's lease, or of its window if later), as libdelayq's
+    dq_enqueued.cancelled; False when the reply does not say."""
     code = "unique"
 
-    def __init__(self, message, finished_ms=None, until_ms=None):
+    def __init__(self, message, finished_ms=None, until_ms=None, cancelled=False):
         super().__init__(message)
         self.finished_ms = finished_ms
         self.until_ms = until_ms
+        self.cancelled = cancelled
 
 
 class RunningError(Error):
-    """The job is being processed and cannot be changed."""
+    """The job is being processed and cannot be changed (run_now, a
+    replace; a cancel only from a server whose scripts predate cancelling
+    a running job)."""
     code = "running"
 
 

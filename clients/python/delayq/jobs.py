@@ -15,9 +15,12 @@ class Job:
     last_error are str (decoded as UTF-8, undecodable bytes escaped).
     State "done": the job finished within its dedupe window (state_ms is
     when, unique_until_ms when the window ends; the other fields are ""
-    or 0); its id is taken until then."""
+    or 0); its id is taken until then.  State "cancelled": the job was
+    cancelled while it ran (state_ms is when, fence the run that was
+    stopped, unique_until_ms when its id is free: that run's lease end,
+    or its window's if later; the other fields are "" or 0)."""
     id: str
-    state: str            # delayed, processing, dead, orphan, unreadable, done
+    state: str            # delayed, processing, dead, orphan, unreadable, done, cancelled
     type: str
     payload: bytes
     attempts: int         # attempts made (the one running included)
@@ -25,7 +28,7 @@ class Job:
     priority: int         # 0 (most urgent) .. 9; 5 normal
     created_ms: int
     due_ms: int
-    fence: int            # the claim's fence while processing, else 0
+    fence: int            # the claim's fence while processing (cancelled: the stopped run's)
     last_error: str
     state_ms: int         # due time, lease deadline or time of death
     now_ms: int           # the server's time when read
@@ -34,7 +37,7 @@ class Job:
     expire_at_ms: int = 0  # when it expires if not started by then; 0: never
     on_expire: str = ""   # what then: "dead" or "drop"; "" when it never expires
     unique_ms: int = 0    # its dedupe window (ms); 0: none
-    unique_until_ms: int = 0  # state "done": when the window ends; else 0
+    unique_until_ms: int = 0  # state "done", "cancelled": when the id is free; else 0
 
     @property
     def due(self) -> datetime:
@@ -65,6 +68,7 @@ class Stats:
     due_by_priority: List[int] = field(default_factory=lambda: [0] * 10)
     paused_since_ms: int = -1
     jobs_expired: int = 0  # jobs that reached their expiry unstarted, ever
+    jobs_cancelled: int = 0  # jobs cancelled, waiting or running, ever
 
 
 @dataclass
@@ -112,7 +116,9 @@ class Enqueued:
     replaced: an existing job was rescheduled (replace).  finished:
     nothing was added, as the job of that id finished within its dedupe
     window (without error with unique_ok; due_ms is then 0; enqueue also
-    gives when it finished and when the window ends).  A debounced add
+    gives when it finished and when the window ends, and with cancelled
+    that the job of that id was cancelled while it ran: its id is kept
+    until that run's lease would have ended, unique_until_ms).  A debounced add
     (enqueue only): debounced, it took the place of the waiting job of that id;
     next_run, that job is running and the add is its next run, which
     takes its place when that attempt ends (due at due_ms, or then if
@@ -126,6 +132,7 @@ class Enqueued:
     next_run: bool = False
     finished_ms: int = 0
     unique_until_ms: int = 0
+    cancelled: bool = False
 
     @property
     def ok(self) -> bool:

@@ -52,20 +52,7 @@ static void add_partition(dq_stats *sum, const dq_stats *p, int first)
         *sum = *p;
         return;
     }
-    sum->delayed += p->delayed;
-    sum->due += p->due;
-    sum->processing += p->processing;
-    sum->expired += p->expired;
-    sum->dead += p->dead;
-    sum->jobs_expired += p->jobs_expired;
-    sum->jobs_cancelled += p->jobs_cancelled;
-    if (p->next_due_in_ms >= 0
-        && (sum->next_due_in_ms < 0 || p->next_due_in_ms < sum->next_due_in_ms))
-        sum->next_due_in_ms = p->next_due_in_ms;
-    if (p->now_ms > sum->now_ms)
-        sum->now_ms = p->now_ms;
-    for (int l = 0; l < DQ_PRIORITY_LEVELS; l++)
-        sum->due_by_priority[l] += p->due_by_priority[l];
+    proto_stats_add(sum, p);
 }
 
 /* A queue's figures are its partitions' summed; its pause state is
