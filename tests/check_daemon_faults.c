@@ -219,11 +219,11 @@ START_TEST(redis_restart_is_survived)
     ck_assert_msg(h_wait_record(&H, "after-1", 1, 1, 8000) == 1, "log:\n%s", h_log_tail(&H));
     ck_assert_msg(h_wait_record(&H, "after-2", 1, 1, 3000) == 1, "log:\n%s", h_log_tail(&H));
     ck_assert(h_wait_gone(&H, "after-2", 2000));
-    /* Four connections (the worker's cmd and sub, the reaper's, the
-     * supervisor's that settles dead workers' jobs): each logs the outage
+    /* Five connections (the worker's cmd and sub, the reaper's for its
+     * commands and for cancels, the settler's): each logs the outage
      * once and its end once, not every attempt. */
-    ck_assert_msg(h_log_count(&H, "reconnecting") == 4, "log:\n%s", h_log_tail(&H));
-    ck_assert_int_eq(h_wait_log(&H, "connected again", 4, 3000), 4);
+    ck_assert_msg(h_log_count(&H, "reconnecting") == 5, "log:\n%s", h_log_tail(&H));
+    ck_assert_int_eq(h_wait_log(&H, "connected again", 5, 3000), 5);
     ck_assert_msg(most_attempts() >= 2, "the outage was too short to test; log:\n%s",
                   h_log_tail(&H));
     stop_clean();
@@ -236,7 +236,8 @@ START_TEST(wake_is_not_lost_while_resubscribing)
 {
     start_with(1, "3s", "1s");
     tu_sleep_ms(200);
-    ck_assert_int_eq(fixture_redis_int(&H.fx, "CLIENT KILL TYPE pubsub"), 1);
+    /* The worker's subscription, and the reaper's (cancels). */
+    ck_assert_int_eq(fixture_redis_int(&H.fx, "CLIENT KILL TYPE pubsub"), 2);
     int64_t due = h_enqueue(&H, "soon", "t", "ok", 300, 0);
     ck_assert_msg(h_wait_record(&H, "soon", 1, 1, 3000) == 1, "log:\n%s", h_log_tail(&H));
     struct h_run *r, first;

@@ -291,8 +291,8 @@ START_TEST(resume_lost_while_unsubscribed_is_found)
     ck_assert_int_eq(dq_resume(H.c, H_QUEUE, NULL), DQ_OK);
     ck_assert_msg(h_wait_record(&H, "held", 1, 1, 4000) == 1, "not run; log:\n%s",
                   h_log_tail(&H));
-    printf("a resume sent while %lld of 2 workers were subscribed: the job ran after "
-           "%lld ms\n", subscribed, (long long)(tu_mono_ms() - t0));
+    printf("a resume sent while %lld of 3 subscribers (2 workers, the reaper) were back: "
+           "the job ran after %lld ms\n", subscribed, (long long)(tu_mono_ms() - t0));
     ck_assert_int_eq(h_stop(&H, 10000), 0);
 }
 END_TEST

@@ -431,9 +431,9 @@ static void daemon_refused(const char *ca, int plain, const char *phrase)
     ck_assert_int_gt(h.pid, 0);
     ck_assert_msg(h_wait_log(&h, phrase, 1, 10000), "log: %s", h_log_tail(&h));
     tu_sleep_ms(2500);  /* several reconnect attempts */
-    /* 4 connections (2 of the worker, the reaper's, the supervisor's) and
-     * the start-up check */
-    ck_assert_int_le(h_log_count(&h, phrase), 8);
+    /* 5 connections (2 of the worker, the reaper's two: commands and
+     * cancels, the settler's) and the start-up check */
+    ck_assert_int_le(h_log_count(&h, phrase), 10);
     h_teardown(&h);
 }
 

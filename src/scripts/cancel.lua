@@ -9,7 +9,7 @@
 --
 -- A producer's hot path (most order timeouts are cancelled): a delayed
 -- job of normal priority, in a queue without dedupe windows, costs the
--- four commands that find and delete it, above the line where the
+-- five commands that find, delete and count it, above the line where the
 -- prelude's functions are made.  Any other call (a bad id, another level,
 -- a job not delayed, a bucket of the wrong type, a queue with windows)
 -- goes on below it, having written nothing.
@@ -48,14 +48,15 @@ end
 -- the reaper not there yet).  It ends now: out of processing and the
 -- lease hash, so the worker's ack or fail under its fence is refused as
 -- stale and no reap or recover brings it back; its next run (debounce)
--- and any expiry go with it.  Its record becomes a "C" tombstone (the
--- prelude's tombstone_of) kept until its lease would have ended, or its
--- dedupe window if that is later: the run may still be stopping until
--- then, so no new job of the id may start.  The wake channel tells the
--- daemons "cancel <fence> <id> <tag>" (tag: the partition's hash tag):
--- the one whose worker runs it under that
--- fence stops it (docs/protocol.md, "Cancelling a running job").
--- Everything is read before the first write.
+-- goes with it (an expiry entry goes when next looked at: its record is
+-- gone).  Its record becomes a "C" tombstone (the prelude's
+-- tombstone_of) kept until its lease would have ended, or its dedupe
+-- window if that is later: the run may still be stopping until then, so
+-- no new job of the id may start.  The wake channel tells the daemons
+-- "cancel <fence> <id> <tag>" (tag: the partition's hash tag): the one
+-- whose worker runs it under that fence stops it (docs/protocol.md,
+-- "Cancelling a running job").  Everything is read before the first
+-- write.
 local lease = redis.call('ZSCORE', KEYS[3], id)
 if lease then
   local fence = redis.call('HGET', KEYS[6], id)

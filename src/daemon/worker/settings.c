@@ -289,6 +289,14 @@ static void no_log(enum dq_log_level level, const char *fmt, ...)
     (void)fmt;
 }
 
+/* The cancel service of a host that runs no worker (a configuration
+ * check, a test): no job is ever cancelled.  A worker sets its own. */
+static int never_cancelled(const dq_handler_job *job)
+{
+    (void)job;
+    return 0;
+}
+
 dq_host settings_host(settings_log_fn log, int64_t timeout_ms)
 {
     dq_host h;
@@ -308,5 +316,6 @@ dq_host settings_host(settings_log_fn log, int64_t timeout_ms)
     h.setting_group_item = get_group_item;
     h.setting_reject = reject;
     h.job_size = sizeof(dq_handler_job);
+    h.cancelled = never_cancelled;
     return h;
 }

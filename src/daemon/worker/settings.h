@@ -49,11 +49,11 @@ typedef void (*settings_log_fn)(enum dq_log_level level, const char *fmt, ...)
 
 /*
  * A dq_host table for one handler type: the settings accessors above, the
- * log service `log` (NULL: lines are dropped), and the type's timeout
- * `timeout_ms` (0: none).  The
- * handler keeps a pointer to the table until its fini, so the caller stores
- * the returned value somewhere that lives as long (one per type, since the
- * timeout differs).
+ * log service `log` (NULL: lines are dropped), the type's timeout
+ * `timeout_ms` (0: none), and a `cancelled` service that never says yes
+ * (a worker sets its own: handlers.h).  The handler keeps a pointer to the
+ * table until its fini, so the caller stores the returned value somewhere
+ * that lives as long (one per type, since the timeout differs).
  */
 dq_host settings_host(settings_log_fn log, int64_t timeout_ms);
 
