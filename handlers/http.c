@@ -18,7 +18,9 @@
  * (after Retry-After, when it is a number of seconds), and 409 too when an
  * idempotency key was sent: a receiver answers so while an earlier attempt
  * with the same key is still in its hands.  Any other status: FAIL
- * "HTTP 404 Not Found".
+ * "HTTP 404 Not Found".  Its job cancelled while the request waits on the
+ * network (`delayq cancel`): the request is abandoned within
+ * HTTP_STOP_CHECK_MS.
  */
 #define _GNU_SOURCE
 #include <delayq/handler.h>
@@ -236,6 +238,18 @@ static dq_handler_result map_status(const struct http_answer *a, int keyed,
     return DQ_HANDLER_FAIL;
 }
 
+/* The job a request is sent for, and whose cancel abandons it. */
+struct http_watch {
+    const dq_host *host;
+    const dq_handler_job *job;
+};
+
+static int job_cancelled(const void *arg)
+{
+    const struct http_watch *w = arg;
+    return w->host->cancelled(w->job);
+}
+
 static dq_handler_result http_handle(void *state, const dq_handler_job *job,
                                      dq_handler_outcome *out)
 {
@@ -254,10 +268,17 @@ static dq_handler_result http_handle(void *state, const dq_handler_job *job,
     int64_t deadline = hs->timeout_ms > 0 ? http_now_ms() + hs->timeout_ms : 0;
     struct http_answer ans;
     char why[256] = "";
+    struct http_watch watch = { hs->host, job };
+    struct http_stop stop = { job_cancelled, &watch };
     enum http_status_kind k = http_post(&hs->u, head, headlen, job->payload,
-                                        job->payload_len, deadline, &ans, why, sizeof why);
+                                        job->payload_len, deadline,
+                                        DQ_HOST_HAS(hs->host, cancelled) ? &stop : NULL,
+                                        &ans, why, sizeof why);
     free(head);
     switch (k) {
+    case HTTP_STOPPED:      /* ended in Redis already: the outcome is moot */
+        snprintf(out->error, sizeof out->error, "cancelled %s (%s)", why, hs->url);
+        return DQ_HANDLER_FAIL;
     case HTTP_ANSWERED:
         return map_status(&ans, hs->idem_header != NULL, out);
     case HTTP_TIMEOUT:

@@ -116,18 +116,28 @@ int http_url_parse(const char *url, struct http_url *u, char *err, size_t errlen
     return 0;
 }
 
-/* Wait until fd is ready for `events` or the deadline (0: none): 1 ready,
- * 0 timed out, -1 error (errno). */
-static int wait_fd(int fd, short events, int64_t deadline)
+/* The deadline and the stop of one request. */
+struct limits {
+    int64_t deadline;           /* 0: none */
+    const struct http_stop *stop;   /* NULL: none */
+};
+
+/* Wait until fd is ready for `events`, the deadline, or the stop: 1
+ * ready, 0 timed out, 2 stopped, -1 error (errno). */
+static int wait_fd(int fd, short events, const struct limits *lim)
 {
     for (;;) {
+        if (lim->stop && lim->stop->fn(lim->stop->arg))
+            return 2;
         int wait = -1;
-        if (deadline) {
-            int64_t left = deadline - http_now_ms();
+        if (lim->deadline) {
+            int64_t left = lim->deadline - http_now_ms();
             if (left <= 0)
                 return 0;
             wait = left > 60000 ? 60000 : (int)left;
         }
+        if (lim->stop && (wait < 0 || wait > HTTP_STOP_CHECK_MS))
+            wait = HTTP_STOP_CHECK_MS;
         struct pollfd p = { .fd = fd, .events = events };
         int n = poll(&p, 1, wait);
         if (n > 0)
@@ -139,7 +149,7 @@ static int wait_fd(int fd, short events, int64_t deadline)
 
 /* A connected socket to one address, or -1 with *kind and err set. */
 static int connect_one(const struct addrinfo *ai, const struct http_url *u,
-                       int64_t deadline, enum http_status_kind *kind, char *err,
+                       const struct limits *lim, enum http_status_kind *kind, char *err,
                        size_t errlen)
 {
     *kind = HTTP_NET_ERROR;
@@ -153,10 +163,10 @@ static int connect_one(const struct addrinfo *ai, const struct http_url *u,
         return fd;
     int e = errno;
     if (e == EINPROGRESS) {
-        int w = wait_fd(fd, POLLOUT, deadline);
+        int w = wait_fd(fd, POLLOUT, lim);
         socklen_t len = sizeof e;
-        if (w == 0) {
-            *kind = HTTP_TIMEOUT;
+        if (w == 0 || w == 2) {
+            *kind = w == 0 ? HTTP_TIMEOUT : HTTP_STOPPED;
             snprintf(err, errlen, "connecting to %s", u->authority);
             close(fd);
             return -1;
@@ -175,7 +185,7 @@ static int connect_one(const struct addrinfo *ai, const struct http_url *u,
 
 /* Send all of buf: HTTP_ANSWERED (meaning: sent), or an error kind. */
 static enum http_status_kind send_all(int fd, const char *buf, size_t len,
-                                      int64_t deadline, char *err, size_t errlen)
+                                      const struct limits *lim, char *err, size_t errlen)
 {
     size_t off = 0;
     while (off < len) {
@@ -188,10 +198,10 @@ static enum http_status_kind send_all(int fd, const char *buf, size_t len,
             snprintf(err, errlen, "send: %s", strerror(errno));
             return HTTP_NET_ERROR;
         }
-        int w = wait_fd(fd, POLLOUT, deadline);
-        if (w == 0) {
+        int w = wait_fd(fd, POLLOUT, lim);
+        if (w == 0 || w == 2) {
             snprintf(err, errlen, "sending the request");
-            return HTTP_TIMEOUT;
+            return w == 0 ? HTTP_TIMEOUT : HTTP_STOPPED;
         }
         if (w < 0) {
             snprintf(err, errlen, "poll: %s", strerror(errno));
@@ -250,7 +260,7 @@ static size_t head_len(const char *buf)
 }
 
 /* Read the answer's head, skipping interim 1xx answers. */
-static enum http_status_kind read_answer(int fd, int64_t deadline,
+static enum http_status_kind read_answer(int fd, const struct limits *lim,
                                          struct http_answer *ans, char *err,
                                          size_t errlen)
 {
@@ -275,10 +285,10 @@ static enum http_status_kind read_answer(int fd, int64_t deadline,
             snprintf(err, errlen, "the answer's headers are over %d bytes", HTTP_HEAD_MAX);
             return HTTP_NET_ERROR;
         }
-        int w = wait_fd(fd, POLLIN, deadline);
-        if (w == 0) {
+        int w = wait_fd(fd, POLLIN, lim);
+        if (w == 0 || w == 2) {
             snprintf(err, errlen, "waiting for the answer");
-            return HTTP_TIMEOUT;
+            return w == 0 ? HTTP_TIMEOUT : HTTP_STOPPED;
         }
         if (w < 0) {
             snprintf(err, errlen, "poll: %s", strerror(errno));
@@ -306,9 +316,10 @@ static enum http_status_kind read_answer(int fd, int64_t deadline,
 
 enum http_status_kind http_post(const struct http_url *u, const char *head,
                                 size_t headlen, const void *body, size_t bodylen,
-                                int64_t deadline, struct http_answer *ans,
-                                char *err, size_t errlen)
+                                int64_t deadline, const struct http_stop *stop,
+                                struct http_answer *ans, char *err, size_t errlen)
 {
+    const struct limits lim = { deadline, stop };
     struct addrinfo hints, *res = NULL;
     memset(&hints, 0, sizeof hints);
     hints.ai_family = AF_UNSPEC;
@@ -321,25 +332,25 @@ enum http_status_kind http_post(const struct http_url *u, const char *head,
     enum http_status_kind kind = HTTP_NET_ERROR;
     int fd = -1;
     for (const struct addrinfo *ai = res; ai && fd < 0; ai = ai->ai_next) {
-        fd = connect_one(ai, u, deadline, &kind, err, errlen);
-        if (kind == HTTP_TIMEOUT)
+        fd = connect_one(ai, u, &lim, &kind, err, errlen);
+        if (kind == HTTP_TIMEOUT || kind == HTTP_STOPPED)
             break;
     }
     freeaddrinfo(res);
     if (fd < 0)
         return kind;
     char send_err[256] = "";
-    kind = send_all(fd, head, headlen, deadline, send_err, sizeof send_err);
+    kind = send_all(fd, head, headlen, &lim, send_err, sizeof send_err);
     if (kind == HTTP_ANSWERED && bodylen)
-        kind = send_all(fd, body, bodylen, deadline, send_err, sizeof send_err);
-    if (kind == HTTP_TIMEOUT) {
+        kind = send_all(fd, body, bodylen, &lim, send_err, sizeof send_err);
+    if (kind == HTTP_TIMEOUT || kind == HTTP_STOPPED) {
         snprintf(err, errlen, "%s", send_err);
         close(fd);
         return kind;
     }
     /* A server may answer (413, 401...) and close before reading it all:
      * the answer, if there is one, says more than the send error. */
-    enum http_status_kind got = read_answer(fd, deadline, ans, err, errlen);
+    enum http_status_kind got = read_answer(fd, &lim, ans, err, errlen);
     close(fd);
     if (got != HTTP_ANSWERED && kind == HTTP_NET_ERROR) {
         snprintf(err, errlen, "%s", send_err);

@@ -24,7 +24,16 @@ void http_url_free(struct http_url *u);
 enum http_status_kind {
     HTTP_ANSWERED,          /* status and retry_after_s are set */
     HTTP_TIMEOUT,           /* the deadline passed; err says at which step */
-    HTTP_NET_ERROR          /* could not resolve, connect, send or read */
+    HTTP_NET_ERROR,         /* could not resolve, connect, send or read */
+    HTTP_STOPPED            /* the caller's stop said so; err says at which step */
+};
+
+/* Asked every HTTP_STOP_CHECK_MS (20 ms) while the request waits on the
+ * network: a nonzero answer abandons it (the connection is closed). */
+#define HTTP_STOP_CHECK_MS 20
+struct http_stop {
+    int (*fn)(const void *arg);
+    const void *arg;
 };
 
 /* The longest Retry-After taken as it is: 100 years, the furthest delayq
@@ -43,13 +52,14 @@ struct http_answer {
  * Resolve and connect to u, send `head` (the request line and headers,
  * ending with the blank line) and then `body`, and read the answer's
  * status and headers.  `deadline` is a CLOCK_MONOTONIC time in ms (0:
- * none); name resolution itself is not bounded by it (getaddrinfo).
+ * none); name resolution itself is not bounded by it (getaddrinfo), nor
+ * by `stop` (NULL: none), which may end the wait for the network sooner.
  * Writes use MSG_NOSIGNAL: no SIGPIPE.
  */
 enum http_status_kind http_post(const struct http_url *u, const char *head,
                                 size_t headlen, const void *body, size_t bodylen,
-                                int64_t deadline, struct http_answer *ans,
-                                char *err, size_t errlen);
+                                int64_t deadline, const struct http_stop *stop,
+                                struct http_answer *ans, char *err, size_t errlen);
 
 /* CLOCK_MONOTONIC in ms, for deadlines. */
 int64_t http_now_ms(void);

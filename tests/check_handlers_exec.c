@@ -426,6 +426,45 @@ START_TEST(exec_timeout_kills_the_process_group)
 }
 END_TEST
 
+/* The test's cancel service: says yes once its time has come. */
+static int64_t cancel_at_ms;
+static int cancelled_by_then(const dq_handler_job *job)
+{
+    (void)job;
+    return tu_mono_ms() >= cancel_at_ms;
+}
+
+/* A program whose job is cancelled while it runs is killed with its
+ * process group within the handler's 20 ms look, and the outcome says
+ * so; the same program without a cancel runs to its end. */
+START_TEST(exec_cancel_kills_the_process_group)
+{
+    struct ht t;
+    dq_handler_outcome out;
+    open_script(&t, "slow.sh",
+                "#!/bin/sh\n"
+                "sleep 10 &\n"
+                "echo $! > \"$OUT/bg\"\n"
+                "wait\n", "", 0);
+    t.host.cancelled = cancelled_by_then;   /* the handler keeps &t.host */
+    int64_t t0 = tu_mono_ms();
+    cancel_at_ms = t0 + 200;
+    ck_assert_int_eq(run_str(&t, "", &out), DQ_HANDLER_FAIL);
+    int64_t took = tu_mono_ms() - t0;
+    ck_assert_str_eq(out.error, "cancelled");
+    ck_assert_msg(took >= 190 && took < 400, "took %lld ms", (long long)took);
+    char *bg = ht_read(ht_path("bg"), NULL);
+    ck_assert_ptr_nonnull(bg);
+    pid_t pid = atoi(bg);
+    free(bg);
+    int gone = 0;
+    for (int k = 0; k < 100 && !(gone = !tu_process_running(pid)); k++)
+        usleep(10000);
+    ck_assert_msg(gone, "the program's child %d still runs", (int)pid);
+    ht_close(&t);
+}
+END_TEST
+
 /* Settings refused at init, as `delayqd -t` refuses them.  A `why` that
  * starts with ':' follows the configuration file's name: a setting's own
  * line (the settings start at line 5). */
@@ -564,6 +603,7 @@ void add_exec_tcase(Suite *s)
     tcase_add_test(tc, exec_job_variables_follow_the_job);
     tcase_add_test(tc, exec_copes_with_big_input_and_output);
     tcase_add_test(tc, exec_timeout_kills_the_process_group);
+    tcase_add_test(tc, exec_cancel_kills_the_process_group);
     tcase_add_test(tc, exec_refuses_bad_settings);
     tcase_add_test(tc, delayqd_checks_exec_environment_settings);
 }

@@ -309,6 +309,38 @@ START_TEST(http_gives_up_in_time)
 }
 END_TEST
 
+/* The test's cancel service: says yes once its time has come. */
+static int64_t cancel_at_ms;
+static int cancelled_by_then(const dq_handler_job *job)
+{
+    (void)job;
+    return tu_mono_ms() >= cancel_at_ms;
+}
+
+/* A request whose job is cancelled while it waits for the answer is
+ * abandoned at once, well before its timeout. */
+START_TEST(http_abandons_a_cancelled_request)
+{
+    struct stub st;
+    stub_start(&st);
+    struct ht t;
+    open_http(&t, st.port, "/slow", "timeout = \"5s\";");
+    t.host.cancelled = cancelled_by_then;   /* the handler keeps &t.host */
+    dq_handler_outcome out;
+    int64_t t0 = tu_mono_ms();
+    cancel_at_ms = t0 + 200;
+    ck_assert_int_eq(ht_run(&t, "payload", 7, &out), DQ_HANDLER_FAIL);
+    int64_t took = tu_mono_ms() - t0;
+    ht_close(&t);
+    char exp[256];
+    snprintf(exp, sizeof exp, "cancelled waiting for the answer (http://127.0.0.1:%d/slow)",
+             st.port);
+    ck_assert_str_eq(out.error, exp);
+    ck_assert_msg(took >= 190 && took < 400, "took %lld ms", (long long)took);
+    stub_stop(&st);
+}
+END_TEST
+
 START_TEST(http_refuses_bad_settings)
 {
     static const struct { const char *settings, *why; } cases[] = {
@@ -353,6 +385,7 @@ void add_http_tcase(Suite *s)
     tcase_add_test(tc, http_sends_the_fence_and_one_idempotency_key_per_job);
     tcase_add_test(tc, http_maps_status_codes);
     tcase_add_test(tc, http_gives_up_in_time);
+    tcase_add_test(tc, http_abandons_a_cancelled_request);
     tcase_add_test(tc, http_refuses_bad_settings);
 }
 
