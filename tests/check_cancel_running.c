@@ -246,6 +246,44 @@ START_TEST(a_handler_that_ignores_it_is_stopped_after_its_grace)
 }
 END_TEST
 
+/* Two daemons on one Redis (one worker each, a job running in each):
+ * each cancel is heard by both, and stops its job in the daemon that
+ * runs it, within a second; each daemon stops exactly its own. */
+START_TEST(each_daemon_stops_the_job_it_runs)
+{
+    struct h_conf hc;
+    h_conf_defaults(&hc);
+    hc.workers = 1;
+    hc.lease = "60s";
+    hc.batch = 1;
+    char handlers[1024];
+    hc.handlers = h_handler(&H, handlers, sizeof handlers, "*", "30s", 0);
+    h_write_conf(&H, &hc);
+    h_start(&H, 1);
+    struct harness h2 = H;
+    h2.pid = 0;
+    snprintf(h2.log, sizeof h2.log, "%s/delayqd2.log", H.fx.dir);
+    h_start(&h2, 2);
+    h_enqueue(&H, "one", "t", "watch:30000", 0, 0);
+    wait_started("one");
+    h_enqueue(&H, "two", "t", "watch:30000", 0, 0);   /* the idle worker's */
+    wait_started("two");
+    ck_assert_int_eq(dq_cancel(H.c, H_QUEUE, "one"), DQ_OK);
+    ck_assert_int_eq(dq_cancel(H.c, H_QUEUE, "two"), DQ_OK);
+    int64_t returned = tu_mono_ms();
+    ck_assert_msg(h_wait_record(&H, "one", 1, 1, 1000) == 1, "one: log:\n%s",
+                  h_log_tail(&H));
+    ck_assert_msg(h_wait_record(&H, "two", 1, 1, 1000) == 1, "two: log:\n%s",
+                  h_log_tail(&h2));
+    fprintf(stderr, "two daemons: both runs stopped %lld ms after the cancels\n",
+            (long long)(tu_mono_ms() - returned));
+    ck_assert_int_eq(h_log_count(&H, "was cancelled while running"), 1);
+    ck_assert_int_eq(h_log_count(&h2, "was cancelled while running"), 1);
+    ck_assert_int_eq(h_stop(&h2, 10000), 0);
+    ck_assert_int_eq(h_stop(&H, 10000), 0);
+}
+END_TEST
+
 /* A job claimed in a batch and not started yet is in processing too: a
  * cancel of it ends it, and its worker skips it when its turn comes, so
  * it never runs; the job before it runs on and succeeds. */
@@ -434,6 +472,7 @@ int main(void)
     tcase_add_test(tc, a_handler_that_ignores_it_is_stopped_after_its_grace);
     tcase_add_test(tc, a_cancel_missed_while_the_reaper_was_down_still_stops_the_run);
     tcase_add_test(tc, a_claimed_job_cancelled_before_its_turn_never_starts);
+    tcase_add_test(tc, each_daemon_stops_the_job_it_runs);
     tcase_add_test(tc, each_job_is_finished_or_cancelled_never_both);
     return fixture_run_suite(s);
 }
