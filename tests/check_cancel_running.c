@@ -77,6 +77,26 @@ static int64_t wait_started(const char *id)
     return first.fence;
 }
 
+/* The configuration of most tests here: `workers` workers with claims of
+ * `batch`, leases of 60 s, the recording test handler with a 30 s timeout
+ * and the cancel_grace `grace` (NULL: the default). */
+static void write_conf(int workers, int batch, const char *grace)
+{
+    struct h_conf hc;
+    h_conf_defaults(&hc);
+    hc.workers = workers;
+    hc.lease = "60s";
+    hc.batch = batch;
+    char handlers[1024], text[1200];
+    h_handler(&H, handlers, sizeof handlers, "*", "30s", 0);
+    const char *cut = strstr(handlers, "timeout");
+    ck_assert_ptr_nonnull(cut);
+    snprintf(text, sizeof text, "%.*s%s%s%s%s", (int)(cut - handlers), handlers,
+             grace ? "cancel_grace = \"" : "", grace ? grace : "", grace ? "\"; " : "", cut);
+    hc.handlers = text;
+    h_write_conf(&H, &hc);
+}
+
 /* ---- exec: the program and its child are stopped ---------------------------- */
 
 /* A shell that starts a background sleep and waits, run by the exec
@@ -145,13 +165,7 @@ END_TEST
  * neither retried nor dead. */
 START_TEST(a_handler_that_watches_returns_and_its_worker_goes_on)
 {
-    struct h_conf hc;
-    h_conf_defaults(&hc);
-    hc.workers = 1;
-    hc.lease = "60s";
-    char handlers[1024];
-    hc.handlers = h_handler(&H, handlers, sizeof handlers, "*", "30s", 0);
-    h_write_conf(&H, &hc);
+    write_conf(1, 8, NULL);
     h_start(&H, 1);
     h_enqueue(&H, "w", "t", "watch:30000", 0, 0);
     int64_t fence = wait_started("w");
@@ -189,20 +203,7 @@ END_TEST
  * runs once, on its first attempt, and succeeds. */
 START_TEST(a_handler_that_ignores_it_is_stopped_after_its_grace)
 {
-    struct h_conf hc;
-    h_conf_defaults(&hc);
-    hc.workers = 1;
-    hc.lease = "60s";
-    hc.batch = 8;
-    char handlers[1024], text[1200];
-    h_handler(&H, handlers, sizeof handlers, "*", "30s", 0);
-    /* cancel_grace 500 ms in the entry. */
-    char *cut = strstr(handlers, "timeout");
-    ck_assert_ptr_nonnull(cut);
-    snprintf(text, sizeof text, "%.*scancel_grace = \"500ms\"; %s", (int)(cut - handlers),
-             handlers, cut);
-    hc.handlers = text;
-    h_write_conf(&H, &hc);
+    write_conf(1, 8, "500ms");
     /* One claim takes all five: they are due before the daemon starts. */
     int64_t now = tu_now_ms();
     add_at("a", "hang", now - 1000);
@@ -251,14 +252,7 @@ END_TEST
  * runs it, within a second; each daemon stops exactly its own. */
 START_TEST(each_daemon_stops_the_job_it_runs)
 {
-    struct h_conf hc;
-    h_conf_defaults(&hc);
-    hc.workers = 1;
-    hc.lease = "60s";
-    hc.batch = 1;
-    char handlers[1024];
-    hc.handlers = h_handler(&H, handlers, sizeof handlers, "*", "30s", 0);
-    h_write_conf(&H, &hc);
+    write_conf(1, 1, NULL);
     h_start(&H, 1);
     struct harness h2 = H;
     h2.pid = 0;
@@ -289,14 +283,7 @@ END_TEST
  * it never runs; the job before it runs on and succeeds. */
 START_TEST(a_claimed_job_cancelled_before_its_turn_never_starts)
 {
-    struct h_conf hc;
-    h_conf_defaults(&hc);
-    hc.workers = 1;
-    hc.lease = "60s";
-    hc.batch = 8;
-    char handlers[1024];
-    hc.handlers = h_handler(&H, handlers, sizeof handlers, "*", "30s", 0);
-    h_write_conf(&H, &hc);
+    write_conf(1, 8, NULL);
     int64_t now = tu_now_ms();
     add_at("first", "sleep:1000", now - 1000);
     add_at("second", "ok", now - 500);
@@ -341,13 +328,7 @@ static pid_t reaper_pid(void)
  * when it subscribes, and stops the one cancelled. */
 START_TEST(a_cancel_missed_while_the_reaper_was_down_still_stops_the_run)
 {
-    struct h_conf hc;
-    h_conf_defaults(&hc);
-    hc.workers = 1;
-    hc.lease = "60s";
-    char handlers[1024];
-    hc.handlers = h_handler(&H, handlers, sizeof handlers, "*", "30s", 0);
-    h_write_conf(&H, &hc);
+    write_conf(1, 8, NULL);
     h_start(&H, 1);
     h_enqueue(&H, "m", "t", "watch:30000", 0, 0);
     int64_t fence = wait_started("m");
@@ -401,14 +382,7 @@ static int races_ended(void)
  * and no job ran twice. */
 START_TEST(each_job_is_finished_or_cancelled_never_both)
 {
-    struct h_conf hc;
-    h_conf_defaults(&hc);
-    hc.workers = 4;
-    hc.lease = "10s";
-    hc.batch = 1;
-    char handlers[1024];
-    hc.handlers = h_handler(&H, handlers, sizeof handlers, "*", "5s", 0);
-    h_write_conf(&H, &hc);
+    write_conf(4, 1, NULL);
     h_start(&H, 4);
     race_start = tu_now_ms();
     h_enqueue_numbered(&H, RACES, "r", race_job, NULL);
