@@ -107,13 +107,16 @@ static int row_free(const struct reaper_cancel *rc, int row)
            || !cancel_request_matches(&rc->a->cancels[row], job.fence, job.id, NULL);
 }
 
-/* Post the request if the job runs here now; 1 when it was posted. */
+/* Post the request if the job runs here now; 1 when it is posted (now,
+ * or already: a second post would restart its cancel_grace). */
 static int post_if_running(struct reaper_cancel *rc, const struct queue_conf *q,
                            int64_t fence, const char *id)
 {
     int row = running_row(rc, q, fence, id);
     if (row < 0)
         return 0;
+    if (cancel_request_matches(&rc->a->cancels[row], fence, id, NULL))
+        return 1;
     cancel_request_post(&rc->a->cancels[row], fence, id, slots_now_ms());
     log_info("queue=%s: job %s (fence %lld) was cancelled while running in row %d: "
              "stopping it", q->name, id, (long long)fence, row);
