@@ -18,6 +18,7 @@
 #include "cli/cli_cmd_add.h"
 #include "cli/cli_cmd_jobs.h"
 #include "cli/cli_cmd_ops.h"
+#include "cli/cli_cmd_outbox.h"
 #include "cli/cli_cmd_partitions.h"
 #include "cli/cli_cmd_pause.h"
 #include "cli/cli_cmd_schedule.h"
@@ -50,6 +51,8 @@ static const char usage_text[] =
     "      [--catch-up one|all|none] [PAYLOAD | -]\n"
     "  schedule list -q QUEUE [--json] | remove -q QUEUE NAME\n"
     "  schedule run-now -q QUEUE NAME          recurring jobs: one per tick\n"
+    "  outbox sql [--schema NAME] [--table NAME]\n"
+    "                                          the PostgreSQL outbox's SQL\n"
     "  delayq COMMAND --help                   more about one command\n"
     "\n"
     "Connection options (before or after COMMAND):\n"
@@ -111,6 +114,7 @@ static const char usage_text[] =
 static const struct cli_command *const commands[] = {
     &cli_cmd_add, &cli_cmd_cancel, &cli_cmd_run_now, &cli_cmd_show, &cli_cmd_stats, &cli_cmd_partitions,
     &cli_cmd_dlq, &cli_cmd_fsck, &cli_cmd_pause, &cli_cmd_resume, &cli_cmd_schedule,
+    &cli_cmd_outbox,
 };
 
 /* Flush standard output; a failed write is a failure of the command. */
