@@ -9,6 +9,7 @@
 #include "config/conf_reader.h"
 #include "daemon/dconfig_admin.h"
 #include "daemon/dconfig_sched.h"
+#include "daemon/dconfig_sources.h"
 #include "daemon/log.h"
 #include "lib/keys.h"
 
@@ -295,7 +296,7 @@ int dconfig_load(struct daemon_conf *dc, const char *path, char *err, size_t err
     const config_setting_t *root = config_root_setting(&dc->cfg);
     static const char *const known[] = { "redis", "log", "handler_dir", "shutdown_timeout",
                                          "reaper", "queues", "handlers", "metrics",
-                                         "admin", "schedules", NULL };
+                                         "admin", "schedules", "sources", NULL };
     conf_check_keys(&r, root, "", known);
     const char *dir = PKGLIBDIR "/handlers";
     get_string(&r, root, "", "handler_dir", &dir);
@@ -311,10 +312,15 @@ int dconfig_load(struct daemon_conf *dc, const char *path, char *err, size_t err
     dc->schedules = read_list(&r, config_setting_get_member(root, "schedules"),
                               "schedules", sizeof *dc->schedules, 10000, &dc->nschedules,
                               dconfig_read_schedule);
+    dc->sources = read_list(&r, config_setting_get_member(root, "sources"), "sources",
+                            sizeof *dc->sources, DCONFIG_MAX_SOURCES, &dc->nsources,
+                            dconfig_read_source);
     if (!r.failed)
         check_consistency(&r, dc);
     if (!r.failed)
         dconfig_check_schedules(&r, dc);
+    if (!r.failed)
+        dconfig_check_sources(&r, dc);
     int total = 0;
     for (size_t i = 0; i < dc->nqueues; i++)
         total += dc->queues[i].workers;
@@ -339,6 +345,7 @@ void dconfig_free(struct daemon_conf *dc)
     free(dc->queues);
     free(dc->handlers);
     free(dc->schedules);
+    dconfig_free_sources(dc->sources, dc->nsources);
     free(dc->handler_dir);
     free(dc->metrics_listen);
     free(dc->admin_token);

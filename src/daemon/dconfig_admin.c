@@ -59,13 +59,7 @@ static const char *parse_listen(const char *text, struct sockaddr_storage *ss,
     return "the host is not an IPv4 address or a bracketed IPv6 address";
 }
 
-/*
- * The secret in file `path`: its content without trailing whitespace, in
- * a new string; NULL with the reason in why[] when the file cannot be
- * read, is readable or writable by others (a secret anyone on the host
- * can read protects nothing), is too large, or holds nothing.
- */
-static char *read_secret(const char *path, char *why, size_t whylen)
+char *dconfig_read_secret(const char *path, char *why, size_t whylen)
 {
     char *s = NULL;
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
@@ -129,7 +123,7 @@ static void read_cred(struct conf_reader *r, const config_setting_t *g, const ch
     if (conf_string(r, s, where, &path) < 0 || !path)
         return;
     char why[CRED_FILE_MAX];
-    char *secret = read_secret(path, why, sizeof why);
+    char *secret = dconfig_read_secret(path, why, sizeof why);
     if (!secret) {
         conf_fail(r, s, "%s%s: %s", where, name, why);
         return;

@@ -8,6 +8,7 @@
 #define DQ_DCONFIG_ADMIN_H
 
 #include <libconfig.h>
+#include <stddef.h>
 
 #include "config/conf_reader.h"
 #include "daemon/dconfig_types.h"
@@ -25,5 +26,14 @@ void dconfig_admin_defaults(struct daemon_conf *dc);
  * problems are reported through r (file:line). */
 void dconfig_read_admin(struct conf_reader *r, struct daemon_conf *dc,
                         const config_setting_t *root);
+
+/*
+ * The secret in file `path` (a credentials file: the dashboard's, a
+ * source's password_file): its content without trailing whitespace, in a
+ * new string; NULL with the reason in why[] when the file cannot be read,
+ * is readable or writable by others (a secret anyone on the host can read
+ * protects nothing), is too large, or holds nothing.
+ */
+char *dconfig_read_secret(const char *path, char *why, size_t whylen);
 
 #endif

@@ -16,6 +16,7 @@
 
 #define DCONFIG_MAX_QUEUES 64
 #define DCONFIG_MAX_WORKERS 256     /* over all queues */
+#define DCONFIG_MAX_SOURCES 8       /* outboxes relayed (dconfig_sources.h) */
 /* The handler entry's type that takes every type without an entry of its
  * own.  Never a job's type: keys_check_type refuses it. */
 #define DCONFIG_FALLBACK_TYPE "*"
@@ -54,6 +55,8 @@ struct daemon_conf {
     size_t nhandlers;
     struct sched_conf *schedules; /* dconfig_sched.h */
     size_t nschedules;
+    struct source_conf *sources; /* dconfig_sources.h: outboxes relayed */
+    size_t nsources;
     char *handler_dir;
     int64_t shutdown_timeout_ms;
     int64_t reaper_interval_ms; /* longest sleep between reaps */
