@@ -18,9 +18,13 @@
 #include <unistd.h>
 
 #include "daemon/dconfig.h"
+#include "daemon/dconfig_sources.h"
 #include "daemon/exitcodes.h"
 #include "daemon/worker/handlers.h"
 #include "daemon/log.h"
+#ifdef HAVE_LIBPQ
+#include "daemon/relay/relay_pg.h"
+#endif
 #include "daemon/supervisor/qparts_record.h"
 #include "redis/redis_check.h"
 #include "daemon/supervisor/supervisor.h"
@@ -137,6 +141,30 @@ static int check_partitions(const struct daemon_conf *conf)
     return 0;
 }
 
+/* -t: each source's tables have the relay's columns, when the database
+ * can be reached (a configuration is often checked where its database is
+ * not: that is only noted). */
+static int check_sources(const struct daemon_conf *conf)
+{
+#ifdef HAVE_LIBPQ
+    for (size_t i = 0; i < conf->nsources; i++) {
+        const struct source_conf *sc = &conf->sources[i];
+        char why[800];
+        int rc = relay_pg_check(sc, why, sizeof why);
+        if (rc < 0) {
+            fprintf(stderr, "delayqd: %s:%d: sources.[%zu] (%s): %s\n", conf->path,
+                    sc->line, i, sc->name, why);
+            return DAEMON_EXIT_CONFIG;
+        }
+        if (rc > 0)
+            fprintf(stderr, "delayqd: source %s not checked: %s\n", sc->name, why);
+    }
+#else
+    (void)conf;
+#endif
+    return 0;
+}
+
 /* Start-up: each queue's partition count is recorded in Redis before any
  * worker claims.  A refusal stops the daemon (78).  Redis out of reach
  * stops it only when a queue is partitioned (69): its producers would
@@ -192,14 +220,20 @@ int main(int argc, char **argv)
             fprintf(stderr, "delayqd: %s\n", exposed);
         handlers_close(&handlers);
         int bad = check_partitions(conf);
+        if (!bad)
+            bad = check_sources(conf);
         if (bad) {
             dconfig_free(conf);
             free(conf);
             return bad;
         }
-        printf("delayqd: %s: configuration OK (%zu queue%s, %zu handler%s)\n", path,
+        char sources[32] = "";
+        if (conf->nsources)
+            snprintf(sources, sizeof sources, ", %zu source%s", conf->nsources,
+                     conf->nsources == 1 ? "" : "s");
+        printf("delayqd: %s: configuration OK (%zu queue%s, %zu handler%s%s)\n", path,
                conf->nqueues, conf->nqueues == 1 ? "" : "s", conf->nhandlers,
-               conf->nhandlers == 1 ? "" : "s");
+               conf->nhandlers == 1 ? "" : "s", sources);
         dconfig_free(conf);
         free(conf);
         return 0;

@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include "daemon/admin/metrics.h"
+#include "daemon/dconfig_sources.h"
 
 #include <stddef.h>
 #include <stdlib.h>
@@ -259,6 +260,61 @@ static void put_workers(FILE *out, const struct metrics_view *v)
     }
 }
 
+/* The relay of source `name` in force, running: its row, or -1. */
+static int relay_row(const struct metrics_view *v, const char *name)
+{
+    for (size_t i = 0; i < v->snap->nchildren; i++) {
+        const struct metrics_post *c = &v->snap->children[i];
+        if (c->role == MR_RELAY && c->in_force && c->pid && strcmp(c->queue, name) == 0)
+            return (int)i;
+    }
+    return -1;
+}
+
+/* The outbox relays (docs/outbox.md): series per source of the
+ * configuration, so as many as it has. */
+static void put_sources(FILE *out, const struct metrics_view *v)
+{
+    const struct daemon_conf *dc = v->conf;
+    if (!dc->nsources)
+        return;
+    put_head(out, "delayq_outbox_rows_total", "counter",
+             "Rows of a source's outbox table this daemon relayed: applied to Redis, or "
+             "moved to its dead table (outcome).");
+    for (size_t i = 0; i < dc->nsources; i++) {
+        struct metrics_source t = metrics_source_totals(v->snap, dc->sources[i].name);
+        for (int dead = 0; dead < 2; dead++) {
+            fputs("delayq_outbox_rows_total{", out);
+            put_label(out, "source", dc->sources[i].name);
+            fputc(',', out);
+            put_label(out, "outcome", dead ? "dead" : "applied");
+            fprintf(out, "} %llu\n", (unsigned long long)(dead ? t.dead : t.applied));
+        }
+    }
+    put_head(out, "delayq_outbox_leader", "gauge",
+             "1 when this daemon's relay applies the source's rows (it holds the table's "
+             "lock); 0 while another daemon's does, or it cannot reach the database.");
+    int64_t now = slots_now_ms();
+    for (size_t i = 0; i < dc->nsources; i++) {
+        int row = relay_row(v, dc->sources[i].name);
+        fputs("delayq_outbox_leader{", out);
+        put_label(out, "source", dc->sources[i].name);
+        fprintf(out, "} %d\n", row >= 0 && __atomic_load_n(&v->snap->slots[row].relay_leader,
+                                                            __ATOMIC_RELAXED));
+    }
+    put_head(out, "delayq_outbox_failing_seconds", "gauge",
+             "How long the source's relay has been failing (PostgreSQL or Redis); 0 while "
+             "it works.");
+    for (size_t i = 0; i < dc->nsources; i++) {
+        int row = relay_row(v, dc->sources[i].name);
+        struct slot_claims cl;
+        int failing = row >= 0 && slot_claims_read(&v->snap->slots[row], &cl);
+        fputs("delayq_outbox_failing_seconds{", out);
+        put_label(out, "source", dc->sources[i].name);
+        fprintf(out, "} %.3f\n", failing ? (double)(now - cl.failing_since_ms) / 1000.0 : 0.0);
+    }
+}
+
 int metrics_write(const struct metrics_view *v, FILE *out)
 {
     const struct metrics_snap *m = v->snap;
@@ -275,6 +331,7 @@ int metrics_write(const struct metrics_view *v, FILE *out)
              "last 2 seconds.");
     fprintf(out, "delayq_redis_up %d\n", up);
     put_workers(out, v);
+    put_sources(out, v);
     put_head(out, "delayq_worker_restarts_total", "counter",
              "Children (workers, the reaper, the admin process) restarted after they "
              "died.");
@@ -311,6 +368,25 @@ static int claims_failing(const struct metrics_view *v, FILE *out)
     return 0;
 }
 
+/* A source whose relay has failed longer than its failure_grace: its
+ * line. */
+static int sources_failing(const struct metrics_view *v, FILE *out)
+{
+    int64_t now = slots_now_ms();
+    for (size_t i = 0; i < v->conf->nsources; i++) {
+        const struct source_conf *sc = &v->conf->sources[i];
+        int row = relay_row(v, sc->name);
+        struct slot_claims cl;
+        if (row < 0 || !slot_claims_read(&v->snap->slots[row], &cl)
+            || now - cl.failing_since_ms <= sc->grace_ms)
+            continue;
+        fprintf(out, "source %s: relay failing for %.1f s: %s\n", sc->name,
+                (double)(now - cl.failing_since_ms) / 1000.0, cl.error);
+        return 1;
+    }
+    return 0;
+}
+
 int metrics_health(const struct metrics_view *v, FILE *out)
 {
     if (v->snap->stopping) {
@@ -333,7 +409,7 @@ int metrics_health(const struct metrics_view *v, FILE *out)
         fprintf(out, "%d of %d workers down\n", want - up, want);
         return 503;
     }
-    if (claims_failing(v, out))
+    if (claims_failing(v, out) || sources_failing(v, out))
         return 503;
     /* A key of the wrong type, as the reaper's fsck found it. */
     for (size_t i = 0; i < v->snap->nchildren; i++) {

@@ -30,7 +30,8 @@
  * MAX_CHILDREN is checked against this). */
 /* (workers, reapers and admin processes of two generations, and a settler
  * for each of up to 9 generations alive.) */
-#define METRICS_CHILDREN_MAX (2 * DCONFIG_MAX_WORKERS + 4 + 9)
+/* (and a relay per source, of two generations.) */
+#define METRICS_CHILDREN_MAX (2 * DCONFIG_MAX_WORKERS + 4 + 9 + 2 * DCONFIG_MAX_SOURCES)
 
 /* The figures of one (queue, type); type "" holds the queue's own (stale,
  * orphans, lateness by priority). */
@@ -53,7 +54,7 @@ struct metrics_table {
     int fixed;
 };
 
-enum metrics_role { MR_NONE, MR_WORKER, MR_REAPER, MR_ADMIN, MR_SETTLER };
+enum metrics_role { MR_NONE, MR_WORKER, MR_REAPER, MR_ADMIN, MR_SETTLER, MR_RELAY };
 
 /* One row of the supervisor's child table, as the admin process sees it;
  * row i uses slot i. */
@@ -61,7 +62,18 @@ struct metrics_post {
     int role;                       /* enum metrics_role */
     int pid;                        /* 0: not running (waiting to respawn) */
     int in_force;                   /* a child the configuration in force wants */
-    char queue[DQ_QUEUE_MAX + 1];   /* a worker's queue; "" otherwise */
+    char queue[DQ_QUEUE_MAX + 1];   /* a worker's queue, a relay's source;
+                                       "" otherwise */
+};
+
+/* A source's relay figures (rows applied, rows moved to its dead table),
+ * by the source's name: at most DCONFIG_MAX_SOURCES names of the
+ * configuration in force, plus those of older ones until the table is
+ * full (then they are not kept). */
+#define METRICS_SOURCES_MAX (4 * DCONFIG_MAX_SOURCES)
+struct metrics_source {
+    char name[64];
+    uint64_t applied, dead;
 };
 
 struct metrics;
@@ -83,6 +95,9 @@ void metrics_end(struct metrics *m);
  * inside the same begin/end. */
 void metrics_fold_slot(struct metrics *m, const char *queue,
                        const struct worker_slot *slot);
+
+/* The same for an exited relay of source `source`. */
+void metrics_fold_relay(struct metrics *m, const char *source, const struct worker_slot *slot);
 
 /* The supervisor's own counts: a handler stopped at its timeout; the job
  * of a dead worker failed by the supervisor (retried, or dead); a child
@@ -118,8 +133,12 @@ struct metrics_snap {
     uint64_t conf_gen;
     size_t nchildren;
     struct metrics_post children[METRICS_CHILDREN_MAX];
+    struct metrics_source sources[METRICS_SOURCES_MAX]; /* name "": unused */
     const struct worker_slot *slots;
 };
+
+/* Source `name`'s totals in the snapshot (zeros when it has none). */
+struct metrics_source metrics_source_totals(const struct metrics_snap *s, const char *name);
 
 /* Take a snapshot (malloc'd; metrics_snap_free).  NULL when out of
  * memory, or when the supervisor stayed in the middle of a change for

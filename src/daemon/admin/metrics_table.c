@@ -13,6 +13,7 @@
 #include "daemon/admin/metrics.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -36,6 +37,7 @@ struct metrics {
     uint64_t conf_gen;
     size_t nchildren;               /* rows posted: the highest used + 1 */
     struct metrics_post children[METRICS_CHILDREN_MAX];
+    struct metrics_source sources[METRICS_SOURCES_MAX]; /* exited relays' */
     struct metrics_table totals;    /* rows: just after this struct */
 };
 
@@ -185,6 +187,24 @@ void metrics_begin(struct metrics *m)
     __atomic_thread_fence(__ATOMIC_RELEASE);
 }
 
+/* Add a relay's rows to its source's entry (made when new; not kept
+ * when the table is full). */
+static void fold_relay(struct metrics_source *t, const char *source,
+                       const struct worker_slot *slot)
+{
+    if (!source)
+        return;
+    for (int i = 0; i < METRICS_SOURCES_MAX; i++) {
+        if (t[i].name[0] && strcmp(t[i].name, source) != 0)
+            continue;
+        if (!t[i].name[0])
+            snprintf(t[i].name, sizeof t[i].name, "%s", source);
+        t[i].applied += slot_get(&slot->relay_applied);
+        t[i].dead += slot_get(&slot->relay_dead);
+        return;
+    }
+}
+
 void metrics_end(struct metrics *m)
 {
     if (--m->depth > 0)
@@ -197,6 +217,21 @@ void metrics_fold_slot(struct metrics *m, const char *queue, const struct worker
     metrics_begin(m);
     fold(&m->totals, &m->reconnects, queue, slot);
     metrics_end(m);
+}
+
+void metrics_fold_relay(struct metrics *m, const char *source, const struct worker_slot *slot)
+{
+    metrics_begin(m);
+    fold_relay(m->sources, source, slot);
+    metrics_end(m);
+}
+
+struct metrics_source metrics_source_totals(const struct metrics_snap *s, const char *name)
+{
+    for (int i = 0; i < METRICS_SOURCES_MAX; i++)
+        if (strcmp(s->sources[i].name, name) == 0)
+            return s->sources[i];
+    return (struct metrics_source){ .applied = 0 };
 }
 
 void metrics_count_timeout(struct metrics *m, const char *queue, const char *type)
@@ -296,10 +331,15 @@ static int try_copy(const struct metrics *m, struct metrics_snap *s)
     s->conf_gen = m->conf_gen;
     s->nchildren = m->nchildren < METRICS_CHILDREN_MAX ? m->nchildren : METRICS_CHILDREN_MAX;
     memcpy(s->children, m->children, s->nchildren * sizeof s->children[0]);
+    memcpy(s->sources, m->sources, sizeof s->sources);
+    for (int i = 0; i < METRICS_SOURCES_MAX; i++)
+        s->sources[i].name[sizeof s->sources[i].name - 1] = '\0';
     for (size_t i = 0; i < s->nchildren; i++) {
         struct metrics_post *c = &s->children[i];
         c->queue[sizeof c->queue - 1] = '\0';
-        if (c->role != MR_NONE)
+        if (c->role == MR_RELAY)
+            fold_relay(s->sources, c->queue, &s->slots[i]);
+        else if (c->role != MR_NONE)
             fold(&s->t, &s->reconnects, c->role == MR_WORKER ? c->queue : NULL,
                  &s->slots[i]);
     }

@@ -5,6 +5,8 @@
  * killing what its handler left behind, and planning its restart with a
  * backoff that only a crash loop pays.
  */
+#include "config.h"
+
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -19,6 +21,8 @@
 #include "daemon/log.h"
 #include "daemon/admin/metrics.h"
 #include "daemon/reaper/reaper.h"
+#include "daemon/dconfig_sources.h"
+#include "daemon/relay/relay.h"
 #include "daemon/settler/settler.h"
 #include "daemon/signals.h"
 #include "daemon/supervisor/strays.h"
@@ -45,6 +49,8 @@ static void child_name(const struct supervisor *s, const struct child *c, char *
         snprintf(buf, len, "admin");
     else if (c->role == ROLE_SETTLER)
         snprintf(buf, len, "settle");
+    else if (c->role == ROLE_RELAY)
+        snprintf(buf, len, "relay%u", (unsigned)(c->queue - (int)c->gen->conf->nqueues - 2) % 100u);
     else
         snprintf(buf, len, "w%d", child_index(s, c));
 }
@@ -139,6 +145,13 @@ static void become_child(struct supervisor *s, struct child *c)
         rc = reaper_main(&a);
     } else if (c->role == ROLE_SETTLER) {
         rc = settler_main(dc, c->gen->id, s->board, s->wake[0], slot);
+    } else if (c->role == ROLE_RELAY) {
+#ifdef HAVE_LIBPQ
+        rc = relay_main(dc, (size_t)(c->queue - (int)dc->nqueues - 2), slot);
+#else
+        log_err("built without PostgreSQL (libpq): cannot relay");   /* dconfig refuses it */
+        rc = DAEMON_EXIT_CONFIG;
+#endif
     } else {
         rc = worker_main(dc, &dc->queues[c->queue], c->rank, slot,
                          &s->cancels[child_index(s, c)], owner);
@@ -198,8 +211,8 @@ static struct child *free_row(struct supervisor *s)
 }
 
 /* Rows the configuration in force has for queue `q` (nqueues: the
- * reaper, nqueues + 1: the admin process), running or waiting to
- * respawn. */
+ * reaper, nqueues + 1: the admin process, nqueues + 2 + i: the relay of
+ * source i), running or waiting to respawn. */
 static int rows_of(const struct supervisor *s, size_t q)
 {
     int n = 0;
@@ -231,10 +244,30 @@ static int start_settler(struct supervisor *s)
     return 0;
 }
 
+/* How many children of role-number `q` the configuration in force wants
+ * (the numbering of struct child's queue). */
+static int wanted(const struct supervisor *s, size_t q)
+{
+    const struct daemon_conf *dc = s->cur->conf;
+    if (q < dc->nqueues)
+        return dc->queues[q].workers;
+    if (q == dc->nqueues)
+        return 1;
+    if (q == dc->nqueues + 1)
+        return s->admin_fd >= 0 && !s->admin_refused;
+    return 1;
+}
+
+static enum child_role role_of(const struct daemon_conf *dc, size_t q)
+{
+    return q < dc->nqueues ? ROLE_WORKER
+           : q == dc->nqueues ? ROLE_REAPER : q == dc->nqueues + 1 ? ROLE_ADMIN : ROLE_RELAY;
+}
+
 /*
  * Give the configuration in force every child it asks for that has no row
- * yet (its settler, its workers per queue, its reaper, and its admin
- * process when admin.listen is set): all of them at start and after a
+ * yet (its settler, its workers per queue, its reaper, its admin process
+ * when admin.listen is set, and a relay per source): all of them at start and after a
  * reload, and, when reloads in a row left old children draining in most
  * rows, the rest as those exit (from the tick).  Returns how many still
  * lack a row.
@@ -243,9 +276,8 @@ int children_start_missing(struct supervisor *s)
 {
     const struct daemon_conf *dc = s->cur->conf;
     int missing = start_settler(s);
-    for (size_t q = 0; q <= dc->nqueues + 1; q++) {
-        int want = q < dc->nqueues ? dc->queues[q].workers
-                   : q == dc->nqueues ? 1 : s->admin_fd >= 0 && !s->admin_refused;
+    for (size_t q = 0; q <= dc->nqueues + 1 + dc->nsources; q++) {
+        int want = wanted(s, q);
         for (int n = rows_of(s, q); n < want; n++) {
             struct child *c = free_row(s);
             if (!c) {
@@ -253,8 +285,7 @@ int children_start_missing(struct supervisor *s)
                 break;
             }
             memset(c, 0, sizeof *c);
-            c->role = q < dc->nqueues ? ROLE_WORKER
-                      : q == dc->nqueues ? ROLE_REAPER : ROLE_ADMIN;
+            c->role = role_of(dc, q);
             c->queue = (int)q;
             c->gen = s->cur;
             children_spawn(s, c);
@@ -309,10 +340,17 @@ static void death_cause(const struct child *c, int status, char *buf, size_t len
         snprintf(buf, len, "worker died: exit status %d", WEXITSTATUS(status));
 }
 
-/* The worker's queue name; NULL for the reaper and the admin process. */
 const char *children_queue_of(const struct child *c)
 {
     return c->role == ROLE_WORKER ? c->gen->conf->queues[c->queue].name : NULL;
+}
+
+const char *children_label_of(const struct child *c)
+{
+    const struct daemon_conf *dc = c->gen ? c->gen->conf : NULL;
+    if (c->role == ROLE_RELAY)
+        return dc->sources[c->queue - (int)dc->nqueues - 2].name;
+    return children_queue_of(c);
 }
 
 static void on_child_exit(struct supervisor *s, struct child *c, int status)
@@ -349,7 +387,10 @@ static void on_child_exit(struct supervisor *s, struct child *c, int status)
     /* Keep its counts before the row's slot is reused: in one change the
      * admin process sees whole (metrics.h), so that no counter goes back. */
     metrics_begin(s->metrics);
-    metrics_fold_slot(s->metrics, children_queue_of(c), &s->slots[child_index(s, c)]);
+    if (c->role == ROLE_RELAY)
+        metrics_fold_relay(s->metrics, children_label_of(c), &s->slots[child_index(s, c)]);
+    else
+        metrics_fold_slot(s->metrics, children_queue_of(c), &s->slots[child_index(s, c)]);
     int made_progress = slot_get(&s->slots[child_index(s, c)].jobs_done) > 0;
     if (c->unposted)            /* kept for the tick's post */
         settle_side_keep_slot(s, c);
@@ -519,6 +560,7 @@ static enum metrics_role posted_role(enum child_role r)
     case ROLE_REAPER: return MR_REAPER;
     case ROLE_ADMIN: return MR_ADMIN;
     case ROLE_SETTLER: return MR_SETTLER;
+    case ROLE_RELAY: return MR_RELAY;
     case ROLE_NONE: break;
     }
     return MR_NONE;
@@ -531,7 +573,7 @@ void children_post(struct supervisor *s)
         const struct child *c = &s->children[i];
         metrics_post_child(s->metrics, (size_t)i, posted_role(c->role), (int)c->pid,
                            c->role != ROLE_NONE && c->gen == s->cur && !c->retiring,
-                           children_queue_of(c));
+                           children_label_of(c));
     }
     metrics_end(s->metrics);
 }

@@ -29,9 +29,11 @@
  * that may be alive.  More generations may drain at once after reloads in
  * a row: the rows the configuration in force still lacks are then taken
  * as old children exit (start_missing; the settler first). */
-#define MAX_CHILDREN (2 * DCONFIG_MAX_WORKERS + 4 + MAX_GENERATIONS + 1)
+/* And a relay per source, of two generations too. */
+#define MAX_CHILDREN (2 * DCONFIG_MAX_WORKERS + 4 + MAX_GENERATIONS + 1 \
+                      + 2 * DCONFIG_MAX_SOURCES)
 
-enum child_role { ROLE_NONE, ROLE_WORKER, ROLE_REAPER, ROLE_ADMIN, ROLE_SETTLER };
+enum child_role { ROLE_NONE, ROLE_WORKER, ROLE_REAPER, ROLE_ADMIN, ROLE_SETTLER, ROLE_RELAY };
 
 /* One row of the child table (nginx's ngx_processes).  Row i uses slot i. */
 struct child {
@@ -39,6 +41,7 @@ struct child {
     pid_t pid;                  /* 0: not running (waiting to respawn) */
     int queue;                  /* index into gen->conf->queues (workers);
                                    nqueues: the reaper; nqueues + 1: admin;
+                                   nqueues + 2 + i: the relay of source i;
                                    -1: the settler */
     unsigned rank;              /* which of the queue's workers (workers):
                                    picks its home partitions */
@@ -119,8 +122,12 @@ int children_spawn(struct supervisor *s, struct child *c);
  * returns how many still lack one. */
 int children_start_missing(struct supervisor *s);
 
-/* The worker's queue name; NULL for the reaper. */
+/* The worker's queue name; NULL for the other roles. */
 const char *children_queue_of(const struct child *c);
+
+/* What the admin process labels the row with: a worker's queue, a relay's
+ * source; NULL for the other roles. */
+const char *children_label_of(const struct child *c);
 
 /* Reap every child that exited, settle what it held, plan its respawn. */
 void children_collect(struct supervisor *s);

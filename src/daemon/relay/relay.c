@@ -1,0 +1,202 @@
+#include "daemon/relay/relay.h"
+
+#include <delayq/client.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "config/redis_conf.h"
+#include "daemon/dconfig_sources.h"
+#include "daemon/exitcodes.h"
+#include "daemon/log.h"
+#include "daemon/relay/relay_apply.h"
+#include "daemon/relay/relay_pg.h"
+#include "daemon/signals.h"
+
+#define BACKOFF_FIRST_MS 100
+#define BACKOFF_MAX_MS 5000
+#define SLICE_MS 100            /* waits are cut in slices: a stop is seen this soon */
+
+struct relay {
+    const struct daemon_conf *dc;
+    const struct source_conf *sc;
+    struct worker_slot *slot;
+    struct relay_pg *pg;
+    dq_client *redis;
+    int leading;
+    int64_t backoff_ms;
+    int64_t failing_since_ms;   /* monotonic; 0 while it works */
+};
+
+static void sleep_ms(int64_t ms)
+{
+    struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+    nanosleep(&ts, NULL);
+}
+
+/* Sleep `ms` in slices; returns early at a stop. */
+static void pause_ms(int64_t ms)
+{
+    for (int64_t left = ms; left > 0 && !signals_stop_requested(); left -= SLICE_MS)
+        sleep_ms(left < SLICE_MS ? left : SLICE_MS);
+}
+
+/* Something failed: say so once (until it works again), publish it for
+ * /healthz, and wait the backoff. */
+static void failed(struct relay *rl, const char *why)
+{
+    if (!rl->failing_since_ms) {
+        rl->failing_since_ms = slots_now_ms();
+        log_warn("source %s: %s; rows wait in %s.%s, retrying (said once until it works)",
+                 rl->sc->name, why, rl->sc->schema, rl->sc->table);
+    }
+    slot_claims_failed(rl->slot, why);
+    rl->backoff_ms = rl->backoff_ms ? rl->backoff_ms * 2 : BACKOFF_FIRST_MS;
+    if (rl->backoff_ms > BACKOFF_MAX_MS)
+        rl->backoff_ms = BACKOFF_MAX_MS;
+    pause_ms(rl->backoff_ms);
+}
+
+static void working(struct relay *rl)
+{
+    if (rl->failing_since_ms)
+        log_info("source %s: working again after %.1f s", rl->sc->name,
+                 (double)(slots_now_ms() - rl->failing_since_ms) / 1000.0);
+    rl->failing_since_ms = 0;
+    rl->backoff_ms = 0;
+    slot_claims_ok(rl->slot);
+}
+
+/* The connections, made when missing; 0, or -1 after failed(). */
+static int connect_both(struct relay *rl)
+{
+    char why[600];
+    if (!relay_pg_connected(rl->pg)) {
+        rl->leading = 0;
+        __atomic_store_n(&rl->slot->relay_leader, 0, __ATOMIC_RELAXED);
+        if (relay_pg_connect(rl->pg, why, sizeof why) < 0) {
+            failed(rl, why);
+            return -1;
+        }
+    }
+    if (!rl->redis) {
+        dq_options opt;
+        redis_conf_to_options(&rl->dc->redis, &opt);
+        char err[400];
+        rl->redis = dq_connect(&opt, err, sizeof err, NULL);
+        if (!rl->redis) {
+            snprintf(why, sizeof why, "redis: %s", err);
+            failed(rl, why);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Wait for a notification, or poll_interval; a stop ends it early. */
+static void wait_rows(struct relay *rl)
+{
+    char why[600];
+    for (int64_t left = rl->sc->poll_ms; left > 0 && !signals_stop_requested();
+         left -= SLICE_MS) {
+        int rc = relay_pg_wait(rl->pg, left < SLICE_MS ? left : SLICE_MS, why, sizeof why);
+        if (rc != 0) {
+            if (rc < 0)
+                failed(rl, why);
+            return;
+        }
+    }
+}
+
+/* Become the applying relay, or wait for the one that is; 1 when leading. */
+static int lead(struct relay *rl)
+{
+    if (rl->leading)
+        return 1;
+    char why[600];
+    int rc = relay_pg_lead(rl->pg, why, sizeof why);
+    if (rc < 0) {
+        failed(rl, why);
+        return 0;
+    }
+    working(rl);
+    if (rc == 0) {              /* another daemon's relay applies the rows */
+        pause_ms(rl->sc->poll_ms);
+        return 0;
+    }
+    rl->leading = 1;
+    __atomic_store_n(&rl->slot->relay_leader, 1, __ATOMIC_RELAXED);
+    log_info("source %s: applying the rows of %s.%s (this relay holds the table's lock)",
+             rl->sc->name, rl->sc->schema, rl->sc->table);
+    return 1;
+}
+
+/* Log the batch's dead rows; returns how many. */
+static uint64_t log_dead(const struct relay *rl, const struct relay_batch *b)
+{
+    uint64_t dead = 0;
+    for (size_t i = 0; i < b->n; i++) {
+        const struct relay_row *r = &b->rows[i];
+        if (r->outcome != ROW_DEAD)
+            continue;
+        dead++;
+        log_warn("source %s: row %lld (%s of job %s, queue %s) moved to %s_dead: %s",
+                 rl->sc->name, (long long)r->id,
+                 r->op == RELAY_ADD ? "add" : r->op == RELAY_CANCEL ? "cancel" : "replace",
+                 *r->name ? r->name : r->job_id, r->queue, rl->sc->table, r->reason);
+    }
+    return dead;
+}
+
+/* One batch: taken, applied, deleted.  Returns the rows it took (0 when
+ * the table is empty), or -1 after failed(). */
+static int relay_batch(struct relay *rl)
+{
+    char why[600];
+    struct relay_batch b;
+    if (relay_pg_take(rl->pg, rl->sc->batch, &b, why, sizeof why) < 0) {
+        failed(rl, why);
+        return -1;
+    }
+    if (b.n == 0) {
+        working(rl);
+        return 0;
+    }
+    if (relay_apply(rl->redis, rl->dc, rl->sc, &b, why, sizeof why) < 0) {
+        relay_pg_abort(rl->pg, &b);
+        failed(rl, why);
+        return -1;
+    }
+    int n = (int)b.n;
+    uint64_t dead = log_dead(rl, &b);
+    if (relay_pg_finish(rl->pg, &b, why, sizeof why) < 0) {
+        failed(rl, why);
+        return -1;
+    }
+    slot_add(&rl->slot->relay_applied, (uint64_t)n - dead);
+    slot_add(&rl->slot->relay_dead, dead);
+    working(rl);
+    return n;
+}
+
+int relay_main(const struct daemon_conf *dc, size_t source, struct worker_slot *slot)
+{
+    struct relay rl = { .dc = dc, .sc = &dc->sources[source], .slot = slot };
+    rl.pg = relay_pg_new(rl.sc);
+    if (!rl.pg) {
+        log_err("out of memory");
+        return DAEMON_EXIT_OSERR;
+    }
+    log_info("source %s: relays %s.%s to Redis", rl.sc->name, rl.sc->schema, rl.sc->table);
+    __atomic_store_n(&slot->ready, 1, __ATOMIC_RELAXED);
+    while (!signals_stop_requested()) {
+        if (connect_both(&rl) < 0 || !lead(&rl))
+            continue;
+        int n = relay_batch(&rl);
+        if (n >= 0 && n < rl.sc->batch)
+            wait_rows(&rl);
+    }
+    relay_pg_free(rl.pg);
+    dq_close(rl.redis);
+    return DAEMON_EXIT_OK;
+}

@@ -1,0 +1,246 @@
+#include "daemon/relay/relay_apply.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/keys.h"
+
+/* A day short of the scripts' bound, so that a clock ahead of the
+ * server's cannot make a row pass here and be refused there. */
+#define AHEAD_MAX_MS (DQ_MAX_AHEAD_MS - 86400000)
+
+static void dead(struct relay_row *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void dead(struct relay_row *r, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->reason, sizeof r->reason, fmt, ap);
+    va_end(ap);
+    r->outcome = ROW_DEAD;
+}
+
+static int known_queue(const struct daemon_conf *dc, const char *queue)
+{
+    for (size_t i = 0; i < dc->nqueues; i++)
+        if (strcmp(dc->queues[i].name, queue) == 0)
+            return 1;
+    return 0;
+}
+
+/* The job's id: the row's, or SOURCE:ROW_ID for an add without one (the
+ * same at every apply, so a replay is recognised); 0, or -1 dead. */
+static int name_job(const struct source_conf *sc, struct relay_row *r)
+{
+    if (!*r->job_id) {
+        if (r->op != RELAY_ADD) {
+            dead(r, "a %s needs the job's id", r->op == RELAY_CANCEL ? "cancel" : "replace");
+            return -1;
+        }
+        snprintf(r->name, sizeof r->name, "%s:%lld", sc->name, (long long)r->id);
+        return 0;
+    }
+    const char *bad = keys_check_id(r->job_id);
+    if (bad) {
+        dead(r, "job_id: %s", bad);
+        return -1;
+    }
+    snprintf(r->name, sizeof r->name, "%s", r->job_id);
+    return 0;
+}
+
+/* What the table's constraints cannot know: this daemon's queues, the
+ * names' rules, the payload limit, a delay's 100-year bound (the library
+ * checks the rest, apply_one says what).  0, or -1 with the row dead. */
+static int check_row(const struct daemon_conf *dc, const struct source_conf *sc,
+                     struct relay_row *r)
+{
+    const char *bad = keys_check_queue(r->queue);
+    if (bad) {
+        dead(r, "queue: %s", bad);
+        return -1;
+    }
+    if (!known_queue(dc, r->queue)) {
+        dead(r, "queue \"%s\" is not one of the queues of %s", r->queue, dc->path);
+        return -1;
+    }
+    if (name_job(sc, r) < 0)
+        return -1;
+    if (r->op == RELAY_CANCEL)
+        return 0;
+    if ((bad = keys_check_type(r->type))) {
+        dead(r, "type: %s", bad);
+        return -1;
+    }
+    size_t limit = dc->redis.max_payload ? dc->redis.max_payload : DQ_DEFAULT_MAX_PAYLOAD;
+    if (r->payload_len > limit) {
+        dead(r, "payload of %zu bytes is over the limit of %zu (redis.max_payload)",
+             r->payload_len, limit);
+        return -1;
+    }
+    if (r->delay_ms > AHEAD_MAX_MS) {
+        dead(r, "due more than 100 years ahead");
+        return -1;
+    }
+    return 0;
+}
+
+static void fill_req(const struct source_conf *sc, const struct relay_row *r,
+                     dq_enqueue_req *q)
+{
+    *q = (dq_enqueue_req){
+        .queue = r->queue, .type = r->type, .id = r->name,
+        .payload = r->payload, .payload_len = r->payload_len,
+        .max_attempts = r->max_attempts, .replace = r->op == RELAY_REPLACE,
+        .priority = r->priority >= 0 ? DQ_PRIORITY(r->priority) : 0,
+        .unique_for_ms = sc->replay_window_ms, .unique_ok = true,
+    };
+    if (r->at_ms > 0)
+        q->at_ms = r->at_ms;
+    else if (r->at_ms < 0)
+        q->delay_ms = r->delay_ms;
+    if (r->expire_at_ms > 0)
+        q->expire_at = r->expire_at_ms;
+    else if (r->ttl_ms > 0)
+        q->ttl_ms = r->ttl_ms;
+}
+
+/* An error reply of a script that refused its arguments: about the row,
+ * not about Redis. */
+static int refused_by_script(const dq_client *c)
+{
+    return strstr(dq_errmsg(c), "ERR delayq:") != NULL;
+}
+
+/* The outcome of an add or replace that came back `st`; -1 when Redis
+ * failed (the batch is taken again). */
+static int settle_enqueue(dq_client *c, struct relay_row *r, dq_status st)
+{
+    switch (st) {
+    case DQ_OK:                 /* added, replaced, or finished within the window */
+    case DQ_ERR_EXISTS:         /* a job of this id waits: this row's, or the
+                                   producer's; an add leaves it alone */
+    case DQ_ERR_UNIQUE:
+        r->outcome = ROW_APPLIED;
+        return 0;
+    case DQ_ERR_INVALID:
+    case DQ_ERR_TOO_LARGE:
+        dead(r, "%s", dq_errmsg(c));
+        return 0;
+    case DQ_ERR_RUNNING:
+        dead(r, "replace refused: job %s of queue %s is running", r->name, r->queue);
+        return 0;
+    case DQ_ERR_REDIS:
+        if (refused_by_script(c)) {
+            dead(r, "%s", dq_errmsg(c));
+            return 0;
+        }
+        return -1;
+    default:
+        return -1;
+    }
+}
+
+/* Apply one add or replace alone, for its own status and message. */
+static int apply_one(dq_client *c, const struct source_conf *sc, struct relay_row *r)
+{
+    dq_enqueue_req q;
+    fill_req(sc, r, &q);
+    return settle_enqueue(c, r, dq_enqueue(c, &q, NULL));
+}
+
+/* Rows first .. last - 1 that are adds or replaces (and passed the
+ * checks), in one pipeline.  A row that comes back with anything but
+ * success is applied again alone: dq_enqueue_many refuses bad requests
+ * before sending them, and the script refuses its whole call when one job
+ * is bad, so such a row was not written, and alone it says what is wrong
+ * with it. */
+static int apply_run(dq_client *c, const struct source_conf *sc, struct relay_row *rows,
+                     const size_t *idx, size_t n)
+{
+    if (n == 0)
+        return 0;
+    dq_enqueue_req *reqs = calloc(n, sizeof *reqs);
+    dq_status *sts = calloc(n, sizeof *sts);
+    int rc = -1;
+    if (!reqs || !sts)
+        goto done;
+    for (size_t k = 0; k < n; k++)
+        fill_req(sc, &rows[idx[k]], &reqs[k]);
+    dq_status first = dq_enqueue_many(c, reqs, n, NULL, sts);
+    if (first == DQ_ERR_NOMEM || first == DQ_ERR_CONNECT || first == DQ_ERR_TIMEOUT
+        || first == DQ_ERR_AUTH)
+        goto done;
+    for (size_t k = 0; k < n; k++) {
+        struct relay_row *r = &rows[idx[k]];
+        if (sts[k] == DQ_OK || sts[k] == DQ_ERR_EXISTS || sts[k] == DQ_ERR_UNIQUE)
+            r->outcome = ROW_APPLIED;
+        else if (apply_one(c, sc, r) < 0)
+            goto done;
+    }
+    rc = 0;
+done:
+    free(reqs);
+    free(sts);
+    return rc;
+}
+
+/* A cancel: done when the job is gone already (its earlier apply, or its
+ * own end). */
+static int apply_cancel(dq_client *c, struct relay_row *r)
+{
+    dq_status st = dq_cancel(c, r->queue, r->name);
+    switch (st) {
+    case DQ_OK:
+    case DQ_ERR_NOTFOUND:
+        r->outcome = ROW_APPLIED;
+        return 0;
+    case DQ_ERR_DEAD:
+        dead(r, "job %s of queue %s is dead already: nothing to cancel (purge it with "
+             "delayq dlq purge)", r->name, r->queue);
+        return 0;
+    case DQ_ERR_INVALID:
+    case DQ_ERR_RUNNING:
+        dead(r, "%s", dq_errmsg(c));
+        return 0;
+    default:
+        return -1;
+    }
+}
+
+int relay_apply(dq_client *c, const struct daemon_conf *dc, const struct source_conf *sc,
+                struct relay_batch *b, char *why, size_t whylen)
+{
+    size_t *idx = calloc(b->n ? b->n : 1, sizeof *idx);
+    if (!idx) {
+        snprintf(why, whylen, "out of memory");
+        return -1;
+    }
+    size_t run = 0;
+    int rc = 0;
+    for (size_t i = 0; i < b->n && rc == 0; i++) {
+        struct relay_row *r = &b->rows[i];
+        r->outcome = ROW_APPLIED;
+        r->reason[0] = '\0';
+        if (check_row(dc, sc, r) < 0)
+            continue;
+        if (r->op != RELAY_CANCEL) {
+            idx[run++] = i;
+            continue;
+        }
+        /* A cancel goes after the adds before it, in order. */
+        rc = apply_run(c, sc, b->rows, idx, run);
+        run = 0;
+        if (rc == 0)
+            rc = apply_cancel(c, r);
+    }
+    if (rc == 0)
+        rc = apply_run(c, sc, b->rows, idx, run);
+    if (rc < 0)
+        snprintf(why, whylen, "redis: %s", *dq_errmsg(c) ? dq_errmsg(c) : "out of memory");
+    free(idx);
+    return rc;
+}

@@ -1,0 +1,47 @@
+/*
+ * One row of an outbox table as the relay holds it: read by relay_pg.c,
+ * applied to Redis by relay_apply.c, then deleted, or moved to the dead
+ * table with its reason, by relay_pg.c in the same transaction.
+ */
+#ifndef DQ_RELAY_ROW_H
+#define DQ_RELAY_ROW_H
+
+#include <delayq/client.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum relay_op { RELAY_ADD, RELAY_CANCEL, RELAY_REPLACE };
+
+/* What became of a row: applied (or found applied already: deleted), or
+ * refused for good (moved to the dead table). */
+enum relay_outcome { ROW_APPLIED, ROW_DEAD };
+
+#define RELAY_REASON_MAX 300
+
+struct relay_row {
+    int64_t id;
+    enum relay_op op;
+    const char *queue;          /* these point into the batch's result */
+    const char *job_id;         /* "" when NULL in the table */
+    const char *type;           /* "" when NULL */
+    unsigned char *payload;     /* PQunescapeBytea's (PQfreemem) */
+    size_t payload_len;
+    int64_t at_ms;              /* run_at, Unix ms; -1: none */
+    int64_t delay_ms;           /* what is left of created_at + delay */
+    int priority;               /* 0..9; -1: normal */
+    int max_attempts;           /* 0: the handler's */
+    int64_t expire_at_ms;       /* -1: none */
+    int64_t ttl_ms;             /* -1: none */
+    char name[DQ_ID_MAX + 1];   /* the job's id: job_id, or SOURCE:ROW_ID */
+    enum relay_outcome outcome;
+    char reason[RELAY_REASON_MAX]; /* ROW_DEAD: why */
+};
+
+/* A batch: the rows of one transaction, in row id (commit) order. */
+struct relay_batch {
+    struct relay_row *rows;
+    size_t n;
+    void *result;               /* the PGresult the strings point into */
+};
+
+#endif
