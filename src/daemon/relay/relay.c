@@ -126,17 +126,20 @@ static int lead(struct relay *rl)
     }
     rl->leading = 1;
     __atomic_store_n(&rl->slot->relay_leader, 1, __ATOMIC_RELAXED);
+    slot_add(&rl->slot->jobs_done, 1);     /* progress: a restart needs no backoff */
     log_info("source %s: applying the rows of %s.%s (this relay holds the table's lock)",
              rl->sc->name, rl->sc->schema, rl->sc->table);
     return 1;
 }
 
-/* Log the batch's dead rows; returns how many. */
+/* Log the batch's dead rows, and its adds found applied already; returns
+ * how many rows are dead. */
 static uint64_t log_dead(const struct relay *rl, const struct relay_batch *b)
 {
-    uint64_t dead = 0;
+    uint64_t dead = 0, replayed = 0;
     for (size_t i = 0; i < b->n; i++) {
         const struct relay_row *r = &b->rows[i];
+        replayed += r->replayed;
         if (r->outcome != ROW_DEAD)
             continue;
         dead++;
@@ -145,6 +148,11 @@ static uint64_t log_dead(const struct relay *rl, const struct relay_batch *b)
                  r->op == RELAY_ADD ? "add" : r->op == RELAY_CANCEL ? "cancel" : "replace",
                  *r->name ? r->name : r->job_id, r->queue, rl->sc->table, r->reason);
     }
+    if (replayed)
+        log_info("source %s: %llu add%s of this batch found %s job in Redis already (its "
+                 "job waits, or finished within replay_window): left as %s", rl->sc->name,
+                 (unsigned long long)replayed, replayed == 1 ? "" : "s",
+                 replayed == 1 ? "its" : "their", replayed == 1 ? "it is" : "they are");
     return dead;
 }
 

@@ -121,10 +121,13 @@ static int settle_enqueue(dq_client *c, struct relay_row *r, dq_status st)
 {
     switch (st) {
     case DQ_OK:                 /* added, replaced, or finished within the window */
+        r->outcome = ROW_APPLIED;
+        return 0;
     case DQ_ERR_EXISTS:         /* a job of this id waits: this row's, or the
                                    producer's; an add leaves it alone */
     case DQ_ERR_UNIQUE:
         r->outcome = ROW_APPLIED;
+        r->replayed = 1;
         return 0;
     case DQ_ERR_INVALID:
     case DQ_ERR_TOO_LARGE:
@@ -148,8 +151,12 @@ static int settle_enqueue(dq_client *c, struct relay_row *r, dq_status st)
 static int apply_one(dq_client *c, const struct source_conf *sc, struct relay_row *r)
 {
     dq_enqueue_req q;
+    dq_enqueued out;
     fill_req(sc, r, &q);
-    return settle_enqueue(c, r, dq_enqueue(c, &q, NULL));
+    int rc = settle_enqueue(c, r, dq_enqueue(c, &q, &out));
+    if (rc == 0 && r->outcome == ROW_APPLIED && out.finished)
+        r->replayed = 1;
+    return rc;
 }
 
 /* Rows first .. last - 1 that are adds or replaces (and passed the
@@ -165,26 +172,29 @@ static int apply_run(dq_client *c, const struct source_conf *sc, struct relay_ro
         return 0;
     dq_enqueue_req *reqs = calloc(n, sizeof *reqs);
     dq_status *sts = calloc(n, sizeof *sts);
+    dq_enqueued *outs = calloc(n, sizeof *outs);
     int rc = -1;
-    if (!reqs || !sts)
+    if (!reqs || !sts || !outs)
         goto done;
     for (size_t k = 0; k < n; k++)
         fill_req(sc, &rows[idx[k]], &reqs[k]);
-    dq_status first = dq_enqueue_many(c, reqs, n, NULL, sts);
+    dq_status first = dq_enqueue_many(c, reqs, n, outs, sts);
     if (first == DQ_ERR_NOMEM || first == DQ_ERR_CONNECT || first == DQ_ERR_TIMEOUT
         || first == DQ_ERR_AUTH)
         goto done;
     for (size_t k = 0; k < n; k++) {
         struct relay_row *r = &rows[idx[k]];
-        if (sts[k] == DQ_OK || sts[k] == DQ_ERR_EXISTS || sts[k] == DQ_ERR_UNIQUE)
+        if (sts[k] == DQ_OK || sts[k] == DQ_ERR_EXISTS || sts[k] == DQ_ERR_UNIQUE) {
             r->outcome = ROW_APPLIED;
-        else if (apply_one(c, sc, r) < 0)
+            r->replayed = sts[k] != DQ_OK || outs[k].finished;
+        } else if (apply_one(c, sc, r) < 0)
             goto done;
     }
     rc = 0;
 done:
     free(reqs);
     free(sts);
+    free(outs);
     return rc;
 }
 
@@ -224,6 +234,7 @@ int relay_apply(dq_client *c, const struct daemon_conf *dc, const struct source_
     for (size_t i = 0; i < b->n && rc == 0; i++) {
         struct relay_row *r = &b->rows[i];
         r->outcome = ROW_APPLIED;
+        r->replayed = 0;
         r->reason[0] = '\0';
         if (check_row(dc, sc, r) < 0)
             continue;

@@ -34,6 +34,8 @@ struct relay_row {
     int64_t ttl_ms;             /* -1: none */
     char name[DQ_ID_MAX + 1];   /* the job's id: job_id, or SOURCE:ROW_ID */
     enum relay_outcome outcome;
+    int replayed;               /* an add found applied already (a batch
+                                   applied again after a restart) */
     char reason[RELAY_REASON_MAX]; /* ROW_DEAD: why */
 };
 
