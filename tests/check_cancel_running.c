@@ -310,17 +310,7 @@ END_TEST
  * the daemon's log ("[reap PID] listening for cancels ..."); 0 if none. */
 static pid_t reaper_pid(void)
 {
-    FILE *fp = fopen(H.log, "r");
-    char line[1024];
-    long pid = 0;
-    while (fp && fgets(line, sizeof line, fp)) {
-        const char *at = strstr(line, "[reap ");
-        if (at && strstr(line, "listening for cancels"))
-            pid = strtol(at + 6, NULL, 10);
-    }
-    if (fp)
-        fclose(fp);
-    return (pid_t)pid;
+    return h_log_pid(&H, "reap", "listening for cancels");
 }
 
 /* A cancel published while no reaper listens (killed, and not restarted

@@ -172,18 +172,9 @@ static pid_t settler_pid(void)
 {
     ck_assert_msg(h_wait_log(&H, "settles the jobs of configuration", 1, 5000) >= 1,
                   "no settler; log:\n%s", h_log_tail(&H));
-    FILE *fp = fopen(H.log, "r");
-    ck_assert(fp != NULL);
-    char line[1024];
-    int pid = 0;
-    while (fgets(line, sizeof line, fp)) {
-        const char *at = strstr(line, "[settle ");
-        if (at && strstr(line, "settles the jobs of configuration"))
-            pid = atoi(at + 8);
-    }
-    fclose(fp);
+    pid_t pid = h_log_pid(&H, "settle", "settles the jobs of configuration");
     ck_assert_int_gt(pid, 0);
-    return (pid_t)pid;
+    return pid;
 }
 
 /* A worker dies mid-batch while its settler is stopped (SIGSTOP), and the

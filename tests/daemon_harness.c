@@ -522,3 +522,19 @@ void h_assert_refused(const struct harness *h, int line, const char *what)
         ck_assert_msg(strstr(err, what) != NULL, "%s: no '%s' in: %s", modes[m], what, err);
     }
 }
+
+pid_t h_log_pid(const struct harness *h, const char *role, const char *needle)
+{
+    FILE *f = fopen(h->log, "r");
+    ck_assert_msg(f != NULL, "%s: cannot read the log", h->log);
+    char tag[64], line[1024];
+    snprintf(tag, sizeof tag, "[%s ", role);
+    pid_t pid = 0;
+    while (fgets(line, sizeof line, f)) {
+        const char *at = strstr(line, tag);
+        if (at && strstr(line, needle))
+            pid = (pid_t)atoi(at + strlen(tag));
+    }
+    fclose(f);
+    return pid;
+}

@@ -139,6 +139,9 @@ size_t h_busy_workers(const struct harness *h, pid_t *out, int *lines, size_t ma
 int h_log_count(const struct harness *h, const char *needle);
 /* Wait until at least `n` lines contain `needle`; returns the count. */
 int h_wait_log(const struct harness *h, const char *needle, int n, int timeout_ms);
+/* The pid of the newest child of role `role` ("relay0", "settle", "reap")
+ * whose log line contains `needle`, or 0 when no line does. */
+pid_t h_log_pid(const struct harness *h, const char *role, const char *needle);
 /* The whole log, for failure messages (static buffer, the last 3000 bytes). */
 const char *h_log_tail(const struct harness *h);
 
