@@ -11,11 +11,20 @@
 # minimal images have no groff to fall back on); tzdata for the schedules'
 # time zones (and their daylight-saving tests); python3 and python3-redis for
 # the Python client (clients/python) and its tests, and dh-python,
-# python3-all and python3-setuptools, which debian/ builds python3-delayq with.
+# python3-all and python3-setuptools, which debian/ builds python3-delayq with;
+# libpq-dev for the PostgreSQL outbox relay (docs/outbox.md).
 # shellcheck disable=SC2034 # used by the scripts that source this file
 DEPS_PACKAGES=(build-essential autoconf automake libtool pkg-config
     libhiredis-dev libevent-dev libssl-dev libconfig-dev redis-server check faketime mandoc
-    tzdata openssl python3 python3-redis dh-python python3-all python3-setuptools)
+    tzdata openssl python3 python3-redis dh-python python3-all python3-setuptools libpq-dev)
+
+# For the outbox's tests (tests/check_outbox, tests/example-outbox.sh): a
+# PostgreSQL 15 server, which they start on private sockets of their own
+# (Debian's package also makes and starts a cluster of its own, which they
+# leave alone).  `./quickstart test` and CI install it; a build without it
+# skips those tests and says so in one line.
+# shellcheck disable=SC2034 # used by the scripts that source this file
+DEPS_POSTGRES_PACKAGES=(postgresql-15)
 
 # For the dashboard's browser test (tests/browser-ui.sh): Debian's Chromium,
 # its chromedriver, and python3 to drive it (some 400 MB): `./quickstart
