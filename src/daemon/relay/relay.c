@@ -119,11 +119,13 @@ static int lead(struct relay *rl)
         failed(rl, why);
         return 0;
     }
-    working(rl);
     if (rc == 0) {              /* another daemon's relay applies the rows */
+        working(rl);
         pause_ms(rl->sc->poll_ms);
         return 0;
     }
+    /* Leading is not working yet: a batch that fails again after a
+     * reconnect is the same outage, said once. */
     rl->leading = 1;
     __atomic_store_n(&rl->slot->relay_leader, 1, __ATOMIC_RELAXED);
     slot_add(&rl->slot->jobs_done, 1);     /* progress: a restart needs no backoff */

@@ -51,7 +51,7 @@ struct relay_pg *relay_pg_new(const struct source_conf *sc)
              "SELECT o.id, o.op, o.queue, o.job_id, o.type, o.payload, o.run_at, o.delay, "
              "o.priority, o.max_attempts, o.expire_at, o.ttl, o.created_at, d.reason "
              "FROM %s.%s o JOIN unnest($1::bigint[], $2::text[]) AS d(id, reason) "
-             "ON o.id = d.id ON CONFLICT (id) DO NOTHING", s, t, s, t);
+             "ON o.id = d.id", s, t, s, t);
     snprintf(pg->delete_sql, sizeof pg->delete_sql,
              "DELETE FROM %s.%s WHERE id = ANY($1::bigint[])", s, t);
     return pg;
