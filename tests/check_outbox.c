@@ -266,6 +266,58 @@ START_TEST(delayqd_t_checks_the_tables)
 }
 END_TEST
 
+/* Write a configuration whose sources list holds `entries` from line 6
+ * on (one entry a line). */
+static void write_sources(const char *entries)
+{
+    char text[PATH_MAX + 4096];
+    snprintf(text, sizeof text,
+             "redis = { unix_socket = \"%s\"; };\n"
+             "handler_dir = \"%s\";\n"
+             "queues = ( { name = \"orders\"; workers = 1; } );\n"
+             "handlers = ( { type = \"*\"; file = \"testhandler.so\"; } );\n"
+             "sources = (\n%s\n);\n", H.fx.sock, H.handler_dir, entries);
+    h_write_file(H.conf, text);
+}
+
+/* Each mistake in a source is refused, by delayqd -t and at start, with
+ * one line that names the file, the entry's line and what is wrong. */
+START_TEST(a_bad_source_is_refused_at_its_line)
+{
+    static const struct { const char *entry, *what; } cases[] = {
+        { "{ conninfo = \"dbname=x\"; }", "sources.[0].type: missing" },
+        { "{ type = \"mysql\"; conninfo = \"dbname=x\"; }",
+          "the only kind is \"postgres\"" },
+        { "{ type = \"postgres\"; }", "sources.[0].conninfo: missing" },
+        { "{ type = \"postgres\"; conninfo = \"x\"; table = \"Shop.Outbox\"; }",
+          "may hold only a-z, 0-9 and _" },
+        { "{ type = \"postgres\"; conninfo = \"x\"; table = \"a.b.c\"; }",
+          "may hold only a-z, 0-9 and _" },
+        { "{ type = \"postgres\"; conninfo = \"x\"; batch = 0; }", "sources.[0].batch" },
+        { "{ type = \"postgres\"; conninfo = \"x\"; replay_window = \"5s\"; }",
+          "sources.[0].replay_window" },
+        { "{ type = \"postgres\"; conninfo = \"x\"; name = \"a:b\"; }",
+          "no space, quote, backslash or colon" },
+        { "{ type = \"postgres\"; conninfo = \"x\"; connifo = \"y\"; }", "connifo" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        write_sources(cases[i].entry);
+        h_assert_refused(&H, 6, cases[i].what);
+    }
+    char pw[300], entries[700];
+    snprintf(pw, sizeof pw, "%s/pg.pass", H.fx.dir);
+    h_write_file(pw, "secret\n");
+    ck_assert_int_eq(chmod(pw, 0644), 0);
+    snprintf(entries, sizeof entries, "{ type = \"postgres\"; conninfo = \"x\"; "
+             "password_file = \"%s\"; }", pw);
+    write_sources(entries);
+    h_assert_refused(&H, 6, "is accessible by other users");
+    write_sources("{ type = \"postgres\"; conninfo = \"x\"; },\n"
+                  "{ type = \"postgres\"; conninfo = \"y\"; }");
+    h_assert_refused(&H, 7, "the name \"delayq_outbox\" is taken by sources.[0]");
+}
+END_TEST
+
 /* ---- the relay killed, many times ---------------------------------------- */
 
 #define WRITERS 4
@@ -609,6 +661,7 @@ int main(void)
     tcase_add_test(tc, a_job_exists_only_when_its_transaction_commits);
     tcase_add_test(tc, rows_that_cannot_be_applied_go_to_the_dead_table);
     tcase_add_test(tc, delayqd_t_checks_the_tables);
+    tcase_add_test(tc, a_bad_source_is_refused_at_its_line);
     tcase_add_test(tc, ten_thousand_rows_survive_relay_kills);
     tcase_add_test(tc, two_daemons_and_failures_lose_and_double_nothing);
     return fixture_run_suite(s);

@@ -22,7 +22,7 @@ static void conn_error(PGconn *conn, const char *what, char *why, size_t len)
 {
     snprintf(why, len, "postgres: %s: %s", what, conn ? PQerrorMessage(conn) : "out of memory");
     for (char *p = why; *p; p++)
-        if (*p == '\n')
+        if (*p == '\n' || *p == '\t')
             *p = *(p + 1) ? ' ' : '\0';
 }
 
