@@ -70,18 +70,21 @@ void dconfig_read_schedule(struct conf_reader *r, const config_setting_t *s, siz
 
 void dconfig_check_schedules(struct conf_reader *r, const struct daemon_conf *dc)
 {
+    const config_setting_t *list = config_setting_get_member(config_root_setting(&dc->cfg),
+                                                             "schedules");
     for (size_t i = 0; i < dc->nschedules && !r->failed; i++) {
         const struct sched_conf *sc = &dc->schedules[i];
+        const config_setting_t *entry = config_setting_get_elem(list, (unsigned)i);
         size_t q = 0;
         while (q < dc->nqueues && strcmp(dc->queues[q].name, sc->queue) != 0)
             q++;
         if (q == dc->nqueues)
-            conf_fail(r, NULL, "%s:%d: schedules.[%zu].queue: \"%s\" is not one of "
-                      "the queues", dc->path, sc->line, i, sc->queue);
+            conf_fail(r, entry, "schedules.[%zu].queue: \"%s\" is not one of the queues", i,
+                      sc->queue);
         for (size_t j = 0; j < i && !r->failed; j++)
             if (strcmp(dc->schedules[j].queue, sc->queue) == 0
                 && strcmp(dc->schedules[j].name, sc->name) == 0)
-                conf_fail(r, NULL, "%s:%d: schedules.[%zu]: schedule %s of queue %s is "
-                          "declared twice", dc->path, sc->line, i, sc->name, sc->queue);
+                conf_fail(r, entry, "schedules.[%zu]: schedule %s of queue %s is declared "
+                          "twice", i, sc->name, sc->queue);
     }
 }

@@ -105,17 +105,19 @@ void dconfig_read_source(struct conf_reader *r, const config_setting_t *s, size_
 
 void dconfig_check_sources(struct conf_reader *r, const struct daemon_conf *dc)
 {
+    const config_setting_t *list = config_setting_get_member(config_root_setting(&dc->cfg),
+                                                             "sources");
     for (size_t i = 0; i < dc->nsources && !r->failed; i++) {
         const struct source_conf *sc = &dc->sources[i];
+        const config_setting_t *entry = config_setting_get_elem(list, (unsigned)i);
 #ifndef HAVE_LIBPQ
-        conf_fail(r, NULL, "%s:%d: sources.[%zu]: this delayqd was built without "
-                  "PostgreSQL (libpq): no source can be relayed", dc->path, sc->line, i);
+        conf_fail(r, entry, "sources.[%zu]: this delayqd was built without PostgreSQL "
+                  "(libpq): no source can be relayed", i);
 #endif
         for (size_t j = 0; j < i && !r->failed; j++)
             if (strcmp(dc->sources[j].name, sc->name) == 0)
-                conf_fail(r, NULL, "%s:%d: sources.[%zu]: the name \"%s\" is taken by "
-                          "sources.[%zu] (give one a name = \"...\")", dc->path, sc->line,
-                          i, sc->name, j);
+                conf_fail(r, entry, "sources.[%zu]: the name \"%s\" is taken by "
+                          "sources.[%zu] (give one a name = \"...\")", i, sc->name, j);
     }
 }
 
