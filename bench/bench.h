@@ -3,9 +3,9 @@
  * redis-server and the real delayqd (docs/benchmarks.md).
  *
  * The program is a handful of runs (drain, lateness, enqueue, idle, scale,
- * ceiling, cluster), each in its own file, that share what is declared here: the
- * options, the resolved paths, time helpers, and the bulk enqueue used to
- * prepare every run.
+ * ceiling, cluster, producer, outbox), each in its own file, that share
+ * what is declared here: the options, the resolved paths, time helpers,
+ * and the bulk enqueue used to prepare every run.
  */
 #ifndef DQ_BENCH_H
 #define DQ_BENCH_H
@@ -31,6 +31,7 @@ enum bench_run {
     RUN_SCALE,
     RUN_CLUSTER,
     RUN_PRODUCER,
+    RUN_OUTBOX,                 /* the PostgreSQL outbox relay (needs libpq) */
     RUN_COUNT
 };
 
@@ -68,6 +69,7 @@ int run_idle(const struct bench_env *env, char *err, size_t errlen);
 int run_scale(const struct bench_env *env, char *err, size_t errlen);
 int run_cluster(const struct bench_env *env, char *err, size_t errlen);
 int run_producer(const struct bench_env *env, char *err, size_t errlen);
+int run_outbox(const struct bench_env *env, char *err, size_t errlen);
 
 /* ---- time (common.c) ---- */
 

@@ -44,6 +44,7 @@ static const struct {
     [RUN_SCALE] = { "scale", run_scale },
     [RUN_CLUSTER] = { "cluster", run_cluster },
     [RUN_PRODUCER] = { "producer", run_producer },
+    [RUN_OUTBOX] = { "outbox", run_outbox },
 };
 
 static void usage(FILE *to)
@@ -53,7 +54,7 @@ static void usage(FILE *to)
             "  -n N                  jobs per drain, enqueue and ceiling run (100000)\n"
             "  --quick               smoke run: N=2000, lateness 1 s, idle 2 s, no scale run\n"
             "  --only RUN,...        enqueue, ceiling, drain, lateness, idle, scale, cluster,\n"
-            "                        producer\n"
+            "                        producer, outbox\n"
             "  --json FILE           write the results as JSON\n"
             "  --csv FILE            write the table as CSV\n"
             "  --redis-server PATH   (default: $REDIS_SERVER, else redis-server on PATH)\n"
