@@ -608,6 +608,42 @@ START_TEST(help_and_version)
     r = CLI("--version");
     assert_ok(r);
     ck_assert_str_eq(r->out, "delayq " PACKAGE_VERSION "\n");
+    /* Every command's --help is all it does: exit 0, nothing on stderr
+     * (show and cancel used to go on, and fail, after their help). */
+    static const char *const commands[] = { "add", "cancel", "run-now", "show", "stats",
+                                            "partitions", "dlq", "fsck", "pause", "resume",
+                                            "schedule", "outbox" };
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+        r = CLI(commands[i], "--help");
+        assert_ok(r);
+        char want[64];
+        snprintf(want, sizeof want, "Usage: delayq %s", commands[i]);
+        ck_assert_msg(strstr(r->out, want), "%s --help: %s", commands[i], r->out);
+    }
+}
+END_TEST
+
+/* delayq outbox sql: the DDL for the names given, checked; no Redis is
+ * reached (this one has none). */
+START_TEST(outbox_sql_prints_the_ddl_for_checked_names)
+{
+    struct run_result *r = CLI("-p", "1", "outbox", "sql", "--schema", "shop", "--table",
+                               "jobs_out");
+    assert_ok(r);
+    ck_assert_msg(strstr(r->out, "CREATE TABLE IF NOT EXISTS shop.jobs_out (")
+                  && strstr(r->out, "CREATE TABLE IF NOT EXISTS shop.jobs_out_dead (")
+                  && strstr(r->out, "FUNCTION shop.delayq_enqueue(")
+                  && strstr(r->out, "FUNCTION shop.delayq_cancel(")
+                  && strstr(r->out, "pg_notify('jobs_out'"), "%s", r->out);
+    r = CLI("outbox", "sql", "--table", "x; DROP TABLE orders");
+    assert_fails(r, 2, "delayq: outbox: --table \"x; DROP TABLE orders\": the name may "
+                       "hold only a-z, 0-9 and _\n");
+    r = CLI("outbox", "sql", "--schema", "1abc");
+    assert_fails(r, 2, "starts with a digit");
+    r = CLI("outbox", "drop");
+    assert_fails(r, 2, "unknown subcommand 'drop'");
+    r = CLI("outbox");
+    assert_fails(r, 2, "'delayq outbox sql' is the only one");
 }
 END_TEST
 
@@ -679,6 +715,7 @@ int main(void)
     tcase_add_test(tc, usage_errors);
     tcase_add_test(tc, payload_over_the_limit);
     tcase_add_test(tc, help_and_version);
+    tcase_add_test(tc, outbox_sql_prints_the_ddl_for_checked_names);
     tc = tcase(s, "clock", 30);
     tcase_add_test(tc, delay_uses_the_server_clock);
     int status = fixture_run_suite(s);

@@ -36,22 +36,26 @@ static int job_opt(struct cli *cli, int opt, const char *arg, void *ctx)
 }
 
 /* Options and the one ID operand of cancel and show.  `longopts` decides
- * whether --json is taken. */
+ * whether --json is taken.  0, or -1 when the command ends with *code
+ * (0 after --help: the help is all it does). */
 static int job_parse(struct cli *cli, const struct option *longopts,
-                     struct job_args *a, const char **id)
+                     struct job_args *a, const char **id, int *code)
 {
-    int code;
-    if (cli_parse_opts(cli, "q:", longopts, job_opt, a, false, &code) < 0)
-        return code;
-    if ((code = cli_check_queue(cli, a->queue)) != CLI_EXIT_OK)
-        return code;
-    if (cli_nargs(cli) != 1)
-        return cli_fail(cli, CLI_EXIT_USAGE, cli_nargs(cli) ? "give one job ID"
-                                                            : "missing the job ID");
+    if (cli_parse_opts(cli, "q:", longopts, job_opt, a, false, code) < 0)
+        return -1;
+    if ((*code = cli_check_queue(cli, a->queue)) != CLI_EXIT_OK)
+        return -1;
+    if (cli_nargs(cli) != 1) {
+        *code = cli_fail(cli, CLI_EXIT_USAGE, cli_nargs(cli) ? "give one job ID"
+                                                             : "missing the job ID");
+        return -1;
+    }
     *id = cli_arg(cli, 0);
-    if (!**id)
-        return cli_fail(cli, CLI_EXIT_USAGE, "the job ID is empty");
-    return CLI_EXIT_OK;
+    if (!**id) {
+        *code = cli_fail(cli, CLI_EXIT_USAGE, "the job ID is empty");
+        return -1;
+    }
+    return 0;
 }
 
 /* Connect and run `fn` (dq_cancel, dq_run_now) on job `id` of `queue`. */
@@ -86,8 +90,8 @@ static int cancel_run(struct cli *cli)
     };
     struct job_args a = { 0 };
     const char *id = NULL;
-    int code = job_parse(cli, cancel_longopts, &a, &id);
-    if (code != CLI_EXIT_OK)
+    int code;
+    if (job_parse(cli, cancel_longopts, &a, &id, &code) < 0)
         return code;
     return call_on_job(cli, dq_cancel, a.queue, id);
 }
@@ -279,8 +283,8 @@ static int show_run(struct cli *cli)
 {
     struct job_args a = { 0 };
     const char *id = NULL;
-    int code = job_parse(cli, job_longopts, &a, &id);
-    if (code != CLI_EXIT_OK)
+    int code;
+    if (job_parse(cli, job_longopts, &a, &id, &code) < 0)
         return code;
     struct cli_session s;
     code = cli_open_connected(cli, &s);
