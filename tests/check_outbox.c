@@ -295,6 +295,21 @@ START_TEST(delayqd_t_checks_the_tables)
     ck_assert_msg(strstr(err, "has no column op"), "%s", err);
     write_conf(1, NULL, NULL);
     ck_assert_int_eq(h_run_delayqd(args, err, sizeof err), 0);
+    /* A relay's role without the grants docs/outbox.md gives it. */
+    ck_assert_int_eq(pg_exec(&PG, "REVOKE DELETE ON delayq_outbox FROM relay"), 0);
+    ck_assert_int_eq(h_run_delayqd(args, err, sizeof err), 78);
+    ck_assert_msg(strstr(err, "the relay's role relay lacks DELETE on public.delayq_outbox "
+                              "(GRANT DELETE ON public.delayq_outbox TO relay)"), "%s", err);
+    ck_assert_int_eq(pg_exec(&PG, "GRANT DELETE ON delayq_outbox TO relay"), 0);
+    /* A server that answers and refuses the login: the configuration's
+     * fault. */
+    char good[sizeof RELAY_CONNINFO];
+    snprintf(good, sizeof good, "%s", RELAY_CONNINFO);
+    snprintf(RELAY_CONNINFO, sizeof RELAY_CONNINFO, "%s user=nosuchrole", PG.conninfo);
+    write_conf(1, NULL, NULL);
+    ck_assert_int_eq(h_run_delayqd(args, err, sizeof err), 78);
+    ck_assert_msg(strstr(err, "role \"nosuchrole\" does not exist"), "%s", err);
+    snprintf(RELAY_CONNINFO, sizeof RELAY_CONNINFO, "%s", good);
     /* A database out of reach: only noted. */
     snprintf(RELAY_CONNINFO, sizeof RELAY_CONNINFO, "host=%s/nowhere dbname=x", H.fx.dir);
     write_conf(1, NULL, NULL);

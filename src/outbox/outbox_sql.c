@@ -24,6 +24,7 @@ static const char template_sql[] =
 "-- @T@_dead with the reason.  Running this again changes nothing\n"
 "-- but the functions, which it replaces.\n"
 "BEGIN;\n"
+"SET LOCAL client_min_messages = warning;  -- no 'already exists, skipping'\n"
 "\n"
 "CREATE SCHEMA IF NOT EXISTS @S@;\n"
 "\n"

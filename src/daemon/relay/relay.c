@@ -24,6 +24,8 @@ struct relay {
     struct relay_pg *pg;
     dq_client *redis;
     int leading;
+    int said_leading;           /* "applying the rows" was logged since this
+                                   relay last waited for another daemon's */
     int64_t backoff_ms;
     int64_t failing_since_ms;   /* monotonic; 0 while it works */
 };
@@ -121,6 +123,7 @@ static int lead(struct relay *rl)
     }
     if (rc == 0) {              /* another daemon's relay applies the rows */
         working(rl);
+        rl->said_leading = 0;
         pause_ms(rl->sc->poll_ms);
         return 0;
     }
@@ -129,8 +132,10 @@ static int lead(struct relay *rl)
     rl->leading = 1;
     __atomic_store_n(&rl->slot->relay_leader, 1, __ATOMIC_RELAXED);
     slot_add(&rl->slot->jobs_done, 1);     /* progress: a restart needs no backoff */
-    log_info("source %s: applying the rows of %s.%s (this relay holds the table's lock)",
-             rl->sc->name, rl->sc->schema, rl->sc->table);
+    if (!rl->said_leading)      /* not again at each reconnect of an outage */
+        log_info("source %s: applying the rows of %s.%s (this relay holds the table's "
+                 "lock)", rl->sc->name, rl->sc->schema, rl->sc->table);
+    rl->said_leading = 1;
     return 1;
 }
 
@@ -178,6 +183,7 @@ static int relay_batch(struct relay *rl)
         return -1;
     }
     int n = (int)b.n;
+    int64_t t0 = slots_now_ms();
     uint64_t dead = log_dead(rl, &b);
     if (relay_pg_finish(rl->pg, &b, why, sizeof why) < 0) {
         failed(rl, why);
@@ -185,6 +191,9 @@ static int relay_batch(struct relay *rl)
     }
     slot_add(&rl->slot->relay_applied, (uint64_t)n - dead);
     slot_add(&rl->slot->relay_dead, dead);
+    log_debug("source %s: %d row%s relayed (%llu to the dead table), deleted %lld ms after "
+              "Redis confirmed", rl->sc->name, n, n == 1 ? "" : "s",
+              (unsigned long long)dead, (long long)(slots_now_ms() - t0));
     working(rl);
     return n;
 }

@@ -251,7 +251,7 @@ int relay_apply(dq_client *c, const struct daemon_conf *dc, const struct source_
     if (rc == 0)
         rc = apply_run(c, sc, b->rows, idx, run);
     if (rc < 0)
-        snprintf(why, whylen, "redis: %s", *dq_errmsg(c) ? dq_errmsg(c) : "out of memory");
+        snprintf(why, whylen, "%s", *dq_errmsg(c) ? dq_errmsg(c) : "redis: out of memory");
     free(idx);
     return rc;
 }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/log.h"
 #include "outbox/outbox_sql.h"
 
 #define SQL_MAX 2048
@@ -17,13 +18,40 @@ struct relay_pg {
     char take_sql[SQL_MAX], dead_sql[SQL_MAX], delete_sql[SQL_MAX];
 };
 
+/* `s` on one line: each run of white space (libpq's messages end their
+ * lines with a newline and indent the next with a tab) one space, none at
+ * the end. */
+static void one_line(char *s)
+{
+    char *out = s;
+    for (const char *p = s; *p; p++) {
+        int space = *p == '\n' || *p == '\t' || *p == ' ';
+        if (!space)
+            *out++ = *p;
+        else if (out > s && out[-1] != ' ')
+            *out++ = ' ';
+    }
+    while (out > s && out[-1] == ' ')
+        out--;
+    *out = '\0';
+}
+
 /* The message of the connection's last failure, on one line. */
 static void conn_error(PGconn *conn, const char *what, char *why, size_t len)
 {
     snprintf(why, len, "postgres: %s: %s", what, conn ? PQerrorMessage(conn) : "out of memory");
-    for (char *p = why; *p; p++)
-        if (*p == '\n' || *p == '\t')
-            *p = *(p + 1) ? ' ' : '\0';
+    one_line(why);
+}
+
+/* The server's notices (and the FATAL a server sends as it shuts down)
+ * into the daemon's log, on one line, rather than libpq's stderr. */
+static void on_notice(void *arg, const char *message)
+{
+    const struct source_conf *sc = arg;
+    char line[600];
+    snprintf(line, sizeof line, "%s", message);
+    one_line(line);
+    log_info("source %s: postgres says: %s", sc->name, line);
 }
 
 struct relay_pg *relay_pg_new(const struct source_conf *sc)
@@ -91,11 +119,10 @@ static int command(PGconn *conn, const char *sql, char *why, size_t len)
     return ok ? 0 : -1;
 }
 
-/* A connection with the source's settings: conninfo's may override the
+/* The connection settings of the source: conninfo's may override the
  * defaults before it, the password file comes after it. */
-static PGconn *open_conn(const struct source_conf *sc)
+static void conn_params(const struct source_conf *sc, const char **keys, const char **vals)
 {
-    const char *keys[8], *vals[8];
     int n = 0;
     keys[n] = "application_name", vals[n++] = "delayqd relay";
     keys[n] = "connect_timeout", vals[n++] = "10";
@@ -105,7 +132,23 @@ static PGconn *open_conn(const struct source_conf *sc)
     if (sc->password)
         keys[n] = "password", vals[n++] = sc->password;
     keys[n] = NULL, vals[n] = NULL;
+}
+
+static PGconn *open_conn(const struct source_conf *sc)
+{
+    const char *keys[8], *vals[8];
+    conn_params(sc, keys, vals);
     return PQconnectdbParams(keys, vals, 1);
+}
+
+/* Whether the server answers and takes connections (a login it refuses
+ * then is the configuration's fault, not an outage). */
+static int server_answers(const struct source_conf *sc)
+{
+    const char *keys[8], *vals[8];
+    conn_params(sc, keys, vals);
+    PGPing p = PQpingParams(keys, vals, 1);
+    return p == PQPING_OK;
 }
 
 /* Prepare the batch's statements on the new connection: planned once per
@@ -137,6 +180,7 @@ int relay_pg_connect(struct relay_pg *pg, char *why, size_t len)
         relay_pg_disconnect(pg);
         return -1;
     }
+    PQsetNoticeProcessor(pg->conn, on_notice, (void *)pg->sc);
     char sql[128];
     snprintf(sql, sizeof sql, "LISTEN %s", pg->sc->table);
     if (command(pg->conn, sql, why, len) < 0 || prepare_all(pg, why, len) < 0) {
@@ -418,13 +462,41 @@ static int has_columns(PGconn *conn, const char *schema, const char *table,
     return rc;
 }
 
+/* Whether the relay's role has each of `privs` (NULL-ended) on
+ * `schema`.`table`; 0, or -1 naming the first grant it lacks.
+ * (has_table_privilege with a list answers whether any is held.) */
+static int has_privileges(PGconn *conn, const char *schema, const char *table,
+                          const char *const *privs, char *why, size_t len)
+{
+    char qualified[2 * OUTBOX_NAME_MAX + 8];
+    snprintf(qualified, sizeof qualified, "%s.%s", schema, table);
+    int rc = 0;
+    for (size_t i = 0; privs[i] && rc == 0; i++) {
+        const char *params[] = { qualified, privs[i] };
+        PGresult *r = PQexecParams(conn, "SELECT has_table_privilege($1, $2)", 2, NULL,
+                                   params, NULL, NULL, 0);
+        rc = -1;
+        if (!r || PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1)
+            conn_error(conn, "read the privileges", why, len);
+        else if (strcmp(PQgetvalue(r, 0, 0), "t") != 0)
+            snprintf(why, len, "the relay's role %s lacks %s on %s (GRANT %s ON %s TO %s)",
+                     PQuser(conn), privs[i], qualified, privs[i], qualified, PQuser(conn));
+        else
+            rc = 0;
+        PQclear(r);
+    }
+    return rc;
+}
+
 int relay_pg_check(const struct source_conf *sc, char *why, size_t len)
 {
     PGconn *conn = open_conn(sc);
     if (!conn || PQstatus(conn) != CONNECTION_OK) {
         conn_error(conn, "connect", why, len);
         PQfinish(conn);
-        return 1;
+        /* A server that answered and refused (no such role or database,
+         * a wrong password) is the configuration's fault. */
+        return server_answers(sc) ? -1 : 1;
     }
     char dead[OUTBOX_NAME_MAX + 8];
     snprintf(dead, sizeof dead, "%s_dead", sc->table);
@@ -433,6 +505,12 @@ int relay_pg_check(const struct source_conf *sc, char *why, size_t len)
         rc = has_columns(conn, sc->schema, dead, outbox_columns, why, len);
     if (rc == 0)
         rc = has_columns(conn, sc->schema, dead, outbox_dead_columns, why, len);
+    static const char *const on_table[] = { "SELECT", "UPDATE", "DELETE", NULL };
+    static const char *const on_dead[] = { "INSERT", NULL };
+    if (rc == 0)
+        rc = has_privileges(conn, sc->schema, sc->table, on_table, why, len);
+    if (rc == 0)
+        rc = has_privileges(conn, sc->schema, dead, on_dead, why, len);
     PQfinish(conn);
     return rc;
 }
