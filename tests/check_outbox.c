@@ -511,6 +511,63 @@ START_TEST(ten_thousand_rows_survive_relay_kills)
 }
 END_TEST
 
+/* ---- durability = "replicated" -------------------------------------------- */
+
+static int has_line(void *arg)
+{
+    return h_log_count(&H, arg) > 0;
+}
+
+static int replica_online(void *arg)
+{
+    redisContext *rc = fixture_redis_connect(arg);
+    redisReply *r = redisCommand(rc, "INFO replication");
+    int up = r && r->type == REDIS_REPLY_STRING && strstr(r->str, "state=online");
+    freeReplyObject(r);
+    redisFree(rc);
+    return up;
+}
+
+/* Under durability = "replicated" a row is deleted only once a replica
+ * has its job: with none, the job is written on the master but the row
+ * stays (the relay says why); once a replica is there, it goes. */
+START_TEST(replicated_rows_are_deleted_only_once_a_replica_has_them)
+{
+    struct h_conf hc;
+    h_conf_defaults(&hc);
+    hc.workers = 1;
+    char redis_text[512], src[1024];
+    snprintf(redis_text, sizeof redis_text, "unix_socket = \"%s\"; durability = "
+             "\"replicated\"; replication_timeout = \"200ms\";", H.fx.sock);
+    hc.redis = redis_text;
+    hc.extra = source_conf(src, sizeof src, NULL);
+    h_write_conf(&H, &hc);
+    char *const argv[] = { (char *)fixture_build_path("delayqd"), "-f", "-c", H.conf, NULL };
+    char err[300];
+    H.pid = tu_spawn(argv, H.log, 0, err, sizeof err);   /* its claims wait for a replica */
+    ck_assert_msg(H.pid > 0, "%s", err);
+    PGconn *c = pg_connect();
+    run(c, "SELECT delayq_enqueue('orders', 't', 'ok', interval '1 hour', 'r1')");
+    ck_assert_msg(h_wait(5000, has_line, "not replicated") == 1, "log:\n%s", h_log_tail(&H));
+    ck_assert_int_eq(h_state(&H, "r1", NULL), DQ_STATE_DELAYED);
+    ck_assert_int_eq(count_rows("delayq_outbox"), 1);
+
+    struct redis_fixture replica;
+    fixture_redis_start(&replica);
+    int port = fixture_redis_listen_tcp(&H.fx);
+    ck_assert_int_eq(fixture_redis_int(&replica, "REPLICAOF 127.0.0.1 %d", port), 0);
+    ck_assert_msg(h_wait(10000, replica_online, &H.fx) == 1, "no replica online");
+    ck_assert_msg(h_wait(10000, outbox_empty, NULL) == 1, "the row stayed; log:\n%s",
+                  h_log_tail(&H));
+    ck_assert_int_eq(h_state(&H, "r1", NULL), DQ_STATE_DELAYED);
+    ck_assert_int_eq(fixture_redis_int(&replica, "EXISTS dq:{orders}:jobs"), 1);
+    ck_assert_int_eq(count_rows("delayq_outbox_dead"), 0);
+    PQfinish(c);
+    ck_assert_int_eq(h_stop(&H, 10000), 0);
+    fixture_redis_stop(&replica);
+}
+END_TEST
+
 /* ---- two daemons, PostgreSQL and Redis failing --------------------------- */
 
 #define STEADY_JOBS 1000
@@ -716,6 +773,7 @@ int main(void)
     tcase_add_test(tc, a_bad_source_is_refused_at_its_line);
     tcase_add_test(tc, ten_thousand_rows_survive_relay_kills);
     tcase_add_test(tc, two_daemons_and_failures_lose_and_double_nothing);
+    tcase_add_test(tc, replicated_rows_are_deleted_only_once_a_replica_has_them);
     return fixture_run_suite(s);
 }
 #else
