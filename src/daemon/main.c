@@ -141,9 +141,10 @@ static int check_partitions(const struct daemon_conf *conf)
     return 0;
 }
 
-/* -t: each source's tables have the relay's columns, when the database
- * can be reached (a configuration is often checked where its database is
- * not: that is only noted). */
+/* -t: each source's relay can log in, its tables have the relay's columns
+ * and its role the grants it needs, when the database can be reached (a
+ * configuration is often checked where its database is not: that is only
+ * noted). */
 static int check_sources(const struct daemon_conf *conf)
 {
 #ifdef HAVE_LIBPQ
