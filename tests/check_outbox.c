@@ -1,13 +1,13 @@
 /*
  * The PostgreSQL outbox, end to end: a real PostgreSQL 15 (tests/pg_fixture.h),
- * the real delayqd and its relay, a real redis-server, and writers that
- * are separate processes with their own libpq connections.  A rolled-back
- * transaction leaves no job, a committed one is due at its time, a cancel
- * in the payment's transaction keeps the job from running; rows that
- * cannot be applied go to the dead table without holding up the rest;
- * 10,000 rows from 4 writers with the relay killed (SIGKILL) again and
- * again are each applied once and in order; and two daemons on one table,
- * through a PostgreSQL restart and a Redis kill, lose and double nothing.
+ * the real delayqd and its relay, a real redis-server (outbox_harness.h).
+ * A rolled-back transaction leaves no job, a committed one is due at its
+ * time, a cancel in the payment's transaction keeps the job from running;
+ * rows that cannot be applied go to the dead table without holding up the
+ * rest; delayqd -t checks the tables, the login and the grants, and a bad
+ * source is refused at its line.  The faults (the relay killed, two
+ * daemons, PostgreSQL and Redis failing, replicated durability) are in
+ * tests/check_outbox_faults.c.
  */
 #include "config.h"
 
@@ -23,137 +23,8 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
-#include "daemon_harness.h"
-#include "outbox/outbox_sql.h"
-#include "pg_fixture.h"
+#include "outbox_harness.h"
 #include "testutil.h"
-
-static struct harness H;
-/* One server for the whole run (started before the tests fork, in the
- * runner), a database of its own for each test: a server start is most
- * of a short test's time. */
-static struct pg_server PG;
-static char PG_DIR[128];
-/* The roles docs/outbox.md tells users to make, with only its grants:
- * the relay's and the service's. */
-static char RELAY_CONNINFO[700], SHOP_CONNINFO[700];
-
-static void pg_up(void)
-{
-    char err[300] = "";
-    if (tu_make_temp_dir("dqoutbox", PG_DIR, sizeof PG_DIR, err, sizeof err) < 0
-        || pg_start(&PG, PG_DIR) != 0) {
-        fprintf(stderr, "check_outbox: PostgreSQL did not start: %s%s\n", err, PG.why);
-        exit(1);
-    }
-    if (pg_exec(&PG, "CREATE ROLE relay LOGIN; CREATE ROLE shop LOGIN") != 0) {
-        fprintf(stderr, "check_outbox: %s\n", PG.why);
-        exit(1);
-    }
-}
-
-static void pg_down(void)
-{
-    pg_stop(&PG);
-    tu_remove_tree(PG_DIR);
-}
-
-/* This test's own database (the fixture's calls and the conninfos then
- * name it), with the outbox, an orders table and the roles' grants. */
-static void make_database(void)
-{
-    char sql[128];
-    snprintf(sql, sizeof sql, "CREATE DATABASE t%d", (int)getpid());
-    ck_assert_msg(pg_exec(&PG, sql) == 0, "%s", PG.why);
-    char *db = strstr(PG.conninfo, "dbname=postgres");
-    ck_assert(db != NULL);
-    char rest[sizeof PG.conninfo];
-    snprintf(rest, sizeof rest, "%s", db + strlen("dbname=postgres"));
-    snprintf(db, sizeof PG.conninfo - (size_t)(db - PG.conninfo), "dbname=t%d%s",
-             (int)getpid(), rest);
-}
-
-static void setup(void)
-{
-    h_setup(&H);
-    make_database();
-    char *sql = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&sql, &len);
-    ck_assert(f != NULL);
-    ck_assert_int_eq(outbox_sql_write(f, OUTBOX_DEFAULT_SCHEMA, OUTBOX_DEFAULT_TABLE), 0);
-    fclose(f);
-    ck_assert_msg(pg_exec(&PG, sql) == 0, "the outbox's SQL: %s", PG.why);
-    free(sql);
-    ck_assert_msg(pg_exec(&PG, "CREATE TABLE orders (id int PRIMARY KEY, paid bool "
-                               "NOT NULL DEFAULT false)") == 0, "%s", PG.why);
-    ck_assert_msg(pg_exec(&PG, "GRANT SELECT, UPDATE, DELETE ON delayq_outbox TO relay; "
-                               "GRANT INSERT ON delayq_outbox_dead TO relay; "
-                               "GRANT INSERT ON delayq_outbox TO shop; "
-                               "GRANT USAGE ON SEQUENCE delayq_outbox_id_seq TO shop; "
-                               "GRANT SELECT, INSERT, UPDATE ON orders TO shop") == 0,
-                  "%s", PG.why);
-    snprintf(RELAY_CONNINFO, sizeof RELAY_CONNINFO, "%s user=relay", PG.conninfo);
-    snprintf(SHOP_CONNINFO, sizeof SHOP_CONNINFO, "%s user=shop", PG.conninfo);
-}
-
-static void teardown(void)
-{
-    h_teardown(&H);
-}
-
-/* The sources entry for the fixture's database, with `more` settings. */
-static const char *source_conf(char *buf, size_t len, const char *more)
-{
-    snprintf(buf, len, "sources = ( { type = \"postgres\"; conninfo = \"%s\"; "
-             "poll_interval = \"500ms\"; %s } );\n", RELAY_CONNINFO, more ? more : "");
-    return buf;
-}
-
-static void write_conf(int workers, const char *more, const char *extra)
-{
-    struct h_conf hc;
-    h_conf_defaults(&hc);
-    hc.workers = workers;
-    hc.batch = 64;
-    char src[1024], all[2048];
-    source_conf(src, sizeof src, more);
-    snprintf(all, sizeof all, "%s%s", src, extra ? extra : "");
-    hc.extra = all;
-    h_write_conf(&H, &hc);
-}
-
-/* A connection as the service's role. */
-static PGconn *pg_connect(void)
-{
-    PGconn *c = PQconnectdb(SHOP_CONNINFO);
-    ck_assert_msg(PQstatus(c) == CONNECTION_OK, "%s", PQerrorMessage(c));
-    return c;
-}
-
-/* Run `sql` on `c`; the test fails on an error. */
-static void run(PGconn *c, const char *sql)
-{
-    PGresult *r = PQexec(c, sql);
-    ExecStatusType st = PQresultStatus(r);
-    ck_assert_msg(st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK, "%s: %s", sql,
-                  PQerrorMessage(c));
-    PQclear(r);
-}
-
-static long long count_rows(const char *table)
-{
-    char sql[128], out[32];
-    snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", table);
-    ck_assert_msg(pg_query_value(&PG, sql, out, sizeof out) == 0, "%s", PG.why);
-    return atoll(out);
-}
-
-static int outbox_empty(void *arg)
-{
-    (void)arg;
-    return count_rows("delayq_outbox") == 0;
-}
 
 static int job_exists(void *arg)
 {
@@ -165,20 +36,20 @@ static int job_exists(void *arg)
  * running. */
 START_TEST(a_job_exists_only_when_its_transaction_commits)
 {
-    write_conf(1, NULL, NULL);
+    ob_write_conf(1, NULL, NULL);
     h_start(&H, 1);
-    PGconn *c = pg_connect();
-    run(c, "BEGIN");
-    run(c, "INSERT INTO orders (id) VALUES (1)");
-    run(c, "SELECT delayq_enqueue('orders', 't', 'ok', interval '1 second', "
+    PGconn *c = ob_connect();
+    ob_run(c, "BEGIN");
+    ob_run(c, "INSERT INTO orders (id) VALUES (1)");
+    ob_run(c, "SELECT delayq_enqueue('orders', 't', 'ok', interval '1 second', "
            "'order:1:cancel')");
-    run(c, "ROLLBACK");
+    ob_run(c, "ROLLBACK");
     int64_t committed = tu_now_ms();
-    run(c, "BEGIN");
-    run(c, "INSERT INTO orders (id) VALUES (2)");
-    run(c, "SELECT delayq_enqueue('orders', 't', 'ok', interval '1500 ms', "
+    ob_run(c, "BEGIN");
+    ob_run(c, "INSERT INTO orders (id) VALUES (2)");
+    ob_run(c, "SELECT delayq_enqueue('orders', 't', 'ok', interval '1500 ms', "
            "'order:2:cancel')");
-    run(c, "COMMIT");
+    ob_run(c, "COMMIT");
     ck_assert_msg(h_wait(3000, job_exists, "order:2:cancel") == 1,
                   "the committed job is not in Redis; log:\n%s", h_log_tail(&H));
     int64_t in_redis = tu_now_ms() - committed;
@@ -197,16 +68,16 @@ START_TEST(a_job_exists_only_when_its_transaction_commits)
     ck_assert_int_eq(h_state(&H, "order:1:cancel", NULL), -1);
 
     /* The order, then its payment, which cancels the timeout job. */
-    run(c, "BEGIN");
-    run(c, "INSERT INTO orders (id) VALUES (3)");
-    run(c, "SELECT delayq_enqueue('orders', 't', 'ok', interval '1 second', "
+    ob_run(c, "BEGIN");
+    ob_run(c, "INSERT INTO orders (id) VALUES (3)");
+    ob_run(c, "SELECT delayq_enqueue('orders', 't', 'ok', interval '1 second', "
            "'order:3:cancel')");
-    run(c, "COMMIT");
-    run(c, "BEGIN");
-    run(c, "UPDATE orders SET paid = true WHERE id = 3");
-    run(c, "SELECT delayq_cancel('orders', 'order:3:cancel')");
-    run(c, "COMMIT");
-    ck_assert(h_wait(3000, outbox_empty, NULL) == 1);
+    ob_run(c, "COMMIT");
+    ob_run(c, "BEGIN");
+    ob_run(c, "UPDATE orders SET paid = true WHERE id = 3");
+    ob_run(c, "SELECT delayq_cancel('orders', 'order:3:cancel')");
+    ob_run(c, "COMMIT");
+    ck_assert(h_wait(3000, ob_outbox_empty, NULL) == 1);
     tu_sleep_ms(1500);
     n = h_records(&H, &r);
     ck_assert_int_eq(h_count(r, n, "order:3:cancel", 0, NULL), 0);
@@ -236,25 +107,25 @@ START_TEST(rows_that_cannot_be_applied_go_to_the_dead_table)
     int port = fixture_free_port();
     char extra[256];
     snprintf(extra, sizeof extra, "admin = { listen = \"127.0.0.1:%d\"; };\n", port);
-    write_conf(1, NULL, extra);
+    ob_write_conf(1, NULL, extra);
     h_start(&H, 1);
-    PGconn *c = pg_connect();
-    run(c, "BEGIN");
-    run(c, "SELECT delayq_enqueue('nosuchqueue', 't', 'ok', interval '0', 'a')");
-    run(c, "SELECT delayq_enqueue('orders', 'two words', 'ok', interval '0', 'b')");
-    run(c, "SELECT delayq_enqueue('orders', 't', 'ok', interval '0', '12345')");
-    run(c, "SELECT delayq_enqueue('orders', 't', 'ok', interval '0', 'good1')");
-    run(c, "SELECT delayq_enqueue('orders', 't', decode(repeat('ab', 1100000), 'hex'), "
+    PGconn *c = ob_connect();
+    ob_run(c, "BEGIN");
+    ob_run(c, "SELECT delayq_enqueue('nosuchqueue', 't', 'ok', interval '0', 'a')");
+    ob_run(c, "SELECT delayq_enqueue('orders', 'two words', 'ok', interval '0', 'b')");
+    ob_run(c, "SELECT delayq_enqueue('orders', 't', 'ok', interval '0', '12345')");
+    ob_run(c, "SELECT delayq_enqueue('orders', 't', 'ok', interval '0', 'good1')");
+    ob_run(c, "SELECT delayq_enqueue('orders', 't', decode(repeat('ab', 1100000), 'hex'), "
            "interval '0', 'big')");
-    run(c, "INSERT INTO delayq_outbox (queue, job_id, type, expire_at) "
+    ob_run(c, "INSERT INTO delayq_outbox (queue, job_id, type, expire_at) "
            "VALUES ('orders', 'late', 't', now() - interval '1 hour')");
-    run(c, "SELECT delayq_enqueue('orders', 't', 'ok', interval '0', 'good2')");
-    run(c, "COMMIT");
-    ck_assert_msg(h_wait(5000, outbox_empty, NULL) == 1, "rows left; log:\n%s",
+    ob_run(c, "SELECT delayq_enqueue('orders', 't', 'ok', interval '0', 'good2')");
+    ob_run(c, "COMMIT");
+    ck_assert_msg(h_wait(5000, ob_outbox_empty, NULL) == 1, "rows left; log:\n%s",
                   h_log_tail(&H));
     ck_assert_int_eq(h_wait_record(&H, "good1", 0, 1, 5000), 1);
     ck_assert_int_eq(h_wait_record(&H, "good2", 0, 1, 5000), 1);
-    ck_assert_int_eq(count_rows("delayq_outbox_dead"), 5);
+    ck_assert_int_eq(ob_count_rows("delayq_outbox_dead"), 5);
     char why[400];
     ck_assert_msg(strstr(reason_of("job_id = 'a'", why, sizeof why),
                          "queue \"nosuchqueue\" is not one of the queues of"), "%s", why);
@@ -281,7 +152,7 @@ END_TEST
  * and only notes a database it cannot reach. */
 START_TEST(delayqd_t_checks_the_tables)
 {
-    write_conf(1, "table = \"shop.outbox\";", NULL);
+    ob_write_conf(1, "table = \"shop.outbox\";", NULL);
     const char *args[] = { "-t", "-c", H.conf, NULL };
     char err[1024];
     ck_assert_int_eq(h_run_delayqd(args, err, sizeof err), 78);
@@ -293,7 +164,7 @@ START_TEST(delayqd_t_checks_the_tables)
                                   "GRANT SELECT ON shop.outbox, shop.outbox_dead TO relay"), 0);
     ck_assert_int_eq(h_run_delayqd(args, err, sizeof err), 78);
     ck_assert_msg(strstr(err, "has no column op"), "%s", err);
-    write_conf(1, NULL, NULL);
+    ob_write_conf(1, NULL, NULL);
     ck_assert_int_eq(h_run_delayqd(args, err, sizeof err), 0);
     /* A relay's role without the grants docs/outbox.md gives it. */
     ck_assert_int_eq(pg_exec(&PG, "REVOKE DELETE ON delayq_outbox FROM relay"), 0);
@@ -306,13 +177,13 @@ START_TEST(delayqd_t_checks_the_tables)
     char good[sizeof RELAY_CONNINFO];
     snprintf(good, sizeof good, "%s", RELAY_CONNINFO);
     snprintf(RELAY_CONNINFO, sizeof RELAY_CONNINFO, "%s user=nosuchrole", PG.conninfo);
-    write_conf(1, NULL, NULL);
+    ob_write_conf(1, NULL, NULL);
     ck_assert_int_eq(h_run_delayqd(args, err, sizeof err), 78);
     ck_assert_msg(strstr(err, "role \"nosuchrole\" does not exist"), "%s", err);
     snprintf(RELAY_CONNINFO, sizeof RELAY_CONNINFO, "%s", good);
     /* A database out of reach: only noted. */
     snprintf(RELAY_CONNINFO, sizeof RELAY_CONNINFO, "host=%s/nowhere dbname=x", H.fx.dir);
-    write_conf(1, NULL, NULL);
+    ob_write_conf(1, NULL, NULL);
     ck_assert_int_eq(h_run_delayqd(args, err, sizeof err), 0);
     ck_assert_msg(strstr(err, "source delayq_outbox not checked"), "%s", err);
 }
@@ -370,394 +241,6 @@ START_TEST(a_bad_source_is_refused_at_its_line)
 }
 END_TEST
 
-/* ---- the relay killed, many times ---------------------------------------- */
-
-#define WRITERS 4
-#define ITERATIONS 1250     /* per writer: 2,500 rows each, 10,000 in all */
-
-/* Writer `w`: job w-i-run (due now) for every i, and, for every even i,
- * job w-i-paid (due in a minute) added then cancelled, each in a
- * transaction of its own.  Exits 0, or 1 on a database error. */
-static void writer(int w)
-{
-    PGconn *c = PQconnectdb(PG.conninfo);
-    if (PQstatus(c) != CONNECTION_OK)
-        _exit(1);
-    char sql[256];
-    for (int i = 0; i < ITERATIONS; i++) {
-        snprintf(sql, sizeof sql, "SELECT delayq_enqueue('orders', 't', 'ok', interval '0', "
-                 "'w%d-%d-run')", w, i);
-        PGresult *r = PQexec(c, sql);
-        int ok = PQresultStatus(r) == PGRES_TUPLES_OK;
-        PQclear(r);
-        if (ok && i % 2 == 0) {
-            snprintf(sql, sizeof sql, "SELECT delayq_enqueue('orders', 't', 'ok', "
-                     "interval '60 seconds', 'w%d-%d-paid')", w, i);
-            r = PQexec(c, sql);
-            ok = PQresultStatus(r) == PGRES_TUPLES_OK;
-            PQclear(r);
-            snprintf(sql, sizeof sql, "SELECT delayq_cancel('orders', 'w%d-%d-paid')", w, i);
-            r = PQexec(c, sql);
-            ok = ok && PQresultStatus(r) == PGRES_TUPLES_OK;
-            PQclear(r);
-        }
-        if (!ok) {
-            fprintf(stderr, "writer %d: %s", w, PQerrorMessage(c));
-            _exit(1);
-        }
-        tu_sleep_ms(2);         /* rows over about 3 s: the kills land while they flow */
-    }
-    PQfinish(c);
-    _exit(0);
-}
-
-static pid_t start_writer(int w)
-{
-    fflush(NULL);
-    pid_t pid = fork();
-    ck_assert(pid >= 0);
-    if (pid == 0)
-        writer(w);
-    return pid;
-}
-
-/* Every "run" job ran once; no "paid" job ran or waits. */
-static void assert_each_once(const struct harness *h, struct harness *hc, int *lost,
-                             int *doubled)
-{
-    struct h_run *r;
-    size_t n = h_records(h, &r);
-    char id[64];
-    *lost = *doubled = 0;
-    int paid_ran = 0, paid_waits = 0;
-    for (int w = 0; w < WRITERS; w++)
-        for (int i = 0; i < ITERATIONS; i++) {
-            snprintf(id, sizeof id, "w%d-%d-run", w, i);
-            int k = h_count(r, n, id, 0, NULL);
-            *lost += k == 0;
-            *doubled += k > 1;
-            if (i % 2)
-                continue;
-            snprintf(id, sizeof id, "w%d-%d-paid", w, i);
-            paid_ran += h_count(r, n, id, 0, NULL);
-            int st = h_state(hc, id, NULL);
-            paid_waits += st == DQ_STATE_DELAYED;
-        }
-    free(r);
-    fprintf(stderr, "outbox: %d jobs lost, %d run twice, %d cancelled jobs ran, %d still "
-            "wait\n", *lost, *doubled, paid_ran, paid_waits);
-    ck_assert_int_eq(paid_ran, 0);
-    ck_assert_int_eq(paid_waits, 0);
-}
-
-static int all_ran(void *arg)
-{
-    struct harness *h = arg;
-    struct h_run *r;
-    size_t n = h_records(h, &r);
-    size_t starts = 0;
-    for (size_t k = 0; k < n; k++)
-        starts += r[k].end == 0;
-    free(r);
-    return starts >= (size_t)WRITERS * ITERATIONS;
-}
-
-START_TEST(ten_thousand_rows_survive_relay_kills)
-{
-    write_conf(2, "batch = 200;", NULL);
-    h_start(&H, 2);
-    pid_t writers[WRITERS];
-    for (int w = 0; w < WRITERS; w++)
-        writers[w] = start_writer(w);
-    int kills = 0, running = WRITERS;
-    pid_t killed = 0;
-    int64_t t0 = tu_mono_ms(), written = 0;
-    while (running > 0 || kills < 10) {
-        tu_sleep_ms(100 + random() % 200);
-        pid_t relay = h_log_pid(&H, "relay0", "relays public.delayq_outbox");
-        if (relay > 0 && relay != killed && kill(relay, SIGKILL) == 0) {
-            killed = relay;
-            kills++;
-        }
-        for (int w = 0; w < WRITERS; w++) {
-            int status;
-            if (writers[w] > 0 && waitpid(writers[w], &status, WNOHANG) == writers[w]) {
-                ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-                              "writer %d failed", w);
-                writers[w] = 0;
-                running--;
-            }
-        }
-        ck_assert_msg(tu_mono_ms() - t0 < 60000, "the writers did not finish in 60 s");
-        if (running == 0 && !written)
-            written = tu_mono_ms() - t0;
-    }
-    ck_assert_msg(h_wait(20000, outbox_empty, NULL) == 1, "rows left in the outbox; log:\n%s",
-                  h_log_tail(&H));
-    ck_assert_msg(h_wait(20000, all_ran, &H) == 1, "not every job ran; log:\n%s",
-                  h_log_tail(&H));
-    tu_sleep_ms(500);           /* a second run of any of them would show now */
-    int lost, doubled;
-    assert_each_once(&H, &H, &lost, &doubled);
-    fprintf(stderr, "outbox: 10,000 rows, relay killed %d times; written in %lld ms, all "
-            "run after %lld ms\n", kills, (long long)written, (long long)(tu_mono_ms() - t0));
-    ck_assert_int_eq(lost, 0);
-    ck_assert_int_eq(doubled, 0);
-    ck_assert_int_eq(count_rows("delayq_outbox_dead"), 0);
-    ck_assert_int_ge(h_log_count(&H, "relays public.delayq_outbox"), kills + 1);
-    fprintf(stderr, "outbox: %d batches applied again after a kill\n",
-            h_log_count(&H, "in Redis already"));
-    ck_assert_int_eq(h_stop(&H, 10000), 0);
-}
-END_TEST
-
-/* ---- durability = "replicated" -------------------------------------------- */
-
-static int has_line(void *arg)
-{
-    return h_log_count(&H, arg) > 0;
-}
-
-static int replica_online(void *arg)
-{
-    redisContext *rc = fixture_redis_connect(arg);
-    redisReply *r = redisCommand(rc, "INFO replication");
-    int up = r && r->type == REDIS_REPLY_STRING && strstr(r->str, "state=online");
-    freeReplyObject(r);
-    redisFree(rc);
-    return up;
-}
-
-/* Under durability = "replicated" a row is deleted only once a replica
- * has its job: with none, the job is written on the master but the row
- * stays (the relay says why); once a replica is there, it goes. */
-START_TEST(replicated_rows_are_deleted_only_once_a_replica_has_them)
-{
-    struct h_conf hc;
-    h_conf_defaults(&hc);
-    hc.workers = 1;
-    char redis_text[512], src[1024];
-    snprintf(redis_text, sizeof redis_text, "unix_socket = \"%s\"; durability = "
-             "\"replicated\"; replication_timeout = \"200ms\";", H.fx.sock);
-    hc.redis = redis_text;
-    hc.extra = source_conf(src, sizeof src, NULL);
-    h_write_conf(&H, &hc);
-    char *const argv[] = { (char *)fixture_build_path("delayqd"), "-f", "-c", H.conf, NULL };
-    char err[300];
-    H.pid = tu_spawn(argv, H.log, 0, err, sizeof err);   /* its claims wait for a replica */
-    ck_assert_msg(H.pid > 0, "%s", err);
-    PGconn *c = pg_connect();
-    run(c, "SELECT delayq_enqueue('orders', 't', 'ok', interval '1 hour', 'r1')");
-    ck_assert_msg(h_wait(5000, has_line, "not replicated") == 1, "log:\n%s", h_log_tail(&H));
-    ck_assert_int_eq(h_state(&H, "r1", NULL), DQ_STATE_DELAYED);
-    ck_assert_int_eq(count_rows("delayq_outbox"), 1);
-
-    struct redis_fixture replica;
-    fixture_redis_start(&replica);
-    int port = fixture_redis_listen_tcp(&H.fx);
-    ck_assert_int_eq(fixture_redis_int(&replica, "REPLICAOF 127.0.0.1 %d", port), 0);
-    ck_assert_msg(h_wait(10000, replica_online, &H.fx) == 1, "no replica online");
-    ck_assert_msg(h_wait(10000, outbox_empty, NULL) == 1, "the row stayed; log:\n%s",
-                  h_log_tail(&H));
-    ck_assert_int_eq(h_state(&H, "r1", NULL), DQ_STATE_DELAYED);
-    ck_assert_int_eq(fixture_redis_int(&replica, "EXISTS dq:{orders}:jobs"), 1);
-    ck_assert_int_eq(count_rows("delayq_outbox_dead"), 0);
-    PQfinish(c);
-    ck_assert_int_eq(h_stop(&H, 10000), 0);
-    fixture_redis_stop(&replica);
-}
-END_TEST
-
-/* ---- two daemons, PostgreSQL and Redis failing --------------------------- */
-
-#define STEADY_JOBS 1000
-
-/* Write job s-0 .. s-(STEADY_JOBS-1), all due at Unix second `due_s`, each
- * with a row of `written` in the same transaction, as a service that
- * rides out a database restart would: when a commit's outcome is lost
- * with the connection, the row of `written` says whether it happened.
- * Exits 0, or 1 after 60 s. */
-static void steady_writer(int64_t due_s)
-{
-    PGconn *c = NULL;
-    char sql[512];
-    int64_t t0 = tu_mono_ms();
-    for (int i = 0; i < STEADY_JOBS;) {
-        if (tu_mono_ms() - t0 > 60000)
-            _exit(1);
-        if (!c || PQstatus(c) != CONNECTION_OK) {
-            PQfinish(c);
-            c = PQconnectdb(PG.conninfo);
-            if (PQstatus(c) != CONNECTION_OK) {
-                tu_sleep_ms(50);
-                continue;
-            }
-            /* The fixture's server commits lazily; a crash would lose what
-             * this writer was told is committed. */
-            PQclear(PQexec(c, "SET synchronous_commit = on"));
-            snprintf(sql, sizeof sql, "SELECT count(*) FROM written WHERE id = %d", i);
-            PGresult *r = PQexec(c, sql);
-            int done = PQresultStatus(r) == PGRES_TUPLES_OK && atoi(PQgetvalue(r, 0, 0)) == 1;
-            PQclear(r);
-            i += done;
-            continue;
-        }
-        snprintf(sql, sizeof sql, "BEGIN; INSERT INTO written VALUES (%d); SELECT "
-                 "delayq_enqueue('orders', 't', 'ok', to_timestamp(%lld), 's-%d'); COMMIT",
-                 i, (long long)due_s, i);
-        PGresult *r = PQexec(c, sql);
-        int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
-        PQclear(r);
-        if (ok)
-            i++;
-        else if (PQstatus(c) == CONNECTION_OK)
-            PQclear(PQexec(c, "ROLLBACK"));
-        tu_sleep_ms(2);
-    }
-    PQfinish(c);
-    _exit(0);
-}
-
-/* A Redis server that keeps every write (appendfsync always) in `dir`,
- * on `sock`; its pid. */
-static pid_t durable_redis(const char *dir, const char *sock)
-{
-    char server[PATH_MAX], err[300];
-    ck_assert(tu_redis_find(NULL, server, sizeof server) == 0);
-    char *const extra[] = { "--appendonly", "yes", "--appendfsync", "always", NULL };
-    pid_t pid = 0;
-    ck_assert_msg(tu_redis_spawn_with(server, dir, sock, extra, 0, &pid, err, sizeof err) == 0,
-                  "%s", err);
-    return pid;
-}
-
-static int leads(int port)
-{
-    char body[16384];
-    return fixture_http_get(port, "/metrics", body, sizeof body) == 200
-           && strstr(body, "delayq_outbox_leader{source=\"delayq_outbox\"} 1");
-}
-
-struct health_arg {
-    int port;
-    char body[4096];
-};
-
-static int source_failing(void *arg)
-{
-    struct health_arg *a = arg;
-    return fixture_http_get(a->port, "/healthz", a->body, sizeof a->body) == 503
-           && strstr(a->body, "source delayq_outbox: relay failing");
-}
-
-static int wait_leader(void *arg)
-{
-    return leads(*(int *)arg);
-}
-
-/* Two daemons on one table: the one that leads stops and the other takes
- * over; PostgreSQL crashes and comes back (/healthz says so meanwhile);
- * Redis is killed and restarted.  Every job is in Redis once and runs
- * once, at its time. */
-START_TEST(two_daemons_and_failures_lose_and_double_nothing)
-{
-    char dir[sizeof H.fx.dir + 8], sock[sizeof H.fx.sock];
-    snprintf(dir, sizeof dir, "%s/aof", H.fx.dir);
-    ck_assert_int_eq(mkdir(dir, 0700), 0);
-    snprintf(sock, sizeof sock, "%s/aof.sock", H.fx.dir);
-    pid_t redis = durable_redis(dir, sock);
-    ck_assert_int_eq(pg_exec(&PG, "CREATE TABLE written (id int PRIMARY KEY)"), 0);
-    struct harness d[2];
-    int port[2];
-    for (int k = 0; k < 2; k++) {
-        d[k] = H;
-        d[k].pid = 0;
-        snprintf(d[k].fx.sock, sizeof d[k].fx.sock, "%s", sock);
-        snprintf(d[k].conf, sizeof d[k].conf, "%s/d%d.conf", H.fx.dir, k);
-        snprintf(d[k].log, sizeof d[k].log, "%s/d%d.log", H.fx.dir, k);
-        port[k] = fixture_free_port() + k;
-        struct h_conf hc;
-        h_conf_defaults(&hc);
-        hc.workers = 1;
-        hc.batch = 64;
-        char redis_text[PATH_MAX + 64], src[1024], all[2048];
-        snprintf(redis_text, sizeof redis_text, "unix_socket = \"%s\";", sock);
-        hc.redis = redis_text;
-        source_conf(src, sizeof src, "failure_grace = \"500ms\";");
-        snprintf(all, sizeof all, "%sadmin = { listen = \"127.0.0.1:%d\"; };\n", src, port[k]);
-        hc.extra = all;
-        h_write_conf(&d[k], &hc);
-    }
-    h_start(&d[0], 1);
-    h_start(&d[1], 2);
-    int first = leads(port[0]) ? 0 : 1;
-    ck_assert_msg(h_wait(3000, wait_leader, &port[first]) == 1, "no relay leads");
-    int64_t due_s = tu_now_ms() / 1000 + 7;
-    fflush(NULL);
-    pid_t writer = fork();
-    ck_assert(writer >= 0);
-    if (writer == 0)
-        steady_writer(due_s);
-
-    tu_sleep_ms(800);           /* the leading daemon stops; the other takes over */
-    ck_assert_int_eq(h_stop(&d[first], 10000), 0);
-    int other = 1 - first;
-    ck_assert_msg(h_wait(3000, wait_leader, &port[other]) == 1, "no takeover; log:\n%s",
-                  h_log_tail(&d[other]));
-
-    tu_sleep_ms(500);           /* PostgreSQL crashes, and /healthz says so */
-    pg_kill(&PG);
-    struct health_arg ha = { .port = port[other] };
-    ck_assert_msg(h_wait(5000, source_failing, &ha) == 1, "/healthz: %s", ha.body);
-    ck_assert_msg(pg_start_again(&PG) == 0, "%s", PG.why);
-
-    tu_sleep_ms(800);           /* Redis is killed, and comes back with its data */
-    ck_assert_int_eq(kill(redis, SIGKILL), 0);
-    ck_assert_int_eq(waitpid(redis, NULL, 0), redis);
-    tu_sleep_ms(700);
-    unlink(sock);
-    redis = durable_redis(dir, sock);
-
-    int status;
-    ck_assert_int_eq(waitpid(writer, &status, 0), writer);
-    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the writer failed");
-    ck_assert_msg(h_wait(20000, outbox_empty, NULL) == 1, "rows left; log:\n%s",
-                  h_log_tail(&d[other]));
-    ck_assert_int_eq(count_rows("written"), STEADY_JOBS);
-    /* Each in Redis once, before its time; then each runs once. */
-    dq_options opt;
-    dq_options_init(&opt);
-    opt.unix_path = sock;
-    char err[300];
-    dq_client *c = dq_connect(&opt, err, sizeof err, NULL);
-    ck_assert_msg(c != NULL, "%s", err);
-    dq_stats st;
-    ck_assert_int_eq(dq_stats_get(c, H_QUEUE, &st), DQ_OK);
-    ck_assert_int_eq(st.delayed, STEADY_JOBS);
-    dq_close(c);
-    int lost = 0, doubled = 0;
-    char id[32];
-    ck_assert_int_eq(h_wait_record(&d[other], "s-999", 1, 1, 30000), 1);
-    tu_sleep_ms(1000);
-    struct h_run *r;
-    size_t n = h_records(&H, &r);
-    for (int i = 0; i < STEADY_JOBS; i++) {
-        snprintf(id, sizeof id, "s-%d", i);
-        int k = h_count(r, n, id, 0, NULL);
-        lost += k == 0;
-        doubled += k > 1;
-    }
-    free(r);
-    fprintf(stderr, "outbox: two daemons, a takeover, PostgreSQL and Redis restarted: %d "
-            "jobs, %d lost, %d run twice\n", STEADY_JOBS, lost, doubled);
-    ck_assert_int_eq(lost, 0);
-    ck_assert_int_eq(doubled, 0);
-    ck_assert_int_eq(count_rows("delayq_outbox_dead"), 0);
-    ck_assert_int_eq(h_stop(&d[other], 10000), 0);
-    tu_stop_process(redis, 5000);
-}
-END_TEST
-
 int main(void)
 {
     if (access("/usr/lib/postgresql/15/bin/postgres", X_OK) != 0) {
@@ -766,14 +249,11 @@ int main(void)
         return 77;
     }
     Suite *s = suite_create("outbox");
-    TCase *tc = fixture_tcase(s, "relay", 120, pg_up, pg_down, setup, teardown);
+    TCase *tc = fixture_tcase(s, "relay", 120, ob_pg_up, ob_pg_down, ob_setup, ob_teardown);
     tcase_add_test(tc, a_job_exists_only_when_its_transaction_commits);
     tcase_add_test(tc, rows_that_cannot_be_applied_go_to_the_dead_table);
     tcase_add_test(tc, delayqd_t_checks_the_tables);
     tcase_add_test(tc, a_bad_source_is_refused_at_its_line);
-    tcase_add_test(tc, ten_thousand_rows_survive_relay_kills);
-    tcase_add_test(tc, two_daemons_and_failures_lose_and_double_nothing);
-    tcase_add_test(tc, replicated_rows_are_deleted_only_once_a_replica_has_them);
     return fixture_run_suite(s);
 }
 #else
