@@ -29,6 +29,10 @@
  * Figures that have no column of report.h go into the row's note as
  * name=value.  --tcp, --tls and --replica do not apply: the daemon
  * reaches Redis on the unix socket.
+ *
+ * The environment (the PostgreSQL helpers, delayqd with its source, the
+ * CPU samples, pg_stat_statements) is bench/outbox_env.c; here are the
+ * measurements and the rows.
  */
 #include "config.h"
 
@@ -51,7 +55,6 @@ int run_outbox(const struct bench_env *env, char *err, size_t errlen)
 
 #include <errno.h>
 #include <libpq-fe.h>
-#include <math.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -59,312 +62,19 @@ int run_outbox(const struct bench_env *env, char *err, size_t errlen)
 #include <unistd.h>
 
 #include "bench/daemon_proc.h"
-#include "bench/measure.h"
+#include "bench/outbox_env.h"
 #include "bench/redis_proc.h"
 #include "lib/keys.h"
 #include "outbox/outbox_sql.h"
 #include "tests/pg_fixture.h"
 #include "tests/testutil.h"
 
-#define WORKERS 2
 #define LAT_BATCH 500           /* the source's batch in the latency runs */
 #define MAX_WRITERS 4
 #define POLL_GAP_US 100         /* a writer's looks in Redis for its job */
 #define VISIBLE_TIMEOUT_US (10 * 1000000LL)
 #define EMPTY_POLL_MS 1         /* the looks for an empty table */
 #define EMPTY_TIMEOUT_US (300 * 1000000LL)
-#define READY_TIMEOUT_US (20 * 1000000LL)
-#define RELAY_APP "delayqd relay"   /* its application_name (relay_pg.c) */
-#define LEAD_LINE "holds the table's lock"
-
-struct octx {
-    const struct bench_env *env;
-    struct redis_proc redis;
-    struct pg_server pg;
-    int pg_up;
-    struct daemon_proc daemon;
-    redisContext *rc;
-    char zset[KEYS_NAME_MAX];   /* the queue's delayed set */
-    PGconn *conn;               /* the bench's own: DDL, bulk rows, polls */
-    char relay_conninfo[700];   /* the relay's: role "relay", its grants only */
-    int pgss;                   /* pg_stat_statements is loaded */
-    pid_t own_backend;          /* its backend */
-    pid_t relay;                /* the relay child of delayqd */
-    pid_t backend;              /* the relay's PostgreSQL backend */
-    int starts;                 /* daemons started: each has its own log */
-};
-
-/* The CPU (µs) of the processes a run looks at, at one instant (wall_us:
- * when it was taken, or the instant a run sets). */
-struct osample {
-    int64_t wall_us, relay, backend, pg_all, own_backend, daemon, redis;
-};
-
-/* ---- PostgreSQL ------------------------------------------------------------ */
-
-/* Run `sql` on c; its result (PQclear it) when it succeeded, else NULL
- * with the message in err. */
-static PGresult *sql_run(PGconn *c, const char *sql, char *err, size_t errlen)
-{
-    PGresult *r = PQexec(c, sql);
-    ExecStatusType st = PQresultStatus(r);
-    if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK)
-        return r;
-    snprintf(err, errlen, "postgres: %.80s: %s", sql, PQerrorMessage(c));
-    err[strcspn(err, "\n")] = '\0';
-    PQclear(r);
-    return NULL;
-}
-
-/* sql_run for a statement whose result is not wanted: 0, or -1 (err). */
-static int sql_ok(PGconn *c, const char *sql, char *err, size_t errlen)
-{
-    PGresult *r = sql_run(c, sql, err, errlen);
-    int rc = r ? 0 : -1;
-    PQclear(r);
-    return rc;
-}
-
-/* The first column of the first row as a number; -1 with err. */
-static int sql_long(PGconn *c, const char *sql, long long *out, char *err, size_t errlen)
-{
-    PGresult *r = sql_run(c, sql, err, errlen);
-    if (!r)
-        return -1;
-    int ok = PQntuples(r) > 0;
-    *out = ok ? atoll(PQgetvalue(r, 0, 0)) : 0;
-    PQclear(r);
-    if (!ok)
-        snprintf(err, errlen, "postgres: %.80s: no row", sql);
-    return ok ? 0 : -1;
-}
-
-static void quiet(void *arg, const char *message)
-{
-    (void)arg, (void)message;
-}
-
-/* A connection that keeps the server's notices to itself (the DDL's
- * "already exists, skipping"). */
-static PGconn *pg_connect(const char *conninfo, char *err, size_t errlen)
-{
-    PGconn *c = PQconnectdb(conninfo);
-    if (PQstatus(c) == CONNECTION_OK) {
-        PQsetNoticeProcessor(c, quiet, NULL);
-        return c;
-    }
-    snprintf(err, errlen, "postgres: connect: %s", c ? PQerrorMessage(c) : "out of memory");
-    err[strcspn(err, "\n")] = '\0';
-    PQfinish(c);
-    return NULL;
-}
-
-/* The outbox's tables and functions, as `delayq outbox sql` prints them. */
-static int load_ddl(struct octx *x, char *err, size_t errlen)
-{
-    char *sql = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&sql, &len);
-    if (!f || outbox_sql_write(f, OUTBOX_DEFAULT_SCHEMA, OUTBOX_DEFAULT_TABLE) < 0) {
-        snprintf(err, errlen, "outbox DDL: %s", strerror(errno));
-        if (f)
-            fclose(f);
-        free(sql);
-        return -1;
-    }
-    fclose(f);
-    int rc = sql_ok(x->conn, sql, err, errlen);
-    free(sql);
-    return rc;
-}
-
-/* ---- the daemon -------------------------------------------------------------- */
-
-/* daemon_proc.c's configuration (it takes no sources) with the source at
- * `batch`, as the role "relay".  0, or -1 (err). */
-static int write_conf(const struct octx *x, int batch, char *err, size_t errlen)
-{
-    FILE *fp = fopen(x->daemon.conf, "w");
-    if (!fp) {
-        snprintf(err, errlen, "%s: %s", x->daemon.conf, strerror(errno));
-        return -1;
-    }
-    fprintf(fp,
-            "redis = { unix_socket = \"%s\"; };\n"
-            "handler_dir = \"%s\";\n"
-            "log = { level = \"info\"; target = \"stderr\"; };\n"
-            "shutdown_timeout = \"10s\";\n"
-            "queues = ( { name = \"" BENCH_QUEUE "\"; workers = %d; batch = 16;\n"
-            "             lease = \"60s\"; max_attempts = 3; } );\n"
-            "handlers = ( { type = \"*\"; file = \"noop.so\"; timeout = \"10s\"; } );\n"
-            "sources = ( { type = \"postgres\"; conninfo = \"%s\"; batch = %d;\n"
-            "              poll_interval = \"2s\"; } );\n",
-            x->redis.sock, x->env->handler_dir, WORKERS, x->relay_conninfo, batch);
-    if (fclose(fp) != 0) {
-        snprintf(err, errlen, "%s: %s", x->daemon.conf, strerror(errno));
-        return -1;
-    }
-    return 0;
-}
-
-/* The pid of the relay child from its "... holds the table's lock" line
- * ("[relay0 PID] ..."); 0 while there is none. */
-static pid_t relay_from_log(const char *log)
-{
-    FILE *fp = fopen(log, "r");
-    if (!fp)
-        return 0;
-    char line[1024];
-    int pid = 0;
-    while (fgets(line, sizeof line, fp)) {
-        const char *tag = strstr(line, "[relay");
-        if (tag && strstr(line, LEAD_LINE) && sscanf(tag, "[relay%*u %d]", &pid) != 1)
-            pid = 0;
-    }
-    fclose(fp);
-    return pid;
-}
-
-/* The backend of the relay's connection, when there is exactly one and it
- * is not `old` (the previous daemon's, which may linger a moment). */
-static pid_t relay_backend(struct octx *x, pid_t old)
-{
-    char err[300];
-    PGresult *r = sql_run(x->conn, "SELECT pid FROM pg_stat_activity WHERE application_name"
-                          " = '" RELAY_APP "'", err, sizeof err);
-    pid_t pid = 0;
-    if (r && PQntuples(r) == 1)
-        pid = (pid_t)atoi(PQgetvalue(r, 0, 0));
-    PQclear(r);
-    return pid == old ? 0 : pid;
-}
-
-/* Whether the daemon is in its steady state: workers and reaper (the
- * bench's usual test), the relay leading, its backend known. */
-static int daemon_ready(struct octx *x, pid_t old_backend)
-{
-    if (!tu_delayqd_ready(x->rc, WORKERS))
-        return 0;
-    if (!x->relay && !(x->relay = relay_from_log(x->daemon.log)))
-        return 0;
-    x->backend = relay_backend(x, old_backend);
-    return x->backend > 0;
-}
-
-static void daemon_stop(struct octx *x)
-{
-    daemon_proc_stop(&x->daemon, 15000);
-    x->relay = 0;
-}
-
-/* Start delayqd with the source at `batch`, its log DIR/delayqd-N-bB.log,
- * and wait until it is ready.  0, or -1 with the reason. */
-static int daemon_start(struct octx *x, int batch, char *err, size_t errlen)
-{
-    pid_t old_backend = x->backend;
-    daemon_stop(x);
-    snprintf(x->daemon.conf, sizeof x->daemon.conf, "%s/delayqd.conf", x->redis.dir);
-    snprintf(x->daemon.log, sizeof x->daemon.log, "%s/delayqd-%d-b%d.log", x->redis.dir,
-             ++x->starts, batch);
-    if (write_conf(x, batch, err, errlen) < 0)
-        return -1;
-    char *const argv[] = { (char *)x->env->delayqd, "-f", "-c", x->daemon.conf, NULL };
-    x->daemon.pid = tu_spawn(argv, x->daemon.log, TU_DIE_WITH_PARENT, err, errlen);
-    if (x->daemon.pid < 0) {
-        x->daemon.pid = 0;
-        return -1;
-    }
-    int64_t deadline = bench_mono_us() + READY_TIMEOUT_US;
-    while (!daemon_ready(x, old_backend)) {
-        int status;
-        if (waitpid(x->daemon.pid, &status, WNOHANG) == x->daemon.pid
-            || bench_mono_us() > deadline || bench_interrupted) {
-            char why[600];
-            daemon_proc_last_problem(&x->daemon, why, sizeof why);
-            snprintf(err, errlen, "delayqd with a source did not get ready%s%s (log %s)",
-                     why[0] ? ": " : "", why, x->daemon.log);
-            return -1;
-        }
-        bench_sleep_ms(20);
-    }
-    return 0;
-}
-
-/* ---- CPU ------------------------------------------------------------------------ */
-
-/* The CPU of every process a row reports on; -1 for one that is gone. */
-static void sample(const struct octx *x, struct osample *s)
-{
-    s->wall_us = bench_mono_us();
-    s->relay = measure_proc_cpu_us(x->relay, NULL);
-    s->backend = measure_proc_cpu_us(x->backend, NULL);
-    s->pg_all = measure_tree_cpu_us(x->pg.pid, NULL);
-    s->own_backend = measure_proc_cpu_us(x->own_backend, NULL);
-    s->daemon = measure_tree_cpu_us(x->daemon.pid, NULL);
-    s->redis = measure_proc_cpu_us(x->redis.pid, NULL);
-}
-
-/* The relay and its backend must be the ones of the start: a restart
- * would make their CPU meaningless.  0, or -1 with the reason. */
-static int same_relay(const struct osample *a, const struct osample *b, char *err,
-                      size_t errlen)
-{
-    if (a->relay >= 0 && b->relay >= a->relay && a->backend >= 0 && b->backend >= a->backend)
-        return 0;
-    snprintf(err, errlen, "the relay or its PostgreSQL backend restarted during the run");
-    return -1;
-}
-
-/* ---- the relay's statements (pg_stat_statements) ------------------------------- */
-
-/* Their time (planning and execution, ms) since stmt_reset, by kind. */
-struct stmt_time {
-    double take, del, commit, other;
-    double takes;               /* calls of the take */
-};
-
-static int stmt_reset(struct octx *x, char *err, size_t errlen)
-{
-    return x->pgss ? sql_ok(x->conn, "SELECT pg_stat_statements_reset()", err, errlen) : 0;
-}
-
-/* The relay role's statements since stmt_reset; all NAN without
- * pg_stat_statements.  0, or -1 (err). */
-static int stmt_read(struct octx *x, struct stmt_time *t, char *err, size_t errlen)
-{
-    t->take = t->del = t->commit = t->other = t->takes = x->pgss ? 0 : NAN;
-    if (!x->pgss)
-        return 0;
-    PGresult *r = sql_run(x->conn, "SELECT CASE WHEN query LIKE 'SELECT id, op, queue%' "
-                          "THEN 't' WHEN query LIKE 'DELETE %' THEN 'd' WHEN query = "
-                          "'COMMIT' THEN 'c' ELSE 'o' END, sum(total_plan_time + "
-                          "total_exec_time), sum(calls) FROM pg_stat_statements WHERE "
-                          "userid = 'relay'::regrole GROUP BY 1", err, errlen);
-    for (int i = 0; r && i < PQntuples(r); i++) {
-        char k = PQgetvalue(r, i, 0)[0];
-        double ms = strtod(PQgetvalue(r, i, 1), NULL);
-        *(k == 't' ? &t->take : k == 'd' ? &t->del : k == 'c' ? &t->commit : &t->other) = ms;
-        if (k == 't')
-            t->takes = strtod(PQgetvalue(r, i, 2), NULL);
-    }
-    int rc = r ? 0 : -1;
-    PQclear(r);
-    return rc;
-}
-
-/* "stmt_us/row=T (take a delete b commit c other d) takes/row=N" into
- * out. */
-static void stmt_note(const struct stmt_time *t, double rows, char *out, size_t len)
-{
-    if (isnan(t->take)) {
-        snprintf(out, len, "stmt_us/row=? (no pg_stat_statements)");
-        return;
-    }
-    double k = 1000.0 / rows;
-    snprintf(out, len, "stmt_us/row=%.1f (take %.1f delete %.1f commit %.1f other %.1f) "
-             "takes/row=%.3g", (t->take + t->del + t->commit + t->other) * k, t->take * k,
-             t->del * k, t->commit * k, t->other * k, t->takes / rows);
-}
 
 /* ---- latency ------------------------------------------------------------------- */
 
@@ -411,7 +121,7 @@ static int wait_visible(redisContext *rc, const char *zset, const char *id, char
 static int writer(const struct octx *x, int w, int writers, long n, int gate, double *lat,
                   double *rtt, char *why, size_t len)
 {
-    PGconn *c = pg_connect(x->pg.conninfo, why, len);
+    PGconn *c = oenv_pg_connect(x->pg.conninfo, why, len);
     redisContext *rc = c ? tu_redis_connect(x->redis.sock, 10000, why, len) : NULL;
     char go;
     if (!rc || read(gate, &go, 1) < 0)
@@ -460,7 +170,7 @@ static int run_writers(struct octx *x, int writers, long per, struct lat_share *
     }
     close(gate[0]);
     bench_sleep_ms(200);        /* their connections made */
-    sample(x, s0);
+    oenv_sample(x, s0);
     close(gate[1]);
     int failed = 0;
     for (int w = 0; w < writers; w++) {
@@ -481,7 +191,7 @@ static void latency_row(int writers, long rows, double *lat, double *rtt,
                         const struct osample *b)
 {
     char stmts[140];
-    stmt_note(st, (double)rows, stmts, sizeof stmts);
+    oenv_stmt_note(st, (double)rows, stmts, sizeof stmts);
     bench_sort(lat, (size_t)rows);
     bench_sort(rtt, (size_t)rows);
     char config[48];
@@ -522,18 +232,18 @@ static int run_latency(struct octx *x, int writers, long rows, char *err, size_t
     memset(sh, 0, bytes);
     struct osample a, b;
     struct stmt_time st;
-    int rc = stmt_reset(x, err, errlen);
+    int rc = oenv_stmt_reset(x, err, errlen);
     if (rc == 0)
         rc = run_writers(x, writers, per, sh, &a, err, errlen);
-    sample(x, &b);
+    oenv_sample(x, &b);
     if (rc == 0)
-        rc = stmt_read(x, &st, err, errlen);
+        rc = oenv_stmt_read(x, &st, err, errlen);
     if (rc == 0 && bench_interrupted) {
         snprintf(err, errlen, "interrupted");
         rc = -1;
     }
     if (rc == 0)
-        rc = same_relay(&a, &b, err, errlen);
+        rc = oenv_same_relay(&a, &b, err, errlen);
     if (rc == 0)
         latency_row(writers, rows, sh->v, sh->v + rows, &st, &a, &b);
     munmap(sh, bytes);
@@ -547,7 +257,7 @@ static int run_latency(struct octx *x, int writers, long rows, char *err, size_t
 static const char *scan_of(struct octx *x, const char *explain)
 {
     char err[300];
-    PGresult *r = sql_run(x->conn, explain, err, sizeof err);
+    PGresult *r = oenv_sql_run(x->conn, explain, err, sizeof err);
     const char *kind = "?";
     for (int i = 0; r && i < PQntuples(r); i++) {
         const char *line = PQgetvalue(r, i, 0);
@@ -573,8 +283,8 @@ static void relay_plans(struct octx *x, int batch, char *out, size_t len)
     char *del = malloc(cap);
     long long first;
     const char *dk = "?";
-    if (del && sql_long(x->conn, "SELECT min(id) FROM " OUTBOX_DEFAULT_TABLE, &first, err,
-                        sizeof err) == 0) {
+    if (del && oenv_sql_long(x->conn, "SELECT min(id) FROM " OUTBOX_DEFAULT_TABLE, &first,
+                             err, sizeof err) == 0) {
         at = (size_t)snprintf(del, cap, "EXPLAIN DELETE FROM " OUTBOX_DEFAULT_TABLE
                               " WHERE id BETWEEN %lld AND %lld AND id = ANY('{", first,
                               first + batch - 1);
@@ -602,8 +312,8 @@ static int wait_empty(struct octx *x, long long z0, long rows, char *err, size_t
             return -1;
         }
         if (z - z0 >= rows
-            && sql_long(x->conn, "SELECT EXISTS (SELECT 1 FROM " OUTBOX_DEFAULT_TABLE ")::int",
-                        &any, err, errlen) < 0)
+            && oenv_sql_long(x->conn, "SELECT EXISTS (SELECT 1 FROM " OUTBOX_DEFAULT_TABLE
+                             ")::int", &any, err, errlen) < 0)
             return -1;
         if (any && (bench_mono_us() > deadline || bench_interrupted)) {
             char why[600];
@@ -622,8 +332,8 @@ static int wait_empty(struct octx *x, long long z0, long rows, char *err, size_t
 static int check_relayed(struct octx *x, long long z0, long rows, char *err, size_t errlen)
 {
     long long z1 = tu_redis_int(x->rc, "ZCARD %s", x->zset), dead;
-    if (sql_long(x->conn, "SELECT count(*) FROM " OUTBOX_DEFAULT_TABLE "_dead", &dead, err,
-                 errlen) < 0)
+    if (oenv_sql_long(x->conn, "SELECT count(*) FROM " OUTBOX_DEFAULT_TABLE "_dead", &dead,
+                      err, errlen) < 0)
         return -1;
     if (z1 - z0 == rows && dead == 0)
         return 0;
@@ -636,7 +346,7 @@ static void relay_row(int batch, long rows, const char *plan, const struct stmt_
                       const struct osample *a, const struct osample *b)
 {
     char stmts[140];
-    stmt_note(st, (double)rows, stmts, sizeof stmts);
+    oenv_stmt_note(st, (double)rows, stmts, sizeof stmts);
     char config[48];
     snprintf(config, sizeof config, "relay b=%d", batch);
     struct report_row row;
@@ -660,15 +370,15 @@ static void relay_row(int batch, long rows, const char *plan, const struct stmt_
 static int run_relay(struct octx *x, int batch, long rows, char *err, size_t errlen)
 {
     bench_progress("outbox: relay at batch %d, %ld rows", batch, rows);
-    daemon_stop(x);
+    oenv_daemon_stop(x);
     /* Each batch size starts from an empty Redis, so that the sets' sizes
      * do not favour the first. */
     if (tu_redis_int(x->rc, "FLUSHALL") < 0) {
         snprintf(err, errlen, "redis: FLUSHALL failed");
         return -1;
     }
-    if (daemon_start(x, batch, err, errlen) < 0
-        || sql_ok(x->conn, "VACUUM " OUTBOX_DEFAULT_TABLE, err, errlen) < 0)
+    if (oenv_daemon_start(x, batch, err, errlen) < 0
+        || oenv_sql_ok(x->conn, "VACUUM " OUTBOX_DEFAULT_TABLE, err, errlen) < 0)
         return -1;
     long long z0 = tu_redis_int(x->rc, "ZCARD %s", x->zset);
     char sql[512], plan[40];
@@ -676,22 +386,24 @@ static int run_relay(struct octx *x, int batch, long rows, char *err, size_t err
              "payload, delay) SELECT '" BENCH_QUEUE "', 'tp%d-' || g, '" BENCH_TYPE "', "
              "'%s'::bytea, interval '1 hour' FROM generate_series(1, %ld) g",
              batch, bench_payload, rows);
-    if (sql_ok(x->conn, "BEGIN", err, errlen) < 0 || sql_ok(x->conn, sql, err, errlen) < 0)
+    if (oenv_sql_ok(x->conn, "BEGIN", err, errlen) < 0
+        || oenv_sql_ok(x->conn, sql, err, errlen) < 0)
         return -1;
     relay_plans(x, batch, plan, sizeof plan);
     struct osample a, b;
     struct stmt_time st;
-    if (stmt_reset(x, err, errlen) < 0)
+    if (oenv_stmt_reset(x, err, errlen) < 0)
         return -1;
-    sample(x, &a);
+    oenv_sample(x, &a);
     a.wall_us = bench_mono_us();
-    if (sql_ok(x->conn, "COMMIT", err, errlen) < 0 || wait_empty(x, z0, rows, err, errlen) < 0)
+    if (oenv_sql_ok(x->conn, "COMMIT", err, errlen) < 0
+        || wait_empty(x, z0, rows, err, errlen) < 0)
         return -1;
     int64_t end_us = bench_mono_us();
-    sample(x, &b);
+    oenv_sample(x, &b);
     b.wall_us = end_us;
-    if (same_relay(&a, &b, err, errlen) < 0 || check_relayed(x, z0, rows, err, errlen) < 0
-        || stmt_read(x, &st, err, errlen) < 0)
+    if (oenv_same_relay(&a, &b, err, errlen) < 0 || check_relayed(x, z0, rows, err, errlen) < 0
+        || oenv_stmt_read(x, &st, err, errlen) < 0)
         return -1;
     relay_row(batch, rows, plan, &st, &a, &b);
     return 0;
@@ -734,23 +446,23 @@ static int setup(struct octx *x, char *err, size_t errlen)
     }
     x->pg_up = 1;
     if (load_stmt_stats(x, err, errlen) < 0
-        || !(x->conn = pg_connect(x->pg.conninfo, err, errlen)))
+        || !(x->conn = oenv_pg_connect(x->pg.conninfo, err, errlen)))
         return -1;
     x->own_backend = PQbackendPID(x->conn);
-    if (x->pgss && sql_ok(x->conn, "CREATE EXTENSION pg_stat_statements", err, errlen) < 0)
+    if (x->pgss && oenv_sql_ok(x->conn, "CREATE EXTENSION pg_stat_statements", err, errlen) < 0)
         return -1;
     snprintf(x->relay_conninfo, sizeof x->relay_conninfo, "%s user=relay", x->pg.conninfo);
     /* The relay's role as docs/outbox.md makes it: its statements are
      * then told from the bench's. */
-    return load_ddl(x, err, errlen) < 0 ? -1
-           : sql_ok(x->conn, "CREATE ROLE relay LOGIN; "
-                    "GRANT SELECT, UPDATE, DELETE ON " OUTBOX_DEFAULT_TABLE " TO relay; "
-                    "GRANT INSERT ON " OUTBOX_DEFAULT_TABLE "_dead TO relay", err, errlen);
+    return oenv_load_ddl(x, err, errlen) < 0 ? -1
+           : oenv_sql_ok(x->conn, "CREATE ROLE relay LOGIN; "
+                         "GRANT SELECT, UPDATE, DELETE ON " OUTBOX_DEFAULT_TABLE " TO relay; "
+                         "GRANT INSERT ON " OUTBOX_DEFAULT_TABLE "_dead TO relay", err, errlen);
 }
 
 static void teardown(struct octx *x)
 {
-    daemon_stop(x);
+    oenv_daemon_stop(x);
     PQfinish(x->conn);
     if (x->pg_up)
         pg_stop(&x->pg);
@@ -775,7 +487,7 @@ int run_outbox(const struct bench_env *env, char *err, size_t errlen)
         return 0;
     }
     if (rc == 0)
-        rc = daemon_start(&x, LAT_BATCH, err, errlen);
+        rc = oenv_daemon_start(&x, LAT_BATCH, err, errlen);
     if (rc == 0)
         rc = run_latency(&x, 1, lat_rows, err, errlen);
     if (rc == 0)
