@@ -347,9 +347,12 @@ const char *children_queue_of(const struct child *c)
 
 const char *children_label_of(const struct child *c)
 {
-    const struct daemon_conf *dc = c->gen ? c->gen->conf : NULL;
-    if (c->role == ROLE_RELAY)
+    /* Only a live row's generation is there to read: an empty row keeps
+     * the pointer to one that may have been freed. */
+    if (c->role == ROLE_RELAY) {
+        const struct daemon_conf *dc = c->gen->conf;
         return dc->sources[c->queue - (int)dc->nqueues - 2].name;
+    }
     return children_queue_of(c);
 }
 
