@@ -38,7 +38,7 @@ debs=${SYSTEMD_TEST_DEBS:-}
 # The packages of the cached tree: systemd, and what the delayq packages
 # and the test need inside (dpkg -i runs there without a network).
 include=(systemd systemd-sysv dbus redis-server adduser procps libhiredis0.14 libevent-2.1-7
-    libevent-openssl-2.1-7 libssl3 libconfig9)
+    libevent-openssl-2.1-7 libssl3 libconfig9 libpq5)
 cgroup_name=delayq-systemd-test.$$
 work=
 own_debs=
