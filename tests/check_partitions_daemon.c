@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cli_run.h"
 #include "daemon_harness.h"
 #include "lib/keys.h"
 #include "testutil.h"
@@ -400,6 +401,144 @@ START_TEST(a_partition_named_queue_next_to_its_partitioned_queue_is_refused)
 }
 END_TEST
 
+/* A new user's order: a 12-partition queue in the file, jobs added with
+ * `delayq -c FILE add` before delayqd ever started.  The command line
+ * stores the file's count before the first add, so the daemon starts
+ * (rather than finding the jobs unpartitioned and refusing) and runs each
+ * job once. */
+START_TEST(jobs_added_with_the_file_before_the_first_start_run_once)
+{
+    enum { N = 24, PARTS = 12 };
+    struct h_conf hc;
+    h_conf_defaults(&hc);
+    hc.workers = 2;
+    hc.partitions = PARTS;
+    h_write_conf(&H, &hc);
+    const struct cli_run how = { .no_socket = true };
+    char ids[N][DQ_ID_MAX + 1];
+    for (int i = 0; i < N; i++)
+        add_id(CLI_HOW(&how, "-c", H.conf, "add", "-q", H_QUEUE, "-t", "t", "ok"), ids[i],
+               sizeof ids[i]);
+    unsigned stored;
+    ck_assert_int_eq(dq_queue_partitions(H.c, H_QUEUE, &stored), DQ_OK);
+    ck_assert_int_eq(stored, PARTS);
+    h_start(&H, 2);
+    g_nparts = PARTS;
+    ck_assert_msg(h_wait(30000, all_done, NULL) == 1, "not drained; log:\n%s",
+                  h_log_tail(&H));
+    stop_clean();
+    struct h_run *r;
+    size_t n = h_records(&H, &r);
+    for (int i = 0; i < N; i++)
+        ck_assert_msg(h_count(r, n, ids[i], 0, NULL) == 1, "job %s ran %d times", ids[i],
+                      h_count(r, n, ids[i], 0, NULL));
+    free(r);
+}
+END_TEST
+
+/* What the command line does with the file's count: a count Redis holds
+ * already is followed (a warning when the file says otherwise), a count
+ * that cannot be stored (the queue holds jobs unpartitioned) adds
+ * nothing, and a bad count in the file is refused at its line (78). */
+START_TEST(the_command_line_follows_or_refuses_the_files_count)
+{
+    struct h_conf hc;
+    h_conf_defaults(&hc);
+    hc.partitions = 4;
+    h_write_conf(&H, &hc);
+    const struct cli_run how = { .no_socket = true };
+    ck_assert_int_eq(dq_queue_set_partitions(H.c, H_QUEUE, 3), DQ_OK);
+    struct run_result *r = CLI_HOW(&how, "-c", H.conf, "add", "-q", H_QUEUE, "-t", "t", "x");
+    ck_assert_msg(r->status == 0 && strstr(r->err, "partitions = 4, but Redis holds it "
+                                           "with 3"), "exit %d: %s", r->status, r->err);
+    ck_assert_int_eq(jobs_left(3, NULL, NULL), 1);
+    char id[DQ_ID_MAX + 1];
+    snprintf(id, sizeof id, "%.*s", (int)strcspn(r->out, "\n"), r->out);
+    ck_assert_int_eq(dq_cancel(H.c, H_QUEUE, id), DQ_OK);
+
+    ck_assert_int_eq(dq_queue_set_partitions(H.c, H_QUEUE, 1), DQ_OK);
+    h_enqueue(&H, "plain", NULL, "ok", 60000, 0);
+    assert_fails(CLI_HOW(&how, "-c", H.conf, "add", "-q", H_QUEUE, "-t", "t", "x"), 1,
+                 "drain it first");
+    ck_assert_int_eq(fixture_redis_int(&H.fx, "ZCARD dq:{" H_QUEUE "}:delayed"), 1);
+
+    char text[PATH_MAX + 512];
+    snprintf(text, sizeof text, "redis = { unix_socket = \"%s\"; };\n"
+             "queues = ( { name = \"" H_QUEUE "\";\n  partitions = 0; } );\n", H.fx.sock);
+    h_write_file(H.conf, text);
+    char want[PATH_MAX + 64];
+    snprintf(want, sizeof want, "%s:3: queues.[0].partitions", H.conf);
+    assert_fails(CLI_HOW(&how, "-c", H.conf, "add", "-q", H_QUEUE, "-t", "t", "x"), 78, want);
+}
+END_TEST
+
+/* After `delayq partitions Q 3`, a daemon whose file names no count runs
+ * the queue on those 3 (it used to store 1 over them, and producers that
+ * had read 3 wrote where no worker read), and so does a reload. */
+START_TEST(a_daemon_without_a_count_takes_the_stored_one)
+{
+    ck_assert_int_eq(dq_queue_set_partitions(H.c, H_QUEUE, 3), DQ_OK);
+    struct h_conf hc;
+    h_conf_defaults(&hc);
+    hc.workers = 2;
+    h_write_conf(&H, &hc);
+    char err[2048];
+    const char *check[] = { "-t", "-c", H.conf, NULL };
+    ck_assert_msg(h_run_delayqd(check, err, sizeof err) == 0, "-t: %s", err);
+    h_start(&H, 2);
+    ck_assert_int_eq(h_log_count(&H, "queue " H_QUEUE ": 3 partitions, the count stored "
+                                 "in Redis"), 1);
+    unsigned stored;
+    ck_assert_int_eq(dq_queue_partitions(H.c, H_QUEUE, &stored), DQ_OK);
+    ck_assert_int_eq(stored, 3);
+    enqueue_due("a", 30, 0, "ok");
+    g_nparts = 3;
+    ck_assert_msg(h_wait(20000, all_done, NULL) == 1, "not drained; log:\n%s",
+                  h_log_tail(&H));
+    ck_assert_int_eq(kill(H.pid, SIGHUP), 0);
+    ck_assert_msg(h_wait_log(&H, "reloaded", 1, 10000) >= 1, "no reload; log:\n%s",
+                  h_log_tail(&H));
+    enqueue_due("b", 30, 0, "ok");
+    ck_assert_msg(h_wait(20000, all_done, NULL) == 1, "not drained after the reload; "
+                  "log:\n%s", h_log_tail(&H));
+    ck_assert_int_eq(dq_queue_partitions(H.c, H_QUEUE, &stored), DQ_OK);
+    ck_assert_int_eq(stored, 3);
+    stop_clean();
+}
+END_TEST
+
+/* A reload that adds a queue whose file names no count, while Redis
+ * holds it with more than 1: refused with one line naming the count to
+ * write; the configuration in force keeps running. */
+START_TEST(a_reload_adding_a_stored_partitioned_queue_needs_its_count)
+{
+    struct h_conf hc;
+    h_conf_defaults(&hc);
+    hc.workers = 1;
+    h_write_conf(&H, &hc);
+    h_start(&H, 1);
+    ck_assert_int_eq(dq_queue_set_partitions(H.c, "more", 2), DQ_OK);
+    char text[PATH_MAX * 2 + 512];
+    snprintf(text, sizeof text,
+             "redis = { unix_socket = \"%s\"; };\nhandler_dir = \"%s\";\n"
+             "queues = ( { name = \"" H_QUEUE "\"; workers = 1; },\n"
+             "           { name = \"more\"; workers = 1; } );\n"
+             "handlers = ( { type = \"*\"; file = \"testhandler.so\"; } );\n"
+             "log = { level = \"info\"; target = \"stderr\"; };\n",
+             H.fx.sock, H.handler_dir);
+    h_write_file(H.conf, text);
+    ck_assert_int_eq(kill(H.pid, SIGHUP), 0);
+    ck_assert_msg(h_wait_log(&H, "reload refused", 1, 10000) >= 1, "log:\n%s",
+                  h_log_tail(&H));
+    ck_assert_msg(h_log_count(&H, ":4: queue more: Redis holds it with 2 partitions: a "
+                              "reload adds it only with partitions = 2") == 1, "log:\n%s",
+                  h_log_tail(&H));
+    h_enqueue(&H, "after", NULL, "ok", 0, 0);
+    ck_assert_msg(h_wait_record(&H, "after", 1, 1, 10000) == 1, "log:\n%s", h_log_tail(&H));
+    stop_clean();
+}
+END_TEST
+
 /* Jobs PREFIX0.. due now at priority `level`. */
 static void enqueue_level(const char *prefix, int n, int level, const char *payload)
 {
@@ -477,6 +616,10 @@ int main(void)
     tcase_add_test(tc, an_unpartitioned_queue_with_jobs_is_not_partitioned);
     tcase_add_test(tc, a_partition_named_queue_next_to_its_partitioned_queue_is_refused);
     tcase_add_test(tc, pause_and_priority_hold_on_a_partitioned_queue);
+    tcase_add_test(tc, jobs_added_with_the_file_before_the_first_start_run_once);
+    tcase_add_test(tc, the_command_line_follows_or_refuses_the_files_count);
+    tcase_add_test(tc, a_daemon_without_a_count_takes_the_stored_one);
+    tcase_add_test(tc, a_reload_adding_a_stored_partitioned_queue_needs_its_count);
     suite_add_tcase(s, tc);
     return fixture_run_suite(s);
 }

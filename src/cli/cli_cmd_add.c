@@ -1,6 +1,7 @@
 /* delayq add: one job, with its options (delay or time, id, priority,
  * expiry, dedupe window, debounce) and its payload. */
 #include "cli/cli_cmd_add.h"
+#include "cli/cli_cmd_partitions.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -347,6 +348,8 @@ static int add_run(struct cli *cli)
                                 &req.payload_len, &payload);
     if (code == CLI_EXIT_OK)
         code = cli_connect(cli, &s);
+    if (code == CLI_EXIT_OK)
+        code = cli_partitions_from_file(cli, s.client, req.queue);
     if (code == CLI_EXIT_OK) {
         dq_enqueued out;
         dq_status st = dq_enqueue(s.client, &req, &out);

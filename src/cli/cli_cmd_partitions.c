@@ -6,8 +6,40 @@
 #include <string.h>
 
 #include "cli/cli_opts.h"
+#include "config/queue_parts_conf.h"
 #include "cli/cli_util.h"
 #include "util/timefmt.h"
+
+/* ---- add -c FILE: the file's count ------------------------------------------ */
+
+int cli_partitions_from_file(const struct cli *cli, dq_client *c, const char *queue)
+{
+    const char *path = cli->conn.config_path;
+    unsigned want, stored;
+    int line;
+    char err[600];
+    int named = path ? queue_parts_conf_read(path, queue, &want, &line, err, sizeof err) : 0;
+    if (named < 0)
+        return cli_fail(NULL, CLI_EXIT_CONFIG, "%s", err);
+    if (named == 0)
+        return CLI_EXIT_OK;
+    dq_status st = dq_queue_partitions(c, queue, &stored);
+    if (st != DQ_OK)
+        return cli_fail_dq(cli, c, st);
+    if (stored == want)
+        return CLI_EXIT_OK;
+    if (stored > 1) {
+        fprintf(stderr, "delayq: %s:%d: queue %s: partitions = %u, but Redis holds it with "
+                "%u: the job goes to those\n", path, line, queue, want, stored);
+        return CLI_EXIT_OK;
+    }
+    st = dq_queue_set_partitions(c, queue, want);
+    if (st == DQ_OK || st == DQ_ERR_STALE)     /* stale: another stored it first */
+        return CLI_EXIT_OK;
+    return cli_fail(cli, cli_exit_code(st), "%s:%d: queue %s: partitions = %u could not be "
+                    "stored, so the job was not added: %s", path, line, queue, want,
+                    dq_errmsg(c));
+}
 
 /* ---- stats --partitions --------------------------------------------------- */
 

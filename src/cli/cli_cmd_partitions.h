@@ -19,4 +19,15 @@ extern const struct cli_command cli_cmd_partitions;
 int cli_partitions_stats(const struct cli *cli, dq_client *c, char **names, size_t n,
                          bool json);
 
+/*
+ * Before `add` with -c FILE: when the file gives `queue` a partition count
+ * and Redis stores none (1), store the file's, so that the job goes where
+ * the daemon of that file will claim it (a daemon that finds jobs in the
+ * unpartitioned keys refuses to start on more partitions).  A count Redis
+ * already holds is followed, with a warning when it differs from the
+ * file's.  Returns an exit code; a failure is printed as one line and
+ * nothing is added.
+ */
+int cli_partitions_from_file(const struct cli *cli, dq_client *c, const char *queue);
+
 #endif

@@ -98,6 +98,7 @@ static void read_queue(struct conf_reader *r, const config_setting_t *q, size_t 
     get_int(r, q, where, "max_attempts", 1, 1000000, &qc->retry.default_max_attempts);
     read_backoff(r, q, where, &qc->retry);
     get_int(r, q, where, "partitions", 1, KEYS_PARTITIONS_MAX, &qc->partitions);
+    qc->partitions_set = config_setting_get_member(q, "partitions") != NULL;
 }
 
 /* Whether `name` is "X:<digits>": the key tag of partition <digits> of a
@@ -114,25 +115,31 @@ static int is_partition_tag(const char *name, size_t *xlen)
     return 1;
 }
 
+const struct queue_conf *dconfig_partition_clash(const struct daemon_conf *dc,
+                                                 const struct queue_conf *x)
+{
+    size_t xlen;
+    for (size_t i = 0; i < dc->nqueues; i++)
+        if (is_partition_tag(dc->queues[i].name, &xlen) && strlen(x->name) == xlen
+            && strncmp(x->name, dc->queues[i].name, xlen) == 0)
+            return &dc->queues[i];
+    return NULL;
+}
+
 /* A queue named "X:<digits>" next to a partitioned queue X would share
  * the key tag {X:<digits>} with one of X's partitions: refused. */
 static void check_partition_names(struct conf_reader *r, const struct daemon_conf *dc,
                                   const config_setting_t *qs)
 {
-    for (size_t i = 0; i < dc->nqueues && !r->failed; i++) {
-        size_t xlen;
-        if (!is_partition_tag(dc->queues[i].name, &xlen))
+    for (size_t j = 0; j < dc->nqueues && !r->failed; j++) {
+        const struct queue_conf *x = &dc->queues[j];
+        const struct queue_conf *tag = x->partitions > 1 ? dconfig_partition_clash(dc, x) : NULL;
+        if (!tag)
             continue;
-        for (size_t j = 0; j < dc->nqueues; j++)
-            if (dc->queues[j].partitions > 1 && strlen(dc->queues[j].name) == xlen
-                && strncmp(dc->queues[j].name, dc->queues[i].name, xlen) == 0) {
-                conf_fail(r, config_setting_get_member(config_setting_get_elem(qs, (unsigned)i),
-                                                       "name"),
-                          "queues.[%zu].name: '%s' collides with the keys of partitioned "
-                          "queue '%s' (line %d)", i, dc->queues[i].name, dc->queues[j].name,
-                          dc->queues[j].line);
-                break;
-            }
+        size_t i = (size_t)(tag - dc->queues);
+        conf_fail(r, config_setting_get_member(config_setting_get_elem(qs, (unsigned)i), "name"),
+                  "queues.[%zu].name: '%s' collides with the keys of partitioned queue '%s' "
+                  "(line %d)", i, tag->name, x->name, x->line);
     }
 }
 

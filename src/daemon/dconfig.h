@@ -16,6 +16,12 @@ int dconfig_load(struct daemon_conf *dc, const char *path, char *err,
 
 void dconfig_free(struct daemon_conf *dc);
 
+/* The queue of `dc` named "X:<digits>" when `x` is named X: were x
+ * partitioned, the two would share the key tag {X:<digits>}.  NULL when
+ * there is none. */
+const struct queue_conf *dconfig_partition_clash(const struct daemon_conf *dc,
+                                                 const struct queue_conf *x);
+
 /* The handler entry for a job type: the exact entry, else the fallback
  * ("*"), else NULL.  A NULL type stands for a type with no entry of its own. */
 const struct handler_conf *dconfig_handler_for(const struct daemon_conf *dc,

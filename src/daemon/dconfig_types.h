@@ -9,6 +9,7 @@
 
 #include <delayq/client.h>
 #include <libconfig.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
 
@@ -30,6 +31,9 @@ struct queue_conf {
     int batch;                  /* jobs per claim */
     dq_retry_policy retry;      /* backoff and default max attempts */
     int partitions;             /* key partitions, 1..KEYS_PARTITIONS_MAX */
+    bool partitions_set;        /* named in the file; otherwise the count
+                                   stored in Redis is taken at start
+                                   (qparts_record.h) */
     int line;
 };
 

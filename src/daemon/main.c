@@ -117,10 +117,11 @@ static void log_summary(const struct daemon_conf *conf, const struct handler_tab
     }
 }
 
+/* A queue whose group names partitions > 1. */
 static int any_partitioned(const struct daemon_conf *conf)
 {
     for (size_t i = 0; i < conf->nqueues; i++)
-        if (conf->queues[i].partitions > 1)
+        if (conf->queues[i].partitions_set && conf->queues[i].partitions > 1)
             return 1;
     return 0;
 }
@@ -128,15 +129,15 @@ static int any_partitioned(const struct daemon_conf *conf)
 /* -t: a partition count Redis holds differently, over jobs, is a
  * configuration error; Redis out of reach is only noted (a configuration
  * is often checked where its Redis is not). */
-static int check_partitions(const struct daemon_conf *conf)
+static int check_partitions(struct daemon_conf *conf)
 {
     char err[800];
-    enum qparts_outcome out = qparts_record(conf, 1, 0, err, sizeof err);
+    enum qparts_outcome out = qparts_record(conf, 1, err, sizeof err);
     if (out == QPARTS_REFUSED) {
         fprintf(stderr, "delayqd: %s\n", err);
         return DAEMON_EXIT_CONFIG;
     }
-    if (out == QPARTS_UNREACHABLE && any_partitioned(conf))
+    if (out == QPARTS_UNREACHABLE)
         fprintf(stderr, "delayqd: partition counts not checked: %s\n", err);
     return 0;
 }
@@ -166,14 +167,16 @@ static int check_sources(const struct daemon_conf *conf)
     return 0;
 }
 
-/* Start-up: each queue's partition count is recorded in Redis before any
- * worker claims.  A refusal stops the daemon (78).  Redis out of reach
- * stops it only when a queue is partitioned (69): its producers would
- * otherwise enqueue into the unpartitioned keys no worker reads. */
-static int record_partitions(const struct daemon_conf *conf)
+/* Start-up: each queue's partition count is recorded in Redis, or taken
+ * from it when the file names none, before any worker claims.  A refusal
+ * stops the daemon (78).  Redis out of reach stops it only when a queue
+ * names partitions > 1 (69): its producers would otherwise enqueue into
+ * the unpartitioned keys no worker reads; the others run with 1, and say
+ * so. */
+static int record_partitions(struct daemon_conf *conf)
 {
     char err[800];
-    enum qparts_outcome out = qparts_record(conf, 0, 0, err, sizeof err);
+    enum qparts_outcome out = qparts_record(conf, 0, err, sizeof err);
     if (out == QPARTS_REFUSED) {
         log_err("%s", err);
         return DAEMON_EXIT_CONFIG;
@@ -183,7 +186,14 @@ static int record_partitions(const struct daemon_conf *conf)
         return DAEMON_EXIT_UNAVAILABLE;
     }
     if (out == QPARTS_UNREACHABLE)
-        log_warn("partition counts not checked: %s", err);
+        log_warn("partition counts not checked: %s; queues without 'partitions' run with "
+                 "1 (restart delayqd once Redis answers if one is stored with more)", err);
+    for (size_t i = 0; i < conf->nqueues && out == QPARTS_OK; i++) {
+        const struct queue_conf *q = &conf->queues[i];
+        if (!q->partitions_set && q->partitions > 1)
+            log_info("queue %s: %d partitions, the count stored in Redis (its group names "
+                     "none)", q->name, q->partitions);
+    }
     return 0;
 }
 

@@ -29,6 +29,7 @@
 #include "daemon/log.h"
 #include "daemon/admin/metrics.h"
 #include "daemon/supervisor/notify.h"
+#include "daemon/supervisor/qparts_record.h"
 #include "daemon/signals.h"
 #include "daemon/slots.h"
 #include "daemon/supervisor/strays.h"
@@ -345,6 +346,7 @@ static void reload(struct supervisor *s)
         reload_refused(s, err);
         return;
     }
+    qparts_carry_over(s->cur->conf, conf);
     if (reload_check_start(&s->check, s->cur->conf, conf, checker_in_child, s, err,
                            sizeof err) < 0)
         reload_refused(s, err);
