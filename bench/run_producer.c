@@ -50,6 +50,7 @@
  */
 static const char MIN_ENQUEUE[] =
     "local t = redis.call('TIME')\n"
+    "redis.call('HGET', KEYS[5], 'partitions')\n"
     "local seq = redis.call('HINCRBY', KEYS[5], 'seq', '1')\n"
     "local id = string.format('%d', seq)\n"
     "redis.call('HSETNX', KEYS[1] .. ':' .. string.sub(id, 1, -3), id, ARGV[4])\n"
@@ -59,6 +60,7 @@ static const char MIN_ENQUEUE[] =
 
 static const char MIN_ENQUEUE_ID[] =
     "local t = redis.call('TIME')\n"
+    "redis.call('HGET', KEYS[5], 'partitions')\n"
     "redis.call('HSETNX', KEYS[1], ARGV[2], ARGV[4])\n"
     "redis.call('ZADD', KEYS[2], ARGV[6], ARGV[2])\n"
     "redis.call('ZRANGE', KEYS[2], '0', '0')\n"
@@ -70,6 +72,7 @@ static const char MIN_ENQUEUE_MANY[] =
     "local t = redis.call('TIME')\n"
     "local n = (#ARGV - 1) / 3\n"
     "local seq = tonumber(redis.call('HGET', KEYS[5], 'seq') or '0')\n"
+    "redis.call('HGET', KEYS[5], 'partitions')\n"
     "local ids, rec, z = {}, {}, {}\n"
     "for i = 1, n do\n"
     "  local id = string.format('%d', seq + i)\n"

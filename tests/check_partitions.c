@@ -143,6 +143,102 @@ static const char *raw_enqueue(unsigned part, const char *n, const char *p)
     return eval_words(DQ_SCRIPT_ENQUEUE, &k, args, 11);
 }
 
+/* The count's epoch field of partition `part`'s meta hash ("" when
+ * absent; static). */
+static const char *epoch_of(unsigned part)
+{
+    static char v[16];
+    redisContext *rc = raw_connect();
+    redisReply *r = redisCommand(rc, "HGET dq:{%s:%u}:meta partitions", Q, part);
+    ck_assert_ptr_nonnull(r);
+    snprintf(v, sizeof v, "%s", r->type == REDIS_REPLY_STRING ? r->str : "");
+    freeReplyObject(r);
+    redisFree(rc);
+    return v;
+}
+
+/* A producer that read a count another client then changed follows the
+ * change at its next write, with no reconnect: the scripts refuse the old
+ * count (nothing written) and the library reads the count again.  Growing
+ * from 1 to 4, then shrinking to 2, with enqueue and enqueue_many. */
+START_TEST(a_producer_follows_a_count_changed_under_it)
+{
+    dq_stats st;
+    ck_assert_int_eq(dq_stats_get(cl, Q, &st), DQ_OK);     /* reads 1 */
+    dq_client *other = fixture_client(fx);
+    ck_assert_int_eq(dq_queue_set_partitions(other, Q, 4), DQ_OK);
+    for (unsigned p = 0; p < 4; p++)
+        ck_assert_str_eq(epoch_of(p), "4");
+    dq_enqueued a = enq("order:2", "x", 60000, 0);
+    dq_enqueued b = enq(NULL, "x", 60000, 0);
+    ck_assert_int_ge(score_in(keys_partition_of("order:2", 4), "delayed", "order:2"), 0);
+    ck_assert_int_ge(score_in(keys_partition_of(b.id, 4), "delayed", b.id), 0);
+    ck_assert(!key_exists("dq:{" Q "}:delayed"));
+    ck_assert(!key_exists("dq:{" Q "}:jobs"));
+
+    ck_assert_int_eq(dq_cancel(other, Q, a.id), DQ_OK);
+    ck_assert_int_eq(dq_cancel(other, Q, b.id), DQ_OK);
+    ck_assert_int_eq(dq_queue_set_partitions(other, Q, 2), DQ_OK);
+    ck_assert_str_eq(epoch_of(3), "2");       /* the old layout refuses 4 */
+    enum { N = 10 };
+    dq_enqueue_req reqs[N];
+    char ids[N][16];
+    for (int i = 0; i < N; i++) {
+        snprintf(ids[i], sizeof ids[i], "j%d", i);
+        reqs[i] = req_make(i % 2 ? ids[i] : NULL, "x", 60000, 0);
+    }
+    dq_enqueued out[N];
+    dq_status sts[N];
+    ck_assert_msg(dq_enqueue_many(cl, reqs, N, out, sts) == DQ_OK, "%s", dq_errmsg(cl));
+    for (int i = 0; i < N; i++)
+        ck_assert_msg(score_in(keys_partition_of(out[i].id, 2), "delayed", out[i].id) >= 0,
+                      "job %s is not in its partition of 2", out[i].id);
+    unsigned n;
+    ck_assert_int_eq(dq_queue_partitions(cl, Q, &n), DQ_OK);
+    ck_assert_uint_eq(n, 2);
+    dq_close(other);
+}
+END_TEST
+
+/* Partitions that disagree with the stored count (a change under way
+ * when read twice): the script answers the count its meta holds and
+ * writes nothing, and the library gives up after reading the count again
+ * once (DQ_ERR_STALE).  A change the partitions script refuses gives the
+ * partitions back the count that is stored. */
+START_TEST(a_count_changing_twice_is_refused_and_writes_nothing)
+{
+    set_parts(3);
+    redisContext *rc = raw_connect();
+    for (unsigned p = 0; p < 3; p++)
+        ck_assert(raw_ok(rc, "HSET dq:{%s:%u}:meta partitions 5", Q, p));
+    ck_assert_str_eq(raw_enqueue(2, "3", "2"), "partitions 5");
+    dq_enqueue_req req = req_make("order:1", "x", 60000, 0);
+    ck_assert_int_eq(dq_enqueue(cl, &req, NULL), DQ_ERR_STALE);
+    ck_assert_msg(strstr(dq_errmsg(cl), "changed twice") != NULL, "%s", dq_errmsg(cl));
+    dq_status st;
+    ck_assert_int_eq(dq_enqueue_many(cl, &req, 1, NULL, &st), DQ_ERR_STALE);
+    ck_assert_int_eq(st, DQ_ERR_STALE);
+    for (unsigned p = 0; p < 3; p++) {
+        char key[64];
+        snprintf(key, sizeof key, "dq:{%s:%u}:jobs", Q, p);
+        ck_assert_msg(!key_exists(key), "%s written", key);
+    }
+
+    set_parts(1);
+    ck_assert(raw_ok(rc, "ZADD dq:{%s}:delayed 1 old", Q));
+    ck_assert_int_eq(dq_queue_set_partitions(cl, Q, 4), DQ_ERR_EXISTS);
+    for (unsigned p = 0; p < 4; p++)
+        ck_assert_str_eq(epoch_of(p), "1");
+    redisFree(rc);
+    enq("order:7", "x", 60000, 0);     /* where the stored count (1) says */
+    rc = raw_connect();
+    redisReply *r = redisCommand(rc, "ZSCORE dq:{%s}:delayed order:7", Q);
+    ck_assert(r && r->type == REDIS_REPLY_STRING);
+    freeReplyObject(r);
+    redisFree(rc);
+}
+END_TEST
+
 START_TEST(enqueue_script_checks_its_partition)
 {
     ck_assert_str_eq(raw_enqueue(2, "4", "2"), "ok 6");   /* seq 1: 1 * 4 + 2 */
@@ -694,6 +790,75 @@ END_TEST
 
 /* ---- operating ---------------------------------------------------------- */
 
+/* The read events redis-server has processed (INFO stats, on `rc`, the
+ * INFO that asks included). */
+static long long reads_processed(redisContext *rc)
+{
+    redisReply *r = redisCommand(rc, "INFO stats");
+    ck_assert(r && r->type == REDIS_REPLY_STRING);
+    const char *at = strstr(r->str, "total_reads_processed:");
+    ck_assert_ptr_nonnull(at);
+    long long v = atoll(at + strlen("total_reads_processed:"));
+    freeReplyObject(r);
+    return v;
+}
+
+/* A script that keeps Redis busy for 300 ms: it reads no connection
+ * meanwhile, so what clients send waits in their sockets. */
+#define BUSY_300MS "local s = redis.call('TIME') repeat local t = redis.call('TIME') " \
+                   "until (t[1] - s[1]) * 1000000 + t[2] - s[2] > 300000 return 1"
+
+/* How many reads of its connection Redis needed for call `call` (0
+ * stats, 1 pause, 2 the dead list) of `cl`, made while Redis was busy:
+ * 1 when every partition's script was sent before the first reply came,
+ * one per partition when each waited for the last's reply. */
+static long long reads_of_call(redisContext *rc, redisContext *busy, int call)
+{
+    long long before = reads_processed(rc);
+    ck_assert_int_eq(redisAppendCommand(busy, "EVAL %s 0", BUSY_300MS), REDIS_OK);
+    int done = 0;
+    while (!done)
+        ck_assert_int_eq(redisBufferWrite(busy, &done), REDIS_OK);
+    tu_sleep_ms(50);                    /* Redis is in the script */
+    dq_stats st;
+    int64_t since;
+    dq_dead_page page = { 0 };
+    dq_status got = call == 0 ? dq_stats_get(cl, Q, &st)
+                    : call == 1 ? dq_pause(cl, Q, &since)
+                    : dq_dead_list(cl, Q, 0, 10, &page);
+    ck_assert_msg(got == DQ_OK, "call %d: %s", call, dq_errmsg(cl));
+    dq_dead_page_free(&page);
+    redisReply *r;
+    ck_assert_int_eq(redisGetReply(busy, (void **)&r), REDIS_OK);
+    freeReplyObject(r);
+    return reads_processed(rc) - before - 2;      /* less the script's and the INFO's */
+}
+
+/* A call that spans the partitions sends its scripts in one pipeline
+ * (one round trip; under Cluster one per master): over 12 partitions,
+ * stats, pause and the dead list each reach Redis in one read, where one
+ * call at a time would take 12. */
+START_TEST(calls_over_partitions_take_one_round_trip)
+{
+    set_parts(12);
+    dq_stats st;
+    ck_assert_int_eq(dq_stats_get(cl, Q, &st), DQ_OK);     /* the scripts loaded */
+    dq_dead_page page;
+    ck_assert_int_eq(dq_dead_list(cl, Q, 0, 10, &page), DQ_OK);
+    dq_dead_page_free(&page);
+    ck_assert_int_eq(dq_pause(cl, Q, NULL), DQ_OK);
+    ck_assert_int_eq(dq_resume(cl, Q, NULL), DQ_OK);
+    redisContext *rc = raw_connect(), *busy = raw_connect();
+    const char *names[] = { "stats", "pause", "dead list" };
+    for (int call = 0; call < 3; call++) {
+        long long reads = reads_of_call(rc, busy, call);
+        ck_assert_msg(reads == 1, "%s: %lld reads of its connection", names[call], reads);
+    }
+    redisFree(rc);
+    redisFree(busy);
+}
+END_TEST
+
 START_TEST(stats_sum_the_partitions)
 {
     set_parts(3);
@@ -908,6 +1073,8 @@ Suite *client_suite(void)
     Suite *s = suite_create("partitions");
     TCase *tc = tcase(s, "count", 20);
     tcase_add_test(tc, count_is_one_until_set);
+    tcase_add_test(tc, a_producer_follows_a_count_changed_under_it);
+    tcase_add_test(tc, a_count_changing_twice_is_refused_and_writes_nothing);
     tcase_add_test(tc, bad_counts_are_refused);
     tcase_add_test(tc, change_over_jobs_is_refused);
     tcase_add_test(tc, stats_partition_sees_one_partition);
@@ -930,6 +1097,7 @@ Suite *client_suite(void)
     tcase_add_test(tc, a_failed_claim_gives_back_what_it_took);
     tc = tcase(s, "operate", 30);
     tcase_add_test(tc, stats_sum_the_partitions);
+    tcase_add_test(tc, calls_over_partitions_take_one_round_trip);
     tcase_add_test(tc, dead_letters_across_partitions);
     tcase_add_test(tc, pause_holds_every_partition);
     tcase_add_test(tc, reap_and_fsck_cover_every_partition);

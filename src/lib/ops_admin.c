@@ -46,13 +46,14 @@ dq_status dq_stats_get(dq_client *c, const char *queue, dq_stats *out)
     if (st != DQ_OK || n == 1)
         return st == DQ_OK ? dq_stats_partition(c, queue, 0, out) : st;
     out->next_due_in_ms = -1;
-    for (unsigned p = 0; p < n; p++) {
-        dq_stats one;
-        if ((st = dq_stats_partition(c, queue, p, &one)) != DQ_OK)
-            return st;
-        proto_stats_add(out, &one);
-    }
-    return DQ_OK;
+    dq_stats *each = calloc(n, sizeof *each);
+    if (!each)
+        return client_fail(c, DQ_ERR_NOMEM, "out of memory");
+    st = part_stats_all(c, queue, n, each);
+    for (unsigned p = 0; st == DQ_OK && p < n; p++)
+        proto_stats_add(out, &each[p]);
+    free(each);
+    return st;
 }
 
 dq_status dq_show(dq_client *c, const char *queue, const char *id,
@@ -125,6 +126,31 @@ static dq_status dead_cursor_peek(dq_client *c, struct dead_cursor *d, int size,
     return st;
 }
 
+static void make_first_page(void *ctx, const struct queue_keys *k, struct cmd *cmd)
+{
+    proto_dead_list_cmd(cmd, k, 0, *(const int *)ctx);
+}
+
+/* The first page (`size` entries) of each partition's dead set, in one
+ * pipeline, into the cursors d[0..n). */
+static dq_status first_pages(dq_client *c, const char *queue, unsigned n, int size,
+                             struct dead_cursor *d)
+{
+    redisReply **replies = calloc(n, sizeof *replies);
+    if (!replies)
+        return client_fail(c, DQ_ERR_NOMEM, "out of memory");
+    dq_status st = part_pipeline(c, queue, n, n, DQ_SCRIPT_DEAD_LIST, make_first_page, &size,
+                                 replies);
+    for (unsigned p = 0; p < n; p++) {
+        part_keys(c, queue, p, n, &d[p].k);
+        if (st == DQ_OK && (st = proto_dead_list_reply(replies[p], &d[p].page)) != DQ_OK)
+            st = bad_reply(c, st, DQ_SCRIPT_DEAD_LIST);
+    }
+    part_replies_free(replies, n);
+    free(replies);
+    return st;
+}
+
 /*
  * dq_dead_list of a queue of `n` > 1 partitions: the dead sets merged by
  * time of death (the lower partition first on a tie), the page cut from
@@ -138,12 +164,9 @@ static dq_status dead_list_merged(dq_client *c, const char *queue, unsigned n,
     if (!d)
         return client_fail(c, DQ_ERR_NOMEM, "out of memory");
     int64_t total = 0;
-    dq_status st = DQ_OK;
-    for (unsigned p = 0; p < n && st == DQ_OK; p++) {
-        part_keys(c, queue, p, n, &d[p].k);
-        st = dead_page(c, &d[p].k, 0, size, &d[p].page);
+    dq_status st = first_pages(c, queue, n, size, d);
+    for (unsigned p = 0; p < n && st == DQ_OK; p++)
         total += d[p].page.total;
-    }
     if (st == DQ_OK && proto_dead_page_alloc(out, (size_t)count) != DQ_OK)
         st = client_fail(c, DQ_ERR_NOMEM, "out of memory");
     for (int64_t seen = 0; st == DQ_OK && out->n < (size_t)count; seen++) {
@@ -409,10 +432,15 @@ dq_status dq_fsck(dq_client *c, const char *queue, bool repair, int count,
 
 /* ---- pause, resume ------------------------------------------------------ */
 
+static void make_pause(void *ctx, const struct queue_keys *k, struct cmd *cmd)
+{
+    proto_pause_cmd(cmd, k, *(const enum dq_script_id *)ctx);
+}
+
 /* Run pause or resume (which take the wake channel), or pause_state, on
- * every partition of the queue (pause_state: partition 0 only, which
- * holds the state as every partition does); *since_ms (may be NULL)
- * receives partition 0's since_ms. */
+ * every partition of the queue, in one pipeline (pause_state: partition 0
+ * only, which holds the state as every partition does); *since_ms (may be
+ * NULL) receives partition 0's since_ms. */
 static dq_status run_pause_script(dq_client *c, enum dq_script_id s, const char *queue,
                                   int64_t *since_ms)
 {
@@ -421,24 +449,20 @@ static dq_status run_pause_script(dq_client *c, enum dq_script_id s, const char 
     if (st != DQ_OK)
         return st;
     unsigned calls = s == DQ_SCRIPT_PAUSE_STATE ? 1 : n;
-    for (unsigned p = 0; p < calls; p++) {
-        struct queue_keys k;
-        part_keys(c, queue, p, n, &k);
-        struct cmd cmd;
-        cmd_init(&cmd);
-        proto_pause_cmd(&cmd, &k, s);
-        redisReply *r;
-        if ((st = run_admin(c, &cmd, s, &r)) != DQ_OK)
-            return st;
+    redisReply **replies = calloc(calls, sizeof *replies);
+    if (!replies)
+        return client_fail(c, DQ_ERR_NOMEM, "out of memory");
+    st = part_pipeline(c, queue, n, calls, s, make_pause, &s, replies);
+    for (unsigned p = 0; st == DQ_OK && p < calls; p++) {
         int64_t now, since;
-        st = proto_pause_reply(r, &now, &since);
-        freeReplyObject(r);
-        if (st != DQ_OK)
-            return bad_reply(c, st, s);
-        if (since_ms && p == 0)
+        if ((st = proto_pause_reply(replies[p], &now, &since)) != DQ_OK)
+            st = bad_reply(c, st, s);
+        else if (since_ms && p == 0)
             *since_ms = since;
     }
-    return DQ_OK;
+    part_replies_free(replies, calls);
+    free(replies);
+    return st;
 }
 
 dq_status dq_pause(dq_client *c, const char *queue, int64_t *since_ms)

@@ -132,18 +132,18 @@ static dq_status refused(dq_client *c, dq_status st, const dq_enqueue_req *req)
     if (st == DQ_ERR_UNIQUE)
         return client_fail(c, st, "job %s in queue %s finished within its dedupe window",
                            req->id, req->queue);
+    if (st == DQ_ERR_STALE)
+        return client_fail(c, st, "queue %s: its partition count changed twice while "
+                           "adding: not added", req->queue);
     return client_fail(c, st, "unexpected reply from the enqueue script");
 }
 
-dq_status dq_enqueue(dq_client *c, const dq_enqueue_req *req, dq_enqueued *out)
+/* One enqueue call at the partition count this client knows. */
+static dq_status enqueue_once(dq_client *c, const dq_enqueue_req *req, dq_enqueued *out)
 {
-    dq_status st = check_request(c, req, NULL);
-    if (st == DQ_OK)
-        st = client_register_queue(c, req->queue);
-    if (st != DQ_OK)
-        return st;
     unsigned n, part;
-    if ((st = part_assign(c, req->queue, req->id, &n, &part)) != DQ_OK)
+    dq_status st = part_assign(c, req->queue, req->id, &n, &part);
+    if (st != DQ_OK)
         return st;
     struct queue_keys k;
     part_keys(c, req->queue, part, n, &k);
@@ -158,7 +158,24 @@ dq_status dq_enqueue(dq_client *c, const dq_enqueue_req *req, dq_enqueued *out)
     dq_enqueued tmp;
     st = proto_enqueue_reply(r, out ? out : &tmp);
     freeReplyObject(r);
-    return st == DQ_OK ? st : refused(c, st, req);
+    return st == DQ_OK || st == DQ_ERR_STALE ? st : refused(c, st, req);
+}
+
+dq_status dq_enqueue(dq_client *c, const dq_enqueue_req *req, dq_enqueued *out)
+{
+    dq_status st = check_request(c, req, NULL);
+    if (st == DQ_OK)
+        st = client_register_queue(c, req->queue);
+    if (st != DQ_OK)
+        return st;
+    /* The queue's partition count changed since this client read it (the
+     * script wrote nothing): read it again, and go where it says now. */
+    for (int tries = 0; tries < 2; tries++) {
+        if ((st = enqueue_once(c, req, out)) != DQ_ERR_STALE)
+            return st;
+        part_forget(c, req->queue);
+    }
+    return refused(c, DQ_ERR_STALE, req);
 }
 
 #define ENQUEUE_CHUNK 1000  /* jobs per enqueue_many call: keeps each short */
@@ -272,8 +289,15 @@ static void build_chunk(void *ctx, size_t i, struct cmd *cmd)
                            ch->nparts, ch->part);
 }
 
-dq_status dq_enqueue_many(dq_client *c, const dq_enqueue_req *reqs, size_t n,
-                          dq_enqueued *results, dq_status *statuses)
+/*
+ * One pass of dq_enqueue_many at the partition counts this client knows.
+ * `statuses` is required.  With `first_try`, a job refused because its
+ * queue's count changed (DQ_ERR_STALE: nothing of its call was written)
+ * is not taken as the first failure: the caller sends it again.
+ */
+static dq_status enqueue_many_pass(dq_client *c, const dq_enqueue_req *reqs, size_t n,
+                                   dq_enqueued *results, dq_status *statuses,
+                                   bool first_try)
 {
     dq_status first = DQ_OK;
     char firstmsg[sizeof c->err] = "";
@@ -352,7 +376,8 @@ dq_status dq_enqueue_many(dq_client *c, const dq_enqueue_req *reqs, size_t n,
                 results[idx[j]] = outs[j];
             if (statuses)
                 statuses[idx[j]] = st;
-            note_failure(c, st, &first, firstmsg, sizeof firstmsg);
+            if (!(first_try && st == DQ_ERR_STALE))
+                note_failure(c, st, &first, firstmsg, sizeof firstmsg);
         }
     }
     if (first != DQ_OK)
@@ -372,6 +397,66 @@ done:
     free(replies);
     free(outs);
     free(sts);
+    return first;
+}
+
+/* Send again the jobs of `reqs` whose queue's count changed under the
+ * first pass (statuses DQ_ERR_STALE), after reading each such count
+ * again; their results and statuses replace the first pass's.  The first
+ * failure of this pass, or `first` when there was an earlier one. */
+static dq_status enqueue_many_again(dq_client *c, const dq_enqueue_req *reqs, size_t n,
+                                    dq_enqueued *results, dq_status *statuses,
+                                    dq_status first)
+{
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        m += statuses[i] == DQ_ERR_STALE;
+    if (m == 0)
+        return first;
+    char firstmsg[sizeof c->err];
+    snprintf(firstmsg, sizeof firstmsg, "%s", c->err);
+    dq_enqueue_req *again = calloc(m, sizeof *again);
+    size_t *idx = calloc(m, sizeof *idx);
+    dq_enqueued *res = calloc(m, sizeof *res);
+    dq_status *sts = calloc(m, sizeof *sts);
+    if (!again || !idx || !res || !sts) {
+        first = client_fail(c, DQ_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    for (size_t i = 0, k = 0; i < n; i++)
+        if (statuses[i] == DQ_ERR_STALE) {
+            part_forget(c, reqs[i].queue);
+            idx[k] = i;
+            again[k++] = reqs[i];
+        }
+    dq_status st = enqueue_many_pass(c, again, m, res, sts, false);
+    for (size_t k = 0; k < m; k++) {
+        if (results)
+            results[idx[k]] = res[k];
+        statuses[idx[k]] = sts[k];
+    }
+    if (first != DQ_OK)
+        snprintf(c->err, sizeof c->err, "%s", firstmsg);
+    else
+        first = st;
+done:
+    free(again);
+    free(idx);
+    free(res);
+    free(sts);
+    return first;
+}
+
+dq_status dq_enqueue_many(dq_client *c, const dq_enqueue_req *reqs, size_t n,
+                          dq_enqueued *results, dq_status *statuses)
+{
+    dq_status *sts = statuses ? statuses : calloc(n ? n : 1, sizeof *sts);
+    if (!sts)
+        return client_fail(c, DQ_ERR_NOMEM, "out of memory");
+    dq_status first = enqueue_many_pass(c, reqs, n, results, sts, true);
+    first = enqueue_many_again(c, reqs, n, results, sts, first);
+    if (sts != statuses)
+        free(sts);
     return first;
 }
 

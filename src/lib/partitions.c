@@ -157,6 +157,13 @@ struct part_entry *part_lookup(dq_client *c, const char *queue, dq_status *st)
     return e;
 }
 
+void part_forget(dq_client *c, const char *queue)
+{
+    struct part_entry *e = entry_of(c, queue);
+    if (e)
+        e->gen = 0;
+}
+
 dq_status part_count(dq_client *c, const char *queue, unsigned *n)
 {
     dq_status st;
@@ -212,6 +219,59 @@ dq_status dq_queue_partitions(dq_client *c, const char *queue, unsigned *n)
     return DQ_OK;
 }
 
+struct part_builder {
+    dq_client *c;
+    const char *queue;
+    unsigned n;
+    struct queue_keys *keys;    /* per command: a command points into its keys */
+    void (*make)(void *ctx, const struct queue_keys *k, struct cmd *cmd);
+    void *ctx;
+};
+
+static void build_part(void *arg, size_t p, struct cmd *cmd)
+{
+    struct part_builder *b = arg;
+    part_keys(b->c, b->queue, (unsigned)p, b->n, &b->keys[p]);
+    b->make(b->ctx, &b->keys[p], cmd);
+}
+
+void part_replies_free(redisReply **replies, unsigned calls)
+{
+    for (unsigned p = 0; replies && p < calls; p++) {
+        if (replies[p])
+            freeReplyObject(replies[p]);
+        replies[p] = NULL;
+    }
+}
+
+dq_status part_pipeline(dq_client *c, const char *queue, unsigned n, unsigned calls,
+                        enum dq_script_id s,
+                        void (*make)(void *ctx, const struct queue_keys *k, struct cmd *cmd),
+                        void *ctx, redisReply **replies)
+{
+    struct cmd *cmds = calloc(calls ? calls : 1, sizeof *cmds);
+    struct queue_keys *keys = calloc(calls ? calls : 1, sizeof *keys);
+    if (!cmds || !keys) {
+        free(cmds);
+        free(keys);
+        return client_fail(c, DQ_ERR_NOMEM, "out of memory");
+    }
+    struct part_builder b = { c, queue, n, keys, make, ctx };
+    dq_status st = client_pipeline_build(c, cmds, calls, s, replies, build_part, &b);
+    for (unsigned p = 0; st == DQ_OK && p < calls; p++)
+        if (replies[p]->type == REDIS_REPLY_ERROR)
+            st = client_fail(c, DQ_ERR_REDIS, "redis error in %s: %s",
+                             (int)s >= 0 ? dq_scripts[s].name : cmds[p].argv[0],
+                             replies[p]->str);
+    for (unsigned p = 0; p < calls; p++)
+        cmd_free(&cmds[p]);
+    free(cmds);
+    free(keys);
+    if (st != DQ_OK)
+        part_replies_free(replies, calls);
+    return st;
+}
+
 /* Run the stats script on partition `part` of `n`. */
 static dq_status stats_of(dq_client *c, const char *queue, unsigned part,
                           unsigned n, dq_stats *out)
@@ -249,18 +309,39 @@ dq_status dq_stats_partition(dq_client *c, const char *queue, unsigned part,
     return stats_of(c, queue, part, n, out);
 }
 
+static void make_stats(void *ctx, const struct queue_keys *k, struct cmd *cmd)
+{
+    (void)ctx;
+    cmd_eval(cmd, DQ_SCRIPT_STATS, k);
+}
+
+dq_status part_stats_all(dq_client *c, const char *queue, unsigned n, dq_stats *each)
+{
+    redisReply **replies = calloc(n, sizeof *replies);
+    if (!replies)
+        return client_fail(c, DQ_ERR_NOMEM, "out of memory");
+    dq_status st = part_pipeline(c, queue, n, n, DQ_SCRIPT_STATS, make_stats, NULL, replies);
+    for (unsigned p = 0; st == DQ_OK && p < n; p++)
+        if ((st = proto_stats_reply(replies[p], &each[p])) != DQ_OK)
+            st = client_fail(c, st, st == DQ_ERR_NOMEM ? "out of memory"
+                             : "unexpected reply from the stats script");
+    part_replies_free(replies, n);
+    free(replies);
+    return st;
+}
+
 /* The jobs held by the `n` partitions of `queue` (n > 1), in *jobs. */
 static dq_status count_jobs(dq_client *c, const char *queue, unsigned n, int64_t *jobs)
 {
     *jobs = 0;
-    for (unsigned i = 0; i < n; i++) {
-        dq_stats s;
-        dq_status st = stats_of(c, queue, i, n, &s);
-        if (st != DQ_OK)
-            return st;
-        *jobs += s.delayed + s.due + s.processing + s.dead;
-    }
-    return DQ_OK;
+    dq_stats *each = calloc(n, sizeof *each);
+    if (!each)
+        return client_fail(c, DQ_ERR_NOMEM, "out of memory");
+    dq_status st = part_stats_all(c, queue, n, each);
+    for (unsigned i = 0; st == DQ_OK && i < n; i++)
+        *jobs += each[i].delayed + each[i].due + each[i].processing + each[i].dead;
+    free(each);
+    return st;
 }
 
 /*
@@ -294,6 +375,36 @@ static dq_status count_stranded_schedules(dq_client *c, const char *queue, unsig
     return st;
 }
 
+static void make_mark(void *ctx, const struct queue_keys *k, struct cmd *cmd)
+{
+    cmd_push_str(cmd, "HSET");
+    cmd_push_str(cmd, k->key[4]);
+    cmd_push_str(cmd, KEYS_PARTITIONS_FIELD);
+    cmd_push_i64(cmd, *(const unsigned *)ctx);
+}
+
+/*
+ * The count's epoch: write `count` into the meta hash of partitions
+ * 0..upto-1 of `queue` (one pipeline; nothing when upto < 2), where
+ * enqueue and enqueue_many compare it with the count their caller read,
+ * so that a producer that read an older count is refused before it
+ * writes and reads the count again (docs/protocol.md, "Partitioned
+ * queues").
+ */
+static dq_status mark_partitions(dq_client *c, const char *queue, unsigned upto,
+                                 unsigned count)
+{
+    if (upto < 2)
+        return DQ_OK;
+    redisReply **replies = calloc(upto, sizeof *replies);
+    if (!replies)
+        return client_fail(c, DQ_ERR_NOMEM, "out of memory");
+    dq_status st = part_pipeline(c, queue, upto, upto, -1, make_mark, &count, replies);
+    part_replies_free(replies, upto);
+    free(replies);
+    return st;
+}
+
 /* Judge the partitions script's reply: {'ok'|'changed'|'jobs'|'bad', x}. */
 static dq_status set_reply(dq_client *c, const char *queue, unsigned from,
                            unsigned n, const redisReply *r)
@@ -323,8 +434,10 @@ dq_status dq_queue_set_partitions(dq_client *c, const char *queue, unsigned n)
                            KEYS_PARTITIONS_MAX);
     unsigned from;
     dq_status st = dq_queue_partitions(c, queue, &from);
-    if (st != DQ_OK || from == n)
+    if (st != DQ_OK)
         return st;
+    if (from == n)      /* a queue partitioned before the epoch gets it */
+        return mark_partitions(c, queue, n, n);
     if (from > 1) {
         int64_t jobs;
         if ((st = count_jobs(c, queue, from, &jobs)) != DQ_OK)
@@ -341,6 +454,13 @@ dq_status dq_queue_set_partitions(dq_client *c, const char *queue, unsigned n)
         return client_fail(c, DQ_ERR_EXISTS, "queue %s has %lld recurring schedule%s: "
                            "remove them first and add them again after (not set to %u "
                            "partitions)", queue, schedules, schedules == 1 ? "" : "s", n);
+    /* The new count goes into every partition either layout has before
+     * it is stored: a producer of the old count is refused from now on
+     * (and reads the old count again until the store), one of the new
+     * count finds it there. */
+    unsigned upto = from > n ? from : n;
+    if ((st = mark_partitions(c, queue, upto, n)) != DQ_OK)
+        return st;
     struct queue_keys k;
     keys_build(&k, c->prefix, queue);
     struct cmd cmd;
@@ -355,8 +475,15 @@ dq_status dq_queue_set_partitions(dq_client *c, const char *queue, unsigned n)
         return st;
     st = set_reply(c, queue, from, n, r);
     freeReplyObject(r);
-    struct part_entry *e = entry_of(c, queue);
-    if (e)
-        e->gen = 0;   /* read again at the next use */
+    part_forget(c, queue);      /* read again at the next use */
+    if (st != DQ_OK) {
+        /* Not stored: the partitions get back the count that is. */
+        char why[sizeof c->err];
+        snprintf(why, sizeof why, "%s", c->err);
+        unsigned now;
+        if (dq_queue_partitions(c, queue, &now) == DQ_OK)
+            mark_partitions(c, queue, upto > now ? upto : now, now);
+        snprintf(c->err, sizeof c->err, "%s", why);
+    }
     return st;
 }

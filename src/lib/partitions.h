@@ -24,6 +24,10 @@
  */
 struct part_entry *part_lookup(dq_client *c, const char *queue, dq_status *st);
 
+/* Forget the count of `queue` this client read: a script said it is no
+ * longer the stored one (the count's epoch); the next use reads it. */
+void part_forget(dq_client *c, const char *queue);
+
 /* The partition count of `queue` (cached; 1 for an unpartitioned queue). */
 dq_status part_count(dq_client *c, const char *queue, unsigned *n);
 
@@ -39,6 +43,24 @@ dq_status part_assign(dq_client *c, const char *queue, const char *id,
  * name), for calls that reach one job; *n (may be NULL) gets the count. */
 dq_status part_keys_of_id(dq_client *c, const char *queue, const char *id,
                           struct queue_keys *k, unsigned *n);
+
+/*
+ * Script `s` (-1: a plain command) on partitions 0..calls-1 of `queue`
+ * (of `n`), in one pipeline: under Cluster one write per master, the
+ * replies in partition order in replies[] (`calls` entries, freed by the
+ * caller with part_replies_free).  `make` builds partition p's command on
+ * its keys, which live until the replies are read.  An error reply fails
+ * the whole call (DQ_ERR_REDIS, naming the script or command).
+ */
+dq_status part_pipeline(dq_client *c, const char *queue, unsigned n, unsigned calls,
+                        enum dq_script_id s,
+                        void (*make)(void *ctx, const struct queue_keys *k, struct cmd *cmd),
+                        void *ctx, redisReply **replies);
+void part_replies_free(redisReply **replies, unsigned calls);
+
+/* The figures of each of the `n` partitions of `queue` into each[n], in
+ * one pipeline. */
+dq_status part_stats_all(dq_client *c, const char *queue, unsigned n, dq_stats *each);
 
 /* The keys of partition `part` of `queue` in a queue of `n` partitions
  * (the unpartitioned keys when n is 1). */

@@ -164,6 +164,8 @@ dq_status proto_enqueue_reply(const redisReply *r, dq_enqueued *out)
 {
     if (!is_array(r, 4))
         return DQ_ERR_REDIS;
+    if (elem_is(r, 0, "partitions"))
+        return DQ_ERR_STALE;    /* the count changed: nothing was written */
     if (elem_is(r, 0, "unique") || elem_is(r, 0, "done")) {
         /* {status, id, finished_ms, now_ms, until_ms}: nothing was added. */
         if (!is_array(r, 5) || r->element[1]->type != REDIS_REPLY_STRING)
@@ -195,6 +197,14 @@ dq_status proto_enqueue_many_reply(const redisReply *r, const dq_enqueue_req *re
         nparts = 1;
     if (!is_array(r, 2) || (r->elements - 2) % 3 != 0)
         return DQ_ERR_REDIS;
+    if (elem_is(r, 0, "partitions")) {
+        /* The count changed: nothing was written. */
+        for (size_t i = 0; i < n; i++) {
+            memset(&out[i], 0, sizeof out[i]);
+            st[i] = DQ_ERR_STALE;
+        }
+        return DQ_OK;
+    }
     int64_t now = elem_int(r, 0), seq = elem_int(r, 1);
     for (size_t i = 0; i < n; i++) {
         const dq_enqueue_req *req = &reqs[idx[i]];

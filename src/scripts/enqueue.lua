@@ -23,7 +23,9 @@
 -- this id finished within its dedupe window (nothing is written; 'done'
 -- when unique_ok).  A debounced add also answers 'debounced' (the waiting
 -- job took the add) or 'queued' (the job runs: the add is its next run),
--- with the due time.
+-- with the due time.  {'partitions', stored, 0, now_ms}: the queue's
+-- partition count is no longer the caller's N (the count's epoch, below):
+-- nothing is written; read the count again and call again.
 -- A delay is 0..100 years, an absolute time 0..now + 100 years; any other
 -- argument error is refused before anything is written.
 --
@@ -72,6 +74,10 @@ if payload and #ARGV <= 11 and (ARGV[8] == '0' or ARGV[8] == '1')
     part = nparts and tonumber(i)
     if not (nparts and nparts >= 1 and nparts <= 256 and part < nparts) then due = nil end
   end
+  -- The count this partition's meta holds, if any, must be the caller's
+  -- (see "The count's epoch" below).
+  local stored = due and redis.call('HGET', KEYS[5], 'partitions')
+  if stored and (nparts == 1 or tonumber(stored) ~= nparts) then due = nil end
 end
 
 if due then
@@ -164,6 +170,17 @@ elseif ARGV[17] and ARGV[17] ~= '' then
 end
 if #ARGV > 17 then arg_bad('argument 18', ARGV[18], 'expected: enqueue takes at most 17') end
 if arg_fault then return arg_refusal('enqueue') end
+
+-- The count's epoch: the meta of the keys written holds the queue's
+-- partition count when it is not the caller's (the unpartitioned meta
+-- once the queue has more than 1; each partition's after a change, see
+-- docs/protocol.md, "Partitioned queues").  A caller that read an older
+-- count is told the stored one, before anything is written, and reads it
+-- again.
+local stored = redis.call('HGET', KEYS[5], 'partitions')
+if stored and (nparts == 1 or tonumber(stored) ~= nparts) then
+  return { 'partitions', stored, 0, now }
+end
 
 local rec = encode({ type = jtype, payload = payload, attempts = 0, max = max,
                      created = now, due = due, err = '', prio = prio })

@@ -31,7 +31,9 @@
 -- ((seq + k) * N + p in a partitioned queue);
 -- the exceptions (1-based index) are the jobs with another status, as
 -- enqueue's, or with a generated id drawn again because a producer's
--- record held it.  A short reply: the client knows the rest.
+-- record held it.  A short reply: the client knows the rest.  Or
+-- {'partitions', stored}: the queue's partition count is no longer the
+-- caller's N; nothing is written (see enqueue).
 --
 -- This is the bulk producer's hot path, and costs what its commands cost
 -- plus little (docs/benchmarks.md, "The producer's path"): the common call
@@ -163,6 +165,11 @@ do
   -- Every id free (a generated id a record holds, a producer's id that
   -- is taken, or a bucket of the wrong type: below), then the writes.
   local free = passed == n and n >= 1
+  if free then
+    -- The count's epoch (below): a count the meta holds must be ours.
+    local stored = redis.call('HGET', KEYS[5], 'partitions')
+    free = not stored or (nparts > 1 and tonumber(stored) == nparts)
+  end
   for b = 1, free and nb or 0 do
     local r = redis.pcall('HMGET', bkeys[b], unpack(bids[b]))
     if r.err then free = false break end
@@ -328,6 +335,17 @@ for i = 1, n do
   if id == '' then generated = generated + 1 end
 end
 if arg_fault then return arg_refusal('enqueue_many') end
+
+-- The count's epoch, as enqueue's: the meta of the keys written holds
+-- the queue's partition count when it is not the caller's.  The whole
+-- call is refused before anything is written; the caller reads the count
+-- again and sends the jobs where it says.
+do
+  local stored = redis.call('HGET', KEYS[5], 'partitions')
+  if stored and (nparts == 1 or tonumber(stored) ~= nparts) then
+    return { 'partitions', stored }
+  end
+end
 
 -- Generated ids come from one counter increment for the whole batch.
 if generated > 0 then

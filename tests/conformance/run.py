@@ -192,6 +192,8 @@ class Run:
         if name == "redis":
             argv = [x.replace("$P", self.prefix).replace("$Q", self.queue) for x in a["argv"]]
             rep = self.server.raw.execute_command(*argv)
+            if isinstance(rep, bool):       # redis-py's for HEXISTS and the like
+                return int(rep)
             return rep.decode() if isinstance(rep, bytes) else rep
         if name == "wake_messages":
             return self.wake_messages()

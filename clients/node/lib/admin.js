@@ -203,6 +203,20 @@ P.paused = function paused(queue) {
   return this.pauseScript('pause_state', queue);
 };
 
+// The count's epoch: `count` into the meta hash of partitions 0..upto-1
+// of `queue` (one round trip), where enqueue and enqueue_many compare it
+// with the count their caller read, so that a producer that read an older
+// count is refused before it writes and reads the count again
+// (docs/protocol.md, "Partitioned queues").
+async function markPartitions(c, queue, upto, count) {
+  if (upto < 2) return;
+  const list = [];
+  for (let p = 0; p < upto; p++) {
+    list.push(['HSET', [c.keysOf(queue, p, upto).keys[4], 'partitions', String(count)]]);
+  }
+  await c.conn.commands(list);
+}
+
 // setPartitions(queue, n): store a new partition count (see
 // dq_queue_set_partitions: refused while any partition holds jobs).
 P.setPartitions = async function setPartitions(queue, n) {
@@ -210,7 +224,10 @@ P.setPartitions = async function setPartitions(queue, n) {
     throw fail('invalid', `partitions ${n} is not in 1..${K.PARTITIONS_MAX}`);
   }
   const from = await this.partitions(queue);
-  if (from === n) return;
+  if (from === n) {
+    await markPartitions(this, queue, n, n);    // a queue partitioned before the epoch gets it
+    return;
+  }
   if (from > 1) {
     let jobs = 0;
     for (let p = 0; p < from; p++) {
@@ -228,11 +245,23 @@ P.setPartitions = async function setPartitions(queue, n) {
       throw fail('exists', `queue ${queue} has ${count} recurring schedule${count === 1 ? '' : 's'}: remove them first and add them again after (not set to ${n} partitions)`);
     }
   }
+  // The new count goes into every partition either layout has before it
+  // is stored: a producer of the old count is refused from now on (and
+  // reads the old count again until the store), one of the new count
+  // finds it there.
+  const upto = Math.max(from, n);
+  await markPartitions(this, queue, upto, n);
   const r = await this.conn.evalScript('partitions', this.keysOf(queue, 0, 1).keys, [from, n]);
-  this.parts.delete(queue);
+  this.parts.delete(queue);     // read again at the next use
   const what = Array.isArray(r) ? str(r[0]) : '';
   const x = Array.isArray(r) && r.length > 1 ? str(r[1]) : '';
   if (what === 'ok') return;
+  // Not stored: the partitions get back the count that is (best effort:
+  // the refusal below is what the caller hears).
+  try {
+    const now = await this.readCount(queue);
+    await markPartitions(this, queue, Math.max(upto, now), now);
+  } catch (_) { /* the refusal is told */ }
   if (what === 'changed') throw fail('stale', `queue ${queue}: its partition count changed from ${from} to ${x} meanwhile: not set to ${n}`);
   if (what === 'jobs') throw fail('exists', `queue ${queue} holds ${x} job${x === '1' ? '' : 's'} unpartitioned: drain it first (not set to ${n} partitions)`);
   throw fail('redis', `queue ${queue}: stored partition count "${x.slice(0, 20)}" is not a number 1..${K.PARTITIONS_MAX}`);

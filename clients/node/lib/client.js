@@ -139,6 +139,19 @@ function enqueueArgs(req, wake, n, part) {
   return args;
 }
 
+// The error of a job refused twice because its queue's partition count
+// changed while it was added (libdelayq's DQ_ERR_STALE): nothing added.
+function countMoved(queue) {
+  return fail('stale', `queue ${queue}: its partition count changed twice while adding: not added`);
+}
+
+// Whether `r` is the scripts' refusal of the caller's partition count
+// (the count's epoch: enqueue's {'partitions', stored, 0, now_ms},
+// enqueue_many's {'partitions', stored}): nothing was written.
+function countRefused(r) {
+  return Array.isArray(r) && r.length >= 2 && str(r[0]) === 'partitions';
+}
+
 // enqueue's reply as what the add did (see enqueue).  A refusal throws:
 // "unique" with its times, any other the error `refused(status)` makes.
 function enqueued(r, req, refused) {
@@ -229,6 +242,13 @@ class Client {
     e.n = n;
     e.gen = this.conn.gen;
     return e;
+  }
+
+  // Read the count of `queue` again at its next use (the round robin
+  // goes on where it was): gen 0 matches no connection.
+  forgetCount(queue) {
+    const e = this.parts.get(queue);
+    if (e) e.gen = 0;
   }
 
   async partCount(queue) {
@@ -326,14 +346,29 @@ class Client {
   async enqueue(queue, type, payload, opts = {}) {
     const req = this.request(queue, type, payload, opts);
     await this.register(queue);
-    const e = await this.partEntry(queue);
+    // The queue's partition count changed since this client read it (the
+    // script wrote nothing): read it again, and go where it says now.
+    for (let tries = 0; tries < 2; tries++) {
+      const r = await this.enqueueOnce(req);
+      if (!countRefused(r)) {
+        const got = enqueued(r, req, (status) => this.refused(status, req));
+        return opts.detail ? got : got.id;
+      }
+      this.forgetCount(queue);
+    }
+    throw countMoved(queue);
+  }
+
+  // One enqueue call of checked request `req` at the partition count this
+  // client knows: the script's reply (an array of 4 or more).
+  async enqueueOnce(req) {
+    const e = await this.partEntry(req.queue);
     const n = e.n;
     const part = n <= 1 ? 0 : (req.id ? K.partitionOf(req.id, n) : (e.next++ % n));
-    const k = this.keysOf(queue, part, n);
+    const k = this.keysOf(req.queue, part, n);
     const r = await this.conn.evalScript('enqueue', k.keys, enqueueArgs(req, k.wake, n, part));
     if (!Array.isArray(r) || r.length < 4) throw fail('redis', 'unexpected reply from the enqueue script');
-    const got = enqueued(r, req, (status) => this.refused(status, req));
-    return opts.detail ? got : got.id;
+    return r;
   }
 
   // enqueueMany([{queue, type, payload, ...options}]) -> one result per
@@ -359,11 +394,30 @@ class Client {
         results[i] = { error: e };
       }
     });
+    const again = await this.manyPass(reqs, results);
+    if (again.length) {
+      // Their queue's partition count changed (nothing of their calls was
+      // written): read it again and send only them, where it says now.
+      for (const { req } of again) this.forgetCount(req.queue);
+      for (const { i, req } of await this.manyPass(again, results)) results[i] = { error: countMoved(req.queue) };
+    }
+    return results;
+  }
+
+  // One pass of enqueueMany over the checked jobs `reqs` ({i, req} each)
+  // at the partition counts this client knows, filling `results`: the
+  // jobs whose call was refused because their queue's count is no longer
+  // the stored one (their results are left for the caller).
+  async manyPass(reqs, results) {
     const chunks = await this.chunksOf(reqs);
     const calls = chunks.map((c) => this.manyCall(c));
     const replies = calls.length ? await this.conn.pipelineScripts('enqueue_many', calls) : [];
-    chunks.forEach((c, ci) => this.manyReply(c, replies[ci], results));
-    return results;
+    const again = [];
+    chunks.forEach((c, ci) => {
+      if (countRefused(replies[ci])) again.push(...c.items);
+      else this.manyReply(c, replies[ci], results);
+    });
+    return again;
   }
 
   // The checked jobs in enqueue_many calls: grouped by queue (each queue

@@ -11,7 +11,7 @@ from urllib.parse import parse_qs, unquote, urlparse
 from . import errors, keys
 from .conn import Conn, Options, translate
 from .errors import (DeadError, ExistsError, InvalidError, NotFoundError, RedisError,
-                     RunningError, UniqueError)
+                     RunningError, StaleError, UniqueError)
 from .jobs import DeadJob, DeadPage, Enqueued, Job, Stats
 from .request import Request
 from .schedules import Schedules
@@ -23,6 +23,10 @@ ENQUEUE_CHUNK = 1000   # jobs per enqueue_many call, as libdelayq
 ADMIN_BATCH = 500      # dead jobs moved per script call
 DEAD_PAGE_MAX = 10000
 
+
+def _count_moved(queue):
+    return StaleError("queue %s: its partition count changed twice while adding: not added"
+                      % queue)
 
 def _text(b):
     return b.decode("utf-8", "replace") if isinstance(b, bytes) else str(b)
@@ -207,15 +211,22 @@ class Client(Schedules):
         j = Request(self, queue, type, payload, delay, at, id, replace, priority, max_attempts,
                     expire_at, ttl, on_expire, unique_for, unique_ok, debounce, max_wait)
         self._register(queue)
-        n = self._nparts(queue)
-        if j.id:
-            part = keys.partition_of(j.id, n)
-        else:
-            part = self._rr % n
-            self._rr += 1
-        ks, wake = self._keys(queue, part, n)
-        got = self._enqueued(queue, j, self._run("enqueue", ks, j.args(wake, n, part)))
-        return got if detail else got.id
+        # The queue's partition count changed since it was read (the
+        # script wrote nothing): read it again and go where it says now.
+        for _ in range(2):
+            n = self._nparts(queue)
+            if j.id:
+                part = keys.partition_of(j.id, n)
+            else:
+                part = self._rr % n
+                self._rr += 1
+            ks, wake = self._keys(queue, part, n)
+            r = self._run("enqueue", ks, j.args(wake, n, part))
+            if _text(r[0]) != "partitions":
+                got = self._enqueued(queue, j, r)
+                return got if detail else got.id
+            self._parts.pop(queue, None)
+        raise _count_moved(queue)
 
     def _enqueued(self, queue, j, r):
         """The enqueue script's reply as an Enqueued, or the error it
@@ -277,6 +288,19 @@ class Client(Schedules):
         if not good:
             return out
         self._register(queue)
+        again = self._enqueue_many_pass(queue, good, out)
+        if again:
+            # Their queue's partition count changed (nothing of their calls
+            # was written): read it again and send them where it says now.
+            self._parts.pop(queue, None)
+            for i, _ in self._enqueue_many_pass(queue, again, out):
+                out[i].error = _count_moved(queue)
+        return out
+
+    def _enqueue_many_pass(self, queue, good, out):
+        """Send the checked jobs `good` ((index, Request) pairs) at the
+        partition count known, filling `out`; returns the pairs whose call
+        was refused because that count is no longer the stored one."""
         n = self._nparts(queue)
         byp = {}
         for i, j in good:
@@ -306,10 +330,14 @@ class Client(Schedules):
                 self._forget()
             for i, _ in good:
                 out[i].error = e
-            return out
+            return []
+        again = []
         for (p, part), r in zip(chunks, replies):
-            self._enqueue_many_reply(queue, n, p, part, r, out)
-        return out
+            if not isinstance(r, Exception) and _text(r[0]) == "partitions":
+                again += part
+            else:
+                self._enqueue_many_reply(queue, n, p, part, r, out)
+        return again
 
     def _enqueue_many_reply(self, queue, n, p, part, r, out):
         if isinstance(r, Exception):

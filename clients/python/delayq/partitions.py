@@ -9,6 +9,7 @@ def set_partitions(c, queue, n):
         raise InvalidError("partitions %s is not in 1..%d" % (n, keys.PARTITIONS_MAX))
     frm = c.partitions(queue)
     if frm == n:
+        _mark(c, queue, n, n)       # a queue partitioned before the epoch gets it
         return
     if frm > 1:
         jobs = sum(s.delayed + s.due + s.processing + s.dead
@@ -24,12 +25,21 @@ def set_partitions(c, queue, n):
             raise ExistsError("queue %s has %d recurring schedule%s: remove them first and "
                               "add them again after (not set to %d partitions)"
                               % (queue, count, "" if count == 1 else "s", n))
+    # The new count goes into every partition either layout has before it
+    # is stored: a producer of the old count is refused from now on.
+    upto = max(frm, n)
+    _mark(c, queue, upto, n)
     ks, _ = keys.queue_keys(c.prefix, queue)
     r = c._run("partitions", ks, [frm, n])
     c._parts.pop(queue, None)
     what, x = r[0].decode(), r[1].decode() if isinstance(r[1], bytes) else str(r[1])
     if what == "ok":
         return
+    try:        # not stored: the partitions get back the count that is
+        now = c.partitions(queue)
+        _mark(c, queue, max(upto, now), now)
+    except Exception:
+        pass
     if what == "changed":
         raise StaleError("queue %s: its partition count changed from %d to %s meanwhile: "
                          "not set to %d" % (queue, frm, x, n))
@@ -38,6 +48,14 @@ def set_partitions(c, queue, n):
                           "to %d partitions)" % (queue, x, "" if x == "1" else "s", n))
     raise RedisError('queue %s: stored partition count "%.20s" is not a number 1..%d'
                      % (queue, x, keys.PARTITIONS_MAX))
+
+
+def _mark(c, queue, upto, count):
+    """The count's epoch: `count` into the meta hash of partitions
+    0..upto-1, where enqueue and enqueue_many compare it with the count
+    their caller read (docs/protocol.md, "Partitioned queues")."""
+    for p in range(upto if upto >= 2 else 0):
+        c._cmd("HSET", keys.queue_keys(c.prefix, queue, p, upto)[0][4], "partitions", count)
 
 
 class _S:
