@@ -302,6 +302,13 @@ START_TEST(metrics_sum_the_partitions)
             tu_sleep_ms(20);
     }
     ck_assert_msg(v == 40, "/metrics says %lld delayed, not 40", v);
+    /* Each partition's own gauge: what Redis holds there. */
+    for (int p = 0; p < 4; p++) {
+        char series[200];
+        snprintf(series, sizeof series, "delayq_partition_jobs{queue=\"" H_QUEUE "\","
+                 "partition=\"%d\",state=\"delayed\"} ", p);
+        ck_assert_int_eq(metric(port, series), per[p]);
+    }
     stop_clean();
 }
 END_TEST

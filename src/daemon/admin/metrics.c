@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include "daemon/admin/metrics.h"
+#include "daemon/dconfig_parts.h"
 #include "daemon/dconfig_sources.h"
 
 #include <stddef.h>
@@ -205,6 +206,33 @@ static void put_queue_paused(FILE *out, const struct metrics_view *v)
     }
 }
 
+/* Each partition's figures, for the queues of more than one (at most 256
+ * partitions a queue, each named in the configuration: the label set is
+ * bounded). */
+static void put_partition_jobs(FILE *out, const struct metrics_view *v)
+{
+    static const char *const states[] = { "delayed", "due", "processing", "dead" };
+    struct dconfig_part it;
+    int head = 0;
+    for (dconfig_parts_begin(&it, v->conf); dconfig_parts_next(&it);) {
+        if (it.nparts <= 1)
+            continue;
+        if (!head++)
+            put_head(out, "delayq_partition_jobs", "gauge",
+                     "Jobs in each partition of a partitioned queue by state (their sum is "
+                     "delayq_queue_jobs).");
+        const dq_stats *st = &v->stats->parts[it.at];
+        const int64_t n[] = { st->delayed, st->due, st->processing, st->dead };
+        for (int k = 0; k < 4; k++) {
+            fputs("delayq_partition_jobs{", out);
+            put_label(out, "queue", it.q->name);
+            fprintf(out, ",partition=\"%u\",", it.part);
+            put_label(out, "state", states[k]);
+            fprintf(out, "} %lld\n", (long long)n[k]);
+        }
+    }
+}
+
 /* The cached queue gauges, when fresh (a stale set would mislead: Redis
  * may have moved on), and the age of the figures; returns 1 when fresh. */
 static int put_queue_gauges(FILE *out, const struct metrics_view *v)
@@ -226,6 +254,7 @@ static int put_queue_gauges(FILE *out, const struct metrics_view *v)
                 fprintf(out, "} %lld\n", (long long)n[k]);
             }
         }
+        put_partition_jobs(out, v);
         put_queue_paused(out, v);
         put_queue_counter(out, v, "delayq_jobs_expired_total",
                           "Jobs that reached their expiry before they started (to dead, "

@@ -29,6 +29,7 @@ struct qstats {
     dq_stats *parts;            /* the round in flight's, per partition */
     int64_t *parts_paused;
     int64_t *parts_oldest;      /* the round in flight's oldest due, per partition */
+    dq_stats *parts_cur;        /* the last complete set's, per partition */
     dq_stats *cur;              /* the last complete set */
     dq_stats *next;             /* the round in flight fills it */
     int64_t *paused_cur;        /* cur's and next's paused_since, per queue */
@@ -81,6 +82,7 @@ static void round_done(struct qstats *q)
         return;
     }
     sum_partitions(q);
+    memcpy(q->parts_cur, q->parts, q->nparts * sizeof *q->parts);
     dq_stats *t = q->cur;
     q->cur = q->next;
     q->next = t;
@@ -196,6 +198,7 @@ struct qstats *qstats_new(struct event_base *base, const struct daemon_conf *dc)
     q->keys = calloc(np, sizeof *q->keys);
     q->reqs = calloc(np, sizeof *q->reqs);
     q->parts = calloc(np, sizeof *q->parts);
+    q->parts_cur = calloc(np, sizeof *q->parts_cur);
     q->parts_paused = calloc(np, sizeof *q->parts_paused);
     q->parts_oldest = calloc(np, sizeof *q->parts_oldest);
     q->cur = calloc(n, sizeof *q->cur);
@@ -205,7 +208,8 @@ struct qstats *qstats_new(struct event_base *base, const struct daemon_conf *dc)
     q->oldest_cur = calloc(n, sizeof *q->oldest_cur);
     q->oldest_next = calloc(n, sizeof *q->oldest_next);
     q->timer = event_new(base, -1, EV_PERSIST, on_timer, q);
-    if (!q->keys || !q->reqs || !q->parts || !q->parts_paused || !q->cur || !q->next
+    if (!q->keys || !q->reqs || !q->parts || !q->parts_cur || !q->parts_paused || !q->cur
+        || !q->next
         || !q->paused_cur || !q->paused_next || !q->parts_oldest || !q->oldest_cur
         || !q->oldest_next || !q->timer)
         goto fail;
@@ -238,6 +242,7 @@ void qstats_free(struct qstats *q)
     free(q->keys);
     free(q->reqs);
     free(q->parts);
+    free(q->parts_cur);
     free(q->parts_paused);
     free(q->cur);
     free(q->next);
@@ -254,6 +259,7 @@ void qstats_read(const struct qstats *q, struct qstats_view *v)
     int64_t now = slots_now_ms();
     memset(v, 0, sizeof *v);
     v->stats = q->have_cur ? q->cur : NULL;
+    v->parts = q->have_cur ? q->parts_cur : NULL;
     v->paused_since = q->have_cur ? q->paused_cur : NULL;
     v->oldest_due_ms = q->have_cur ? q->oldest_cur : NULL;
     v->age_ms = q->have_cur ? now - q->cur_asked_ms : -1;

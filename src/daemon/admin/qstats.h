@@ -34,6 +34,8 @@ void qstats_free(struct qstats *q);
 /* What a request sees (borrowed until the next turn of the loop). */
 struct qstats_view {
     const dq_stats *stats;      /* one per queue, in dc's order; NULL: none yet */
+    const dq_stats *parts;      /* with stats: one per partition of every
+                                   queue, in dconfig_parts order */
     const int64_t *paused_since; /* with stats: per queue, when it was paused
                                    (server ms), -1 when it is not */
     const int64_t *oldest_due_ms; /* with stats: per queue, the due time
