@@ -137,7 +137,7 @@ static int check_partitions(struct daemon_conf *conf)
         fprintf(stderr, "delayqd: %s\n", err);
         return DAEMON_EXIT_CONFIG;
     }
-    if (out == QPARTS_UNREACHABLE)
+    if (out == QPARTS_UNREACHABLE && any_partitioned(conf))
         fprintf(stderr, "delayqd: partition counts not checked: %s\n", err);
     return 0;
 }
