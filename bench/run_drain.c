@@ -273,14 +273,19 @@ static double *read_lateness(const char *path, size_t *n)
     return v;
 }
 
-static int lateness_row(const struct bench_env *env, int rate, char *err, size_t errlen)
+/* A lateness row: jobs due evenly at `rate` a second, on a queue of
+ * `parts` partitions (0: not partitioned). */
+static int lateness_row(const struct bench_env *env, int rate, int parts, char *err,
+                        size_t errlen)
 {
     long jobs = lround(rate * env->opt.lateness_s);
     double spacing = 1000.0 / rate;
     struct report_row row;
-    char config[48];
-    snprintf(config, sizeof config, "w=%d b=%d %d/s %gs", env->opt.lateness_workers,
-             env->opt.lateness_batch, rate, env->opt.lateness_s);
+    char config[64], on[16] = "";
+    if (parts > 1)
+        snprintf(on, sizeof on, " p=%d", parts);
+    snprintf(config, sizeof config, "w=%d b=%d %d/s %gs%s", env->opt.lateness_workers,
+             env->opt.lateness_batch, rate, env->opt.lateness_s, on);
     report_row_init(&row, "lateness", config);
     bench_progress("lateness %s: %ld jobs", config, jobs);
     struct row_ctx x;
@@ -293,7 +298,8 @@ static int lateness_row(const struct bench_env *env, int rate, char *err, size_t
     char file[PATH_MAX + 32];
     snprintf(file, sizeof file, "%s/lateness.txt", x.redis.dir);
     struct daemon_spec spec = { .workers = env->opt.lateness_workers,
-                                .batch = env->opt.lateness_batch, .lateness_file = file };
+                                .batch = env->opt.lateness_batch, .lateness_file = file,
+                                .partitions = parts };
     if (daemon_proc_start(&x.daemon, env, &x.redis, &spec, err, errlen) < 0)
         goto done;
     if (!(x.client = bench_client(x.redis.sock, err, errlen))
@@ -347,9 +353,12 @@ done:
     return rc;
 }
 
+/* At 200 and 5,000 jobs a second; and at 200 on a queue of 12
+ * partitions, where each look a worker takes at the queue may ask every
+ * partition (the evalsha/job column). */
 int run_lateness(const struct bench_env *env, char *err, size_t errlen)
 {
-    if (lateness_row(env, 200, err, errlen) < 0)
+    if (lateness_row(env, 200, 0, err, errlen) < 0 || lateness_row(env, 5000, 0, err, errlen) < 0)
         return -1;
-    return lateness_row(env, 5000, err, errlen);
+    return lateness_row(env, 200, 12, err, errlen);
 }
