@@ -293,6 +293,17 @@ size_t h_records(const struct harness *h, struct h_run **out)
     return n;
 }
 
+int h_starts(const struct harness *h)
+{
+    struct h_run *r;
+    size_t n = h_records(h, &r);
+    int starts = 0;
+    for (size_t i = 0; i < n; i++)
+        starts += r[i].end == 0;
+    free(r);
+    return starts;
+}
+
 int h_count(const struct h_run *r, size_t n, const char *id, int end, struct h_run *first)
 {
     int count = 0;

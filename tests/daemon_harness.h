@@ -120,6 +120,8 @@ struct h_run {
 
 /* Every line of the record file, in order; free the array. */
 size_t h_records(const struct harness *h, struct h_run **out);
+/* How many runs started (the record file's "start" lines). */
+int h_starts(const struct harness *h);
 /* Lines for `id` of one kind (end 0 or 1); the first one in *first (may
  * be NULL). */
 int h_count(const struct h_run *r, size_t n, const char *id, int end,
