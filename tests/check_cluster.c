@@ -15,6 +15,10 @@
  *   durability "replicated" none whose enqueue returned OK is lost and
  *   none enqueued by one call runs twice (one sent again after a failed
  *   enqueue may run twice: the failed call may have written it).
+ * - The same, durability "replicated", over TLS only with client
+ *   certificates required and an ACL user (the daemon's password in a
+ *   password_file): 1,500 jobs drain while a master is killed, with the
+ *   same promise; a client without a certificate is refused.
  * - Priority (per partition), pause and resume, and a recurring schedule
  *   on the partitioned queue.
  *
@@ -22,8 +26,10 @@
  * the daemon's log (and PATH.record, the runs) of the failover runs.
  */
 #include <check.h>
+#include <errno.h>
 #include <hiredis/hiredis.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,11 +71,14 @@ struct cl_conf {
     int batch;
     const char *lease;
     const char *durability;     /* "local" or "replicated" */
+    const char *redis_extra;    /* more of the redis group (tls, user), or
+                                   NULL */
+    int partitions;             /* 0: NPARTS */
 };
 
 /* delayqd.conf: the cluster's nodes as seeds, the queue in NPARTS
- * partitions, the test handler recording (and holding a lock per job, to
- * tell overlapping runs). */
+ * partitions (or cc->partitions), the test handler recording (and
+ * holding a lock per job, to tell overlapping runs). */
 static void write_conf(const struct cl_conf *cc)
 {
     char nodes[CLUSTER_FX_MAX_NODES * 40] = "", locks[300];
@@ -83,7 +92,8 @@ static void write_conf(const struct cl_conf *cc)
     char text[8192];
     snprintf(text, sizeof text,
              "redis = { cluster = true; nodes = [ %s ]; connect_timeout = \"2s\";\n"
-             "          command_timeout = \"2s\"; durability = \"%s\"; };\n"
+             "          command_timeout = \"2s\"; durability = \"%s\";\n"
+             "          %s };\n"
              "handler_dir = \"%s\";\n"
              "queues = ( { name = \"" H_QUEUE "\"; workers = %d; lease = \"%s\"; batch = %d;\n"
              "             max_attempts = 10; partitions = %d;\n"
@@ -93,8 +103,10 @@ static void write_conf(const struct cl_conf *cc)
              "reaper = { interval = \"200ms\"; batch = 100; };\n"
              "shutdown_timeout = \"10s\";\n"
              "log = { level = \"info\"; target = \"stderr\"; };\n",
-             nodes, cc->durability ? cc->durability : "local", H.handler_dir, cc->workers,
-             cc->lease ? cc->lease : "10s", cc->batch ? cc->batch : 16, NPARTS, H.record,
+             nodes, cc->durability ? cc->durability : "local",
+             cc->redis_extra ? cc->redis_extra : "", H.handler_dir, cc->workers,
+             cc->lease ? cc->lease : "10s", cc->batch ? cc->batch : 16,
+             cc->partitions ? cc->partitions : NPARTS, H.record,
              locks);
     h_write_file(H.conf, text);
 }
@@ -134,11 +146,15 @@ static void start_daemon(const struct cl_conf *cc)
                   ok < 0 ? "it exited" : "timeout", h_log_tail(&H));
 }
 
-/* A library client routed over the cluster, every node a seed. */
-static dq_client *cluster_client(dq_durability durability)
+/* A library client routed over the cluster, every node a seed, with
+ * `base`'s TLS and credentials (NULL: none). */
+static dq_client *cluster_client_with(const dq_options *base, dq_durability durability)
 {
     dq_options opt;
-    dq_options_init(&opt);
+    if (base)
+        opt = *base;
+    else
+        dq_options_init(&opt);
     opt.cluster = 1;
     opt.nodes = C.seeds;
     opt.nnodes = (size_t)C.nnodes;
@@ -148,6 +164,11 @@ static dq_client *cluster_client(dq_durability durability)
     dq_client *c = dq_connect(&opt, err, sizeof err, NULL);
     ck_assert_msg(c != NULL, "connect to the cluster: %s", err);
     return c;
+}
+
+static dq_client *cluster_client(dq_durability durability)
+{
+    return cluster_client_with(NULL, durability);
 }
 
 /* ---- jobs and their runs ----------------------------------------------------- */
@@ -641,6 +662,228 @@ START_TEST(priority_pause_and_schedules_on_a_partitioned_queue)
 }
 END_TEST
 
+/* ---- over TLS, with client certificates and an ACL user ---------------------- */
+
+#define OPENSSL "/usr/bin/openssl"
+#define TLS_USER "jobs"
+#define TLS_PASSWORD "tls-jobs-s3cret"
+#define TLS_JOBS 1500
+#define TLS_CHUNK 100           /* jobs per enqueue, each chunk due 200 ms after the last */
+#define TLS_PARTS 6
+
+static char certs[200];         /* tests/tls-certs.sh's files, in the test's directory */
+
+/* A cluster that speaks only TLS, wants a certificate of every client and
+ * knows one ACL user (the default user off). */
+static void tls_setup(void)
+{
+    h_setup(&H);
+    char cmd[PATH_MAX + 400], err[400];
+    snprintf(certs, sizeof certs, "%s/certs", H.fx.dir);
+    ck_assert_msg(mkdir(certs, 0700) == 0, "%s: %s", certs, strerror(errno));
+    snprintf(cmd, sizeof cmd, "sh '%s' '%s' %s", TLS_CERTS_SCRIPT, certs, OPENSSL);
+    ck_assert_msg(system(cmd) == 0, "making the test certificates failed: %s", cmd);
+    struct cluster_fx_opts o = { .tls_dir = certs, .client_certs = 1, .user = TLS_USER,
+                                 .password = TLS_PASSWORD };
+    ck_assert_msg(cluster_fx_start(&C, NMASTERS, 1, &o, err, sizeof err) == 0, "%s", err);
+}
+
+/* certs/NAME, in one of four buffers. */
+static const char *cert(const char *name)
+{
+    static char path[4][PATH_MAX];
+    static int next;
+    char *p = path[next++ % 4];
+    snprintf(p, PATH_MAX, "%s/%s", certs, name);
+    return p;
+}
+
+/* The library's options for the cluster: the CA, the user and password,
+ * and client certificate `name` (its NAME.crt and NAME.key; NULL: none). */
+static void tls_options(dq_options *o, const char *name)
+{
+    static char ca[PATH_MAX], crt[PATH_MAX], key[PATH_MAX];
+    dq_options_init(o);
+    o->user = TLS_USER;
+    o->password = TLS_PASSWORD;
+    o->tls.enable = 1;
+    snprintf(ca, sizeof ca, "%s/ca.crt", certs);
+    o->tls.ca_file = ca;
+    if (name) {
+        snprintf(crt, sizeof crt, "%s/%s.crt", certs, name);
+        snprintf(key, sizeof key, "%s/%s.key", certs, name);
+        o->tls.cert_file = crt;
+        o->tls.key_file = key;
+    }
+}
+
+/* A library client with the right CA, user and password but certificate
+ * `name` (NULL: none) is refused, and says it is the certificate. */
+static void assert_refused(const char *name)
+{
+    dq_options o;
+    tls_options(&o, name);
+    o.cluster = 1;
+    o.nodes = C.seeds;
+    o.nnodes = (size_t)C.nnodes;
+    o.connect_timeout_ms = o.command_timeout_ms = 3000;
+    char err[512] = "";
+    dq_client *c = dq_connect(&o, err, sizeof err, NULL);
+    if (c)
+        dq_close(c);
+    ck_assert_msg(c == NULL, "a client with %s connected", name ? name : "no certificate");
+    ck_assert_msg(strstr(err, "client certificate") != NULL, "%s: %s",
+                  name ? name : "no certificate", err);
+}
+
+/* delayq (the command line) with `args` (NULL-ended) to its end, 20 s at
+ * most: its exit status, and its stderr in `out`. */
+static int run_cli(const char *const *args, char *out, size_t len)
+{
+    char log[PATH_MAX], err[300];
+    snprintf(log, sizeof log, "%s/cli.log", H.fx.dir);
+    unlink(log);
+    char *argv[32];
+    size_t n = 0;
+    argv[n++] = (char *)fixture_build_path("delayq");
+    for (size_t i = 0; args[i] && n < 31; i++)
+        argv[n++] = (char *)args[i];
+    argv[n] = NULL;
+    pid_t pid = tu_spawn(argv, log, 0, err, sizeof err);
+    ck_assert_msg(pid > 0, "%s", err);
+    int status = 0;
+    pid_t got = 0;
+    for (int64_t until = tu_mono_ms() + 20000; got == 0 && tu_mono_ms() < until;)
+        if ((got = waitpid(pid, &status, WNOHANG)) == 0)
+            tu_sleep_ms(20);
+    if (got != pid) {
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        ck_abort_msg("delayq %s did not end in 20 s", args[0]);
+    }
+    out[0] = '\0';
+    FILE *f = fopen(log, "r");
+    if (f) {
+        out[fread(out, 1, len - 1, f)] = '\0';
+        fclose(f);
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* How many runs the record holds (start lines). */
+static int starts_now(void)
+{
+    return h_starts(&H);
+}
+
+static int started_enough(void *arg)
+{
+    return starts_now() >= *(int *)arg;
+}
+
+/*
+ * Redis reached over TLS only, where every client must present a
+ * certificate the cluster's CA signed and log in as an ACL user: the
+ * daemon, given its certificate and key, the CA, the user and a
+ * password_file, drains 1,500 jobs of a queue in 6 partitions, due over
+ * three seconds, while a master is killed (kill -9) once a third of them
+ * ran, and its replica takes over.  With durability "replicated" the
+ * promise is the one a_replicated_failover_loses_and_repeats_nothing
+ * checks: no job whose enqueue returned OK is lost, none enqueued by one
+ * call runs twice.  A client with the right CA, user and password but no
+ * certificate (or one another CA signed) is refused, the library and
+ * the command line saying it is the certificate.
+ */
+START_TEST(a_tls_cluster_with_client_certificates_loses_and_repeats_nothing)
+{
+    /* Refused without the certificate, the rest the same. */
+    assert_refused(NULL);
+    assert_refused("rogue");
+    char port[16], out[2048];
+    snprintf(port, sizeof port, "%d", C.port[0]);
+    char pwfile[PATH_MAX];
+    snprintf(pwfile, sizeof pwfile, "%s/redis.pass", H.fx.dir);
+    h_write_file(pwfile, TLS_PASSWORD "\n");
+    ck_assert_int_eq(chmod(pwfile, 0600), 0);
+    const char *without[] = { "--cluster", "-p", port, "--tls", "--cacert", cert("ca.crt"),
+                              "--user", TLS_USER, "--password-file", pwfile,
+                              "stats", "-q", H_QUEUE, NULL };
+    int rc = run_cli(without, out, sizeof out);
+    ck_assert_msg(rc != 0 && strstr(out, "client certificate") != NULL,
+                  "delayq without --cert: exit %d: %s", rc, out);
+    const char *with[] = { "--cluster", "-p", port, "--tls", "--cacert", cert("ca.crt"),
+                           "--cert", cert("client.crt"), "--key", cert("client.key"),
+                           "--user", TLS_USER, "--password-file", pwfile,
+                           "stats", "-q", H_QUEUE, NULL };
+    rc = run_cli(with, out, sizeof out);
+    ck_assert_msg(rc == 0, "delayq with --cert: exit %d: %s", rc, out);
+
+    /* The daemon with all of it; "replicated" writes need a replica. */
+    for (int i = 0; i < C.nnodes; i++)
+        ck_assert_int_eq(cluster_fx_int(&C, i, "CONFIG SET min-replicas-to-write 1"), 0);
+    char extra[4 * PATH_MAX];
+    snprintf(extra, sizeof extra,
+             "tls = { ca_file = \"%s\"; cert_file = \"%s\"; key_file = \"%s\"; };\n"
+             "          user = \"" TLS_USER "\"; password_file = \"redis.pass\";",
+             cert("ca.crt"), cert("client.crt"), cert("client.key"));
+    struct cl_conf cc = { .workers = 4, .batch = 16, .lease = "10s",
+                          .durability = "replicated", .redis_extra = extra,
+                          .partitions = TLS_PARTS };
+    start_daemon(&cc);
+    dq_options o;
+    tls_options(&o, "client");
+    dq_client *c = cluster_client_with(&o, DQ_DURABILITY_REPLICATED);
+    struct jobs j;
+    jobs_init(&j, TLS_JOBS, "s");
+    int victim = cluster_fx_master_of_slot(&C, partition_slot(0)), on_victim = 0;
+    ck_assert_int_ge(victim, 0);
+    for (int p = 0; p < TLS_PARTS; p++)
+        on_victim += cluster_fx_master_of_slot(&C, partition_slot(p)) == victim;
+    /* Due over about three seconds, from 1.5 s on. */
+    for (int first = 0; first < TLS_JOBS; first += TLS_CHUNK)
+        ck_assert_msg(enqueue_range(c, &j, first, TLS_CHUNK, 1500 + first / TLS_CHUNK * 200, 0,
+                                    10000) == 0, "enqueue: %s", dq_errmsg(c));
+
+    /* A master killed once a third of the jobs started. */
+    int third = TLS_JOBS / 3;
+    ck_assert_msg(h_wait(20000, started_enough, &third) == 1, "fewer than %d jobs started in "
+                  "20 s; log:\n%s", third, h_log_tail(&H));
+    int started = starts_now();
+    int64_t t_kill = tu_mono_ms(), t_promoted = 0;
+    cluster_fx_kill(&C, victim);
+    int promoted = -1;
+    for (int64_t until = tu_mono_ms() + 20000; promoted < 0 && tu_mono_ms() < until;
+         tu_sleep_ms(50))
+        follow_failover(victim, &promoted, &t_promoted);
+    ck_assert_msg(promoted >= 0, "no replica took over from node %d", victim);
+    ck_assert_msg(started < TLS_JOBS, "every job had started before the kill");
+    wait_drained(c, 40000, "failover over TLS");
+    int64_t drained_ms = tu_mono_ms() - t_kill;
+    struct tally t = tally_runs(&j);
+    dq_stats st;
+    ck_assert_int_eq(dq_stats_get(c, H_QUEUE, &st), DQ_OK);
+    printf("cluster TLS failover: lost=%d dup=%d (durability replicated, client certificates, "
+           "ACL user; %d jobs, %d accepted, %d of them lost; %d of the dups enqueued by one "
+           "call; %d started when node %d, master of %d of the %d partitions, was killed, "
+           "node %d promoted %lld ms later, drained %lld ms after the kill; dead %lld)\n",
+           t.lost, t.dup, TLS_JOBS, t.accepted, t.lost_accepted, t.dup_sent_once, started,
+           victim, on_victim, TLS_PARTS, promoted, (long long)(t_promoted - t_kill),
+           (long long)drained_ms, (long long)st.dead);
+    keep_log(getenv("DELAYQ_CLUSTER_LOG"));
+    ck_assert_int_eq(t.accepted, TLS_JOBS);
+    ck_assert_msg(t.overlaps == 0, "%d runs overlapped a live run of the same job", t.overlaps);
+    ck_assert_msg(tu_process_running(H.pid), "delayqd exited; log:\n%s", h_log_tail(&H));
+    ck_assert_int_eq(st.dead, 0);
+    ck_assert_msg(t.lost_accepted == 0, "%d jobs whose enqueue returned OK never ran",
+                  t.lost_accepted);
+    ck_assert_msg(t.dup_sent_once == 0, "%d jobs enqueued once ran twice (run twice in all:%s)",
+                  t.dup_sent_once, t.some_dups);
+    jobs_free(&j);
+    dq_close(c);
+    ck_assert_int_eq(h_stop(&H, 10000), 0);
+}
+END_TEST
+
 int main(void)
 {
     char why[300];
@@ -655,5 +898,11 @@ int main(void)
     tcase_add_test(tc, a_master_failover_is_counted);
     tcase_add_test(tc, a_replicated_failover_loses_and_repeats_nothing);
     tcase_add_test(tc, priority_pause_and_schedules_on_a_partitioned_queue);
+    if (access(OPENSSL, X_OK) == 0 && access(TLS_CERTS_SCRIPT, R_OK) == 0) {
+        tc = fixture_tcase(s, "tls", 120, NULL, NULL, tls_setup, teardown);
+        tcase_add_test(tc, a_tls_cluster_with_client_certificates_loses_and_repeats_nothing);
+    } else {
+        printf("SKIP: the TLS cluster test: %s or %s is missing\n", OPENSSL, TLS_CERTS_SCRIPT);
+    }
     return fixture_run_suite(s);
 }

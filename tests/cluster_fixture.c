@@ -319,7 +319,8 @@ static int start_node(struct cluster_fx *c, const char *server, int i, char *err
         snprintf(key, sizeof key, "%s/server.key", c->tls_dir);
         snprintf(ca, sizeof ca, "%s/ca.crt", c->tls_dir);
         char *tls[] = { "--port", "0", "--tls-port", port, "--tls-cluster", "yes",
-                        "--tls-replication", "yes", "--tls-auth-clients", "no",
+                        "--tls-replication", "yes",
+                        "--tls-auth-clients", c->client_certs ? "yes" : "no",
                         "--tls-cert-file", cert, "--tls-key-file", key,
                         "--tls-ca-cert-file", ca, NULL };
         for (size_t j = 0; tls[j]; j++)
@@ -468,6 +469,7 @@ int cluster_fx_start(struct cluster_fx *c, int masters, int replicas_per_master,
         return -1;
     }
     snprintf(c->tls_dir, sizeof c->tls_dir, "%s", o->tls_dir ? o->tls_dir : "");
+    c->client_certs = o->tls_dir && o->client_certs;
     if (tu_make_temp_dir("dqcluster", c->dir, sizeof c->dir, err, errlen) < 0)
         return -1;
     if (start_nodes(c, err, errlen) < 0 || form(c, err, errlen) < 0)

@@ -39,6 +39,10 @@ struct cluster_fx_opts {
                                the cluster bus and replication), with
                                DIR/server.crt, server.key, ca.crt
                                (tests/tls-certs.sh) */
+    int client_certs;       /* with tls_dir: clients must present a
+                               certificate ca.crt signed
+                               (tls-auth-clients yes; the nodes present
+                               server.crt to each other); 0: none asked */
 };
 
 struct cluster_fx {
@@ -56,6 +60,7 @@ struct cluster_fx {
     char dir[128];                      /* the temporary directory */
     char password[128], user[64];       /* "" for none */
     char tls_dir[200];                  /* "" for plain */
+    int client_certs;                   /* tls-auth-clients yes */
     int dead_slot[CLUSTER_FX_MAX_NODES]; /* a slot node i served when
                                            cluster_fx_kill killed it, or -1 */
     pid_t reshard_pid;                  /* a background reshard, or 0 */
