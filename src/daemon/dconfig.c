@@ -133,13 +133,15 @@ static void check_partition_names(struct conf_reader *r, const struct daemon_con
 {
     for (size_t j = 0; j < dc->nqueues && !r->failed; j++) {
         const struct queue_conf *x = &dc->queues[j];
-        const struct queue_conf *tag = x->partitions > 1 ? dconfig_partition_clash(dc, x) : NULL;
+        const struct queue_conf *tag = x->partitions > 1 ? dconfig_partition_clash(dc, x)
+                                                         : NULL;
         if (!tag)
             continue;
         size_t i = (size_t)(tag - dc->queues);
-        conf_fail(r, config_setting_get_member(config_setting_get_elem(qs, (unsigned)i), "name"),
-                  "queues.[%zu].name: '%s' collides with the keys of partitioned queue '%s' "
-                  "(line %d)", i, tag->name, x->name, x->line);
+        const config_setting_t *q = config_setting_get_elem(qs, (unsigned)i);
+        conf_fail(r, config_setting_get_member(q, "name"),
+                  "queues.[%zu].name: '%s' collides with the keys of partitioned queue "
+                  "'%s' (line %d)", i, tag->name, x->name, x->line);
     }
 }
 
