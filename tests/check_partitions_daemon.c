@@ -546,6 +546,59 @@ START_TEST(a_reload_adding_a_stored_partitioned_queue_needs_its_count)
 }
 END_TEST
 
+/* The scripts Redis has run (INFO commandstats' EVALSHA calls). */
+static long long scripts_run(void)
+{
+    redisContext *rc = fixture_redis_connect(&H.fx);
+    redisReply *r = redisCommand(rc, "INFO commandstats");
+    ck_assert(r && r->type == REDIS_REPLY_STRING);
+    const char *at = strstr(r->str, "cmdstat_evalsha:calls=");
+    long long calls = at ? atoll(at + strlen("cmdstat_evalsha:calls=")) : 0;
+    freeReplyObject(r);
+    redisFree(rc);
+    return calls;
+}
+
+/* Jobs coming due one by one in one partition of 12: a worker that woke
+ * for each asks that partition, not all 12 (each claim tells it when its
+ * partition's next job is due, and it sleeps towards the soonest), and
+ * every job still starts on time. */
+START_TEST(a_job_due_in_one_partition_costs_one_claim_not_one_per_partition)
+{
+    enum { PARTS = 12, N = 20 };
+    struct h_conf hc;
+    h_conf_defaults(&hc);
+    hc.workers = 1;
+    hc.partitions = PARTS;
+    hc.reaper_interval = "60s";     /* its passes are scripts too */
+    h_write_conf(&H, &hc);
+    h_start(&H, 1);
+    int64_t now;
+    ck_assert_int_eq(dq_server_time(H.c, &now), DQ_OK);
+    char id[32];
+    for (int i = 0; i < N; i++) {
+        char prefix[16];
+        snprintf(prefix, sizeof prefix, "p5-%d-", i);
+        id_in_partition(id, sizeof id, prefix, 5, PARTS);
+        dq_enqueue_req req = { .queue = H_QUEUE, .type = "t", .id = id, .payload = "ok",
+                               .payload_len = 2, .at_ms = now + 1500 + i * 100 };
+        ck_assert_int_eq(dq_enqueue(H.c, &req, NULL), DQ_OK);
+    }
+    tu_sleep_ms(1000);          /* the worker asleep towards the first */
+    long long before = scripts_run();
+    /* the last job's end, read from the record file (not from Redis) */
+    ck_assert_msg(h_wait_record(&H, id, 1, 1, 20000) == 1, "the last job did not run; "
+                  "log:\n%s", h_log_tail(&H));
+    long long claims = scripts_run() - before - N;  /* less the acks */
+    ck_assert_msg(claims <= 3 * N, "%lld claims for %d jobs due one by one in one "
+                  "partition of %d", claims, N, PARTS);
+    g_nparts = PARTS;
+    ck_assert_int_eq(jobs_left(PARTS, NULL, NULL), 0);
+    stop_clean();
+    ck_assert_int_eq(h_starts(&H), N);
+}
+END_TEST
+
 /* Jobs PREFIX0.. due now at priority `level`. */
 static void enqueue_level(const char *prefix, int n, int level, const char *payload)
 {
@@ -627,6 +680,7 @@ int main(void)
     tcase_add_test(tc, the_command_line_follows_or_refuses_the_files_count);
     tcase_add_test(tc, a_daemon_without_a_count_takes_the_stored_one);
     tcase_add_test(tc, a_reload_adding_a_stored_partitioned_queue_needs_its_count);
+    tcase_add_test(tc, a_job_due_in_one_partition_costs_one_claim_not_one_per_partition);
     suite_add_tcase(s, tc);
     return fixture_run_suite(s);
 }

@@ -330,10 +330,11 @@ static void on_message(struct rconn_io *io, redisReply *reply, void *privdata)
             handshake_done(rc);
         return;
     }
-    const redisReply *payload = reply->element[2];
+    const redisReply *channel = reply->element[1], *payload = reply->element[2];
     if (kind->type == REDIS_REPLY_STRING && strcmp(kind->str, "message") == 0
-        && payload->type == REDIS_REPLY_STRING && rc->on_message)
-        rc->on_message(rc, payload->str, payload->len, rc->message_arg);
+        && channel->type == REDIS_REPLY_STRING && payload->type == REDIS_REPLY_STRING
+        && rc->on_message)
+        rc->on_message(rc, channel->str, payload->str, payload->len, rc->message_arg);
 }
 
 static void send_script_load(struct rconn *rc, int script)

@@ -349,12 +349,13 @@ static void on_sub_down(struct rconn *rc, void *arg)
     rcluster_arm(cl->sub_timer, 0);      /* the next node, from the loop */
 }
 
-static void on_sub_message(struct rconn *rc, const char *payload, size_t len, void *arg)
+static void on_sub_message(struct rconn *rc, const char *channel, const char *payload,
+                           size_t len, void *arg)
 {
     (void)rc;
     struct rcluster *cl = arg;
     if (cl->on_message)
-        cl->on_message(cl->owner, payload, len, cl->message_arg);
+        cl->on_message(cl->owner, channel, payload, len, cl->message_arg);
 }
 
 /* The subscription is not up (lost, or not made within the connect

@@ -23,9 +23,10 @@ struct rconn;
  * after a NULL reply they fail until on_up. */
 typedef void (*rconn_reply_fn)(struct rconn *rc, redisReply *reply, void *arg);
 
-/* A message published on a subscribed channel. */
-typedef void (*rconn_message_fn)(struct rconn *rc, const char *payload,
-                                 size_t len, void *arg);
+/* A message published on a subscribed channel (NUL-terminated, as is
+ * the payload). */
+typedef void (*rconn_message_fn)(struct rconn *rc, const char *channel,
+                                 const char *payload, size_t len, void *arg);
 
 struct rconn_events {
     void (*on_up)(struct rconn *rc, void *arg);   /* ready for requests */

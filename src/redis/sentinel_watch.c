@@ -27,9 +27,11 @@ struct sentinel_watch {
  * our master to an address not announced yet is a failover: logged, and
  * told to the owner.
  */
-static void on_switch(struct rconn *rc, const char *payload, size_t len, void *arg)
+static void on_switch(struct rconn *rc, const char *channel, const char *payload, size_t len,
+                      void *arg)
 {
     (void)rc;
+    (void)channel;
     struct sentinel_watch *w = arg;
     char name[256], old_ip[SENTINEL_HOST_MAX], new_ip[SENTINEL_HOST_MAX], msg[600];
     int old_port, new_port;

@@ -249,9 +249,11 @@ void reaper_cancel_up(struct reaper_cancel *rc)
     check_running(rc);
 }
 
-static void on_message(struct rconn *conn, const char *payload, size_t len, void *arg)
+static void on_message(struct rconn *conn, const char *channel, const char *payload,
+                       size_t len, void *arg)
 {
     (void)conn;
+    (void)channel;
     struct reaper_cancel *rc = arg;
     int64_t fence;
     char id[DQ_ID_MAX + 1], tag[DQ_QUEUE_MAX + 16];

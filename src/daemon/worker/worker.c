@@ -44,6 +44,7 @@ static void on_sub_up(struct rconn *rc, void *arg)
 {
     (void)rc;
     struct worker *w = arg;
+    qparts_forget(&w->parts);
     if (w->state == W_SLEEPING) {
         evtimer_del(w->wake_timer);
         w->state = W_IDLE;

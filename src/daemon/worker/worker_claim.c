@@ -148,7 +148,7 @@ static int send_claim(struct worker *w)
 {
     struct cmd cmd;
     cmd_init(&cmd);
-    w->claim_part = qparts_next_claim(&w->parts);
+    w->claim_part = qparts_next_claim(&w->parts, server_now(w));
     proto_claim_cmd(&cmd, qparts_keys(&w->parts, w->claim_part), w->q->batch, w->q->lease_ms,
                     w->owner);
     w->claim_sent_us = slots_now_us();

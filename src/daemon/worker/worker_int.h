@@ -142,7 +142,8 @@ void worker_on_wake_timer(evutil_socket_t fd, short what, void *arg);
 int64_t worker_take_next_due(struct worker *w);
 void worker_sleep_until_due(struct worker *w, int64_t due);
 void worker_observe_pause(struct worker *w, bool paused, int64_t server_ms, int64_t sent_us);
-void worker_on_wake_message(struct rconn *rc, const char *payload, size_t len, void *arg);
+void worker_on_wake_message(struct rconn *rc, const char *channel, const char *payload,
+                            size_t len, void *arg);
 
 /* ---- worker_report.c ---- */
 

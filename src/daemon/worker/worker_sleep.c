@@ -2,6 +2,8 @@
  * A worker's sleep until the next due job, cut short by a producer's wake
  * message; and the pause state, as claims, polls and messages tell it.
  */
+#include <string.h>
+
 #include "daemon/log.h"
 #include "daemon/worker/worker_int.h"
 
@@ -97,6 +99,8 @@ static void on_pause_message(struct worker *w, bool paused, int64_t ms)
     bool was = w->pause.paused;
     pause_view_hear(&w->pause, paused, ms, slots_now_us());
     log_pause_change(w, was);
+    if (!paused)
+        qparts_forget(&w->parts);   /* no wake was sent while it was paused */
     if (w->state != W_SLEEPING) {
         if (!paused)
             w->woken_due = 0;   /* a claim in flight may say paused still */
@@ -110,12 +114,25 @@ static void on_pause_message(struct worker *w, bool paused, int64_t ms)
         worker_drive(w);
 }
 
+/* Tell the sweep (qparts.h) which partition the wake came from; one not
+ * recognised makes it ask them all. */
+static void note_woken_partition(struct worker *w, const char *channel, int64_t due)
+{
+    for (unsigned i = 0; i < w->parts.n; i++)
+        if (strcmp(qparts_keys(&w->parts, i)->wake, channel) == 0) {
+            qparts_woken(&w->parts, i, due);
+            return;
+        }
+    qparts_forget(&w->parts);
+}
+
 /* A producer made a job due sooner than the head we sleep towards: wake at
  * its due time instead, on our own precise timer.  A worker that is busy
  * (claiming, running, reporting) keeps the time for when it is done: the
  * claim it made may predate the job, and the message comes only once.
  * A paused worker has no use for it: it claims when it is resumed. */
-void worker_on_wake_message(struct rconn *rc, const char *payload, size_t len, void *arg)
+void worker_on_wake_message(struct rconn *rc, const char *channel, const char *payload,
+                            size_t len, void *arg)
 {
     (void)rc;
     struct worker *w = arg;
@@ -127,6 +144,7 @@ void worker_on_wake_message(struct rconn *rc, const char *payload, size_t len, v
     }
     if (kind != WAKE_DUE || w->pause.paused)
         return;
+    note_woken_partition(w, channel, due);
     if (w->state != W_SLEEPING) {
         if (w->woken_due < 0 || due < w->woken_due)
             w->woken_due = due;
