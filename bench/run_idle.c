@@ -3,7 +3,8 @@
  * runs 8 workers on an empty queue (plus its reaper); after it settled,
  * the Redis commands it sends over a window (--idle-seconds, 30 s by
  * default: one full idle-claim period of every worker) are counted from
- * INFO's total_commands_processed, less the bench's own INFO calls.
+ * INFO's total_commands_processed, less the bench's own INFO calls.  Then
+ * the same with the queue in 12 partitions, whose idle look asks each.
  */
 #include "config.h"
 
@@ -17,6 +18,7 @@
 #include "bench/report.h"
 
 #define IDLE_WORKERS 8
+#define IDLE_PARTS 12
 #define SETTLE_MS 1000
 
 /* "evalsha=9 publish=0 ..." for the commands of a delta, but INFO. */
@@ -37,11 +39,14 @@ static void list_calls(const struct info_snap *d, char *out, size_t outlen)
         snprintf(out, outlen, "none");
 }
 
-int run_idle(const struct bench_env *env, char *err, size_t errlen)
+/* One idle row, the queue in `parts` partitions (0: not partitioned). */
+static int idle_row(const struct bench_env *env, int parts, char *err, size_t errlen)
 {
     struct report_row row;
-    char config[48];
-    snprintf(config, sizeof config, "w=%d %ds", IDLE_WORKERS, env->opt.idle_s);
+    char config[48], on[16] = "";
+    if (parts > 1)
+        snprintf(on, sizeof on, " p=%d", parts);
+    snprintf(config, sizeof config, "w=%d %ds%s", IDLE_WORKERS, env->opt.idle_s, on);
     report_row_init(&row, "idle", config);
     bench_progress("idle %s", config);
     struct redis_proc rp;
@@ -51,7 +56,7 @@ int run_idle(const struct bench_env *env, char *err, size_t errlen)
     int ret = -1;
     if (redis_proc_start(&rp, env->redis_server, err, errlen) < 0)
         goto done;
-    struct daemon_spec spec = { .workers = IDLE_WORKERS, .batch = 16 };
+    struct daemon_spec spec = { .workers = IDLE_WORKERS, .batch = 16, .partitions = parts };
     if (daemon_proc_start(&dp, env, &rp, &spec, err, errlen) < 0)
         goto done;
     if (!(rc = redis_proc_connect(&rp, err, errlen)))
@@ -93,4 +98,11 @@ done:
     daemon_proc_stop(&dp, 15000);
     redis_proc_stop(&rp);
     return ret;
+}
+
+int run_idle(const struct bench_env *env, char *err, size_t errlen)
+{
+    if (idle_row(env, 0, err, errlen) < 0)
+        return -1;
+    return idle_row(env, IDLE_PARTS, err, errlen);
 }
