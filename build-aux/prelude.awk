@@ -10,7 +10,8 @@
 # prelude's functions above that line: they are made there, so a call
 # that returns before it (a producer's common call) makes none of them.
 # The prelude's other definitions (constants, the string functions' short
-# names, per-call state) cost next to nothing and stay at the top.  The
+# names, per-call state) cost little, but not nothing: those the text above
+# the line names are made at the top, the others below the line too.  The
 # text above the line may use only those; the build stops when it names
 # one of the functions made below.  "-- prelude: here except NAME ..."
 # makes the NAMEd functions, and those they use, at the top: what the
@@ -22,11 +23,13 @@
 # name counts as used wherever it appears as a word outside whole-line
 # comments (a mention in a string or a trailing comment only keeps a
 # definition that need not be kept).
-function words(text, out,    lines, nl, t, n, i, j) {
+function words(text, out,    lines, nl, t, n, i, j, line) {
     nl = split(text, lines, "\n")
     for (j = 1; j <= nl; j++) {
         if (lines[j] ~ /^[ \t]*--/) continue
-        n = split(lines[j], t, /[^A-Za-z0-9_]+/)
+        line = lines[j]
+        gsub(/string\.[a-z]+/, "", line)   # a library's name, not a short one
+        n = split(line, t, /[^A-Za-z0-9_]+/)
         for (i = 1; i <= n; i++) if (t[i] != "") out[t[i]] = 1
     }
 }
@@ -95,11 +98,19 @@ END {
         for (i = 1; i <= nscript; i++) print script[i]
         exit
     }
-    # Made at the top: the definitions that are not functions, the roots,
-    # and what any of them uses.
+    # Made at the top: the roots, the definitions that are not functions
+    # and that the text above the line names (a constant, a short name),
+    # and what any of them uses.  The other definitions that are not
+    # functions are made below the line with the functions: each one made
+    # costs every call, and a short name costs two table reads.
+    above = ""
+    for (i = 1; i < here; i++) above = above "\n" script[i]
+    words(above, early)
     n = split(eager_roots, roots, " ")
     for (i = 1; i <= n; i++) if (roots[i] in owner) top[owner[roots[i]]] = 1
-    for (d in keep) if (!(defline[d] in isfunc)) top[d] = 1
+    for (w in early)
+        if ((w in owner) && (owner[w] in keep) && !(defline[owner[w]] in isfunc))
+            top[owner[w]] = 1
     do {
         added = 0
         for (d in top) {
@@ -110,9 +121,6 @@ END {
         }
     } while (added)
     # The text above the line may not use what is made below it.
-    above = ""
-    for (i = 1; i < here; i++) above = above "\n" script[i]
-    words(above, early)
     for (w in early)
         if ((w in owner) && (owner[w] in keep) && !(owner[w] in top)) {
             print FILENAME ": " w " is used above \"-- prelude: here\"," \

@@ -20,8 +20,14 @@
 -- and never writes it: the claim's fence goes to the lease hash.  Bump the
 -- format (and docs/protocol.md) on any incompatible change.
 
-local match, sub, format, byte, find = string.match, string.sub, string.format,
-  string.byte, string.find
+-- The string functions under short names, one a line: a script whose
+-- common call comes before "-- prelude: here" makes at the top only those
+-- it names there (each costs a call two table reads).
+local find = string.find
+local format = string.format
+local sub = string.sub
+local match = string.match
+local byte = string.byte
 
 -- How far ahead a due time may be: 100 years of 365 days, in ms.  Further
 -- is a mistake (a unit mixed up, an overflow) that would park a job for
