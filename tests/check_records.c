@@ -498,6 +498,66 @@ START_TEST(enqueue_many_common_and_other_calls_write_the_same_records)
 }
 END_TEST
 
+/*
+ * enqueue's common call packs the usual record (a type under 32 bytes, a
+ * payload under 256, a limit under 128, a due time under 2^32 ms ahead)
+ * with one struct.pack whose format it picks by the values' sizes, and
+ * any other with cmsgpack.  Either way the record is byte for byte what
+ * cmsgpack packs, at every width's edge on both sides.
+ */
+START_TEST(enqueue_common_call_packs_every_width_as_cmsgpack_does)
+{
+    static const char *const delays[] = { "0", "127", "128", "255", "256", "65535", "65536",
+                                          "4294967295", "4294967296" };
+    static const size_t tlens[] = { 1, 31, 32 }, plens[] = { 0, 31, 32, 255, 256 };
+    static const char *const maxes[] = { "0", "127", "128", "65536" };
+    const char *text = script_text("enqueue");
+    char type[40], payload[300], id[32];
+    memset(type, 't', sizeof type);
+    memset(payload, 'p', sizeof payload);
+    int n = 0;
+    for (size_t d = 0; d < sizeof delays / sizeof delays[0]; d++)
+        for (size_t ti = 0; ti < sizeof tlens / sizeof tlens[0]; ti++)
+            for (size_t pi = 0; pi < sizeof plens / sizeof plens[0]; pi++)
+                for (size_t m = 0; m < sizeof maxes / sizeof maxes[0]; m++) {
+                    /* Every other job with a generated id (a bucket). */
+                    bool gen = n % 2 == 1;
+                    snprintf(id, sizeof id, "e-%d", n++);
+                    redisReply *r = cmd("EVAL %s 6 %s %s %s %s %s %s %s %s %b %b %s %s %s %s",
+                                        text, K("jobs"), K("delayed"), K("processing"),
+                                        K("dead"), K("meta"), K("lease"), "", gen ? "" : id,
+                                        type, tlens[ti], payload, plens[pi], "delay",
+                                        delays[d], maxes[m], "0");
+                    ck_assert_msg(r->type == REDIS_REPLY_ARRAY && r->elements == 4
+                                  && strcmp(r->element[0]->str, "ok") == 0,
+                                  "job %s: not added", id);
+                    char key[64];
+                    snprintf(id, sizeof id, "%s", r->element[1]->str);
+                    long long due = r->element[2]->integer, now = r->element[3]->integer;
+                    freeReplyObject(r);
+                    ck_assert_int_eq(due - now, atoll(delays[d]));
+                    snprintf(key, sizeof key, gen ? K("jobs") ":" : K("jobs"));
+                    if (gen && strlen(id) > 2)
+                        snprintf(key, sizeof key, K("jobs") ":%.*s", (int)strlen(id) - 2, id);
+                    redisReply *want = cmd("EVAL %s 0 %b %b %s %lld %s",
+                                           "return '3:0:\\150' .. cmsgpack.pack(ARGV[1], ARGV[2],"
+                                           " tonumber(ARGV[3]), tonumber(ARGV[4]),"
+                                           " tonumber(ARGV[5])) .. '\\160'",
+                                           type, tlens[ti], payload, plens[pi], maxes[m], now,
+                                           delays[d]);
+                    redisReply *got = cmd("HGET %s %s", key, id);
+                    ck_assert_int_eq(want->type, REDIS_REPLY_STRING);
+                    ck_assert_msg(got->type == REDIS_REPLY_STRING && got->len == want->len
+                                  && memcmp(got->str, want->str, want->len) == 0,
+                                  "type of %zu, payload of %zu, max %s, delay %s: the record"
+                                  " is not what cmsgpack packs", tlens[ti], plens[pi],
+                                  maxes[m], delays[d]);
+                    freeReplyObject(want);
+                    freeReplyObject(got);
+                }
+}
+END_TEST
+
 /* The message a subscriber of channel "w" gets next (a static buffer). */
 static const char *next_wake(redisContext *sub)
 {
@@ -1104,6 +1164,7 @@ static Suite *records_suite(void)
     tcase_add_test(tc, cli_refuses_times_beyond_100_years);
     tcase_add_test(tc, asked_retry_delay_is_capped);
     tcase_add_test(tc, scripts_name_the_bad_argument);
+    tcase_add_test(tc, enqueue_common_call_packs_every_width_as_cmsgpack_does);
     return s;
 }
 

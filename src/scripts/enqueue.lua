@@ -41,33 +41,43 @@
 -- where the prelude's checks name what is wrong; the common call has
 -- written nothing by then.
 local t = redis.call('TIME')
-local now = t[1] * 1000 + math.floor(t[2] / 1000)
-local channel, id, jtype, payload = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-local when, ms, max = ARGV[5], ARGV[6], ARGV[7]
+local us = t[2] + 0
+local now = t[1] * 1000 + (us - us % 1000) / 1000
+-- (ARGV and KEYS are globals: a local costs one read where each use of
+-- a global costs a lookup.)
+local argv, keys = ARGV, KEYS
+local channel, id, jtype, payload = argv[1], argv[2], argv[3], argv[4]
+local when, ms, max = argv[5], argv[6], argv[7]
 local nparts, part = 1, 0
 local due, score
 
 -- The common call: every test here accepts only what the prelude's checks
--- below accept too, so a call that passes them needs no other.
-if payload and #ARGV <= 11 and (ARGV[8] == '0' or ARGV[8] == '1')
-   and (ARGV[9] == nil or ARGV[9] == '5')
-   and (id == '' or (id and #id <= 256 and not find(id, '[^!-~]')
-                     and not find(id, '^%d+$') and id ~= '.' and id ~= '..'))
-   and jtype and jtype ~= '' and #jtype <= 128 and jtype ~= '*' and not find(jtype, '[^!-~]')
+-- below accept too, so a call that passes them needs no other.  The
+-- patterns are anchored (one pass over the text; an unanchored search
+-- tries a match at every byte): a producer's id is printable, and not
+-- all digits when it has a byte that is none (ids of digits and dots go
+-- below); a number's digits become the number by arithmetic (tonumber is
+-- a global and a call).
+local replace = argv[8]
+if payload and #argv <= 11 and (replace == '0' or replace == '1')
+   and (argv[9] == nil or argv[9] == '5')
+   and (id == '' or (id and #id <= 256 and find(id, '^%d*[!-/:-~][!-~]*$')
+                     and id ~= '.' and id ~= '..'))
+   and jtype and #jtype <= 128 and jtype ~= '*' and find(jtype, '^[!-~]+$')
    and (max == '0' or max and #max <= 10 and find(max, '^%d+$'))
    and ms and #ms <= 16 and find(ms, '^%d+$') then
-  max = max == '0' and 0 or tonumber(max)
+  max = max == '0' and 0 or max + 0
   -- The score as ZADD will read it: the argument itself when it is the
   -- due time (a number's conversion to text costs more than a command).
   if when == 'at' then
-    due, score = tonumber(ms), ms
+    due, score = ms + 0, ms
     if due > now + MAX_AHEAD_MS then due = nil end
   elseif when == 'delay' then
-    due = tonumber(ms)
+    due = ms + 0
     if due > MAX_AHEAD_MS then due = nil else due = now + due end
   end
   if max > MAX_ATTEMPTS then due = nil end
-  local n, i = ARGV[10], ARGV[11]
+  local n, i = argv[10], argv[11]
   if n then
     nparts = i and #n <= 3 and #i <= 3 and find(n, '^%d+$') and find(i, '^%d+$')
              and tonumber(n)
@@ -76,34 +86,60 @@ if payload and #ARGV <= 11 and (ARGV[8] == '0' or ARGV[8] == '1')
   end
   -- The count this partition's meta holds, if any, must be the caller's
   -- (see "The count's epoch" below).
-  local stored = due and redis.call('HGET', KEYS[5], 'partitions')
+  local stored = due and redis.call('HGET', keys[5], 'partitions')
   if stored and (nparts == 1 or tonumber(stored) ~= nparts) then due = nil end
 end
 
 if due then
-  -- The record, as the prelude's encode writes it (six elements, the
-  -- last an empty error, \160: the priority is normal).  HSETNX replies
-  -- 1 when it wrote the record, 0 when the id has one, and an error (as a
-  -- table) when the key is not a hash: then the id is left to the path
-  -- below.
-  local rec = '3:0:\150' .. cmsgpack.pack(jtype, payload, max, now, due - now) .. '\160'
+  -- The record, byte for byte as the prelude's encode writes it (six
+  -- elements, the last an empty error, \160: the priority is normal).
+  -- The usual record (a type under 32 bytes, a payload under 256, a limit
+  -- under 128, a due time under 49 days ahead) is one struct.pack, whose
+  -- format is one of eight constants: each MessagePack head is a number of
+  -- the width cmsgpack picks (fixstr \160 + length, or str8 \217 and the
+  -- length, as a big-endian H; the offset in 1, 2 (\204), 3 (\205) or 5
+  -- (\206) bytes; created in 9, \207).  cmsgpack.pack makes a string of
+  -- each value before it joins them, which cost a third of the call;
+  -- struct copies a string byte by byte, so a longer payload goes there.
+  local tl, pl, off = #jtype, #payload, due - now
+  local rec
+  if tl < 32 and pl < 256 and max < 128 and off < 4294967296 then
+    local short, ph = pl < 32, 0xa0 + pl
+    if not short then ph = 0xd900 + pl end
+    local oh, fmt = off, short and 'c0Bc0Bc0BB>I8BB' or 'c0Bc0>Hc0BBI8BB'
+    if off > 127 then
+      if off < 256 then
+        oh, fmt = 0xcc00 + off, short and 'c0Bc0Bc0BB>I8HB' or 'c0Bc0>Hc0BBI8HB'
+      elseif off < 65536 then
+        oh, fmt = 0xcd0000 + off, short and 'c0Bc0Bc0BB>I8I3B' or 'c0Bc0>Hc0BBI8I3B'
+      else
+        oh, fmt = 0xce00000000 + off, short and 'c0Bc0Bc0BB>I8I5B' or 'c0Bc0>Hc0BBI8I5B'
+      end
+    end
+    rec = struct.pack(fmt, '3:0:\150', 0xa0 + tl, jtype, ph, payload, max, 0xcf, now, oh, 0xa0)
+  else
+    rec = '3:0:\150' .. cmsgpack.pack(jtype, payload, max, now, off) .. '\160'
+  end
+  -- HSETNX replies 1 when it wrote the record, 0 when the id has one, and
+  -- an error (as a table) when the key is not a hash: then the id is left
+  -- to the path below.
   local written
   if id == '' then
     -- Generated ids are decimal (producers' own ids may not be all
     -- digits), their records in buckets of 100 (the prelude's record_key).
     repeat
-      id = format('%d', redis.call('HINCRBY', KEYS[5], 'seq', '1') * nparts + part)
-      written = redis.pcall('HSETNX', KEYS[1] .. ':' .. sub(id, 1, -3), id, rec)
+      id = string.format('%d', redis.call('HINCRBY', keys[5], 'seq', '1') * nparts + part)
+      written = redis.pcall('HSETNX', keys[1] .. ':' .. string.sub(id, 1, -3), id, rec)
     until written ~= 0
   else
-    written = redis.pcall('HSETNX', KEYS[1], id, rec)
+    written = redis.pcall('HSETNX', keys[1], id, rec)
   end
   if written == 1 then
     -- Wake sleeping workers when the job is now the head of its level,
     -- as below.  (Every number given to a command here is a string: Redis
     -- prints a Lua number with snprintf, which costs what the ZRANGE does.)
-    redis.call('ZADD', KEYS[2], score or format('%d', due), id)
-    if channel ~= '' and redis.call('ZRANGE', KEYS[2], '0', '0')[1] == id then
+    redis.call('ZADD', keys[2], score or string.format('%d', due), id)
+    if channel ~= '' and redis.call('ZRANGE', keys[2], '0', '0')[1] == id then
       redis.call('PUBLISH', channel, due)
     end
     return { 'ok', id, due, now }
@@ -130,7 +166,7 @@ else
   due = now + arg_int(6, 'delay_ms', 0, MAX_AHEAD_MS)
 end
 max = arg_int(7, 'max_attempts', 0, MAX_ATTEMPTS)
-local replace = arg_one_of(8, 'replace', '0', '1')
+replace = arg_one_of(8, 'replace', '0', '1')
 local prio = NORMAL
 nparts, part = 1, 0
 if ARGV[9] then prio = arg_int(9, 'priority', 0, 9) end

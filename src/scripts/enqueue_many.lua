@@ -49,11 +49,14 @@ local now = t[1] * 1000 + math.floor(t[2] / 1000)
 local MANY_MAX = 1000
 
 do
-  local channel, nargs = ARGV[1], #ARGV
+  -- (ARGV and KEYS are globals: a local costs one read where each use of
+  -- a global costs a lookup.)
+  local argv, keys = ARGV, KEYS
+  local channel, nargs = argv[1], #argv
   local n, nparts, part = (nargs - 1) / 3, 1, 0
   if nargs > 3 and (nargs - 1) % 3 == 2 then
     n = (nargs - 3) / 3
-    local np, pp = ARGV[nargs - 1], ARGV[nargs]
+    local np, pp = argv[nargs - 1], argv[nargs]
     nparts = #np <= 3 and #pp <= 3 and find(np, '^%d+$') and find(pp, '^%d+$')
              and tonumber(np)
     part = nparts and tonumber(pp)
@@ -78,7 +81,7 @@ do
   local last_key, ids, sets, ni = nil, nil, nil, 0
   local seen = nil                -- producers' ids in this call
   for i = 1, channel and n or 0 do
-    local id, when, body = ARGV[3 * i - 1], ARGV[3 * i], ARGV[3 * i + 1]
+    local id, when, body = argv[3 * i - 1], argv[3 * i], argv[3 * i + 1]
     -- when: a delay or "@" and a time, in digits (no "r", no priority).
     if when ~= last_when then
       local ms = #when <= 17 and match(when, '^@(%d+)$')
@@ -124,23 +127,24 @@ do
     local key
     if id == '' then
       if not seq then
-        seq = tonumber(redis.call('HGET', KEYS[5], 'seq') or '0')
+        seq = tonumber(redis.call('HGET', keys[5], 'seq') or '0')
         if not seq or seq < 0 then break end
       end
       generated = generated + 1
       local num = (seq + generated) * nparts + part
       id = format('%d', num)
       if num - num % 100 ~= gen_bucket then
-        gen_bucket, gen_key = num - num % 100, KEYS[1] .. ':' .. sub(id, 1, -3)
+        gen_bucket, gen_key = num - num % 100, keys[1] .. ':' .. sub(id, 1, -3)
       end
       key = gen_key
     else
-      if #id > 256 or id == '' or find(id, '[^!-~]') or find(id, '^%d+$') or id == '.'
-         or id == '..' then break end
+      if #id > 256 or not find(id, '^%d*[!-/:-~][!-~]*$') or id == '.' or id == '..' then
+        break   -- not printable, all digits (or digits and dots): below
+      end
       if not seen then seen = {} end
       if seen[id] then break end
       seen[id] = true
-      key = KEYS[1]
+      key = keys[1]
     end
     if key ~= last_key then
       local b = nil
@@ -167,7 +171,7 @@ do
   local free = passed == n and n >= 1
   if free then
     -- The count's epoch (below): a count the meta holds must be ours.
-    local stored = redis.call('HGET', KEYS[5], 'partitions')
+    local stored = redis.call('HGET', keys[5], 'partitions')
     free = not stored or (nparts > 1 and tonumber(stored) == nparts)
   end
   for b = 1, free and nb or 0 do
@@ -179,14 +183,14 @@ do
     if not free then break end
   end
   if free then
-    if generated > 0 then redis.call('HINCRBY', KEYS[5], 'seq', format('%d', generated)) end
+    if generated > 0 then redis.call('HINCRBY', keys[5], 'seq', format('%d', generated)) end
     for b = 1, nb do redis.call('HSET', bkeys[b], unpack(bsets[b])) end
-    redis.call('ZADD', KEYS[2], unpack(zadd))
+    redis.call('ZADD', keys[2], unpack(zadd))
     -- Wake sleeping workers when the soonest new job is due at the head
     -- of the normal level (by score: which of several jobs due at once
     -- sorts first is Redis's byte order, not Lua's, whose string
     -- comparison follows the server's locale), as enqueue does.
-    if channel ~= '' and tonumber(redis.call('ZRANGE', KEYS[2], '0', '0', 'WITHSCORES')[2])
+    if channel ~= '' and tonumber(redis.call('ZRANGE', keys[2], '0', '0', 'WITHSCORES')[2])
                          == soonest then
       redis.call('PUBLISH', channel, format('%d', soonest))
     end

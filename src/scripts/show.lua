@@ -28,8 +28,12 @@
 -- below it, where read_record says what is wrong with a record.
 local id = ARGV[1]
 local t = redis.call('TIME')
-local now = t[1] * 1000 + math.floor(t[2] / 1000)
-if id and id ~= '' and #id <= 256 and not find(id, '[^!-~]') then
+local us = t[2] + 0
+local now = t[1] * 1000 + (us - us % 1000) / 1000
+-- (An anchored pattern is one pass over the text; an unanchored search
+-- tries a match at every byte.  Digits become a number by arithmetic:
+-- tonumber is a global and a call.)
+if id and #id <= 256 and find(id, '^[!-~]+$') then
   local rk = KEYS[1]
   if find(id, '^%d+$') then rk = rk .. ':' .. sub(id, 1, -3) end
   local raw = redis.pcall('HGET', rk, id)
@@ -44,7 +48,7 @@ if id and id ~= '' and #id <= 256 and not find(id, '[^!-~]') then
       -- nothing after them (left is -1); every one as read_record wants
       -- it, the error a string; else the path below.
       local ok, left, jt, p, m, c, o, e = pcall(cmsgpack.unpack_limit, raw, 6, body)
-      a = tonumber(a)
+      a = a + 0
       if ok and left == -1 and type(jt) == 'string' and type(p) == 'string'
          and type(e) == 'string' and a <= MAX_ATTEMPTS
          and type(m) == 'number' and m % 1 == 0 and m >= 0 and m <= MAX_ATTEMPTS
@@ -54,7 +58,7 @@ if id and id ~= '' and #id <= 256 and not find(id, '[^!-~]') then
         -- A queue with expiries or windows: the path below reads them.
         local base = sub(KEYS[5], 1, -5)
         if redis.call('EXISTS', base .. 'expire_info', base .. 'unique') == 0 then
-          return { 'delayed', jt, p, a, m, c, c + o, 0, e, tonumber(at), now, '',
+          return { 'delayed', jt, p, a, m, c, c + o, 0, e, at + 0, now, '',
                    'delayed', NORMAL, 0, '', 0, 0 }
         end
       end
