@@ -507,8 +507,10 @@ END_TEST
  */
 START_TEST(enqueue_common_call_packs_every_width_as_cmsgpack_does)
 {
+    /* Delays, and absolute times in the past ("@"): the offset is then
+     * negative (a negative fixint or int 8/16/32/64 for cmsgpack). */
     static const char *const delays[] = { "0", "127", "128", "255", "256", "65535", "65536",
-                                          "4294967295", "4294967296" };
+                                          "4294967295", "4294967296", "@0", "@past" };
     static const size_t tlens[] = { 1, 31, 32 }, plens[] = { 0, 31, 32, 255, 256 };
     static const char *const maxes[] = { "0", "127", "128", "65536" };
     const char *text = script_text("enqueue");
@@ -521,13 +523,19 @@ START_TEST(enqueue_common_call_packs_every_width_as_cmsgpack_does)
             for (size_t pi = 0; pi < sizeof plens / sizeof plens[0]; pi++)
                 for (size_t m = 0; m < sizeof maxes / sizeof maxes[0]; m++) {
                     /* Every other job with a generated id (a bucket). */
-                    bool gen = n % 2 == 1;
+                    bool gen = n % 2 == 1, at = delays[d][0] == '@';
+                    char ms[32];
                     snprintf(id, sizeof id, "e-%d", n++);
+                    snprintf(ms, sizeof ms, "%s", at ? "0" : delays[d]);
+                    if (strcmp(delays[d], "@past") == 0)   /* 100 ms ago */
+                        snprintf(ms, sizeof ms, "%lld",
+                                 num("EVAL %s 0", "local t = redis.call('TIME') return t[1] *"
+                                     " 1000 + math.floor(t[2] / 1000) - 100"));
                     redisReply *r = cmd("EVAL %s 6 %s %s %s %s %s %s %s %s %b %b %s %s %s %s",
                                         text, K("jobs"), K("delayed"), K("processing"),
                                         K("dead"), K("meta"), K("lease"), "", gen ? "" : id,
-                                        type, tlens[ti], payload, plens[pi], "delay",
-                                        delays[d], maxes[m], "0");
+                                        type, tlens[ti], payload, plens[pi],
+                                        at ? "at" : "delay", ms, maxes[m], "0");
                     ck_assert_msg(r->type == REDIS_REPLY_ARRAY && r->elements == 4
                                   && strcmp(r->element[0]->str, "ok") == 0,
                                   "job %s: not added", id);
@@ -535,16 +543,16 @@ START_TEST(enqueue_common_call_packs_every_width_as_cmsgpack_does)
                     snprintf(id, sizeof id, "%s", r->element[1]->str);
                     long long due = r->element[2]->integer, now = r->element[3]->integer;
                     freeReplyObject(r);
-                    ck_assert_int_eq(due - now, atoll(delays[d]));
+                    ck_assert_int_eq(due - now, at ? atoll(ms) - now : atoll(delays[d]));
                     snprintf(key, sizeof key, gen ? K("jobs") ":" : K("jobs"));
                     if (gen && strlen(id) > 2)
                         snprintf(key, sizeof key, K("jobs") ":%.*s", (int)strlen(id) - 2, id);
-                    redisReply *want = cmd("EVAL %s 0 %b %b %s %lld %s",
+                    redisReply *want = cmd("EVAL %s 0 %b %b %s %lld %lld",
                                            "return '3:0:\\150' .. cmsgpack.pack(ARGV[1], ARGV[2],"
                                            " tonumber(ARGV[3]), tonumber(ARGV[4]),"
                                            " tonumber(ARGV[5])) .. '\\160'",
                                            type, tlens[ti], payload, plens[pi], maxes[m], now,
-                                           delays[d]);
+                                           due - now);
                     redisReply *got = cmd("HGET %s %s", key, id);
                     ck_assert_int_eq(want->type, REDIS_REPLY_STRING);
                     ck_assert_msg(got->type == REDIS_REPLY_STRING && got->len == want->len

@@ -94,7 +94,8 @@ if due then
   -- The record, byte for byte as the prelude's encode writes it (six
   -- elements, the last an empty error, \160: the priority is normal).
   -- The usual record (a type under 32 bytes, a payload under 256, a limit
-  -- under 128, a due time under 49 days ahead) is one struct.pack, whose
+  -- under 128, a due time not past and under 49 days ahead) is one
+  -- struct.pack, whose
   -- format is one of eight constants: each MessagePack head is a number of
   -- the width cmsgpack picks (fixstr \160 + length, or str8 \217 and the
   -- length, as a big-endian H; the offset in 1, 2 (\204), 3 (\205) or 5
@@ -103,7 +104,7 @@ if due then
   -- struct copies a string byte by byte, so a longer payload goes there.
   local tl, pl, off = #jtype, #payload, due - now
   local rec
-  if tl < 32 and pl < 256 and max < 128 and off < 4294967296 then
+  if tl < 32 and pl < 256 and max < 128 and off >= 0 and off < 4294967296 then
     local short, ph = pl < 32, 0xa0 + pl
     if not short then ph = 0xd900 + pl end
     local oh, fmt = off, short and 'c0Bc0Bc0BB>I8BB' or 'c0Bc0>Hc0BBI8BB'

@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+"""Instructions per call of the producer's scripts inside Redis, counted by
+callgrind (deterministic, so parts far smaller than a timing run's noise
+show; docs/benchmarks.md, "The producer's path").  Redis runs under
+valgrind with only EVALSHA counted; each script (as Redis runs it, from a
+build's scripts/ or any file) is called 200 times to warm up, then N
+times between a zeroing and a dump of the counts.
+
+  /usr/bin/python3 bench/producer-instructions.py [--many] [--generated] \\
+      label=path/to/script.lua ...
+
+Each script gets enqueue's arguments (a producer's id "e-N" unless
+--generated, type "bench", a 32-byte payload, "at" an hour ahead,
+max_attempts 0), or with --many enqueue_many's (100 jobs a call, generated
+ids, "@" times, their bodies).  The label "minimal" stands for the bench's
+minimal script of the call (run_producer.c's, with a value as long as the
+record).  Put a warm-up label first: the first script measured pays for
+the hash tables' first growth.
+"""
+import argparse, glob, os, subprocess, tempfile, time
+import redis
+
+MINIMAL_ID = """local t = redis.call('TIME')
+redis.call('HGET', KEYS[5], 'partitions')
+redis.call('HSETNX', KEYS[1], ARGV[2], ARGV[4] .. 'rrrrrrrrrrrrrrrrrrrrrrrrrrrrr')
+redis.call('ZADD', KEYS[2], ARGV[6], ARGV[2])
+redis.call('ZRANGE', KEYS[2], '0', '0')
+return { 'ok', ARGV[2], ARGV[6], t[1] }
+"""
+MINIMAL_GEN = """local t = redis.call('TIME')
+redis.call('HGET', KEYS[5], 'partitions')
+local id = string.format('%d', redis.call('HINCRBY', KEYS[5], 'seq', '1'))
+redis.call('HSETNX', KEYS[1] .. ':' .. string.sub(id, 1, -3), id,
+           ARGV[4] .. 'rrrrrrrrrrrrrrrrrrrrrrrrrrrrr')
+redis.call('ZADD', KEYS[2], ARGV[6], id)
+redis.call('ZRANGE', KEYS[2], '0', '0')
+return { 'ok', id, ARGV[6], t[1] }
+"""
+MINIMAL_MANY = """local t = redis.call('TIME')
+local n = (#ARGV - 1) / 3
+local seq = tonumber(redis.call('HGET', KEYS[5], 'seq') or '0')
+redis.call('HGET', KEYS[5], 'partitions')
+local ids, rec, z = {}, {}, {}
+for i = 1, n do
+  local id = string.format('%d', seq + i)
+  ids[i] = id
+  rec[2 * i - 1] = id
+  rec[2 * i] = ARGV[3 * i + 1] .. 'bbbbbbbbbbbbbbbbbbb'
+  z[2 * i - 1] = string.sub(ARGV[3 * i], 2)
+  z[2 * i] = id
+end
+local b = KEYS[1] .. ':' .. string.sub(ids[1], 1, -3)
+redis.call('HMGET', b, unpack(ids))
+redis.call('HINCRBY', KEYS[5], 'seq', string.format('%d', n))
+redis.call('HSET', b, unpack(rec))
+redis.call('ZADD', KEYS[2], unpack(z))
+redis.call('ZRANGE', KEYS[2], '0', '0', 'WITHSCORES')
+return { t[1], seq }
+"""
+
+ap = argparse.ArgumentParser()
+ap.add_argument('--many', action='store_true')
+ap.add_argument('--generated', action='store_true')
+ap.add_argument('-n', type=int, default=None)
+ap.add_argument('scripts', nargs='+')
+a = ap.parse_args()
+calls = a.n or (100 if a.many else 2000)
+
+def text(path):
+    if path == 'minimal':
+        return MINIMAL_MANY if a.many else MINIMAL_GEN if a.generated else MINIMAL_ID
+    t = open(path).read()
+    return t.split('\n', 1)[1] if t.startswith('#!') else t
+
+KEYS = ['dq:{q}:' + k for k in ('jobs', 'delayed', 'processing', 'dead', 'meta', 'lease')]
+TYPE, PAYLOAD = b'bench', b'0123456789abcdef' * 2
+BODY = b'\x96' + bytes([0xa0 + len(TYPE)]) + TYPE + b'\xd9' + bytes([len(PAYLOAD)]) + PAYLOAD + b'\x00'
+far = int(time.time() * 1000) + 3600000
+serial = 0
+
+def args():
+    global serial
+    if a.many:
+        out = ['']
+        for j in range(100):
+            serial += 1
+            out += ['', '@%d' % (far + serial % 100000), BODY]
+        return out
+    serial += 1
+    return ['', '' if a.generated else 'e-%d' % serial, TYPE, PAYLOAD, 'at',
+            far + serial % 100000, 0, 0]
+
+tmp = tempfile.mkdtemp()
+sock = os.path.join(tmp, 'r.sock')
+srv = subprocess.Popen(['valgrind', '--tool=callgrind', '--collect-atstart=no',
+                        '--toggle-collect=evalShaCommand',
+                        '--callgrind-out-file=' + os.path.join(tmp, 'cg.%p'),
+                        'redis-server', '--port', '0', '--unixsocket', sock, '--save', '',
+                        '--appendonly', 'no'],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+try:
+    for _ in range(600):
+        if os.path.exists(sock):
+            break
+        time.sleep(0.05)
+    r = redis.Redis(unix_socket_path=sock)
+    for _ in range(100):
+        try:
+            r.ping()
+            break
+        except redis.ConnectionError:
+            time.sleep(0.1)
+    def control(what):
+        subprocess.run(['callgrind_control', what, str(srv.pid)], stdout=subprocess.DEVNULL)
+    print('%-16s %12s' % ('script', 'instr/call'))
+    for spec in a.scripts:
+        label, path = spec.split('=', 1) if '=' in spec else (spec, spec)
+        sha = r.script_load(text(path))
+        for _ in range(20 if a.many else 200):
+            r.evalsha(sha, 6, *KEYS, *args())
+        control('-z')
+        for _ in range(calls):
+            r.evalsha(sha, 6, *KEYS, *args())
+        before = set(glob.glob(os.path.join(tmp, 'cg.*')))
+        control('-d')
+        for _ in range(100):
+            new = set(glob.glob(os.path.join(tmp, 'cg.*'))) - before
+            if new:
+                break
+            time.sleep(0.1)
+        time.sleep(0.3)
+        total = None
+        for line in open(sorted(new)[0]):
+            if line.startswith(('summary:', 'totals:')):
+                total = int(line.split()[1])
+        print('%-16s %12.0f' % (label, total / calls), flush=True)
+finally:
+    srv.terminate()
+    srv.wait()
