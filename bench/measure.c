@@ -191,6 +191,25 @@ void info_delta(const struct info_snap *after, const struct info_snap *before,
     }
 }
 
+void info_accumulate(struct info_snap *acc, const struct info_snap *d)
+{
+    acc->total_commands += d->total_commands;
+    acc->used_memory += d->used_memory;
+    for (size_t i = 0; i < d->ncmds; i++) {
+        size_t j = 0;
+        while (j < acc->ncmds && strcmp(acc->cmds[j].name, d->cmds[i].name) != 0)
+            j++;
+        if (j == acc->ncmds) {
+            if (acc->ncmds == INFO_MAX_CMDS)
+                continue;
+            acc->cmds[acc->ncmds++] = d->cmds[i];
+            continue;
+        }
+        acc->cmds[j].calls += d->cmds[i].calls;
+        acc->cmds[j].usec += d->cmds[i].usec;
+    }
+}
+
 static int by_usec_desc(const void *a, const void *b)
 {
     const struct cmd_stat *x = a, *y = b;

@@ -67,6 +67,9 @@ int info_take(redisContext *rc, struct info_snap *s, char *err, size_t errlen);
 void info_delta(const struct info_snap *after, const struct info_snap *before,
                 struct info_snap *out);
 
+/* Add the delta d to the sum acc (a command new to acc is appended). */
+void info_accumulate(struct info_snap *acc, const struct info_snap *d);
+
 /* A command's entry in `s` (zeroes when absent). */
 struct cmd_stat info_cmd(const struct info_snap *s, const char *name);
 

@@ -6,7 +6,7 @@ valgrind with only EVALSHA counted; each script (as Redis runs it, from a
 build's scripts/ or any file) is called 200 times to warm up, then N
 times between a zeroing and a dump of the counts.
 
-  /usr/bin/python3 bench/producer-instructions.py [--many] [--generated] \\
+  /usr/bin/python3 bench/producer-instructions.py [--many|--generated|--show] \\
       label=path/to/script.lua ...
 
 Each script gets enqueue's arguments (a producer's id "e-N" unless
@@ -36,6 +36,13 @@ redis.call('ZADD', KEYS[2], ARGV[6], id)
 redis.call('ZRANGE', KEYS[2], '0', '0')
 return { 'ok', id, ARGV[6], t[1] }
 """
+MINIMAL_SHOW = """local t = redis.call('TIME')
+local raw = redis.call('HGET', KEYS[1], ARGV[1])
+local s = redis.call('ZSCORE', KEYS[2], ARGV[1])
+local base = string.sub(KEYS[5], 1, -5)
+redis.call('EXISTS', base .. 'expire_info', base .. 'unique')
+return { 'delayed', raw, s, t[1] }
+"""
 MINIMAL_MANY = """local t = redis.call('TIME')
 local n = (#ARGV - 1) / 3
 local seq = tonumber(redis.call('HGET', KEYS[5], 'seq') or '0')
@@ -61,6 +68,9 @@ return { t[1], seq }
 ap = argparse.ArgumentParser()
 ap.add_argument('--many', action='store_true')
 ap.add_argument('--generated', action='store_true')
+ap.add_argument('--show', action='store_true', help="show's arguments, on delayed jobs")
+ap.add_argument('--enqueue', default='build/scripts/enqueue.lua',
+                help='the enqueue script that plants the jobs --show shows')
 ap.add_argument('-n', type=int, default=None)
 ap.add_argument('scripts', nargs='+')
 a = ap.parse_args()
@@ -68,7 +78,8 @@ calls = a.n or (100 if a.many else 2000)
 
 def text(path):
     if path == 'minimal':
-        return MINIMAL_MANY if a.many else MINIMAL_GEN if a.generated else MINIMAL_ID
+        return (MINIMAL_SHOW if a.show else MINIMAL_MANY if a.many
+                else MINIMAL_GEN if a.generated else MINIMAL_ID)
     t = open(path).read()
     return t.split('\n', 1)[1] if t.startswith('#!') else t
 
@@ -80,6 +91,9 @@ serial = 0
 
 def args():
     global serial
+    if a.show:
+        serial += 1
+        return ['s-%d' % serial]
     if a.many:
         out = ['']
         for j in range(100):
@@ -111,7 +125,13 @@ try:
         except redis.ConnectionError:
             time.sleep(0.1)
     def control(what):
-        subprocess.run(['callgrind_control', what, str(srv.pid)], stdout=subprocess.DEVNULL)
+        subprocess.run(['callgrind_control', what, str(srv.pid)], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+    if a.show:
+        # The jobs shown: delayed, a producer's id each, one per call.
+        plant = r.register_script(text(a.enqueue))
+        for i in range(1, (calls + (20 if a.many else 200)) * len(a.scripts) + 1):
+            plant(keys=KEYS, args=['', 's-%d' % i, TYPE, PAYLOAD, 'at', far + i, 0, 0])
     print('%-16s %12s' % ('script', 'instr/call'))
     for spec in a.scripts:
         label, path = spec.split('=', 1) if '=' in spec else (spec, spec)

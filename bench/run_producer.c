@@ -9,8 +9,9 @@
  *   no prelude (the commands' own work plus what any script call costs);
  * - an empty script ("return 1") with the same keys and arguments;
  * - a bare ZADD;
- * all measured in the same run, in alternating rounds, the median round of
- * each kept.  The ratio to the minimal script is what the issue of the
+ * all measured in the same run, in rounds (the script and its minimal
+ * script taking turns by 100 calls inside each), the median round of each
+ * kept.  The ratio to the minimal script is what the issue of the
  * producer's path sets a bound on (1.3): machines differ, the ratio does
  * not.  Each row also checks that its minimal script ran the same
  * commands, as many times, as the real one, and says so when not.
@@ -46,14 +47,33 @@
  * priority for cancel and show), reading its arguments where the script's
  * call has them, and returns the commands' replies without looking at
  * them.  When a script's commands change, its minimal script changes with
- * it: the row's "commands" check says when they differ.
+ * it: the row's "commands" check says when they differ.  An enqueue's
+ * minimal script writes a value as long as the record (the payload or the
+ * body and a constant, by one concatenation), since a hash's command costs
+ * more with longer values: the bench's record is 61 bytes, its payload 32
+ * and its body (enqueue_many's argument) 42.
  */
+/* What a record has beyond the payload (29 bytes: "3:0:", the array's,
+ * type's and payload's heads, the type, max_attempts, the two times and
+ * the error) and beyond enqueue_many's body (19: "3:0:", the times, the
+ * error), for the bench's type and payload. */
+#define RECORD_REST "rrrrrrrrrrrrrrrrrrrrrrrrrrrrr"
+#define BODY_REST "bbbbbbbbbbbbbbbbbbb"
+/* "3:0:", created (\207 and 8 bytes), the offset (an hour: \206 and 4),
+ * the empty error; then the array's head, the type's (a fixstr), the
+ * payload's (str8) and max_attempts 0. */
+_Static_assert(sizeof BODY_REST - 1 == 4 + 9 + 5 + 1, "the times' bytes");
+_Static_assert(sizeof RECORD_REST - 1 == sizeof BODY_REST - 1 + 1 + 1 + sizeof BENCH_TYPE - 1
+               + 2 + 1 && BENCH_PAYLOAD_LEN >= 32 && BENCH_PAYLOAD_LEN < 256
+               && sizeof BENCH_TYPE - 1 < 32, "the heads' bytes");
+
 static const char MIN_ENQUEUE[] =
     "local t = redis.call('TIME')\n"
     "redis.call('HGET', KEYS[5], 'partitions')\n"
     "local seq = redis.call('HINCRBY', KEYS[5], 'seq', '1')\n"
     "local id = string.format('%d', seq)\n"
-    "redis.call('HSETNX', KEYS[1] .. ':' .. string.sub(id, 1, -3), id, ARGV[4])\n"
+    "redis.call('HSETNX', KEYS[1] .. ':' .. string.sub(id, 1, -3), id,\n"
+    "           ARGV[4] .. '" RECORD_REST "')\n"
     "redis.call('ZADD', KEYS[2], ARGV[6], id)\n"
     "redis.call('ZRANGE', KEYS[2], '0', '0')\n"
     "return { 'ok', id, ARGV[6], t[1] }\n";
@@ -61,7 +81,7 @@ static const char MIN_ENQUEUE[] =
 static const char MIN_ENQUEUE_ID[] =
     "local t = redis.call('TIME')\n"
     "redis.call('HGET', KEYS[5], 'partitions')\n"
-    "redis.call('HSETNX', KEYS[1], ARGV[2], ARGV[4])\n"
+    "redis.call('HSETNX', KEYS[1], ARGV[2], ARGV[4] .. '" RECORD_REST "')\n"
     "redis.call('ZADD', KEYS[2], ARGV[6], ARGV[2])\n"
     "redis.call('ZRANGE', KEYS[2], '0', '0')\n"
     "return { 'ok', ARGV[2], ARGV[6], t[1] }\n";
@@ -78,7 +98,7 @@ static const char MIN_ENQUEUE_MANY[] =
     "  local id = string.format('%d', seq + i)\n"
     "  ids[i] = id\n"
     "  rec[2 * i - 1] = id\n"
-    "  rec[2 * i] = ARGV[3 * i + 1]\n"
+    "  rec[2 * i] = ARGV[3 * i + 1] .. '" BODY_REST "'\n"
     "  z[2 * i - 1] = string.sub(ARGV[3 * i], 2)\n"
     "  z[2 * i] = id\n"
     "end\n"
@@ -262,24 +282,16 @@ static int plant(struct pctx *x, const char *tag, long n, char *err, size_t errl
     return 0;
 }
 
-/* Redis's time per EVALSHA (or per ZADD) over `calls` calls of one
- * variant: 0 the script, 1 its minimal script, 2 the empty script, 3 a
- * bare ZADD.  *d gets the commandstats delta. */
-static int measure_variant(struct pctx *x, const struct probe *p, int variant, int round,
-                           long calls, double *us, struct info_snap *d, char *err,
-                           size_t errlen)
+#define CHUNK 100   /* calls of one variant between two looks at INFO */
+
+/* Calls number from .. to - 1 of one variant: 0 the script, 1 its minimal
+ * script, 2 the empty script, 3 a bare ZADD.  `tag` names the jobs that
+ * cancel and show act on. */
+static int run_calls(struct pctx *x, const struct probe *p, int variant, const char *tag,
+                     int round, long from, long to, char *err, size_t errlen)
 {
-    static const char *const tags[] = { "r", "m", "x", "z" };
-    char tag[16];
-    snprintf(tag, sizeof tag, "%s%d", tags[variant], round);
-    if ((p->kind == P_CANCEL || p->kind == P_SHOW) && variant < 3
-        && plant(x, tag, calls, err, errlen) < 0)
-        return -1;
-    struct info_snap i0, i1;
-    if (info_take(x->rc, &i0, err, errlen) < 0)
-        return -1;
     const char *sha = variant == 1 ? x->min_sha : variant == 2 ? x->empty_sha : NULL;
-    for (long i = 0; i < calls; i++) {
+    for (long i = from; i < to; i++) {
         if (variant == 3) {
             char member[64];
             snprintf(member, sizeof member, "z%d-%ld", round, i);
@@ -291,11 +303,52 @@ static int measure_variant(struct pctx *x, const struct probe *p, int variant, i
             return -1;
         }
     }
-    if (info_take(x->rc, &i1, err, errlen) < 0)
-        return -1;
-    info_delta(&i1, &i0, d);
-    struct cmd_stat s = info_cmd(d, variant == 3 ? "zadd" : "evalsha");
-    *us = s.calls > 0 ? s.usec / s.calls : NAN;
+    return 0;
+}
+
+/*
+ * Redis's time per EVALSHA (or per ZADD) over `calls` calls of each of
+ * two variants, `first` and first + 1: the script and its minimal script,
+ * or the empty script and the ZADD.  The script and its minimal script
+ * take turns by CHUNK calls, each going first in every other turn, so
+ * that both meet the keys as they grow: when each ran its calls in one
+ * go, the first of a round paid for the hash tables doubling under it (a
+ * producer's id showed its script 1 us a call slower than its minimal
+ * script when the script went first, and the same as it when the minimal
+ * went first).  d[k] gets variant first + k's commandstats, summed.
+ */
+static int measure_pair(struct pctx *x, const struct probe *p, int first, int round,
+                        long calls, double us[2], struct info_snap d[2], char *err,
+                        size_t errlen)
+{
+    static const char *const tags[] = { "r", "m", "x", "z" };
+    char tag[2][16];
+    for (int k = 0; k < 2; k++) {
+        int variant = first + k;
+        snprintf(tag[k], sizeof tag[k], "%s%d", tags[variant], round);
+        if ((p->kind == P_CANCEL || p->kind == P_SHOW) && variant < 3
+            && plant(x, tag[k], calls, err, errlen) < 0)
+            return -1;
+    }
+    memset(d, 0, 2 * sizeof *d);
+    long chunk = first == 0 ? CHUNK : calls;
+    for (long from = 0; from < calls; from += chunk) {
+        long to = from + chunk < calls ? from + chunk : calls;
+        for (int turn = 0; turn < 2; turn++) {
+            int k = turn ^ (int)((from / chunk) & 1);
+            struct info_snap i0, i1, delta;
+            if (info_take(x->rc, &i0, err, errlen) < 0
+                || run_calls(x, p, first + k, tag[k], round, from, to, err, errlen) < 0
+                || info_take(x->rc, &i1, err, errlen) < 0)
+                return -1;
+            info_delta(&i1, &i0, &delta);
+            info_accumulate(&d[k], &delta);
+        }
+    }
+    for (int k = 0; k < 2; k++) {
+        struct cmd_stat s = info_cmd(&d[k], first + k == 3 ? "zadd" : "evalsha");
+        us[k] = s.calls > 0 ? s.usec / s.calls : NAN;
+    }
     return 0;
 }
 
@@ -357,25 +410,23 @@ static int probe_row(struct pctx *x, const struct probe *p, long calls, char *er
     if (p->kind == P_ENQUEUE_MANY && align_seq(x, err, errlen) < 0)
         return -1;
     double v[4][ROUNDS];
-    struct info_snap real_d, min_d;
+    static struct info_snap d[4];     /* the last round's, script and minimal first */
     for (int round = 0; round < ROUNDS; round++)
-        for (int variant = 0; variant < 4; variant++) {
-            struct info_snap d;
-            if (measure_variant(x, p, variant, round, calls, &v[variant][round], &d, err,
-                                errlen) < 0)
+        for (int first = 0; first < 4; first += 2) {
+            double us[2];
+            if (measure_pair(x, p, first, round, calls, us, &d[first], err, errlen) < 0)
                 return -1;
-            if (variant == 0)
-                real_d = d;
-            else if (variant == 1)
-                min_d = d;
+            v[first][round] = us[0];
+            v[first + 1][round] = us[1];
         }
+    const struct info_snap *real_d = &d[0], *min_d = &d[1];
     double med[4];
     for (int variant = 0; variant < 4; variant++) {
         qsort(v[variant], ROUNDS, sizeof v[variant][0], cmp_double);
         med[variant] = v[variant][ROUNDS / 2];
     }
     char why[96] = "";
-    bool same = same_commands(&real_d, &min_d, (double)calls, why, sizeof why);
+    bool same = same_commands(real_d, min_d, (double)calls, why, sizeof why);
     struct report_row row;
     report_row_init(&row, "producer", p->name);
     row.v[COL_JOBS] = (double)calls * p->jobs_per_call;
@@ -386,7 +437,7 @@ static int probe_row(struct pctx *x, const struct probe *p, long calls, char *er
     row.v[COL_ZADD_US] = med[3];
     row.v[COL_SCRIPT_US_PER_JOB] = med[0] / p->jobs_per_call;
     char inner[96];
-    info_breakdown(&real_d, (double)calls, "evalsha", 6, inner, sizeof inner);
+    info_breakdown(real_d, (double)calls, "evalsha", 6, inner, sizeof inner);
     snprintf(row.note, sizeof row.note,
              "%.2f us/call = %.2fx minimal %.2f; empty %.2f, ZADD %.2f%s%s; %s",
              med[0], row.v[COL_RATIO], med[1], med[2], med[3],

@@ -34,13 +34,14 @@ local now = t[1] * 1000 + (us - us % 1000) / 1000
 -- tries a match at every byte.  Digits become a number by arithmetic:
 -- tonumber is a global and a call.)
 if id and #id <= 256 and find(id, '^[!-~]+$') then
+  local type = type   -- a global: read once for its six calls
   local rk = KEYS[1]
   if find(id, '^%d+$') then rk = rk .. ':' .. sub(id, 1, -3) end
   local raw = redis.pcall('HGET', rk, id)
   local a, body
-  if type(raw) == 'string' then a, body = match(raw, '^3:(%d+):()') end
   -- A head, and a body that is an array of six (the priority is normal).
-  if a and #a <= 10 and byte(raw, body) == 0x96 then
+  if type(raw) == 'string' then a, body = match(raw, '^3:(%d+):()\150') end
+  if a and #a <= 10 then
     local at = redis.call('ZSCORE', KEYS[2], id)
     if at then
       -- The six elements after the array header (body is where it is,
