@@ -31,13 +31,14 @@
 --
 -- This is a producer's hot path, and costs what its commands cost plus
 -- little (docs/benchmarks.md, "The producer's path"): the common call (a
--- new job of normal priority, its arguments in their usual spelling) is
--- checked by the plain tests right below and written before the line
--- where the prelude's functions are made, so it makes none of them.  The
--- record is packed from the arguments in one cmsgpack call, and a new
--- id's record is written with HSETNX, which is also the check that the id
--- is free.  Every other call (a bad argument, another priority, an id
--- that is taken, a bucket of the wrong type) goes on below that line,
+-- new job of normal priority, with or without an expiry, a dedupe window
+-- or a debounce, its arguments in their usual spelling) is checked by the
+-- plain tests right below and written before the line where the
+-- prelude's functions are made, so it makes none of them.  The record is
+-- packed from the arguments in one call, and a new id's record is written
+-- with HSETNX, which is also the check that the id is free.  Every other
+-- call (a bad argument, another priority, an id that is taken, a bucket
+-- of the wrong type) goes on below that line,
 -- where the prelude's checks name what is wrong; the common call has
 -- written nothing by then.
 local t = redis.call('TIME')
@@ -59,7 +60,8 @@ local due, score
 -- below); a number's digits become the number by arithmetic (tonumber is
 -- a global and a call).
 local replace = argv[8]
-if payload and #argv <= 11 and (replace == '0' or replace == '1')
+local expire, on_expire, window
+if payload and #argv <= 17 and (replace == '0' or replace == '1')
    and (argv[9] == nil or argv[9] == '5')
    and (id == '' or (id and #id <= 256 and find(id, '^%d*[!-/:-~][!-~]*$')
                      and id ~= '.' and id ~= '..'))
@@ -83,6 +85,42 @@ if payload and #argv <= 11 and (replace == '0' or replace == '1')
              and tonumber(n)
     part = nparts and tonumber(i)
     if not (nparts and nparts >= 1 and nparts <= 256 and part < nparts) then due = nil end
+  end
+  -- An expiry, a dedupe window or a debounce (arguments 12 to 17, each ''
+  -- or absent when not asked for), as the checks below take them.  (The
+  -- string library's functions by their full names: only these calls
+  -- look them up.)
+  if due and #argv > 11 then
+    local ex, oe, w, ok = argv[12], argv[13], argv[14], argv[15]
+    local db, mw = argv[16], argv[17]
+    if ex ~= '' then
+      local plus, digits = string.match(ex, '^(%+?)(%d+)$')
+      expire = digits and #digits <= 16 and digits + 0
+      if expire and plus == '+' then expire = due + expire end
+      if not (expire and expire > due and expire <= now + 2 * MAX_AHEAD_MS) then due = nil end
+    end
+    on_expire = oe or 'dead'
+    if on_expire ~= 'dead' and on_expire ~= 'drop' then due = nil end
+    if w and w ~= '' then
+      window = #w <= 16 and find(w, '^%d+$') and w + 0
+      if not (window and window >= 1 and window <= MAX_AHEAD_MS and id ~= '') then
+        due = nil
+      end
+    end
+    if ok and ok ~= '0' and ok ~= '1' then due = nil end
+    if db and db ~= '' then
+      local d = #db <= 16 and find(db, '^%d+$') and db + 0
+      -- A debounced add of an id with no job is a new job: the path
+      -- below takes an id that has one (HSETNX refuses it).
+      if not (d and d >= 1 and d <= MAX_AHEAD_MS and id ~= '' and when == 'delay'
+              and ms == db and replace == '0' and not expire and not window) then
+        due = nil
+      end
+    end
+    if mw and mw ~= '' then
+      local m = db and db ~= '' and #mw <= 16 and find(mw, '^%d+$') and mw + 0
+      if not (m and m >= 1 and m <= MAX_AHEAD_MS) then due = nil end
+    end
   end
   -- The count this partition's meta holds, if any, must be the caller's
   -- (see "The count's epoch" below).
@@ -140,6 +178,18 @@ if due then
     -- as below.  (Every number given to a command here is a string: Redis
     -- prints a Lua number with snprintf, which costs what the ZRANGE does.)
     redis.call('ZADD', keys[2], score or string.format('%d', due), id)
+    -- As the prelude's expiry_set and the window's entry below.
+    if expire or window then
+      local base = string.sub(keys[5], 1, -5)
+      if expire then
+        redis.call('ZADD', base .. 'expire_at', string.format('%d', expire), id)
+        redis.call('HSET', base .. 'expire_info', id,
+                   string.format('%d %d %s', expire, now, on_expire))
+      end
+      if window then
+        redis.call('HSET', base .. 'unique', id, string.format('%d %d', now, window))
+      end
+    end
     if channel ~= '' and redis.call('ZRANGE', keys[2], '0', '0')[1] == id then
       redis.call('PUBLISH', channel, due)
     end
@@ -175,7 +225,7 @@ if ARGV[10] then
   nparts = arg_int(10, 'partitions', 1, 256)
   part = arg_int(11, 'partition', 0, nparts - 1)
 end
-local expire, on_expire = nil, 'dead'
+expire, on_expire = nil, 'dead'
 if ARGV[12] and ARGV[12] ~= '' then
   local plus, ms12 = match(ARGV[12], '^(%+?)(%d+)$')
   expire = ms12 and #ms12 <= 16 and tonumber(ms12)
