@@ -36,6 +36,37 @@ redis.call('ZADD', KEYS[2], ARGV[6], id)
 redis.call('ZRANGE', KEYS[2], '0', '0')
 return { 'ok', id, ARGV[6], t[1] }
 """
+# An enqueue's further commands with --with: an expiry's entry and its
+# record, a window's record, a debounce's due time made a score (the
+# bench's minimal scripts, run_producer.c).
+MINIMAL_WITH = {
+    'expiry': """local t = redis.call('TIME')
+redis.call('HGET', KEYS[5], 'partitions')
+redis.call('HSETNX', KEYS[1], ARGV[2], ARGV[4] .. 'rrrrrrrrrrrrrrrrrrrrrrrrrrrrr')
+redis.call('ZADD', KEYS[2], ARGV[6], ARGV[2])
+local base = string.sub(KEYS[5], 1, -5)
+redis.call('ZADD', base .. 'expire', ARGV[6], ARGV[2])
+redis.call('HSET', base .. 'expire_info', ARGV[2], ARGV[6] .. ' ' .. t[1] .. ' dead')
+return { 'ok', ARGV[2], ARGV[6], t[1] }
+""",
+    'window': """local t = redis.call('TIME')
+redis.call('HGET', KEYS[5], 'partitions')
+redis.call('HSETNX', KEYS[1], ARGV[2], ARGV[4] .. 'rrrrrrrrrrrrrrrrrrrrrrrrrrrrr')
+redis.call('ZADD', KEYS[2], ARGV[6], ARGV[2])
+redis.call('HSET', string.sub(KEYS[5], 1, -5) .. 'unique', ARGV[2], t[1] .. ' 60000')
+return { 'ok', ARGV[2], ARGV[6], t[1] }
+""",
+    'debounce': """local t = redis.call('TIME')
+redis.call('HGET', KEYS[5], 'partitions')
+redis.call('HSETNX', KEYS[1], ARGV[2], ARGV[4] .. 'rrrrrrrrrrrrrrrrrrrrrrrrrrrrr')
+local due = string.format('%d', t[1] * 1000 + ARGV[6])
+redis.call('ZADD', KEYS[2], due, ARGV[2])
+return { 'ok', ARGV[2], due, t[1] }
+""",
+}
+WITH_ARGV = {'expiry': ['5', '1', '0', '+60000', 'dead'],
+             'window': ['5', '1', '0', '', 'dead', '60000', '0'],
+             'debounce': ['5', '1', '0', '', 'dead', '', '0', '3600000']}
 MINIMAL_SHOW = """local t = redis.call('TIME')
 local raw = redis.call('HGET', KEYS[1], ARGV[1])
 local s = redis.call('ZSCORE', KEYS[2], ARGV[1])
@@ -69,6 +100,9 @@ ap = argparse.ArgumentParser()
 ap.add_argument('--many', action='store_true')
 ap.add_argument('--generated', action='store_true')
 ap.add_argument('--show', action='store_true', help="show's arguments, on delayed jobs")
+ap.add_argument('--with', dest='extra', choices=['expiry', 'window', 'debounce'],
+                help="an enqueue with a producer's id and an expiry (+60000, dead), a dedupe "
+                     "window (60000) or a debounce (due in an hour)")
 ap.add_argument('--enqueue', default='build/scripts/enqueue.lua',
                 help='the enqueue script that plants the jobs --show shows')
 ap.add_argument('-n', type=int, default=None)
@@ -78,6 +112,8 @@ calls = a.n or (100 if a.many else 2000)
 
 def text(path):
     if path == 'minimal':
+        if a.extra:
+            return MINIMAL_WITH[a.extra]
         return (MINIMAL_SHOW if a.show else MINIMAL_MANY if a.many
                 else MINIMAL_GEN if a.generated else MINIMAL_ID)
     t = open(path).read()
@@ -101,6 +137,9 @@ def args():
             out += ['', '@%d' % (far + serial % 100000), BODY]
         return out
     serial += 1
+    if a.extra:
+        when, ms = ('delay', 3600000) if a.extra == 'debounce' else ('at', far + serial % 100000)
+        return ['', 'e-%d' % serial, TYPE, PAYLOAD, when, ms, 0, 0] + WITH_ARGV[a.extra]
     return ['', '' if a.generated else 'e-%d' % serial, TYPE, PAYLOAD, 'at',
             far + serial % 100000, 0, 0]
 

@@ -1,8 +1,9 @@
 /*
  * The producer's scripts against their commands (--only producer).
  *
- * For enqueue (a generated id, and a producer's id), enqueue_many (100
- * jobs a call), cancel and show: Redis's own time per call, from INFO
+ * For enqueue (a generated id; a producer's id, alone or with a ttl, a
+ * dedupe window or a debounce), enqueue_many (100 jobs a call), cancel
+ * and show: Redis's own time per call, from INFO
  * commandstats around a hot loop of calls one at a time, next to
  * - a minimal script: the same commands as the script runs for that call,
  *   with the same keys and arguments, and no checks, no record handling,
@@ -86,6 +87,39 @@ static const char MIN_ENQUEUE_ID[] =
     "redis.call('ZRANGE', KEYS[2], '0', '0')\n"
     "return { 'ok', ARGV[2], ARGV[6], t[1] }\n";
 
+/* With a ttl, a dedupe window or a debounce: the same, and the entries
+ * those write (the expiry's time and record, the window's record); a
+ * debounce's due time is now + its ms, made a string as a score. */
+static const char MIN_ENQUEUE_TTL[] =
+    "local t = redis.call('TIME')\n"
+    "redis.call('HGET', KEYS[5], 'partitions')\n"
+    "redis.call('HSETNX', KEYS[1], ARGV[2], ARGV[4] .. '" RECORD_REST "')\n"
+    "redis.call('ZADD', KEYS[2], ARGV[6], ARGV[2])\n"
+    "local base = string.sub(KEYS[5], 1, -5)\n"
+    "redis.call('ZADD', base .. 'expire_at', ARGV[6], ARGV[2])\n"
+    "redis.call('HSET', base .. 'expire_info', ARGV[2], ARGV[6] .. ' ' .. t[1] .. ' dead')\n"
+    "redis.call('ZRANGE', KEYS[2], '0', '0')\n"
+    "return { 'ok', ARGV[2], ARGV[6], t[1] }\n";
+
+static const char MIN_ENQUEUE_WINDOW[] =
+    "local t = redis.call('TIME')\n"
+    "redis.call('HGET', KEYS[5], 'partitions')\n"
+    "redis.call('HSETNX', KEYS[1], ARGV[2], ARGV[4] .. '" RECORD_REST "')\n"
+    "redis.call('ZADD', KEYS[2], ARGV[6], ARGV[2])\n"
+    "redis.call('HSET', string.sub(KEYS[5], 1, -5) .. 'unique', ARGV[2],\n"
+    "           t[1] .. ' ' .. ARGV[14])\n"
+    "redis.call('ZRANGE', KEYS[2], '0', '0')\n"
+    "return { 'ok', ARGV[2], ARGV[6], t[1] }\n";
+
+static const char MIN_ENQUEUE_DEBOUNCE[] =
+    "local t = redis.call('TIME')\n"
+    "redis.call('HGET', KEYS[5], 'partitions')\n"
+    "redis.call('HSETNX', KEYS[1], ARGV[2], ARGV[4] .. '" RECORD_REST "')\n"
+    "local due = string.format('%d', t[1] * 1000 + ARGV[6])\n"
+    "redis.call('ZADD', KEYS[2], due, ARGV[2])\n"
+    "redis.call('ZRANGE', KEYS[2], '0', '0')\n"
+    "return { 'ok', ARGV[2], due, t[1] }\n";
+
 /* ARGV: the wake channel, then (id, when, body) per job; every id is ''
  * and every when "@MS" here. */
 static const char MIN_ENQUEUE_MANY[] =
@@ -129,7 +163,10 @@ static const char MIN_SHOW[] =
 static const char EMPTY[] = "return 1\n";
 
 /* What one row measures. */
-enum probe_kind { P_ENQUEUE, P_ENQUEUE_ID, P_ENQUEUE_MANY, P_CANCEL, P_SHOW };
+enum probe_kind {
+    P_ENQUEUE, P_ENQUEUE_ID, P_ENQUEUE_TTL, P_ENQUEUE_WINDOW, P_ENQUEUE_DEBOUNCE,
+    P_ENQUEUE_MANY, P_CANCEL, P_SHOW
+};
 
 struct probe {
     enum probe_kind kind;
@@ -144,6 +181,11 @@ static const struct probe probes[] = {
     { P_ENQUEUE_MANY, "enqueue_many 100", MIN_ENQUEUE_MANY, MANY },
     { P_CANCEL, "cancel", MIN_CANCEL, 1 },
     { P_SHOW, "show", MIN_SHOW, 1 },
+    /* Last: a queue with expiries or windows takes cancel and show off
+     * their common call. */
+    { P_ENQUEUE_TTL, "enqueue id+ttl", MIN_ENQUEUE_TTL, 1 },
+    { P_ENQUEUE_WINDOW, "enqueue id+window", MIN_ENQUEUE_WINDOW, 1 },
+    { P_ENQUEUE_DEBOUNCE, "enqueue debounced", MIN_ENQUEUE_DEBOUNCE, 1 },
 };
 
 struct pctx {
@@ -238,8 +280,19 @@ static int one_call(struct pctx *x, const struct probe *p, const char *sha, cons
         proto_enqueue_cmd(&c, &x->keys, &reqs[0], 1, 0);
         break;
     case P_ENQUEUE_ID:
+    case P_ENQUEUE_TTL:
+    case P_ENQUEUE_WINDOW:
+    case P_ENQUEUE_DEBOUNCE:
         job_id(id, sizeof id, "e", x->serial);
         fill_req(x, &reqs[0], id);
+        if (p->kind == P_ENQUEUE_TTL) {
+            reqs[0].ttl_ms = 60000;
+        } else if (p->kind == P_ENQUEUE_WINDOW) {
+            reqs[0].unique_for_ms = 60000;
+        } else if (p->kind == P_ENQUEUE_DEBOUNCE) {
+            reqs[0].at_ms = 0;      /* a debounce is a delay: due in an hour */
+            reqs[0].debounce_ms = HOUR_MS;
+        }
         proto_enqueue_cmd(&c, &x->keys, &reqs[0], 1, 0);
         break;
     case P_ENQUEUE_MANY:
