@@ -64,9 +64,22 @@ redis.call('ZADD', KEYS[2], due, ARGV[2])
 return { 'ok', ARGV[2], due, t[1] }
 """,
 }
+MINIMAL_WITH['debounce-hit'] = """local t = redis.call('TIME')
+redis.call('HGET', KEYS[5], 'partitions')
+redis.call('HSETNX', KEYS[1], ARGV[2], ARGV[4] .. 'rrrrrrrrrrrrrrrrrrrrrrrrrrrrr')
+redis.call('HGET', KEYS[1], ARGV[2])
+redis.call('ZSCORE', KEYS[3], ARGV[2])
+redis.call('ZSCORE', KEYS[2], ARGV[2])
+redis.call('HSET', KEYS[1], ARGV[2], ARGV[4] .. 'rrrrrrrrrrrrrrrrrrrrrrrrrrrrr')
+local due = string.format('%d', t[1] * 1000 + ARGV[6])
+redis.call('ZADD', KEYS[2], due, ARGV[2])
+redis.call('HDEL', string.sub(KEYS[5], 1, -5) .. 'next', ARGV[2])
+return { 'debounced', ARGV[2], due, t[1] }
+"""
 WITH_ARGV = {'expiry': ['5', '1', '0', '+60000', 'dead'],
              'window': ['5', '1', '0', '', 'dead', '60000', '0'],
-             'debounce': ['5', '1', '0', '', 'dead', '', '0', '3600000']}
+             'debounce': ['5', '1', '0', '', 'dead', '', '0', '3600000'],
+             'debounce-hit': ['5', '1', '0', '', 'dead', '', '0', '3600000']}
 MINIMAL_SHOW = """local t = redis.call('TIME')
 local raw = redis.call('HGET', KEYS[1], ARGV[1])
 local s = redis.call('ZSCORE', KEYS[2], ARGV[1])
@@ -100,9 +113,10 @@ ap = argparse.ArgumentParser()
 ap.add_argument('--many', action='store_true')
 ap.add_argument('--generated', action='store_true')
 ap.add_argument('--show', action='store_true', help="show's arguments, on delayed jobs")
-ap.add_argument('--with', dest='extra', choices=['expiry', 'window', 'debounce'],
+ap.add_argument('--with', dest='extra', choices=['expiry', 'window', 'debounce', 'debounce-hit'],
                 help="an enqueue with a producer's id and an expiry (+60000, dead), a dedupe "
-                     "window (60000) or a debounce (due in an hour)")
+                     "window (60000) or a debounce (due in an hour) of a new id, or of the "
+                     "same id every call (its waiting job takes the add)")
 ap.add_argument('--enqueue', default='build/scripts/enqueue.lua',
                 help='the enqueue script that plants the jobs --show shows')
 ap.add_argument('-n', type=int, default=None)
@@ -124,6 +138,7 @@ TYPE, PAYLOAD = b'bench', b'0123456789abcdef' * 2
 BODY = b'\x96' + bytes([0xa0 + len(TYPE)]) + TYPE + b'\xd9' + bytes([len(PAYLOAD)]) + PAYLOAD + b'\x00'
 far = int(time.time() * 1000) + 3600000
 serial = 0
+label = ''
 
 def args():
     global serial
@@ -138,8 +153,10 @@ def args():
         return out
     serial += 1
     if a.extra:
-        when, ms = ('delay', 3600000) if a.extra == 'debounce' else ('at', far + serial % 100000)
-        return ['', 'e-%d' % serial, TYPE, PAYLOAD, when, ms, 0, 0] + WITH_ARGV[a.extra]
+        debounce = a.extra.startswith('debounce')
+        when, ms = ('delay', 3600000) if debounce else ('at', far + serial % 100000)
+        id = 'd-' + label if a.extra == 'debounce-hit' else 'e-%d' % serial
+        return ['', id, TYPE, PAYLOAD, when, ms, 0, 0] + WITH_ARGV[a.extra]
     return ['', '' if a.generated else 'e-%d' % serial, TYPE, PAYLOAD, 'at',
             far + serial % 100000, 0, 0]
 
@@ -175,6 +192,10 @@ try:
     for spec in a.scripts:
         label, path = spec.split('=', 1) if '=' in spec else (spec, spec)
         sha = r.script_load(text(path))
+        if a.extra == 'debounce-hit':
+            # Each script's own waiting job, added by the build's enqueue
+            # (a minimal script writes no record a script can read).
+            r.register_script(text(a.enqueue))(keys=KEYS, args=args())
         for _ in range(20 if a.many else 200):
             r.evalsha(sha, 6, *KEYS, *args())
         control('-z')

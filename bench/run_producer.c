@@ -120,6 +120,23 @@ static const char MIN_ENQUEUE_DEBOUNCE[] =
     "redis.call('ZRANGE', KEYS[2], '0', '0')\n"
     "return { 'ok', ARGV[2], due, t[1] }\n";
 
+/* A debounced add of a waiting job: the HSETNX that finds the id taken,
+ * the job's record and where it is, then its new record and due time,
+ * and its next run dropped. */
+static const char MIN_DEBOUNCE_HIT[] =
+    "local t = redis.call('TIME')\n"
+    "redis.call('HGET', KEYS[5], 'partitions')\n"
+    "redis.call('HSETNX', KEYS[1], ARGV[2], ARGV[4] .. '" RECORD_REST "')\n"
+    "redis.call('HGET', KEYS[1], ARGV[2])\n"
+    "redis.call('ZSCORE', KEYS[3], ARGV[2])\n"
+    "redis.call('ZSCORE', KEYS[2], ARGV[2])\n"
+    "redis.call('HSET', KEYS[1], ARGV[2], ARGV[4] .. '" RECORD_REST "')\n"
+    "local due = string.format('%d', t[1] * 1000 + ARGV[6])\n"
+    "redis.call('ZADD', KEYS[2], due, ARGV[2])\n"
+    "redis.call('HDEL', string.sub(KEYS[5], 1, -5) .. 'next', ARGV[2])\n"
+    "redis.call('ZRANGE', KEYS[2], '0', '0')\n"
+    "return { 'debounced', ARGV[2], due, t[1] }\n";
+
 /* ARGV: the wake channel, then (id, when, body) per job; every id is ''
  * and every when "@MS" here. */
 static const char MIN_ENQUEUE_MANY[] =
@@ -165,7 +182,7 @@ static const char EMPTY[] = "return 1\n";
 /* What one row measures. */
 enum probe_kind {
     P_ENQUEUE, P_ENQUEUE_ID, P_ENQUEUE_TTL, P_ENQUEUE_WINDOW, P_ENQUEUE_DEBOUNCE,
-    P_ENQUEUE_MANY, P_CANCEL, P_SHOW
+    P_DEBOUNCE_HIT, P_ENQUEUE_MANY, P_CANCEL, P_SHOW
 };
 
 struct probe {
@@ -186,6 +203,7 @@ static const struct probe probes[] = {
     { P_ENQUEUE_TTL, "enqueue id+ttl", MIN_ENQUEUE_TTL, 1 },
     { P_ENQUEUE_WINDOW, "enqueue id+window", MIN_ENQUEUE_WINDOW, 1 },
     { P_ENQUEUE_DEBOUNCE, "enqueue debounced", MIN_ENQUEUE_DEBOUNCE, 1 },
+    { P_DEBOUNCE_HIT, "debounce waiting job", MIN_DEBOUNCE_HIT, 1 },
 };
 
 struct pctx {
@@ -283,13 +301,19 @@ static int one_call(struct pctx *x, const struct probe *p, const char *sha, cons
     case P_ENQUEUE_TTL:
     case P_ENQUEUE_WINDOW:
     case P_ENQUEUE_DEBOUNCE:
-        job_id(id, sizeof id, "e", x->serial);
+    case P_DEBOUNCE_HIT:
+        /* A debounce of a waiting job: the one planted for this variant
+         * and round, every call. */
+        if (p->kind == P_DEBOUNCE_HIT)
+            job_id(id, sizeof id, tag, 0);
+        else
+            job_id(id, sizeof id, "e", x->serial);
         fill_req(x, &reqs[0], id);
         if (p->kind == P_ENQUEUE_TTL) {
             reqs[0].ttl_ms = 60000;
         } else if (p->kind == P_ENQUEUE_WINDOW) {
             reqs[0].unique_for_ms = 60000;
-        } else if (p->kind == P_ENQUEUE_DEBOUNCE) {
+        } else if (p->kind == P_ENQUEUE_DEBOUNCE || p->kind == P_DEBOUNCE_HIT) {
             reqs[0].at_ms = 0;      /* a debounce is a delay: due in an hour */
             reqs[0].debounce_ms = HOUR_MS;
         }
@@ -381,6 +405,8 @@ static int measure_pair(struct pctx *x, const struct probe *p, int first, int ro
         snprintf(tag[k], sizeof tag[k], "%s%d", tags[variant], round);
         if ((p->kind == P_CANCEL || p->kind == P_SHOW) && variant < 3
             && plant(x, tag[k], calls, err, errlen) < 0)
+            return -1;
+        if (p->kind == P_DEBOUNCE_HIT && variant < 3 && plant(x, tag[k], 1, err, errlen) < 0)
             return -1;
     }
     memset(d, 0, 2 * sizeof *d);

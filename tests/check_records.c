@@ -566,6 +566,93 @@ START_TEST(enqueue_common_call_packs_every_width_as_cmsgpack_does)
 }
 END_TEST
 
+/*
+ * A debounced add of a job waiting at the normal level is taken by
+ * enqueue's common call; spelt otherwise ("05" for the normal priority)
+ * the same add goes through the prelude's path.  Both write the same
+ * record (the add's type, payload and limit; the job's attempts, created
+ * time and last error), the same due time (capped by max_wait_ms from
+ * the first add) and the same reply, and drop the job's next run.
+ */
+/* Insist that r is no error, and free it. */
+static void cmd_ok(redisReply *r)
+{
+    ck_assert_msg(r->type != REDIS_REPLY_ERROR, "redis: %s", r->str);
+    freeReplyObject(r);
+}
+
+START_TEST(a_debounced_add_is_the_same_on_both_paths)
+{
+    const char *text = script_text("enqueue");
+    static const char *const queues[2] = { "dbA", "dbB" };
+    static const char *const prio[2] = { "5", "05" };
+    static const char *const max_wait[2][2] = { { "", "" }, { "60000", "60000" } };
+    redisReply *rec[2], *reply[2];
+    long long score[2];
+    for (int capped = 0; capped < 2; capped++) {
+        long long created = num("EVAL %s 0", "local t = redis.call('TIME') "
+                                "return t[1] * 1000 + math.floor(t[2] / 1000) - 90000");
+        for (int q = 0; q < 2; q++) {
+            char k[6][48];
+            static const char *const names[6] = { "jobs", "delayed", "processing", "dead",
+                                                  "meta", "lease" };
+            for (int i = 0; i < 6; i++)
+                snprintf(k[i], sizeof k[i], "dq:{%s}:%s", queues[q], names[i]);
+            cmd_ok(cmd("DEL %s %s dq:{%s}:next", k[0], k[1], queues[q]));
+            /* The waiting job: attempts 2, created 90 s ago, an error;
+             * a next run left by an older give-back. */
+            cmd_ok(cmd("EVAL %s 1 %s %s %lld", "return redis.call('HSET', KEYS[1], ARGV[1], "
+                       "'3:2:' .. cmsgpack.pack({'old', 'p0', 3, tonumber(ARGV[2]), 100000,"
+                       " 'boom'}))", k[0], "d-1", created));
+            cmd_ok(cmd("ZADD %s 1 d-1", k[1]));
+            cmd_ok(cmd("HSET dq:{%s}:next d-1 stale", queues[q]));
+            /* (Argv: redisCommand drops some empty arguments.) */
+            const char *argv[] = { "EVAL", text, "6", k[0], k[1], k[2], k[3], k[4], k[5],
+                                   "", "d-1", "new", "p1", "delay", "3600000", "7", "0",
+                                   prio[q], "1", "0", "", "dead", "", "0", "3600000",
+                                   max_wait[capped][q] };
+            size_t argl[sizeof argv / sizeof argv[0]];
+            for (size_t i = 0; i < sizeof argv / sizeof argv[0]; i++)
+                argl[i] = strlen(argv[i]);
+            reply[q] = redisCommandArgv(rc, (int)(sizeof argv / sizeof argv[0]), argv, argl);
+            ck_assert_ptr_nonnull(reply[q]);
+            ck_assert_msg(reply[q]->type == REDIS_REPLY_ARRAY && reply[q]->elements == 4,
+                          "%s: %s", queues[q], reply[q]->type == REDIS_REPLY_ERROR
+                          ? reply[q]->str : "not 4 elements");
+            ck_assert_msg(strcmp(reply[q]->element[0]->str, "debounced") == 0,
+                          "%s, max_wait \"%s\": %s", queues[q], max_wait[capped][q],
+                          reply[q]->element[0]->str);
+            rec[q] = cmd("HGET %s d-1", k[0]);
+            ck_assert_int_eq(rec[q]->type, REDIS_REPLY_STRING);
+            score[q] = num("ZSCORE %s d-1", k[1]);
+            ck_assert_int_eq(num("HEXISTS dq:{%s}:next d-1", queues[q]), 0);
+        }
+        /* Each record is what the prelude's encode writes for its due
+         * time (the two calls' clocks may be a millisecond apart). */
+        for (int q = 0; q < 2; q++) {
+            ck_assert_int_eq(reply[q]->element[2]->integer, score[q]);
+            redisReply *want = cmd("EVAL %s 0 %lld %lld", "return '3:2:' .. cmsgpack.pack("
+                                   "{'new', 'p1', 7, tonumber(ARGV[1]), tonumber(ARGV[2]),"
+                                   " 'boom'})", created, score[q] - created);
+            ck_assert_msg(want->type == REDIS_REPLY_STRING && rec[q]->len == want->len
+                          && memcmp(rec[q]->str, want->str, want->len) == 0,
+                          "capped %d, %s: the record is not the prelude's", capped, queues[q]);
+            freeReplyObject(want);
+        }
+        ck_assert_int_le(llabs(score[0] - score[1]), 5);
+        long long now = reply[0]->element[3]->integer;
+        if (capped)
+            ck_assert_int_eq(score[0], created + 60000);
+        else
+            ck_assert_int_eq(score[0] - now, 3600000);
+        for (int q = 0; q < 2; q++) {
+            freeReplyObject(rec[q]);
+            freeReplyObject(reply[q]);
+        }
+    }
+}
+END_TEST
+
 /* The message a subscriber of channel "w" gets next (a static buffer). */
 static const char *next_wake(redisContext *sub)
 {
@@ -1173,6 +1260,7 @@ static Suite *records_suite(void)
     tcase_add_test(tc, asked_retry_delay_is_capped);
     tcase_add_test(tc, scripts_name_the_bad_argument);
     tcase_add_test(tc, enqueue_common_call_packs_every_width_as_cmsgpack_does);
+    tcase_add_test(tc, a_debounced_add_is_the_same_on_both_paths);
     return s;
 }
 

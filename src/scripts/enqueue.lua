@@ -60,7 +60,7 @@ local due, score
 -- below); a number's digits become the number by arithmetic (tonumber is
 -- a global and a call).
 local replace = argv[8]
-local expire, on_expire, window
+local expire, on_expire, window, debounce_ms, max_wait_ms
 if payload and #argv <= 17 and (replace == '0' or replace == '1')
    and (argv[9] == nil or argv[9] == '5')
    and (id == '' or (id and #id <= 256 and find(id, '^%d*[!-/:-~][!-~]*$')
@@ -109,17 +109,20 @@ if payload and #argv <= 17 and (replace == '0' or replace == '1')
     end
     if ok and ok ~= '0' and ok ~= '1' then due = nil end
     if db and db ~= '' then
-      local d = #db <= 16 and find(db, '^%d+$') and db + 0
-      -- A debounced add of an id with no job is a new job: the path
-      -- below takes an id that has one (HSETNX refuses it).
-      if not (d and d >= 1 and d <= MAX_AHEAD_MS and id ~= '' and when == 'delay'
-              and ms == db and replace == '0' and not expire and not window) then
+      debounce_ms = #db <= 16 and find(db, '^%d+$') and db + 0
+      -- A debounced add of an id with no job is a new job; one whose job
+      -- waits at the normal level takes its place (after the HSETNX).
+      if not (debounce_ms and debounce_ms >= 1 and debounce_ms <= MAX_AHEAD_MS and id ~= ''
+              and when == 'delay' and ms == db and replace == '0' and not expire
+              and not window) then
         due = nil
       end
     end
     if mw and mw ~= '' then
-      local m = db and db ~= '' and #mw <= 16 and find(mw, '^%d+$') and mw + 0
-      if not (m and m >= 1 and m <= MAX_AHEAD_MS) then due = nil end
+      max_wait_ms = debounce_ms and #mw <= 16 and find(mw, '^%d+$') and mw + 0
+      if not (max_wait_ms and max_wait_ms >= 1 and max_wait_ms <= MAX_AHEAD_MS) then
+        due = nil
+      end
     end
   end
   -- The count this partition's meta holds, if any, must be the caller's
@@ -194,6 +197,38 @@ if due then
       redis.call('PUBLISH', channel, due)
     end
     return { 'ok', id, due, now }
+  end
+  -- A debounced add of a job that waits (not running) at the normal
+  -- level, with a record show's common call reads: the add's type,
+  -- payload and limit take its place, due at now + debounce_ms but never
+  -- later than its first add + max_wait_ms, its attempts, created time and
+  -- last error kept, and any next run it was left dropped: byte for byte
+  -- what the path below writes ("Debounced adds").  Any other goes there.
+  if written == 0 and debounce_ms then
+    local raw = redis.call('HGET', keys[1], id)
+    local a, body = string.match(raw or '', '^3:(%d+):()\150')
+    if a and #a <= 10 and not redis.call('ZSCORE', keys[3], id)
+       and redis.call('ZSCORE', keys[2], id) then
+      local type = type
+      local ok, left, jt, p, m, c, o, e = pcall(cmsgpack.unpack_limit, raw, 6, body)
+      if ok and left == -1 and type(jt) == 'string' and type(p) == 'string'
+         and type(e) == 'string' and a + 0 <= MAX_ATTEMPTS
+         and type(m) == 'number' and m % 1 == 0 and m >= 0 and m <= MAX_ATTEMPTS
+         and type(c) == 'number' and c % 1 == 0 and c >= -MAX_EXACT and c <= MAX_EXACT
+         and type(o) == 'number' and o % 1 == 0 and c + o >= -MAX_EXACT
+         and c + o <= MAX_EXACT then
+        if max_wait_ms and c + max_wait_ms < due then due = c + max_wait_ms end
+        redis.call('HSET', keys[1], id, string.format('3:%d:\150', a)
+                   .. cmsgpack.pack(jtype, payload, max, c, due - c, e))
+        local score = string.format('%d', due)
+        redis.call('ZADD', keys[2], score, id)
+        redis.call('HDEL', string.sub(keys[5], 1, -5) .. 'next', id)
+        if channel ~= '' and redis.call('ZRANGE', keys[2], '0', '0')[1] == id then
+          redis.call('PUBLISH', channel, score)
+        end
+        return { 'debounced', id, due, now }
+      end
+    end
   end
 end
 
