@@ -10,28 +10,17 @@ redis-server under callgrind on a unix socket in a temporary directory,
 fills the queue with 6,400 jobs due now (enqueue), and counts only the
 claims and acks that drain them (after a warm-up of 640).
 docs/benchmarks.md, "Jobs under control", has the figures."""
-import glob, os, re, shutil, subprocess, sys, tempfile, time
+import glob, os, re, shutil, subprocess, sys
 
-import redis
+import callgrind_redis
 
 N, WARM = 6400, 640
 KEYS = ['dq:{q}:' + k for k in ('jobs', 'delayed', 'processing', 'dead', 'meta', 'lease')]
 
 
 def per_job(build, batch):
-    tmp = tempfile.mkdtemp()
-    sock = os.path.join(tmp, 'r.sock')
-    srv = subprocess.Popen(['valgrind', '--tool=callgrind', '--instr-atstart=no',
-                            '--callgrind-out-file=' + tmp + '/cg.%p', 'redis-server',
-                            '--port', '0', '--unixsocket', sock, '--save', '',
-                            '--appendonly', 'no'],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    srv, r, tmp = callgrind_redis.start(['--instr-atstart=no'])
     try:
-        for _ in range(400):
-            if os.path.exists(sock):
-                break
-            time.sleep(0.05)
-        r = redis.Redis(unix_socket_path=sock)
         sha = {n: r.script_load(open(os.path.join(build, 'scripts', n + '.lua')).read())
                for n in ('enqueue', 'claim', 'ack')}
 
@@ -61,8 +50,7 @@ def per_job(build, batch):
         subprocess.run(['callgrind_control', '-i', 'off', str(srv.pid)],
                        stdout=subprocess.DEVNULL, check=True)
     finally:
-        srv.terminate()
-        srv.wait()
+        callgrind_redis.stop(srv)
     out = subprocess.run(['callgrind_annotate', '--inclusive=yes',
                           glob.glob(tmp + '/cg.*')[0]],
                          capture_output=True, text=True, check=True).stdout

@@ -17,8 +17,9 @@ minimal script of the call (run_producer.c's, with a value as long as the
 record).  Put a warm-up label first: the first script measured pays for
 the hash tables' first growth.
 """
-import argparse, glob, os, subprocess, tempfile, time
-import redis
+import argparse, glob, os, subprocess, time
+
+import callgrind_redis
 
 MINIMAL_ID = """local t = redis.call('TIME')
 redis.call('HGET', KEYS[5], 'partitions')
@@ -45,7 +46,7 @@ redis.call('HGET', KEYS[5], 'partitions')
 redis.call('HSETNX', KEYS[1], ARGV[2], ARGV[4] .. 'rrrrrrrrrrrrrrrrrrrrrrrrrrrrr')
 redis.call('ZADD', KEYS[2], ARGV[6], ARGV[2])
 local base = string.sub(KEYS[5], 1, -5)
-redis.call('ZADD', base .. 'expire', ARGV[6], ARGV[2])
+redis.call('ZADD', base .. 'expire_at', ARGV[6], ARGV[2])
 redis.call('HSET', base .. 'expire_info', ARGV[2], ARGV[6] .. ' ' .. t[1] .. ' dead')
 return { 'ok', ARGV[2], ARGV[6], t[1] }
 """,
@@ -160,26 +161,9 @@ def args():
     return ['', '' if a.generated else 'e-%d' % serial, TYPE, PAYLOAD, 'at',
             far + serial % 100000, 0, 0]
 
-tmp = tempfile.mkdtemp()
-sock = os.path.join(tmp, 'r.sock')
-srv = subprocess.Popen(['valgrind', '--tool=callgrind', '--collect-atstart=no',
-                        '--toggle-collect=evalShaCommand',
-                        '--callgrind-out-file=' + os.path.join(tmp, 'cg.%p'),
-                        'redis-server', '--port', '0', '--unixsocket', sock, '--save', '',
-                        '--appendonly', 'no'],
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+srv, r, tmp = callgrind_redis.start(['--collect-atstart=no',
+                                     '--toggle-collect=evalShaCommand'])
 try:
-    for _ in range(600):
-        if os.path.exists(sock):
-            break
-        time.sleep(0.05)
-    r = redis.Redis(unix_socket_path=sock)
-    for _ in range(100):
-        try:
-            r.ping()
-            break
-        except redis.ConnectionError:
-            time.sleep(0.1)
     def control(what):
         subprocess.run(['callgrind_control', what, str(srv.pid)], stdout=subprocess.DEVNULL,
                        stderr=subprocess.DEVNULL)
@@ -215,5 +199,4 @@ try:
                 total = int(line.split()[1])
         print('%-16s %12.0f' % (label, total / calls), flush=True)
 finally:
-    srv.terminate()
-    srv.wait()
+    callgrind_redis.stop(srv)
