@@ -14,11 +14,29 @@ const masters = [];
 const raws = [];
 let dq;
 
+// A cluster node on two free ports of its own: the client port and the bus
+// port named apart (the default, port + 10000, is past 65535 for a quarter
+// of the kernel's ephemeral range, and redis-server then exits).  A port
+// taken between the probe and the bind is retried on another pair.
+async function startNode() {
+  for (let tries = 0; ; tries++) {
+    const port = await freePort();
+    const bus = await freePort();
+    if (bus === port) continue;
+    try {
+      const node = await startRedis(['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf',
+        '--cluster-port', String(bus), '--cluster-node-timeout', '5000'], port);
+      node.bus = bus;
+      return node;
+    } catch (e) {
+      if (tries >= 4) throw e;
+    }
+  }
+}
+
 test.before(async () => {
   for (let i = 0; i < 3; i++) {
-    const port = await freePort();
-    masters.push(await startRedis(['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf',
-      '--cluster-node-timeout', '5000'], port));
+    masters.push(await startNode());
     raws.push(new Redis({ path: masters[i].sock }));
   }
   const ranges = [[0, 5460], [5461, 10922], [10923, 16383]];
@@ -29,7 +47,8 @@ test.before(async () => {
     await raws[i].call('CLUSTER', 'ADDSLOTS', ...slots);
   }
   // Every node meets node 0 (so that each learns the address it is known by).
-  for (let i = 1; i < 3; i++) await raws[i].call('CLUSTER', 'MEET', '127.0.0.1', String(masters[0].port));
+  for (let i = 1; i < 3; i++) await raws[i].call('CLUSTER', 'MEET', '127.0.0.1', String(masters[0].port),
+    String(masters[0].bus));
   for (let t = 0; t < 200; t++) {
     const states = await Promise.all(raws.map((r) => r.call('CLUSTER', 'INFO')));
     const nodes = await Promise.all(raws.map((r) => r.call('CLUSTER', 'NODES')));
