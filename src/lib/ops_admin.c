@@ -136,18 +136,15 @@ static void make_first_page(void *ctx, const struct queue_keys *k, struct cmd *c
 static dq_status first_pages(dq_client *c, const char *queue, unsigned n, int size,
                              struct dead_cursor *d)
 {
-    redisReply **replies = calloc(n, sizeof *replies);
-    if (!replies)
-        return client_fail(c, DQ_ERR_NOMEM, "out of memory");
+    redisReply **replies;
     dq_status st = part_pipeline(c, queue, n, n, DQ_SCRIPT_DEAD_LIST, make_first_page, &size,
-                                 replies);
+                                 &replies);
     for (unsigned p = 0; p < n; p++) {
         part_keys(c, queue, p, n, &d[p].k);
         if (st == DQ_OK && (st = proto_dead_list_reply(replies[p], &d[p].page)) != DQ_OK)
             st = bad_reply(c, st, DQ_SCRIPT_DEAD_LIST);
     }
     part_replies_free(replies, n);
-    free(replies);
     return st;
 }
 
@@ -449,10 +446,8 @@ static dq_status run_pause_script(dq_client *c, enum dq_script_id s, const char 
     if (st != DQ_OK)
         return st;
     unsigned calls = s == DQ_SCRIPT_PAUSE_STATE ? 1 : n;
-    redisReply **replies = calloc(calls, sizeof *replies);
-    if (!replies)
-        return client_fail(c, DQ_ERR_NOMEM, "out of memory");
-    st = part_pipeline(c, queue, n, calls, s, make_pause, &s, replies);
+    redisReply **replies;
+    st = part_pipeline(c, queue, n, calls, s, make_pause, &s, &replies);
     for (unsigned p = 0; st == DQ_OK && p < calls; p++) {
         int64_t now, since;
         if ((st = proto_pause_reply(replies[p], &now, &since)) != DQ_OK)
@@ -461,7 +456,6 @@ static dq_status run_pause_script(dq_client *c, enum dq_script_id s, const char 
             *since_ms = since;
     }
     part_replies_free(replies, calls);
-    free(replies);
     return st;
 }
 

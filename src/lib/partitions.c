@@ -237,21 +237,23 @@ static void build_part(void *arg, size_t p, struct cmd *cmd)
 
 void part_replies_free(redisReply **replies, unsigned calls)
 {
-    for (unsigned p = 0; replies && p < calls; p++) {
+    for (unsigned p = 0; replies && p < calls; p++)
         if (replies[p])
             freeReplyObject(replies[p]);
-        replies[p] = NULL;
-    }
+    free(replies);
 }
 
 dq_status part_pipeline(dq_client *c, const char *queue, unsigned n, unsigned calls,
                         enum dq_script_id s,
                         void (*make)(void *ctx, const struct queue_keys *k, struct cmd *cmd),
-                        void *ctx, redisReply **replies)
+                        void *ctx, redisReply ***out)
 {
+    *out = NULL;
+    redisReply **replies = calloc(calls ? calls : 1, sizeof *replies);
     struct cmd *cmds = calloc(calls ? calls : 1, sizeof *cmds);
     struct queue_keys *keys = calloc(calls ? calls : 1, sizeof *keys);
-    if (!cmds || !keys) {
+    if (!replies || !cmds || !keys) {
+        free(replies);
         free(cmds);
         free(keys);
         return client_fail(c, DQ_ERR_NOMEM, "out of memory");
@@ -269,6 +271,8 @@ dq_status part_pipeline(dq_client *c, const char *queue, unsigned n, unsigned ca
     free(keys);
     if (st != DQ_OK)
         part_replies_free(replies, calls);
+    else
+        *out = replies;
     return st;
 }
 
@@ -317,16 +321,13 @@ static void make_stats(void *ctx, const struct queue_keys *k, struct cmd *cmd)
 
 dq_status part_stats_all(dq_client *c, const char *queue, unsigned n, dq_stats *each)
 {
-    redisReply **replies = calloc(n, sizeof *replies);
-    if (!replies)
-        return client_fail(c, DQ_ERR_NOMEM, "out of memory");
-    dq_status st = part_pipeline(c, queue, n, n, DQ_SCRIPT_STATS, make_stats, NULL, replies);
+    redisReply **replies;
+    dq_status st = part_pipeline(c, queue, n, n, DQ_SCRIPT_STATS, make_stats, NULL, &replies);
     for (unsigned p = 0; st == DQ_OK && p < n; p++)
         if ((st = proto_stats_reply(replies[p], &each[p])) != DQ_OK)
             st = client_fail(c, st, st == DQ_ERR_NOMEM ? "out of memory"
                              : "unexpected reply from the stats script");
     part_replies_free(replies, n);
-    free(replies);
     return st;
 }
 
@@ -396,12 +397,9 @@ static dq_status mark_partitions(dq_client *c, const char *queue, unsigned upto,
 {
     if (upto < 2)
         return DQ_OK;
-    redisReply **replies = calloc(upto, sizeof *replies);
-    if (!replies)
-        return client_fail(c, DQ_ERR_NOMEM, "out of memory");
-    dq_status st = part_pipeline(c, queue, upto, upto, -1, make_mark, &count, replies);
+    redisReply **replies;
+    dq_status st = part_pipeline(c, queue, upto, upto, -1, make_mark, &count, &replies);
     part_replies_free(replies, upto);
-    free(replies);
     return st;
 }
 

@@ -47,15 +47,17 @@ dq_status part_keys_of_id(dq_client *c, const char *queue, const char *id,
 /*
  * Script `s` (-1: a plain command) on partitions 0..calls-1 of `queue`
  * (of `n`), in one pipeline: under Cluster one write per master, the
- * replies in partition order in replies[] (`calls` entries, freed by the
- * caller with part_replies_free).  `make` builds partition p's command on
- * its keys, which live until the replies are read.  An error reply fails
- * the whole call (DQ_ERR_REDIS, naming the script or command).
+ * replies in partition order in *replies, an array of `calls` it
+ * allocates (NULL when the call fails; the caller frees it with
+ * part_replies_free).  `make` builds partition p's command on its keys,
+ * which live until the replies are read.  An error reply fails the whole
+ * call (DQ_ERR_REDIS, naming the script or command).
  */
 dq_status part_pipeline(dq_client *c, const char *queue, unsigned n, unsigned calls,
                         enum dq_script_id s,
                         void (*make)(void *ctx, const struct queue_keys *k, struct cmd *cmd),
-                        void *ctx, redisReply **replies);
+                        void *ctx, redisReply ***replies);
+/* Free the `calls` replies of part_pipeline and their array (NULL: none). */
 void part_replies_free(redisReply **replies, unsigned calls);
 
 /* The figures of each of the `n` partitions of `queue` into each[n], in
