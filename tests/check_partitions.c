@@ -817,11 +817,35 @@ static long long reads_processed(redisContext *rc)
 #define BUSY_300MS "local s = redis.call('TIME') repeat local t = redis.call('TIME') " \
                    "until (t[1] - s[1]) * 1000000 + t[2] - s[2] > 300000 return 1"
 
-/* How many reads of its connection Redis needed for call `call` (0
- * stats, 1 pause, 2 the dead list) of `cl`, made while Redis was busy:
- * 1 when every partition's script was sent before the first reply came,
- * one per partition when each waited for the last's reply. */
-static long long reads_of_call(redisContext *rc, redisContext *busy, int call)
+/* The calls that span a queue's partitions. */
+enum spanning { STATS, PAUSE, DEAD_LIST, REQUEUE_ALL, PURGE_ALL, FSCK, SPANNING };
+static const char *const spanning_names[SPANNING] = {
+    "stats", "pause", "dead list", "requeue all", "purge all", "fsck"
+};
+
+static dq_status spanning_call(enum spanning call, const char *queue)
+{
+    dq_stats st;
+    int64_t since, moved;
+    dq_dead_page page = { 0 };
+    dq_fsck_result fsck = { 0 };
+    dq_status got = call == STATS ? dq_stats_get(cl, queue, &st)
+                    : call == PAUSE ? dq_pause(cl, queue, &since)
+                    : call == DEAD_LIST ? dq_dead_list(cl, queue, 0, 10, &page)
+                    : call == REQUEUE_ALL ? dq_requeue_all(cl, queue, &moved)
+                    : call == PURGE_ALL ? dq_purge_all(cl, queue, &moved)
+                    : dq_fsck(cl, queue, true, 0, &fsck);
+    dq_dead_page_free(&page);
+    dq_fsck_result_free(&fsck);
+    return got;
+}
+
+/* How many reads of its connection Redis needed for call `call` of `cl`
+ * on `queue`, made while Redis was busy: 1 when every partition's script
+ * was sent before the first reply came, one per partition when each
+ * waited for the last's reply (fsck: one per round of steps). */
+static long long reads_of_call(redisContext *rc, redisContext *busy, enum spanning call,
+                               const char *queue)
 {
     long long before = reads_processed(rc);
     ck_assert_int_eq(redisAppendCommand(busy, "EVAL %s 0", BUSY_300MS), REDIS_OK);
@@ -829,14 +853,8 @@ static long long reads_of_call(redisContext *rc, redisContext *busy, int call)
     while (!done)
         ck_assert_int_eq(redisBufferWrite(busy, &done), REDIS_OK);
     tu_sleep_ms(50);                    /* Redis is in the script */
-    dq_stats st;
-    int64_t since;
-    dq_dead_page page = { 0 };
-    dq_status got = call == 0 ? dq_stats_get(cl, Q, &st)
-                    : call == 1 ? dq_pause(cl, Q, &since)
-                    : dq_dead_list(cl, Q, 0, 10, &page);
-    ck_assert_msg(got == DQ_OK, "call %d: %s", call, dq_errmsg(cl));
-    dq_dead_page_free(&page);
+    dq_status got = spanning_call(call, queue);
+    ck_assert_msg(got == DQ_OK, "%s: %s", spanning_names[call], dq_errmsg(cl));
     redisReply *r;
     ck_assert_int_eq(redisGetReply(busy, (void **)&r), REDIS_OK);
     freeReplyObject(r);
@@ -845,24 +863,27 @@ static long long reads_of_call(redisContext *rc, redisContext *busy, int call)
 
 /* A call that spans the partitions sends its scripts in one pipeline
  * (one round trip; under Cluster one per master): over 12 partitions,
- * stats, pause and the dead list each reach Redis in one read, where one
- * call at a time would take 12. */
+ * stats, pause, the dead list, requeue and purge of every dead job each
+ * reach Redis in one read, where one call at a time would take 12; fsck
+ * takes about as many reads as its steps over one partition. */
 START_TEST(calls_over_partitions_take_one_round_trip)
 {
     set_parts(12);
-    dq_stats st;
-    ck_assert_int_eq(dq_stats_get(cl, Q, &st), DQ_OK);     /* the scripts loaded */
-    dq_dead_page page;
-    ck_assert_int_eq(dq_dead_list(cl, Q, 0, 10, &page), DQ_OK);
-    dq_dead_page_free(&page);
-    ck_assert_int_eq(dq_pause(cl, Q, NULL), DQ_OK);
-    ck_assert_int_eq(dq_resume(cl, Q, NULL), DQ_OK);
     redisContext *rc = raw_connect(), *busy = raw_connect();
-    const char *names[] = { "stats", "pause", "dead list" };
-    for (int call = 0; call < 3; call++) {
-        long long reads = reads_of_call(rc, busy, call);
-        ck_assert_msg(reads == 1, "%s: %lld reads of its connection", names[call], reads);
+    for (enum spanning call = 0; call < SPANNING; call++)     /* the scripts loaded */
+        ck_assert_int_eq(spanning_call(call, Q), DQ_OK);
+    ck_assert_int_eq(dq_resume(cl, Q, NULL), DQ_OK);
+    for (enum spanning call = 0; call < FSCK; call++) {
+        long long reads = reads_of_call(rc, busy, call, Q);
+        ck_assert_msg(reads == 1, "%s: %lld reads of its connection", spanning_names[call],
+                      reads);
     }
+    long long steps = reads_of_call(rc, busy, FSCK, Q "-one");
+    long long reads = reads_of_call(rc, busy, FSCK, Q);
+    /* (A step's SCAN of the keyspace takes one more or less as keys come
+     * and go; one partition after another would take 12 times as many.) */
+    ck_assert_msg(steps >= 1 && reads < 2 * steps, "fsck: %lld reads over 12 partitions, "
+                  "%lld over one", reads, steps);
     redisFree(rc);
     redisFree(busy);
 }

@@ -126,8 +126,10 @@ static dq_status dead_cursor_peek(dq_client *c, struct dead_cursor *d, int size,
     return st;
 }
 
-static void make_first_page(void *ctx, const struct queue_keys *k, struct cmd *cmd)
+static void make_first_page(void *ctx, unsigned part, const struct queue_keys *k,
+                            struct cmd *cmd)
 {
+    (void)part;
     proto_dead_list_cmd(cmd, k, 0, *(const int *)ctx);
 }
 
@@ -137,8 +139,8 @@ static dq_status first_pages(dq_client *c, const char *queue, unsigned n, int si
                              struct dead_cursor *d)
 {
     redisReply **replies;
-    dq_status st = part_pipeline(c, queue, n, n, DQ_SCRIPT_DEAD_LIST, make_first_page, &size,
-                                 &replies);
+    dq_status st = part_pipeline(c, queue, n, n, NULL, DQ_SCRIPT_DEAD_LIST, make_first_page,
+                                 &size, &replies);
     for (unsigned p = 0; p < n; p++) {
         part_keys(c, queue, p, n, &d[p].k);
         if (st == DQ_OK && (st = proto_dead_list_reply(replies[p], &d[p].page)) != DQ_OK)
@@ -210,37 +212,72 @@ dq_status dq_dead_list(dq_client *c, const char *queue, int64_t offset,
     return dead_page(c, &k, offset, count, out);
 }
 
-/*
- * Run requeue or purge on the keys `k`: for one id once, for all in
- * batches of ADMIN_BATCH until none is left, so that no single script call
- * blocks Redis for long.  *count receives how many jobs were moved.
- */
-static dq_status dead_batches_in(dq_client *c, enum dq_script_id s,
-                                 const struct queue_keys *k, const char *id,
-                                 int64_t *count)
+/* Run requeue or purge of one dead job, `id`, in its partition of `n`;
+ * *count receives 1 or 0. */
+static dq_status dead_one(dq_client *c, enum dq_script_id s, const char *queue, unsigned n,
+                          const char *id, int64_t *count)
 {
+    struct queue_keys k;
+    part_keys(c, queue, keys_partition_of(id, n), n, &k);
+    struct cmd cmd;
+    cmd_init(&cmd);
+    proto_dead_cmd(&cmd, &k, s, id, ADMIN_BATCH);
+    redisReply *r;
+    dq_status st = run_admin(c, &cmd, s, &r);
+    if (st != DQ_OK)
+        return st;
+    int64_t remaining;
+    st = proto_count_reply(r, count, &remaining);
+    freeReplyObject(r);
+    return st == DQ_OK ? DQ_OK : bad_reply(c, st, s);
+}
+
+static void make_dead_batch(void *ctx, unsigned part, const struct queue_keys *k,
+                            struct cmd *cmd)
+{
+    (void)part;
+    proto_dead_cmd(cmd, k, *(const enum dq_script_id *)ctx, NULL, ADMIN_BATCH);
+}
+
+/*
+ * Run requeue or purge on every dead job of the `n` partitions, in
+ * batches of ADMIN_BATCH so that no single script call blocks Redis for
+ * long: each round one batch in every partition that has more, in one
+ * pipeline (one round trip, one per master under Cluster).  A partition
+ * is done when none is left, or when a batch moved nothing (records that
+ * cannot be requeued stay dead).  *count receives how many jobs moved.
+ */
+static dq_status dead_all(dq_client *c, enum dq_script_id s, const char *queue, unsigned n,
+                          int64_t *count)
+{
+    unsigned *left = malloc(n * sizeof *left);
+    if (!left)
+        return client_fail(c, DQ_ERR_NOMEM, "out of memory");
+    for (unsigned p = 0; p < n; p++)
+        left[p] = p;
+    unsigned nleft = n;
     int64_t total = 0;
-    for (;;) {
-        struct cmd cmd;
-        cmd_init(&cmd);
-        proto_dead_cmd(&cmd, k, s, id, ADMIN_BATCH);
-        redisReply *r;
-        dq_status st = run_admin(c, &cmd, s, &r);
-        if (st != DQ_OK)
-            return st;
-        int64_t moved, remaining;
-        st = proto_count_reply(r, &moved, &remaining);
-        freeReplyObject(r);
-        if (st != DQ_OK)
-            return bad_reply(c, st, s);
-        total += moved;
-        /* Stop on a single id, when done, or when a batch moved nothing
-         * (records that cannot be requeued stay dead). */
-        if (id || remaining == 0 || moved == 0)
-            break;
+    dq_status st = DQ_OK;
+    while (st == DQ_OK && nleft > 0) {
+        redisReply **replies;
+        st = part_pipeline(c, queue, n, nleft, left, s, make_dead_batch, &s, &replies);
+        unsigned more = 0;
+        for (unsigned i = 0; st == DQ_OK && i < nleft; i++) {
+            int64_t moved, remaining;
+            if ((st = proto_count_reply(replies[i], &moved, &remaining)) != DQ_OK) {
+                st = bad_reply(c, st, s);
+                break;
+            }
+            total += moved;
+            if (remaining > 0 && moved > 0)
+                left[more++] = left[i];
+        }
+        part_replies_free(replies, nleft);
+        nleft = more;
     }
+    free(left);
     *count = total;
-    return DQ_OK;
+    return st;
 }
 
 /* requeue or purge of one dead job (in its partition) or of all (in
@@ -254,16 +291,9 @@ static dq_status run_dead_batches(dq_client *c, enum dq_script_id s,
     if (st != DQ_OK)
         return st;
     int64_t total = 0;
-    for (unsigned p = 0; p < n; p++) {
-        if (id && p != keys_partition_of(id, n))
-            continue;
-        struct queue_keys k;
-        part_keys(c, queue, p, n, &k);
-        int64_t moved = 0;
-        if ((st = dead_batches_in(c, s, &k, id, &moved)) != DQ_OK)
-            return st;
-        total += moved;
-    }
+    st = id ? dead_one(c, s, queue, n, id, &total) : dead_all(c, s, queue, n, &total);
+    if (st != DQ_OK)
+        return st;
     if (count)
         *count = total;
     if (id && total == 0)
@@ -381,30 +411,64 @@ dq_status dq_server_time(dq_client *c, int64_t *now_ms)
     return DQ_OK;
 }
 
-/* One fsck pass over the keys `k` (a queue's or a partition's), its
- * findings added to `out`. */
-static dq_status fsck_keys(dq_client *c, const struct queue_keys *k, bool repair,
-                           int count, dq_fsck_result *out)
+/* The script's cursor is a phase letter and a SCAN cursor (an unsigned
+ * 64-bit number): short. */
+typedef char fsck_cursor[64];
+
+struct fsck_round {
+    fsck_cursor *cursor;        /* per partition */
+    bool repair;
+    int count;
+};
+
+static void make_fsck_step(void *ctx, unsigned part, const struct queue_keys *k,
+                           struct cmd *cmd)
 {
-    dq_status st;
-    /* The script's cursor is a phase letter and a SCAN cursor (an unsigned
-     * 64-bit number): short. */
-    char cursor[64] = "0";
-    do {
-        struct cmd cmd;
-        cmd_init(&cmd);
-        proto_fsck_cmd(&cmd, k, cursor, count, repair);
-        redisReply *r;
-        st = client_run(c, &cmd, DQ_SCRIPT_FSCK, &r);
-        cmd_free(&cmd);
-        if (st != DQ_OK)
-            return st;
-        st = proto_fsck_reply(r, repair, out, cursor, sizeof cursor);
-        freeReplyObject(r);
-        if (st != DQ_OK)
-            return bad_reply(c, st, DQ_SCRIPT_FSCK);
-    } while (strcmp(cursor, "0") != 0);
-    return DQ_OK;
+    const struct fsck_round *f = ctx;
+    proto_fsck_cmd(cmd, k, f->cursor[part], f->count, f->repair);
+}
+
+/* One fsck pass over the `n` partitions, its findings added to `out`:
+ * each round the next step of every partition whose pass goes on, in one
+ * pipeline (a step's command points to its cursor, which the reply then
+ * replaces). */
+static dq_status fsck_parts(dq_client *c, const char *queue, unsigned n, bool repair,
+                            int count, dq_fsck_result *out)
+{
+    struct fsck_round f = { calloc(n, sizeof *f.cursor), repair, count };
+    unsigned *left = malloc(n * sizeof *left);
+    if (!f.cursor || !left) {
+        free(f.cursor);
+        free(left);
+        return client_fail(c, DQ_ERR_NOMEM, "out of memory");
+    }
+    for (unsigned p = 0; p < n; p++) {
+        snprintf(f.cursor[p], sizeof f.cursor[p], "0");
+        left[p] = p;
+    }
+    unsigned nleft = n;
+    dq_status st = DQ_OK;
+    while (st == DQ_OK && nleft > 0) {
+        redisReply **replies;
+        st = part_pipeline(c, queue, n, nleft, left, DQ_SCRIPT_FSCK, make_fsck_step, &f,
+                           &replies);
+        unsigned more = 0;
+        for (unsigned i = 0; st == DQ_OK && i < nleft; i++) {
+            char *cursor = f.cursor[left[i]];
+            if ((st = proto_fsck_reply(replies[i], repair, out, cursor,
+                                       sizeof f.cursor[0])) != DQ_OK) {
+                st = bad_reply(c, st, DQ_SCRIPT_FSCK);
+                break;
+            }
+            if (strcmp(cursor, "0") != 0)
+                left[more++] = left[i];
+        }
+        part_replies_free(replies, nleft);
+        nleft = more;
+    }
+    free(f.cursor);
+    free(left);
+    return st;
 }
 
 dq_status dq_fsck(dq_client *c, const char *queue, bool repair, int count,
@@ -416,21 +480,14 @@ dq_status dq_fsck(dq_client *c, const char *queue, bool repair, int count,
                            "(0: %d)", count, DQ_FSCK_COUNT);
     unsigned n;
     dq_status st = queue_parts(c, queue, &n);
-    if (st != DQ_OK)
-        return st;
-    for (unsigned p = 0; p < n; p++) {
-        struct queue_keys k;
-        part_keys(c, queue, p, n, &k);
-        if ((st = fsck_keys(c, &k, repair, count, out)) != DQ_OK)
-            return st;
-    }
-    return DQ_OK;
+    return st == DQ_OK ? fsck_parts(c, queue, n, repair, count, out) : st;
 }
 
 /* ---- pause, resume ------------------------------------------------------ */
 
-static void make_pause(void *ctx, const struct queue_keys *k, struct cmd *cmd)
+static void make_pause(void *ctx, unsigned part, const struct queue_keys *k, struct cmd *cmd)
 {
+    (void)part;
     proto_pause_cmd(cmd, k, *(const enum dq_script_id *)ctx);
 }
 
@@ -447,7 +504,7 @@ static dq_status run_pause_script(dq_client *c, enum dq_script_id s, const char 
         return st;
     unsigned calls = s == DQ_SCRIPT_PAUSE_STATE ? 1 : n;
     redisReply **replies;
-    st = part_pipeline(c, queue, n, calls, s, make_pause, &s, &replies);
+    st = part_pipeline(c, queue, n, calls, NULL, s, make_pause, &s, &replies);
     for (unsigned p = 0; st == DQ_OK && p < calls; p++) {
         int64_t now, since;
         if ((st = proto_pause_reply(replies[p], &now, &since)) != DQ_OK)

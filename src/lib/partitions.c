@@ -223,16 +223,18 @@ struct part_builder {
     dq_client *c;
     const char *queue;
     unsigned n;
+    const unsigned *which;      /* the partition of each command (NULL: i) */
     struct queue_keys *keys;    /* per command: a command points into its keys */
-    void (*make)(void *ctx, const struct queue_keys *k, struct cmd *cmd);
+    part_make_fn make;
     void *ctx;
 };
 
-static void build_part(void *arg, size_t p, struct cmd *cmd)
+static void build_part(void *arg, size_t i, struct cmd *cmd)
 {
     struct part_builder *b = arg;
-    part_keys(b->c, b->queue, (unsigned)p, b->n, &b->keys[p]);
-    b->make(b->ctx, &b->keys[p], cmd);
+    unsigned part = b->which ? b->which[i] : (unsigned)i;
+    part_keys(b->c, b->queue, part, b->n, &b->keys[i]);
+    b->make(b->ctx, part, &b->keys[i], cmd);
 }
 
 void part_replies_free(redisReply **replies, unsigned calls)
@@ -244,8 +246,7 @@ void part_replies_free(redisReply **replies, unsigned calls)
 }
 
 dq_status part_pipeline(dq_client *c, const char *queue, unsigned n, unsigned calls,
-                        enum dq_script_id s,
-                        void (*make)(void *ctx, const struct queue_keys *k, struct cmd *cmd),
+                        const unsigned *which, enum dq_script_id s, part_make_fn make,
                         void *ctx, redisReply ***out)
 {
     *out = NULL;
@@ -258,7 +259,7 @@ dq_status part_pipeline(dq_client *c, const char *queue, unsigned n, unsigned ca
         free(keys);
         return client_fail(c, DQ_ERR_NOMEM, "out of memory");
     }
-    struct part_builder b = { c, queue, n, keys, make, ctx };
+    struct part_builder b = { c, queue, n, which, keys, make, ctx };
     dq_status st = client_pipeline_build(c, cmds, calls, s, replies, build_part, &b);
     for (unsigned p = 0; st == DQ_OK && p < calls; p++)
         if (replies[p]->type == REDIS_REPLY_ERROR)
@@ -313,16 +314,18 @@ dq_status dq_stats_partition(dq_client *c, const char *queue, unsigned part,
     return stats_of(c, queue, part, n, out);
 }
 
-static void make_stats(void *ctx, const struct queue_keys *k, struct cmd *cmd)
+static void make_stats(void *ctx, unsigned part, const struct queue_keys *k, struct cmd *cmd)
 {
     (void)ctx;
+    (void)part;
     cmd_eval(cmd, DQ_SCRIPT_STATS, k);
 }
 
 dq_status part_stats_all(dq_client *c, const char *queue, unsigned n, dq_stats *each)
 {
     redisReply **replies;
-    dq_status st = part_pipeline(c, queue, n, n, DQ_SCRIPT_STATS, make_stats, NULL, &replies);
+    dq_status st = part_pipeline(c, queue, n, n, NULL, DQ_SCRIPT_STATS, make_stats, NULL,
+                                 &replies);
     for (unsigned p = 0; st == DQ_OK && p < n; p++)
         if ((st = proto_stats_reply(replies[p], &each[p])) != DQ_OK)
             st = client_fail(c, st, st == DQ_ERR_NOMEM ? "out of memory"
@@ -376,8 +379,9 @@ static dq_status count_stranded_schedules(dq_client *c, const char *queue, unsig
     return st;
 }
 
-static void make_mark(void *ctx, const struct queue_keys *k, struct cmd *cmd)
+static void make_mark(void *ctx, unsigned part, const struct queue_keys *k, struct cmd *cmd)
 {
+    (void)part;
     cmd_push_str(cmd, "HSET");
     cmd_push_str(cmd, k->key[4]);
     cmd_push_str(cmd, KEYS_PARTITIONS_FIELD);
@@ -398,7 +402,8 @@ static dq_status mark_partitions(dq_client *c, const char *queue, unsigned upto,
     if (upto < 2)
         return DQ_OK;
     redisReply **replies;
-    dq_status st = part_pipeline(c, queue, upto, upto, -1, make_mark, &count, &replies);
+    dq_status st = part_pipeline(c, queue, upto, upto, NULL, -1, make_mark, &count,
+                                 &replies);
     part_replies_free(replies, upto);
     return st;
 }

@@ -44,18 +44,22 @@ dq_status part_assign(dq_client *c, const char *queue, const char *id,
 dq_status part_keys_of_id(dq_client *c, const char *queue, const char *id,
                           struct queue_keys *k, unsigned *n);
 
+/* Build partition `part`'s command of a part_pipeline on its keys `k`. */
+typedef void (*part_make_fn)(void *ctx, unsigned part, const struct queue_keys *k,
+                             struct cmd *cmd);
+
 /*
- * Script `s` (-1: a plain command) on partitions 0..calls-1 of `queue`
- * (of `n`), in one pipeline: under Cluster one write per master, the
- * replies in partition order in *replies, an array of `calls` it
- * allocates (NULL when the call fails; the caller frees it with
- * part_replies_free).  `make` builds partition p's command on its keys,
- * which live until the replies are read.  An error reply fails the whole
- * call (DQ_ERR_REDIS, naming the script or command).
+ * Script `s` (-1: a plain command) on `calls` partitions of `queue` (of
+ * `n`): which[0..calls-1], or partitions 0..calls-1 when `which` is NULL;
+ * in one pipeline: under Cluster one write per master, the replies in the
+ * order of the partitions in *replies, an array of `calls` it allocates
+ * (NULL when the call fails; the caller frees it with part_replies_free).
+ * `make` builds each command on its partition's keys, which live until
+ * the replies are read.  An error reply fails the whole call
+ * (DQ_ERR_REDIS, naming the script or command).
  */
 dq_status part_pipeline(dq_client *c, const char *queue, unsigned n, unsigned calls,
-                        enum dq_script_id s,
-                        void (*make)(void *ctx, const struct queue_keys *k, struct cmd *cmd),
+                        const unsigned *which, enum dq_script_id s, part_make_fn make,
                         void *ctx, redisReply ***replies);
 /* Free the `calls` replies of part_pipeline and their array (NULL: none). */
 void part_replies_free(redisReply **replies, unsigned calls);
