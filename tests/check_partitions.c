@@ -818,10 +818,15 @@ static long long reads_processed(redisContext *rc)
                    "until (t[1] - s[1]) * 1000000 + t[2] - s[2] > 300000 return 1"
 
 /* The calls that span a queue's partitions. */
-enum spanning { STATS, PAUSE, DEAD_LIST, REQUEUE_ALL, PURGE_ALL, FSCK, SPANNING };
+enum spanning { STATS, PAUSE, DEAD_LIST, REQUEUE_ALL, PURGE_ALL, REAP, ACK, RELEASE, FSCK,
+                SPANNING };
 static const char *const spanning_names[SPANNING] = {
-    "stats", "pause", "dead list", "requeue all", "purge all", "fsck"
+    "stats", "pause", "dead list", "requeue all", "purge all", "reap", "ack", "release", "fsck"
 };
+
+/* The jobs the ack and release calls below hand back: one claimed in
+ * each of the 12 partitions (set up by the test). */
+static dq_claim_result held_jobs;
 
 static dq_status spanning_call(enum spanning call, const char *queue)
 {
@@ -829,11 +834,18 @@ static dq_status spanning_call(enum spanning call, const char *queue)
     int64_t since, moved;
     dq_dead_page page = { 0 };
     dq_fsck_result fsck = { 0 };
+    dq_reap_result reaped;
+    bool acked[12];
+    size_t released;
     dq_status got = call == STATS ? dq_stats_get(cl, queue, &st)
                     : call == PAUSE ? dq_pause(cl, queue, &since)
                     : call == DEAD_LIST ? dq_dead_list(cl, queue, 0, 10, &page)
                     : call == REQUEUE_ALL ? dq_requeue_all(cl, queue, &moved)
                     : call == PURGE_ALL ? dq_purge_all(cl, queue, &moved)
+                    : call == REAP ? dq_reap(cl, queue, 100, NULL, &reaped)
+                    : call == ACK ? dq_ack_many(cl, queue, held_jobs.jobs, held_jobs.n, acked)
+                    : call == RELEASE ? dq_release(cl, queue, held_jobs.jobs, held_jobs.n,
+                                                   &released)
                     : dq_fsck(cl, queue, true, 0, &fsck);
     dq_dead_page_free(&page);
     dq_fsck_result_free(&fsck);
@@ -861,23 +873,50 @@ static long long reads_of_call(redisContext *rc, redisContext *busy, enum spanni
     return reads_processed(rc) - before - 2;      /* less the script's and the INFO's */
 }
 
+/* Claim one job in each of Q's 12 partitions into held_jobs. */
+static void hold_one_per_partition(void)
+{
+    for (int i = 0; i < 12; i++)
+        enq(NULL, "x", 0, 0);       /* generated ids: the partitions in turn */
+    claim_n(12, 60000, 12, &held_jobs);
+    bool seen[12] = { false };
+    for (size_t i = 0; i < held_jobs.n; i++)
+        seen[keys_partition_of(held_jobs.jobs[i].id, 12)] = true;
+    for (int p = 0; p < 12; p++)
+        ck_assert_msg(seen[p], "no job claimed in partition %d", p);
+}
+
 /* A call that spans the partitions sends its scripts in one pipeline
  * (one round trip; under Cluster one per master): over 12 partitions,
- * stats, pause, the dead list, requeue and purge of every dead job each
+ * stats, pause, the dead list, requeue and purge of every dead job, a
+ * reap, and an ack or a release of jobs held in every partition each
  * reach Redis in one read, where one call at a time would take 12; fsck
  * takes about as many reads as its steps over one partition. */
 START_TEST(calls_over_partitions_take_one_round_trip)
 {
     set_parts(12);
     redisContext *rc = raw_connect(), *busy = raw_connect();
+    hold_one_per_partition();
     for (enum spanning call = 0; call < SPANNING; call++)     /* the scripts loaded */
         ck_assert_int_eq(spanning_call(call, Q), DQ_OK);
     ck_assert_int_eq(dq_resume(cl, Q, NULL), DQ_OK);
     for (enum spanning call = 0; call < FSCK; call++) {
+        if (call == ACK || call == RELEASE) {   /* acked or given back before: held anew */
+            dq_claim_result_free(&held_jobs);
+            hold_one_per_partition();
+        }
         long long reads = reads_of_call(rc, busy, call, Q);
         ck_assert_msg(reads == 1, "%s: %lld reads of its connection", spanning_names[call],
                       reads);
+        if (call == PAUSE)
+            ck_assert_int_eq(dq_resume(cl, Q, NULL), DQ_OK);
     }
+    dq_claim_result_free(&held_jobs);
+    /* Every ack took (none held), every release gave back (12 due). */
+    dq_stats all;
+    ck_assert_int_eq(dq_stats_get(cl, Q, &all), DQ_OK);
+    ck_assert_int_eq(all.processing, 0);
+    ck_assert_int_eq(all.due, 12);
     long long steps = reads_of_call(rc, busy, FSCK, Q "-one");
     long long reads = reads_of_call(rc, busy, FSCK, Q);
     /* (A step's SCAN of the keyspace takes one more or less as keys come

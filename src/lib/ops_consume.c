@@ -26,6 +26,20 @@ static uint32_t jitter_seed(void)
     return (uint32_t)ts.tv_nsec ^ ((uint32_t)getpid() << 16) ^ ++counter;
 }
 
+/* What reading a reply of script `s` gave (`st`), with the message for
+ * a reply that is not one, or memory that ran out. */
+static dq_status read_status(dq_client *c, enum dq_script_id s, dq_status st)
+{
+    if (st == DQ_ERR_REDIS)
+        return client_fail(c, st, "unexpected reply from the %s script "
+                           "(is another delayq version using this Redis?)",
+                           dq_scripts[s].name);
+    if (st == DQ_ERR_NOMEM)
+        return client_fail(c, st, "out of memory reading the %s reply",
+                           dq_scripts[s].name);
+    return st;
+}
+
 /* Run a script command and hand its reply to `read`, which fills `out`. */
 static dq_status run_and_read(dq_client *c, struct cmd *cmd, enum dq_script_id s,
                               dq_status (*read)(const redisReply *, void *),
@@ -38,14 +52,7 @@ static dq_status run_and_read(dq_client *c, struct cmd *cmd, enum dq_script_id s
         return st;
     st = read(r, out);
     freeReplyObject(r);
-    if (st == DQ_ERR_REDIS)
-        return client_fail(c, st, "unexpected reply from the %s script "
-                           "(is another delayq version using this Redis?)",
-                           dq_scripts[s].name);
-    if (st == DQ_ERR_NOMEM)
-        return client_fail(c, st, "out of memory reading the %s reply",
-                           dq_scripts[s].name);
-    return st;
+    return read_status(c, s, st);
 }
 
 static dq_status read_claim(const redisReply *r, void *out)
@@ -247,6 +254,23 @@ static void job_groups_free(struct job_groups *g)
     free(g->at);
 }
 
+/* The partitions (of `nparts`) that hold some of the grouped jobs, in
+ * order, into which[]; how many. */
+static unsigned groups_held(const struct job_groups *g, unsigned nparts, unsigned *which)
+{
+    unsigned held = 0;
+    for (unsigned p = 0; p < nparts; p++)
+        if (g->start[p + 1] > g->start[p])
+            which[held++] = p;
+    return held;
+}
+
+static void make_ack(void *ctx, unsigned part, const struct queue_keys *k, struct cmd *cmd)
+{
+    const struct job_groups *g = ctx;
+    proto_ack_cmd(cmd, k, &g->sub[g->start[part]], g->start[part + 1] - g->start[part]);
+}
+
 /* ack of jobs[0..n) whose keys are `k` (one partition's, or the queue's). */
 static dq_status ack_in(dq_client *c, const struct queue_keys *k, const dq_job *jobs,
                         size_t n, bool *acked)
@@ -258,7 +282,8 @@ static dq_status ack_in(dq_client *c, const struct queue_keys *k, const dq_job *
     return run_and_read(c, &cmd, DQ_SCRIPT_ACK, read_ack, &out);
 }
 
-/* dq_ack_many of a queue of `nparts` > 1: one ack per partition held. */
+/* dq_ack_many of a queue of `nparts` > 1: one ack per partition held,
+ * in one pipeline. */
 static dq_status ack_partitions(dq_client *c, const char *queue, unsigned nparts,
                                 const dq_job *jobs, size_t n, bool *acked)
 {
@@ -270,14 +295,15 @@ static dq_status ack_partitions(dq_client *c, const char *queue, unsigned nparts
         free(sub_acked);
         return st;
     }
-    for (unsigned p = 0; p < nparts && st == DQ_OK; p++) {
-        size_t from = g.start[p], cnt = g.start[p + 1] - from;
-        if (cnt == 0)
-            continue;
-        struct queue_keys k;
-        part_keys(c, queue, p, nparts, &k);
-        st = ack_in(c, &k, &g.sub[from], cnt, &sub_acked[from]);
+    unsigned which[KEYS_PARTITIONS_MAX], held = groups_held(&g, nparts, which);
+    redisReply **replies;
+    st = part_pipeline(c, queue, nparts, held, which, DQ_SCRIPT_ACK, make_ack, &g, &replies);
+    for (unsigned i = 0; st == DQ_OK && i < held; i++) {
+        size_t from = g.start[which[i]];
+        struct ack_out out = { g.start[which[i] + 1] - from, &sub_acked[from] };
+        st = read_status(c, DQ_SCRIPT_ACK, read_ack(replies[i], &out));
     }
+    part_replies_free(replies, held);
     for (size_t j = 0; st == DQ_OK && acked && j < n; j++)
         acked[g.at[j]] = sub_acked[j];
     job_groups_free(&g);
@@ -331,6 +357,13 @@ static dq_status read_count(const redisReply *r, void *out)
     return DQ_OK;
 }
 
+static void make_release(void *ctx, unsigned part, const struct queue_keys *k,
+                         struct cmd *cmd)
+{
+    const struct job_groups *g = ctx;
+    proto_release_cmd(cmd, k, &g->sub[g->start[part]], g->start[part + 1] - g->start[part]);
+}
+
 /* release of jobs[0..n) whose keys are `k`; *released counts them. */
 static dq_status release_in(dq_client *c, const struct queue_keys *k, const dq_job *jobs,
                             size_t n, size_t *released)
@@ -361,14 +394,17 @@ dq_status dq_release(dq_client *c, const char *queue, const dq_job *jobs,
     struct job_groups g;
     if ((st = group_jobs(c, jobs, n, nparts, &g)) != DQ_OK)
         return st;
-    for (unsigned p = 0; p < nparts && st == DQ_OK; p++) {
-        size_t from = g.start[p], cnt = g.start[p + 1] - from, one = 0;
-        if (cnt == 0)
-            continue;
-        part_keys(c, queue, p, nparts, &k);
-        st = release_in(c, &k, &g.sub[from], cnt, &one);
+    /* One release per partition held, in one pipeline. */
+    unsigned which[KEYS_PARTITIONS_MAX], held = groups_held(&g, nparts, which);
+    redisReply **replies;
+    st = part_pipeline(c, queue, nparts, held, which, DQ_SCRIPT_RELEASE, make_release, &g,
+                       &replies);
+    for (unsigned i = 0; st == DQ_OK && i < held; i++) {
+        size_t one = 0;
+        st = read_status(c, DQ_SCRIPT_RELEASE, read_count(replies[i], &one));
         total += one;
     }
+    part_replies_free(replies, held);
     job_groups_free(&g);
 done:
     if (st == DQ_OK && released)
@@ -427,6 +463,20 @@ static void reap_merge(dq_reap_result *acc, const dq_reap_result *one)
         acc->next_in_ms = one->next_in_ms;
 }
 
+struct reap_args {
+    int batch;
+    const dq_retry_policy *policy;
+};
+
+static void make_reap(void *ctx, unsigned part, const struct queue_keys *k, struct cmd *cmd)
+{
+    (void)part;
+    const struct reap_args *a = ctx;
+    proto_reap_cmd(cmd, k, proto_claim_batch(a->batch), a->policy, jitter_seed());
+}
+
+/* A reap of every partition, in one pipeline: the counts summed, the
+ * soonest next expiry. */
 dq_status dq_reap(dq_client *c, const char *queue, int batch,
                   const dq_retry_policy *policy, dq_reap_result *out)
 {
@@ -443,16 +493,16 @@ dq_status dq_reap(dq_client *c, const char *queue, int batch,
     if ((st = part_count(c, queue, &nparts)) != DQ_OK)
         return st;
     dq_reap_result sum = { .next_in_ms = -1 };
-    for (unsigned p = 0; p < nparts && st == DQ_OK; p++) {
+    struct reap_args args = { batch, policy };
+    redisReply **replies;
+    st = part_pipeline(c, queue, nparts, nparts, NULL, DQ_SCRIPT_REAP, make_reap, &args,
+                       &replies);
+    for (unsigned p = 0; st == DQ_OK && p < nparts; p++) {
         dq_reap_result one;
-        part_keys(c, queue, p, nparts, &k);
-        struct cmd cmd;
-        cmd_init(&cmd);
-        proto_reap_cmd(&cmd, &k, proto_claim_batch(batch), policy, jitter_seed());
-        st = run_and_read(c, &cmd, DQ_SCRIPT_REAP, read_reap, &one);
-        if (st == DQ_OK)
+        if ((st = read_status(c, DQ_SCRIPT_REAP, read_reap(replies[p], &one))) == DQ_OK)
             reap_merge(&sum, &one);
     }
+    part_replies_free(replies, nparts);
     if (st == DQ_OK && out)
         *out = sum;
     return st;
