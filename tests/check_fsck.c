@@ -340,6 +340,36 @@ START_TEST(large_queue_is_checked_in_steps)
 }
 END_TEST
 
+/* A pass over a queue that fits in one call's count takes one call (each
+ * call checks the type of every key of the queue first): an idle reaper
+ * asks each queue once a pass, not once per set.  A finding ends its
+ * call, and the pass goes on in the next. */
+START_TEST(small_queue_is_checked_in_one_call)
+{
+    dq_client *c = fixture_client(&fx);
+    dq_fsck_result r = fsck(c, Q, true, 0);
+    ck_assert_uint_eq(r.calls, 1);
+    dq_fsck_result_free(&r);
+    for (int i = 0; i < 5; i++) {
+        char id[16];
+        snprintf(id, sizeof id, "order:%d", i);
+        enqueue(c, Q, i % 2 ? id : NULL, 3600000, NULL, 0);
+    }
+    r = fsck(c, Q, true, 0);
+    ck_assert_uint_eq(r.calls, 1);
+    ck_assert_int_ge(r.scanned, 5);
+    ck_assert_int_eq(r.repaired, 0);
+    dq_fsck_result_free(&r);
+    ck_assert_int_eq(fixture_redis_int(&fx, "ZADD dq:{%s}:delayed 1 ghost", Q), 1);
+    r = fsck(c, Q, true, 0);
+    ck_assert_int_eq(r.members, 1);
+    ck_assert_int_eq(r.repaired, 1);
+    ck_assert_uint_eq(r.calls, 2);
+    dq_fsck_result_free(&r);
+    dq_close(c);
+}
+END_TEST
+
 START_TEST(bad_arguments_are_refused)
 {
     dq_client *c = fixture_client(&fx);
@@ -602,6 +632,7 @@ static Suite *fsck_suite(void)
     tcase_add_test(tc, jobs_in_their_sets_are_not_orphans);
     tcase_add_test(tc, moving_jobs_are_never_repaired);
     tcase_add_test(tc, large_queue_is_checked_in_steps);
+    tcase_add_test(tc, small_queue_is_checked_in_one_call);
     tcase_add_test(tc, bad_arguments_are_refused);
     tc = fixture_tcase(s, "cli", 60, NULL, NULL, clean_redis, NULL);
     tcase_add_test(tc, cli_exit_codes_and_repair);

@@ -57,6 +57,7 @@ local now = now_ms()
 
 local sums = { scanned = 0, records = 0, members = 0, leases = 0, bad = 0,
                repaired = 0 }
+local visited = 0   -- elements the steps of this call read (a bucket: 10)
 local found = {}
 local function finding(kind, key, id, expected)
   found[#found + 1] = kind
@@ -206,6 +207,7 @@ local steps = {}
 steps.j = function(c)
   if not sets_usable or not usable[1] then return nil end
   local r = redis.call('HSCAN', KEYS[1], c, 'COUNT', count)
+  visited = visited + #r[2] / 2
   local lost = records_in_no_set(own_fields(KEYS[1], r[2], 2))
   bury_records({ { key = KEYS[1], ids = lost } })
   return r[1]
@@ -221,6 +223,7 @@ steps.b = function(c)
   -- A bucket holds up to 100 records: visit about count / 10 keys.
   local r = redis.call('SCAN', c, 'MATCH', bucket_pattern(),
                        'COUNT', math.max(1, math.floor(count / 10)))
+  visited = visited + 10 * #r[2]
   local groups = {}
   for _, key in ipairs(r[2]) do
     if match(sub(key, #KEYS[1] + 2), '^%d*$') then
@@ -257,6 +260,7 @@ end
 local function set_step(key, key_ok, c)
   if not key_ok then return nil end
   local r = redis.call('ZSCAN', key, c, 'COUNT', count)
+  visited = visited + #r[2] / 2
   local lost = without_record(r[2])
   for _, id in ipairs(lost) do
     sums.members = sums.members + 1
@@ -287,6 +291,7 @@ end
 steps.l = function(c)
   if not usable[6] then return nil end
   local r = redis.call('HSCAN', KEYS[6], c, 'COUNT', count)
+  visited = visited + #r[2] / 2
   local lost = without_record(r[2])
   -- The field of a member of processing is the processing phase's.
   if usable[3] and #lost > 0 then
@@ -314,7 +319,12 @@ if usable[5] then
 end
 
 -- Run the step of the cursor's phase; a phase with nothing to scan hands
--- over to the next at once, so every call but the last does some work.
+-- over to the next at once, and so does a phase that ended having found
+-- nothing while the call has read fewer than `count` elements: an empty
+-- queue's pass is one call (each call checks the keys' types first).  A
+-- step that found something ends the call, so that no step reads after
+-- another has written (an error then, a slot migrating, changes
+-- nothing) and no finding is lost to a later step's error.
 local index = 1
 while FSCK_PHASES[index] ~= phase do index = index + 1 end
 local next_cursor = '0'
@@ -326,7 +336,7 @@ while index <= #FSCK_PHASES do
   end
   index = index + 1
   at = '0'
-  if c then
+  if c and (#found > 0 or sums.repaired > 0 or visited >= count) then
     if index <= #FSCK_PHASES then next_cursor = FSCK_PHASES[index] .. '0' end
     break
   end
