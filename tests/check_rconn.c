@@ -63,7 +63,7 @@ static void run_probe(struct probe *p)
     opt.command_timeout_ms = 200;
     p->base = event_base_new();
     ck_assert(p->base != NULL);
-    struct rconn_events ev = { on_up, NULL, p };
+    struct rconn_events ev = { on_up, NULL, p, NULL };
     p->rc = rconn_new(p->base, &opt, "test", &ev);
     ck_assert(p->rc != NULL);
     rconn_count_reconnects(p->rc, &p->reconnects);

@@ -636,6 +636,19 @@ int rconn_is_up(const struct rconn *rc)
     return rc->up && !rc->dropping;
 }
 
+void rconn_isolate_masters(struct rconn *rc)
+{
+    if (rc->cluster)
+        rcluster_isolate_masters(rc->cluster);
+}
+
+int rconn_key_is_up(const struct rconn *rc, const char *key)
+{
+    if (rc->cluster)
+        return rcluster_key_is_up(rc->cluster, key, strlen(key));
+    return rconn_is_up(rc);
+}
+
 int rconn_subscribe_many(struct rconn *rc, const char *const *channels, size_t n,
                          rconn_message_fn fn, void *arg)
 {

@@ -64,6 +64,16 @@ void rconn_start(struct rconn *rc);
 /* Ready for requests. */
 int rconn_is_up(const struct rconn *rc);
 
+/* Cluster mode: stay up while any master is, rather than only while
+ * every master is (rconn_cluster.h, "isolated masters"); call it before
+ * rconn_start, for a caller that checks rconn_key_is_up before each
+ * request and takes a NULL reply while up as "that master, not now".
+ * Nothing otherwise. */
+void rconn_isolate_masters(struct rconn *rc);
+
+/* Up, and (cluster mode) the master of `key`'s slot is up too. */
+int rconn_key_is_up(const struct rconn *rc, const char *key);
+
 /*
  * Send a command (copied at once, so `cmd` may be freed on return); `fn`
  * is called exactly once, unless this returns -1 (not up, or out of

@@ -48,12 +48,18 @@ static void creq_free(struct creq *q)
 
 /* The caller's answer.  A NULL one (`why` it failed) takes the routing
  * connection down first, as a lost connection does, so that the caller's
- * sends fail until on_up, which comes once the map is read again. */
+ * sends fail until on_up, which comes once the map is read again.  An
+ * isolated connection stays up for the other masters' slots: the map is
+ * read again, and the caller tries this one's later. */
 static void deliver(struct creq *q, redisReply *reply, const char *why)
 {
     struct rcluster *cl = q->cl;
-    if (!reply)
+    if (!reply && cl->isolate && !cl->freeing) {
+        rcluster_note_outage(cl, why ? why : "a request failed");
+        rcluster_plan_refresh(cl, 0);
+    } else if (!reply) {
         rcluster_drop(cl, why);
+    }
     q->fn(cl->owner, reply, q->arg);
     creq_free(q);
 }
@@ -395,7 +401,7 @@ static void sub_connect(struct rcluster *cl)
                                     : &cl->map.nodes[cl->sub_next - cl->nseeds];
     cl->sub_at = *at;
     dq_options o = rcluster_node_options(cl, cl->sub_at.host, cl->sub_at.port);
-    const struct rconn_events ev = { on_sub_up, on_sub_down, cl };
+    const struct rconn_events ev = { on_sub_up, on_sub_down, cl, NULL };
     cl->sub = cl->ops.node_new(cl->base, &o, cl->name, &ev);
     if (cl->sub && cl->ops.subscribe(cl->sub, (const char *const *)cl->channels,
                                      cl->nchannels, on_sub_message, cl) < 0) {
@@ -470,6 +476,19 @@ void rcluster_start(struct rcluster *cl)
 int rcluster_is_up(const struct rcluster *cl)
 {
     return cl->up;
+}
+
+void rcluster_isolate_masters(struct rcluster *cl)
+{
+    cl->isolate = 1;
+}
+
+int rcluster_key_is_up(const struct rcluster *cl, const char *key, size_t len)
+{
+    if (!cl->up || cl->nchannels || !cl->bymap)
+        return 0;
+    unsigned i = cluster_map_lookup(&cl->map, cluster_keyslot(key, len));
+    return i < cl->map.nnodes && cl->bymap[i] && cl->ops.is_up(cl->bymap[i]->rc);
 }
 
 void rcluster_count_reconnects(struct rcluster *cl, uint64_t *counter)

@@ -31,6 +31,17 @@
  * single server, so callers re-send after on_up.  The outage is logged
  * once when it starts and once when it ends.
  *
+ * Isolated masters (rcluster_isolate_masters, for a caller that can do
+ * without some slots for a while): the routing connection is up while
+ * any master of the map is.  A master lost gives its pending requests
+ * NULL and leaves the connection up; requests for its slots wait for it
+ * within their deadline, as above, then get NULL; the map is read again
+ * on the timer until every master is up.  Each master that comes up again
+ * calls on_master_up, so that the caller asks its slots again, and
+ * rcluster_key_is_up says which slots to leave alone meanwhile.  Redis
+ * itself answers CLUSTERDOWN on every master once one is marked failed,
+ * unless the cluster runs with cluster-require-full-coverage no.
+ *
  * Subscriptions (rconn_subscribe) in cluster mode: a classic PUBLISH
  * reaches the subscribers of every node, so the subscription is made on
  * one node: the first seed that answers; when it is lost (or not up
@@ -62,6 +73,10 @@ struct rcluster *rcluster_new(struct event_base *base, const dq_options *opt,
  * connection (see above for what "up" means). */
 void rcluster_start(struct rcluster *cl);
 int rcluster_is_up(const struct rcluster *cl);
+/* Up while any master is (see above); call before rcluster_start. */
+void rcluster_isolate_masters(struct rcluster *cl);
+/* Up, and the master of `key`'s slot (KEY[0..len)) is up. */
+int rcluster_key_is_up(const struct rcluster *cl, const char *key, size_t len);
 int rcluster_send(struct rcluster *cl, const struct cmd *cmd, int script,
                   rconn_reply_fn fn, void *arg);
 /* Subscription mode, on channels[0..n) (copied): 0, or -1 when memory ran

@@ -113,7 +113,7 @@ struct rcluster_node *rcluster_node_get(struct rcluster *cl, const char *host, i
     snprintf(n->host, sizeof n->host, "%s", host);
     n->port = port;
     dq_options o = rcluster_node_options(cl, n->host, port);
-    const struct rconn_events ev = { on_node_up, on_node_down, n };
+    const struct rconn_events ev = { on_node_up, on_node_down, n, NULL };
     if (!(n->rc = cl->ops.node_new(cl->base, &o, cl->name, &ev))) {
         free(n);
         return NULL;
@@ -253,32 +253,51 @@ int rcluster_refresh_map(struct rcluster *cl, char *err, size_t errlen)
     return rv;
 }
 
-/* Every master of the map has its connection up. */
-static int all_masters_up(const struct rcluster *cl)
+/* How many masters of the map have their connection up. */
+static size_t masters_up(const struct rcluster *cl)
 {
+    size_t n = 0;
     if (!cl->have_map || !cl->bymap)
         return 0;
     for (size_t i = 0; i < cl->map.nnodes; i++)
-        if (!cl->bymap[i] || !cl->ops.is_up(cl->bymap[i]->rc))
-            return 0;
-    return 1;
+        n += cl->bymap[i] && cl->ops.is_up(cl->bymap[i]->rc);
+    return n;
 }
 
-/* Up or down (see rconn_cluster.h): tell the caller of a change. */
+int rcluster_all_masters_up(const struct rcluster *cl)
+{
+    size_t n = masters_up(cl);
+    return n > 0 && n == cl->map.nnodes;
+}
+
+static void note_all_up(struct rcluster *cl)
+{
+    char what[64];
+    snprintf(what, sizeof what, "%zu master%s", cl->map.nnodes, cl->map.nnodes == 1 ? "" : "s");
+    rcluster_note_recovery(cl, what);
+    cl->refresh_ms = RCLUSTER_REFRESH_MIN_MS;
+}
+
+/* Up or down (see rconn_cluster.h): tell the caller of a change.  An
+ * isolated connection stays up while any master is; a master that comes
+ * back calls on_master_up, so that the caller asks its slots again. */
 void rcluster_check_state(struct rcluster *cl)
 {
     if (cl->nchannels || cl->freeing)
         return;
-    int now = all_masters_up(cl);
-    if (now == cl->up)
+    size_t nup = masters_up(cl), before = cl->nup;
+    int all = nup > 0 && nup == cl->map.nnodes;
+    int now = cl->isolate ? nup > 0 : all;
+    cl->nup = nup;
+    if (now && all)
+        note_all_up(cl);
+    if (now == cl->up) {
+        if (now && cl->isolate && nup > before && cl->ev.on_master_up)
+            cl->ev.on_master_up(cl->owner, cl->ev.arg);
         return;
+    }
     cl->up = now;
     if (now) {
-        cl->refresh_ms = RCLUSTER_REFRESH_MIN_MS;
-        char what[64];
-        snprintf(what, sizeof what, "%zu master%s", cl->map.nnodes,
-                 cl->map.nnodes == 1 ? "" : "s");
-        rcluster_note_recovery(cl, what);
         if (cl->ev.on_up)
             cl->ev.on_up(cl->owner, cl->ev.arg);
     } else {
@@ -305,8 +324,6 @@ void rcluster_plan_refresh(struct rcluster *cl, int ms)
         rcluster_arm(cl->refresh_timer, ms);
 }
 
-/* Read the map and follow it: new masters connected, old ones let go;
- * again after a pause while not every master is up. */
 /* Down for a while though the map was read (a master that never came up,
  * at start say): name the first master that is not up, once. */
 static void note_master_down(struct rcluster *cl)
@@ -323,6 +340,8 @@ static void note_master_down(struct rcluster *cl)
     }
 }
 
+/* Read the map and follow it: new masters connected, old ones let go;
+ * again after a pause while not every master is up. */
 static void on_refresh_timer(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
@@ -338,10 +357,10 @@ static void on_refresh_timer(evutil_socket_t fd, short what, void *arg)
             rcluster_note_outage(cl, "out of memory following the slot map");
         retire_nodes(cl);
         rcluster_check_state(cl);
-        if (!cl->up && cl->refresh_ms == RCLUSTER_REFRESH_MAX_MS)
+        if (!rcluster_all_masters_up(cl) && cl->refresh_ms == RCLUSTER_REFRESH_MAX_MS)
             note_master_down(cl);
     }
-    if (cl->up)
+    if (rcluster_all_masters_up(cl))
         return;
     rcluster_arm(cl->refresh_timer, cl->refresh_ms);
     cl->refresh_ms = cl->refresh_ms * 2 > RCLUSTER_REFRESH_MAX_MS ? RCLUSTER_REFRESH_MAX_MS

@@ -50,6 +50,8 @@ struct rcluster {
     struct event *refresh_timer;
     int refresh_ms;
     int up;
+    int isolate;                /* up while any master is (rconn_cluster.h) */
+    size_t nup;                 /* masters of the map up, when last counted */
     int failing;                /* an outage was logged */
     int64_t down_since_ms;
     char last_failure[480];
@@ -103,7 +105,12 @@ int rcluster_link_map(struct rcluster *cl);
  * other masters known.  0, or -1 with the last failure in err. */
 int rcluster_refresh_map(struct rcluster *cl, char *err, size_t errlen);
 
-/* Up when every master of the map is: tell the caller of a change. */
+/* Whether every master of the map has its connection up. */
+int rcluster_all_masters_up(const struct rcluster *cl);
+
+/* Up when every master of the map is (isolated: when any is): tell the
+ * caller of a change (on_up, on_down), and, isolated, of another master up
+ * again (on_master_up). */
 void rcluster_check_state(struct rcluster *cl);
 
 /* A request failed (`why`) while the routing connection was up: take it

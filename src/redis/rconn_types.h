@@ -32,6 +32,9 @@ struct rconn_events {
     void (*on_up)(struct rconn *rc, void *arg);   /* ready for requests */
     void (*on_down)(struct rconn *rc, void *arg); /* lost; pending failed */
     void *arg;
+    /* Cluster mode with isolated masters (rconn_isolate_masters): while
+     * up, a master that was down is up again; may be NULL. */
+    void (*on_master_up)(struct rconn *rc, void *arg);
 };
 
 /* rconn's functions for one node's connection (cluster off). */

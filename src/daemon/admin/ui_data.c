@@ -371,7 +371,7 @@ struct ui_data *ui_data_new(struct event_base *base, const struct daemon_conf *d
     if (!d)
         return NULL;
     d->dc = dc;
-    struct rconn_events ev = { NULL, NULL, d };
+    struct rconn_events ev = { NULL, NULL, d, NULL };
     if (!(d->conn = rconn_from_conf(base, &dc->redis, "ui", &ev))) {
         free(d);
         return NULL;

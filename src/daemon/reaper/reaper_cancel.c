@@ -279,7 +279,7 @@ struct reaper_cancel *reaper_cancel_new(struct event_base *base, const struct re
     rc->cmd = cmd;
     rc->parts = calloc(n ? n : 1, sizeof *rc->parts);
     rc->scan = evtimer_new(base, on_scan, rc);
-    struct rconn_events ev = { on_subscribed, NULL, rc };
+    struct rconn_events ev = { on_subscribed, NULL, rc, NULL };
     rc->sub = rconn_from_conf(base, &a->dc->redis, "cancels", &ev);
     if (!rc->parts || !rc->scan || !rc->sub)
         goto fail;

@@ -76,7 +76,7 @@ struct settler *settler_new(struct event_base *base, const struct daemon_conf *d
     struct settler *st = calloc(1, sizeof *st);
     if (!st)
         return NULL;
-    struct rconn_events ev = { on_up, NULL, st };
+    struct rconn_events ev = { on_up, NULL, st, NULL };
     st->conn = rconn_from_conf(base, &dc->redis, "settle", &ev);
     if (st->conn && reconnects)
         rconn_count_reconnects(st->conn, reconnects);
