@@ -176,6 +176,35 @@ START_TEST(knowing_of_nothing_due_asks_every_partition)
 }
 END_TEST
 
+/* A partition whose master is out of reach is left out of the sweeps
+ * until its retry time, the others are asked meanwhile, and it is said
+ * back in reach (once) when a claim from it is answered. */
+START_TEST(a_partition_out_of_reach_is_asked_again_at_its_retry_time)
+{
+    struct qparts p;
+    ck_assert_int_eq(qparts_init(&p, &RC, "q", 3, 0, 1), 0);
+    ck_assert_uint_eq(qparts_next_claim(&p, NOW), 0);
+    ck_assert(qparts_out_of_reach(&p, NOW + 1000));     /* newly out of reach */
+    ck_assert(qparts_claim_now(&p));
+    ck_assert_uint_eq(qparts_next_claim(&p, NOW), 1);
+    qparts_claimed(&p, false, NOW + 5000);
+    ck_assert_uint_eq(qparts_next_claim(&p, NOW), 2);
+    qparts_claimed(&p, false, NOW + 5000);
+    ck_assert(!qparts_claim_now(&p));
+    ck_assert_int_eq(qparts_next_due(&p), NOW + 1000);  /* the retry, first */
+    /* Still out of reach at its retry: said once only. */
+    ck_assert_uint_eq(qparts_next_claim(&p, NOW + 1000), 0);
+    ck_assert(!qparts_out_of_reach(&p, NOW + 2000));
+    ck_assert(!qparts_claim_now(&p));
+    /* Back: the claim is answered. */
+    ck_assert_uint_eq(qparts_next_claim(&p, NOW + 2000), 0);
+    ck_assert(qparts_claimed(&p, false, -1));
+    ck_assert_uint_eq(qparts_next_claim(&p, NOW + 6000), 1);
+    ck_assert(!qparts_claimed(&p, false, -1));
+    qparts_free(&p);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("qparts");
@@ -188,6 +217,7 @@ int main(void)
     tcase_add_test(tc, a_partition_is_not_asked_before_its_next_due_time);
     tcase_add_test(tc, a_wake_reopens_its_partition);
     tcase_add_test(tc, knowing_of_nothing_due_asks_every_partition);
+    tcase_add_test(tc, a_partition_out_of_reach_is_asked_again_at_its_retry_time);
     suite_add_tcase(s, tc);
     return fixture_run_suite(s);
 }

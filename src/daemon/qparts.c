@@ -38,7 +38,8 @@ int qparts_init(struct qparts *p, const struct redis_conf *rc, const char *queue
     p->sweep = calloc(p->n, sizeof *p->sweep);
     p->known = calloc(p->n, sizeof *p->known);
     p->heard = calloc(p->n, sizeof *p->heard);
-    if (!p->keys || !p->order || !p->sweep || !p->known || !p->heard) {
+    p->unreachable = calloc(p->n, sizeof *p->unreachable);
+    if (!p->keys || !p->order || !p->sweep || !p->known || !p->heard || !p->unreachable) {
         qparts_free(p);
         return -1;
     }
@@ -56,6 +57,8 @@ void qparts_free(struct qparts *p)
     free(p->sweep);
     free(p->known);
     free(p->heard);
+    free(p->unreachable);
+    p->unreachable = NULL;
     p->keys = NULL;
     p->order = NULL;
     p->sweep = NULL;
@@ -131,9 +134,21 @@ unsigned qparts_next_claim(struct qparts *p, int64_t now_ms)
     return i;
 }
 
-void qparts_claimed(struct qparts *p, bool more, int64_t next_due)
+bool qparts_out_of_reach(struct qparts *p, int64_t retry_at)
 {
     unsigned i = p->sweep[p->pos < p->nsweep ? p->pos : 0];
+    bool was = p->unreachable[i];
+    p->heard[i] = -1;           /* a wake does not bring it back sooner */
+    qparts_claimed(p, false, retry_at);
+    p->unreachable[i] = true;
+    return !was;
+}
+
+bool qparts_claimed(struct qparts *p, bool more, int64_t next_due)
+{
+    unsigned i = p->sweep[p->pos < p->nsweep ? p->pos : 0];
+    bool was = p->unreachable[i];
+    p->unreachable[i] = false;
     int64_t due = more ? QP_ASK : next_due < 0 ? QP_EMPTY : next_due;
     /* A wake heard while the claim was out may be of a job added after
      * the claim read the partition: the sooner of both. */
@@ -143,6 +158,7 @@ void qparts_claimed(struct qparts *p, bool more, int64_t next_due)
     p->pos++;
     if (more)
         p->more = true;
+    return was;
 }
 
 void qparts_woken(struct qparts *p, unsigned i, int64_t due)

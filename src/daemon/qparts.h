@@ -42,6 +42,8 @@ struct qparts {
                                    (server ms), as far as the worker knows */
     int64_t *heard;             /* n: the soonest wake for i since its last
                                    claim was sent; -1 none */
+    bool *unreachable;          /* n: its master was out of reach at its
+                                   last turn */
     unsigned *sweep;            /* the partitions the sweep in progress asks */
     unsigned nsweep, sweep_homes;   /* how many; how many of them homes */
     bool started;
@@ -73,8 +75,14 @@ unsigned qparts_next_claim(struct qparts *p, int64_t now_ms);
 
 /* The claim from the partition qparts_next_claim named was answered:
  * `more` when that partition has more due now (a full batch), else the
- * server ms of its next due job (-1 none). */
-void qparts_claimed(struct qparts *p, bool more, int64_t next_due);
+ * server ms of its next due job (-1 none).  True when the partition had
+ * been out of reach until now. */
+bool qparts_claimed(struct qparts *p, bool more, int64_t next_due);
+
+/* The partition qparts_next_claim named cannot be asked now (its master
+ * is down): the sweep goes on without it, which is asked again from
+ * `retry_at` (server ms) on.  True when it was in reach until now. */
+bool qparts_out_of_reach(struct qparts *p, int64_t retry_at);
 
 /* A wake message from partition i: a job there is due at `due` (server
  * ms), maybe sooner than the worker knew. */

@@ -53,6 +53,24 @@ static void check_eviction(redisContext *c)
         freeReplyObject(r);
 }
 
+/* With cluster-require-full-coverage yes (Redis's default), every master
+ * refuses commands (CLUSTERDOWN) once one master is marked failed and no
+ * replica took its slots: the partitions on the masters still up stop
+ * too.  Said once per master at start, as a notice: it is the operator's
+ * choice. */
+static void check_coverage(redisContext *c, const char *where)
+{
+    const char *argv[3] = { "CONFIG", "GET", "cluster-require-full-coverage" };
+    redisReply *r = redis_io_command(c, 3, argv, NULL);
+    if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 2
+        && r->element[1]->type == REDIS_REPLY_STRING && strcmp(r->element[1]->str, "yes") == 0)
+        log_info("redis cluster master %s: cluster-require-full-coverage yes: a master down "
+                 "without a replica to promote stops every master's partitions; with no, "
+                 "only its own wait", where);
+    if (r)
+        freeReplyObject(r);
+}
+
 /* A blocking connection to HOST:PORT under `o`'s other settings, or NULL
  * with the reason in err. */
 static redisContext *open_node(const struct redis_conn_opts *o, const char *host, int port,
@@ -105,7 +123,8 @@ static void check_cluster_state(redisContext *c, const char *where)
         freeReplyObject(r);
 }
 
-/* Every master of the seed's slot map: its version and eviction policy. */
+/* Every master of the seed's slot map: its version, eviction policy and
+ * coverage rule. */
 static void check_masters(const struct redis_conn_opts *o, redisContext *seed,
                           const char *seed_host)
 {
@@ -126,6 +145,7 @@ static void check_masters(const struct redis_conn_opts *o, redisContext *seed,
         }
         check_version(c, where);
         check_eviction(c);
+        check_coverage(c, where);
         redis_io_free(c);
     }
     cluster_map_free(&map);

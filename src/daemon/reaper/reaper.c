@@ -119,6 +119,18 @@ static void on_up(struct rconn *rc, void *arg)
     reaper_cancel_up(r->cancels);
 }
 
+/* Over a cluster, a master that was down is up again (the connection
+ * stayed up for the others: rconn_isolate_masters): reap now what is not
+ * in flight, rather than at the next interval. */
+static void on_master_up(struct rconn *rc, void *arg)
+{
+    (void)rc;
+    struct reaper *r = arg;
+    for (size_t i = 0; i < r->nqueues; i++)
+        if (!r->queues[i].busy)
+            schedule(&r->queues[i], 0);
+}
+
 static void on_stop_poll(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
@@ -157,8 +169,12 @@ int reaper_main(const struct reaper_args *a)
     r.base = event_base_new();
     if (!r.base || list_partitions(&r) < 0)
         goto done;
-    struct rconn_events ev = { on_up, NULL, &r };
+    struct rconn_events ev = { on_up, NULL, &r, on_master_up };
     r.conn = rconn_from_conf(r.base, &dc->redis, "reap", &ev);
+    /* A master down stalls only its partitions' reaps, fsck steps and
+     * schedules: each of them tries again on its timer after a NULL. */
+    if (r.conn)
+        rconn_isolate_masters(r.conn);
     r.stop_poll = event_new(r.base, -1, EV_PERSIST, on_stop_poll, &r);
     if (!r.conn || !r.stop_poll)
         goto done;

@@ -20,11 +20,14 @@
  * a fail per job, one release. */
 #define MAX_REPORTS(batch) (2 * (size_t)(batch) + 4)
 
+/* The connection is up, or (isolated masters) another master came back:
+ * send what waits, and ask every partition again at the next sweep. */
 static void on_cmd_up(struct rconn *rc, void *arg)
 {
     (void)rc;
     struct worker *w = arg;
     w->slot->ready = 1;
+    qparts_forget(&w->parts);
     if (w->state == W_REPORTING)
         worker_send_reports(w);
     else if (w->state == W_RENEWING) {
@@ -129,9 +132,14 @@ static int worker_setup(struct worker *w)
     if (qparts_init(&w->parts, &w->dc->redis, w->q->name, (unsigned)w->q->partitions,
                     w->rank, (unsigned)w->q->workers) < 0)
         return DAEMON_EXIT_SOFTWARE;
-    struct rconn_events cmd_ev = { on_cmd_up, NULL, w };
+    struct rconn_events cmd_ev = { on_cmd_up, NULL, w, on_cmd_up };
     w->cmd = rconn_from_conf(w->base, &w->dc->redis, "cmd", &cmd_ev);
-    struct rconn_events sub_ev = { on_sub_up, NULL, w };
+    /* Over a cluster, a master down stalls only its own partitions: the
+     * claims skip them (worker_claim.c), and a batch's reports to it are
+     * sent again until it answers. */
+    if (w->cmd)
+        rconn_isolate_masters(w->cmd);
+    struct rconn_events sub_ev = { on_sub_up, NULL, w, NULL };
     w->sub = rconn_from_conf(w->base, &w->dc->redis, "sub", &sub_ev);
     w->wake_timer = evtimer_new(w->base, worker_on_wake_timer, w);
     w->run_ev = event_new(w->base, -1, 0, worker_on_run, w);

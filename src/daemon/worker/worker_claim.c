@@ -47,10 +47,30 @@ static void note_claim_outcome(struct worker *w, const redisReply *reply)
 }
 
 /* Tell the sweep (qparts.h) what the claim of `res` found. */
-static void note_partition_claimed(struct worker *w, const dq_claim_result *res)
+static void note_partition_claimed(struct worker *w, unsigned part, const dq_claim_result *res)
 {
-    qparts_claimed(&w->parts, res->next_due_in_ms == 0,
-                   res->next_due_in_ms < 0 ? -1 : res->now_ms + res->next_due_in_ms);
+    if (qparts_claimed(&w->parts, res->next_due_in_ms == 0,
+                       res->next_due_in_ms < 0 ? -1 : res->now_ms + res->next_due_in_ms))
+        log_info("queue=%s: partition %u answers again", w->q->name, part);
+}
+
+/* How a claim went out (send_claim). */
+enum claim_sent {
+    CLAIM_SENT,
+    CLAIM_NONE_REACHABLE,   /* every partition to ask is out of reach */
+    CLAIM_NOT_SENT          /* the connection is down (or out of memory) */
+};
+
+/* The partition qparts_next_claim named cannot be asked now (its master
+ * is down, or its claim came back without a reply while the others'
+ * masters answer): the sweep goes on without it, and asks it again in
+ * UNREACHABLE_RETRY_MS.  Logged when it goes out of reach, not at each
+ * retry. */
+static void skip_partition(struct worker *w, unsigned part)
+{
+    if (qparts_out_of_reach(&w->parts, server_now(w) + UNREACHABLE_RETRY_MS))
+        log_warn("queue=%s: partition %u is out of reach (%s); claiming from the others",
+                 w->q->name, part, rconn_last_failure(w->cmd));
 }
 
 /* A claim that was sent ahead came back before the reports of the batch
@@ -64,12 +84,14 @@ static void keep_claim_ahead(struct worker *w, redisReply *reply)
         learn_server_clock(w, w->next.now_ms);
         slot_table_publish(w->slot, w->table ^ 1, w->claim_part, w->next.jobs, w->next.n);
         w->next_part = w->claim_part;
-        note_partition_claimed(w, &w->next);
+        note_partition_claimed(w, w->claim_part, &w->next);
         w->ahead = AHEAD_READY;
     } else {
         dq_claim_result_free(&w->next);
         if (reply && reply->type != REDIS_REPLY_ERROR)
             log_err("queue=%s: unexpected reply to claim", w->q->name);
+        if (!reply && rconn_is_up(w->cmd))
+            skip_partition(w, w->claim_part);
     }
 }
 
@@ -122,13 +144,20 @@ static void on_claim(struct rconn *rc, redisReply *reply, void *arg)
     note_claim_outcome(w, reply);
     if (!reply) {
         w->slot->claim_in_flight = 0;
-        return;                 /* connection lost: on_cmd_up claims again */
+        /* The connection lost: on_cmd_up claims again.  Only this
+         * partition's master lost (isolated masters, worker_setup): the
+         * others go on now. */
+        if (rconn_is_up(w->cmd)) {
+            skip_partition(w, w->claim_part);
+            worker_drive(w);
+        }
+        return;
     }
     dq_status st = read_claim(w, reply, &w->batch);
     if (st == DQ_OK) {
         slot_table_publish(w->slot, w->table, w->claim_part, w->batch.jobs, w->batch.n);
         w->batch_part = w->claim_part;
-        note_partition_claimed(w, &w->batch);
+        note_partition_claimed(w, w->claim_part, &w->batch);
     }
     w->slot->claim_in_flight = 0;
     if (st != DQ_OK) {
@@ -143,12 +172,35 @@ static void on_claim(struct rconn *rc, redisReply *reply, void *arg)
     worker_start_batch(w);
 }
 
-/* Send a claim; 0 when it is on its way. */
-static int send_claim(struct worker *w)
+/* The next partition of the sweep whose master is up (rconn_key_is_up:
+ * always so but in cluster mode); -1 when the sweep ended on partitions
+ * out of reach only.  Each one skipped is asked again later. */
+static int next_reachable(struct worker *w)
 {
+    for (unsigned tries = 0; tries <= 2 * w->parts.n; tries++) {
+        unsigned part = qparts_next_claim(&w->parts, server_now(w));
+        if (rconn_key_is_up(w->cmd, qparts_keys(&w->parts, part)->key[0]))
+            return (int)part;
+        skip_partition(w, part);
+        if (!qparts_claim_now(&w->parts))
+            return -1;
+    }
+    return -1;
+}
+
+/* Send a claim: CLAIM_SENT when it is on its way, CLAIM_NONE_REACHABLE
+ * when every partition that may have a job due is out of reach (sleep
+ * until one may be asked), CLAIM_NOT_SENT when the connection is down. */
+static enum claim_sent send_claim(struct worker *w)
+{
+    if (!rconn_is_up(w->cmd))
+        return CLAIM_NOT_SENT;
+    int part = next_reachable(w);
+    if (part < 0)
+        return CLAIM_NONE_REACHABLE;
     struct cmd cmd;
     cmd_init(&cmd);
-    w->claim_part = qparts_next_claim(&w->parts, server_now(w));
+    w->claim_part = (unsigned)part;
     proto_claim_cmd(&cmd, qparts_keys(&w->parts, w->claim_part), w->q->batch, w->q->lease_ms,
                     w->owner);
     w->claim_sent_us = slots_now_us();
@@ -159,7 +211,7 @@ static int send_claim(struct worker *w)
     if (rc != 0)
         w->slot->claim_in_flight = 0;
     cmd_free(&cmd);
-    return rc;
+    return rc == 0 ? CLAIM_SENT : CLAIM_NOT_SENT;
 }
 
 /* A paused worker's look at the state: pause_state's reply. */
@@ -169,8 +221,13 @@ static void on_pause_state(struct rconn *rc, redisReply *reply, void *arg)
     struct worker *w = arg;
     int64_t now_ms, since_ms;
     w->state = W_IDLE;
-    if (!reply)
-        return;                 /* connection lost: on_cmd_up looks again */
+    if (!reply) {
+        /* connection lost: on_cmd_up looks again; partition 0's master
+         * only (isolated masters): look again after a pause */
+        if (rconn_is_up(w->cmd))
+            worker_sleep_for(w, RETRY_AFTER_ERROR_MS);
+        return;
+    }
     if (proto_pause_reply(reply, &now_ms, &since_ms) != DQ_OK) {
         if (reply->type != REDIS_REPLY_ERROR)
             log_err("queue=%s: unexpected reply to pause_state", w->q->name);
@@ -214,14 +271,21 @@ void worker_drive(struct worker *w)
             w->state = W_POLLING;   /* else not up: on_cmd_up polls */
         return;
     }
-    if (send_claim(w) == 0)
+    switch (send_claim(w)) {
+    case CLAIM_SENT:
         w->state = W_CLAIMING;
-    else
+        break;
+    case CLAIM_NONE_REACHABLE:
+        worker_sleep_until_due(w, qparts_next_due(&w->parts));
+        break;
+    case CLAIM_NOT_SENT:
         slot_claims_failed(w->slot, "not connected to Redis");
+        break;
+    }
 }
 
 void worker_claim_ahead(struct worker *w)
 {
-    if (w->ahead == AHEAD_NONE && send_claim(w) == 0)
+    if (w->ahead == AHEAD_NONE && send_claim(w) == CLAIM_SENT)
         w->ahead = AHEAD_SENT;
 }

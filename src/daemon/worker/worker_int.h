@@ -29,6 +29,8 @@
 #include "redis/rconn.h"
 
 #define RETRY_AFTER_ERROR_MS 1000
+/* A partition whose master is out of reach is asked again after this. */
+#define UNREACHABLE_RETRY_MS 1000
 
 enum worker_state {
     W_IDLE,         /* about to claim */

@@ -40,10 +40,12 @@ static void on_renew_reply(struct rconn *rc, redisReply *reply, void *arg)
     size_t n = w->batch.n - w->run_i;
     bool *held = w->held;       /* room for q->batch >= n (worker_setup) */
     int64_t now_ms;
-    if (!reply)
+    if (!reply && !rconn_is_up(w->cmd))
         return;                 /* connection lost: on_cmd_up sends it again */
-    if (proto_renew_reply(reply, n, &now_ms, held) != DQ_OK) {
-        if (reply->type != REDIS_REPLY_ERROR)
+    if (!reply || proto_renew_reply(reply, n, &now_ms, held) != DQ_OK) {
+        /* an error, or the batch's master alone lost (isolated masters,
+         * worker_setup): again after a pause */
+        if (reply && reply->type != REDIS_REPLY_ERROR)
             log_err("queue=%s: unexpected reply to renew", w->q->name);
         struct timeval tv = { RETRY_AFTER_ERROR_MS / 1000, 0 };
         event_base_once(w->base, -1, EV_TIMEOUT, on_renew_timer, w, &tv);
