@@ -21,6 +21,12 @@
  *   same promise; a client without a certificate is refused.
  * - Priority (per partition), pause and resume, and a recurring schedule
  *   on the partitioned queue.
+ * - Three masters without replicas (cluster-require-full-coverage no):
+ *   one killed with kill -9 for 4 s during a run of 3,000 jobs due over
+ *   9 s; the other partitions' jobs run on time meanwhile (their lateness
+ *   p99 printed, before and during), /healthz names the partitions out of
+ *   reach and /metrics has them down; once it is started again (from its
+ *   append-only file) its jobs run; none lost.
  *
  * DELAYQ_CLUSTER_JOBS changes the 20,000; DELAYQ_CLUSTER_LOG=PATH keeps
  * the daemon's log (and PATH.record, the runs) of the failover runs.
@@ -30,6 +36,7 @@
 #include <hiredis/hiredis.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,6 +81,7 @@ struct cl_conf {
     const char *redis_extra;    /* more of the redis group (tls, user), or
                                    NULL */
     int partitions;             /* 0: NPARTS */
+    const char *extra;          /* more top-level settings, or NULL */
 };
 
 /* delayqd.conf: the cluster's nodes as seeds, the queue in NPARTS
@@ -102,12 +110,12 @@ static void write_conf(const struct cl_conf *cc)
              "               settings = { record = \"%s\"; lock_dir = \"%s\"; }; } );\n"
              "reaper = { interval = \"200ms\"; batch = 100; };\n"
              "shutdown_timeout = \"10s\";\n"
-             "log = { level = \"info\"; target = \"stderr\"; };\n",
+             "log = { level = \"info\"; target = \"stderr\"; };\n%s",
              nodes, cc->durability ? cc->durability : "local",
              cc->redis_extra ? cc->redis_extra : "", H.handler_dir, cc->workers,
              cc->lease ? cc->lease : "10s", cc->batch ? cc->batch : 16,
              cc->partitions ? cc->partitions : NPARTS, H.record,
-             locks);
+             locks, cc->extra ? cc->extra : "");
     h_write_file(H.conf, text);
 }
 
@@ -570,6 +578,234 @@ START_TEST(a_replicated_failover_loses_and_repeats_nothing)
 }
 END_TEST
 
+/* ---- a master down, no replica to take over ------------------------------ */
+
+#define ISO_JOBS 3000
+#define ISO_LEAD_MS 2500        /* the first job is due this long after the start */
+#define ISO_SPAN_MS 9000        /* ... the others over this long after it */
+#define ISO_KILL_MS 2500        /* the master is killed this long after the first due */
+#define ISO_DOWN_MS 4000        /* ... and started again this long after */
+
+/* Three masters without replicas, which go on serving their slots while
+ * one is down (cluster-require-full-coverage no). */
+static void setup_no_replicas(void)
+{
+    h_setup(&H);
+    char err[400];
+    ck_assert_msg(cluster_fx_start(&C, NMASTERS, 0, NULL, err, sizeof err) == 0, "%s", err);
+    for (int i = 0; i < C.nnodes; i++)
+        ck_assert_int_eq(cluster_fx_int(&C, i, "CONFIG SET cluster-require-full-coverage no"),
+                         0);
+}
+
+/* Jobs j[0..n) due at due[i] (Unix ms), by chunks; all must be taken. */
+static void enqueue_at(dq_client *c, struct jobs *j, const int64_t *due)
+{
+    dq_enqueue_req reqs[CHUNK];
+    dq_enqueued out[CHUNK];
+    dq_status sts[CHUNK];
+    for (int first = 0; first < j->n; first += CHUNK) {
+        int k = j->n - first < CHUNK ? j->n - first : CHUNK;
+        for (int i = 0; i < k; i++)
+            reqs[i] = (dq_enqueue_req){ .queue = H_QUEUE, .type = "t", .id = j->ids[first + i],
+                                        .payload = "ok", .payload_len = 2,
+                                        .at_ms = due[first + i] };
+        ck_assert_int_eq(dq_enqueue_many(c, reqs, (size_t)k, out, sts), DQ_OK);
+        for (int i = 0; i < k; i++) {
+            ck_assert_msg(sts[i] == DQ_OK, "%s: %s", j->ids[first + i], dq_status_str(sts[i]));
+            j->accepted[first + i] = 1;
+            j->sent[first + i] = 1;
+        }
+    }
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The 99th percentile of v[0..n) (sorted in place); -1 when empty. */
+static int64_t p99_of(int64_t *v, size_t n)
+{
+    if (n == 0)
+        return -1;
+    qsort(v, n, sizeof *v, cmp_i64);
+    return v[(n * 99) / 100 < n ? (n * 99) / 100 : n - 1];
+}
+
+/* Lateness of the jobs on live masters: those due before the kill and
+ * those due while the master was down. */
+struct iso_lateness {
+    int64_t p99_before, p99_during;
+    size_t before, during;
+    int dup_live;               /* live partitions' jobs started twice */
+};
+
+static struct iso_lateness lateness_of_live(const struct jobs *j, const int64_t *due,
+                                            const bool *on_victim, int64_t t_kill,
+                                            int64_t t_back)
+{
+    struct h_run *runs;
+    size_t nruns = h_records(&H, &runs);
+    qsort(runs, nruns, sizeof *runs, run_cmp);
+    int64_t *before = calloc((size_t)j->n, sizeof *before);
+    int64_t *during = calloc((size_t)j->n, sizeof *during);
+    ck_assert(before && during);
+    struct iso_lateness l = { 0 };
+    for (int i = 0; i < j->n; i++) {
+        if (on_victim[keys_partition_of(j->ids[i], NPARTS)])
+            continue;
+        struct h_run first;
+        int starts = h_count(runs, nruns, j->ids[i], 0, &first);
+        l.dup_live += starts > 1;
+        if (starts == 0)
+            continue;
+        if (due[i] < t_kill)
+            before[l.before++] = first.ms - due[i];
+        else if (due[i] < t_back)
+            during[l.during++] = first.ms - due[i];
+    }
+    l.p99_before = p99_of(before, l.before);
+    l.p99_during = p99_of(during, l.during);
+    free(before);
+    free(during);
+    free(runs);
+    return l;
+}
+
+/* delayq_partition_up of partition p in /metrics at `port`, or -1. */
+static int partition_up(int port, int p)
+{
+    static char body[256 * 1024];
+    if (fixture_http_get(port, "/metrics", body, sizeof body) != 200)
+        return -1;
+    char series[120];
+    snprintf(series, sizeof series, "delayq_partition_up{queue=\"" H_QUEUE "\",partition=\"%d\"} ",
+             p);
+    const char *at = strstr(body, series);
+    return at ? atoi(at + strlen(series)) : -1;
+}
+
+/* What /healthz and /metrics said while a master was down. */
+struct outage_seen {
+    bool healthz_named;         /* 503 naming exactly the partitions on it */
+    bool metrics_right;         /* delayq_partition_up 0 for those, 1 for the others */
+    char healthz[1024];         /* the last /healthz body */
+};
+
+/* Poll /healthz and /metrics until both say what they should about the
+ * partitions on the master down, or `until_ms` (Unix ms). */
+static struct outage_seen see_outage(int port, const bool *on_victim, int64_t until_ms)
+{
+    struct outage_seen s = { 0 };
+    while (tu_now_ms() < until_ms - 200 && !(s.healthz_named && s.metrics_right)) {
+        tu_sleep_ms(100);
+        if (!s.healthz_named
+            && fixture_http_get(port, "/healthz", s.healthz, sizeof s.healthz) == 503
+            && strstr(s.healthz, "out of reach")) {
+            bool all = true;
+            for (int p = 0; p < NPARTS; p++) {
+                char name[40];
+                snprintf(name, sizeof name, " " H_QUEUE "/%d", p);
+                const char *at = strstr(s.healthz, name);
+                bool named = at && (at[strlen(name)] == ' ' || at[strlen(name)] == '\n');
+                all = all && named == on_victim[p];
+            }
+            s.healthz_named = all;
+        }
+        if (!s.metrics_right) {
+            bool all = true;
+            for (int p = 0; p < NPARTS && all; p++)
+                all = partition_up(port, p) == (on_victim[p] ? 0 : 1);
+            s.metrics_right = all;
+        }
+    }
+    return s;
+}
+
+/*
+ * A master killed (kill -9) with no replica to take over, during a run of
+ * jobs due over 9 s: the jobs of the partitions on the other masters keep
+ * running on time while it is down; once it is started again (from its
+ * append-only file) its partitions' jobs run; none is lost, and none of
+ * the other partitions' runs twice.
+ */
+START_TEST(a_master_down_stalls_only_its_own_partitions)
+{
+    int victim = cluster_fx_master_of_slot(&C, partition_slot(0));
+    ck_assert_int_ge(victim, 0);
+    bool on_victim[NPARTS];
+    int nvictim = 0;
+    for (int p = 0; p < NPARTS; p++)
+        nvictim += on_victim[p] = cluster_fx_master_of_slot(&C, partition_slot(p)) == victim;
+    char err[400];
+    ck_assert_msg(cluster_fx_persist(&C, victim, err, sizeof err) == 0, "%s", err);
+    int port = fixture_free_port();
+    char admin[100];
+    snprintf(admin, sizeof admin, "metrics = { listen = \"127.0.0.1:%d\"; };\n", port);
+    struct cl_conf cc = { .workers = 4, .batch = 16, .extra = admin };
+    start_daemon(&cc);
+    dq_client *c = cluster_client(DQ_DURABILITY_LOCAL);
+    struct jobs j;
+    jobs_init(&j, ISO_JOBS, "iso");
+    int64_t *due = calloc(ISO_JOBS, sizeof *due);
+    ck_assert(due != NULL);
+    int64_t first_due = tu_now_ms() + ISO_LEAD_MS;
+    for (int i = 0; i < ISO_JOBS; i++)
+        due[i] = first_due + (int64_t)i * ISO_SPAN_MS / ISO_JOBS;
+    enqueue_at(c, &j, due);
+
+    tu_sleep_ms(first_due + ISO_KILL_MS - tu_now_ms());
+    int64_t t_kill = tu_now_ms();
+    cluster_fx_kill(&C, victim);
+    struct outage_seen seen = see_outage(port, on_victim, t_kill + ISO_DOWN_MS);
+    tu_sleep_ms(t_kill + ISO_DOWN_MS - tu_now_ms());
+    int64_t t_back = tu_now_ms();
+    ck_assert_msg(cluster_fx_restart_master(&C, victim, err, sizeof err) == 0, "%s", err);
+    int64_t back_ms = tu_now_ms() - t_back;
+    wait_drained(c, 60000, "after the master came back");
+
+    struct tally t = tally_runs(&j);
+    struct iso_lateness l = lateness_of_live(&j, due, on_victim, t_kill, t_back);
+    printf("cluster master down: node %d (%d of %d partitions) down for %d ms, back in "
+           "%lld ms; the other partitions' lateness p99 %lld ms before (%zu jobs), %lld ms "
+           "while it was down (%zu jobs); lost=%d dup=%d (of the other partitions: %d); "
+           "/healthz said: %.*s\n",
+           victim, nvictim, NPARTS, ISO_DOWN_MS, (long long)back_ms, (long long)l.p99_before,
+           l.before, (long long)l.p99_during, l.during, t.lost, t.dup, l.dup_live,
+           (int)strcspn(seen.healthz, "\n"), seen.healthz);
+    ck_assert_msg(tu_process_running(H.pid), "delayqd exited; log:\n%s", h_log_tail(&H));
+    ck_assert_int_eq(t.lost, 0);
+    ck_assert_int_eq(t.overlaps, 0);
+    ck_assert_int_eq(l.dup_live, 0);
+    ck_assert_uint_gt(l.during, ISO_JOBS / 10);
+    /* Down for 4 s: had the other partitions waited for it, their jobs
+     * due in its first seconds would be seconds late. */
+    ck_assert_msg(l.p99_during < 1000, "the other partitions' jobs waited for the master "
+                  "down: p99 %lld ms late; log:\n%s", (long long)l.p99_during, h_log_tail(&H));
+    ck_assert_int_ge(h_log_count(&H, "is out of reach"), 1);
+    /* /healthz named the partitions out of reach, and only those, and
+     * /metrics had them down and the others up; both say all is well
+     * once the master is back. */
+    ck_assert_msg(seen.healthz_named, "/healthz during the outage: %s", seen.healthz);
+    ck_assert_msg(seen.metrics_right, "/metrics during the outage: delayq_partition_up wrong");
+    char body[4096];
+    int code = 0;
+    for (int i = 0; i < 100 && code != 200; i++, tu_sleep_ms(100))
+        code = fixture_http_get(port, "/healthz", body, sizeof body);
+    ck_assert_msg(code == 200, "/healthz after the master came back: %d %s", code, body);
+    ck_assert_int_eq(partition_up(port, 0), 1);
+    dq_stats st;
+    ck_assert_int_eq(dq_stats_get(c, H_QUEUE, &st), DQ_OK);
+    ck_assert_int_eq(st.dead, 0);
+    free(due);
+    jobs_free(&j);
+    dq_close(c);
+    ck_assert_int_eq(h_stop(&H, 10000), 0);
+}
+END_TEST
+
 /* The start order of the runs of the jobs in partition `p` whose id
  * begins with `prefix`: the first and last record line index. */
 static void span_in_partition(const struct h_run *runs, size_t n, int p, const char *prefix,
@@ -898,6 +1134,8 @@ int main(void)
     tcase_add_test(tc, a_master_failover_is_counted);
     tcase_add_test(tc, a_replicated_failover_loses_and_repeats_nothing);
     tcase_add_test(tc, priority_pause_and_schedules_on_a_partitioned_queue);
+    tc = fixture_tcase(s, "isolated", 120, NULL, NULL, setup_no_replicas, teardown);
+    tcase_add_test(tc, a_master_down_stalls_only_its_own_partitions);
     if (access(OPENSSL, X_OK) == 0 && access(TLS_CERTS_SCRIPT, R_OK) == 0) {
         tc = fixture_tcase(s, "tls", 120, NULL, NULL, tls_setup, teardown);
         tcase_add_test(tc, a_tls_cluster_with_client_certificates_loses_and_repeats_nothing);

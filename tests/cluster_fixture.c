@@ -278,7 +278,8 @@ static int fresh_port(const struct cluster_fx *c, int upto)
     return -1;
 }
 
-/* Start node `i` in DIR/nI, cluster mode, no persistence: on new ports
+/* Start node `i` in DIR/nI, cluster mode, no persistence (but after
+ * cluster_fx_persist): on new ports
  * the first time, on its ports again after a kill (its nodes.conf then
  * brings it back into the cluster). */
 static int start_node(struct cluster_fx *c, const char *server, int i, char *err, size_t errlen)
@@ -328,6 +329,11 @@ static int start_node(struct cluster_fx *c, const char *server, int i, char *err
     } else {
         extra[n++] = "--port";
         extra[n++] = port;
+    }
+    if (c->aof[i]) {
+        char *aof[] = { "--appendonly", "yes", "--appendfsync", "always", NULL };
+        for (size_t j = 0; aof[j]; j++)
+            extra[n++] = aof[j];
     }
     extra[n] = NULL;
     return tu_redis_spawn_with(server, dir, c->sock[i], extra, TU_DIE_WITH_PARENT, &c->pid[i],
@@ -726,7 +732,9 @@ void cluster_fx_kill(struct cluster_fx *c, int idx)
     c->pid[idx] = 0;
 }
 
-int cluster_fx_restart(struct cluster_fx *c, int idx, char *err, size_t errlen)
+/* Start killed node `idx` again on its ports, with the password the
+ * others require.  0, or -1 with the reason. */
+static int start_again(struct cluster_fx *c, int idx, char *err, size_t errlen)
 {
     char server[PATH_MAX];
     if (c->pid[idx] > 0) {
@@ -752,6 +760,46 @@ int cluster_fx_restart(struct cluster_fx *c, int idx, char *err, size_t errlen)
         if (rc < 0)
             return -1;
     }
+    return 0;
+}
+
+int cluster_fx_persist(struct cluster_fx *c, int idx, char *err, size_t errlen)
+{
+    c->aof[idx] = 1;
+    if (cluster_fx_int(c, idx, "CONFIG SET appendfsync always") < 0
+        || cluster_fx_int(c, idx, "CONFIG SET appendonly yes") < 0) {
+        snprintf(err, errlen, "node %d refused CONFIG SET appendonly", idx);
+        return -1;
+    }
+    int64_t deadline = tu_mono_ms() + START_TIMEOUT_MS;
+    while (!node_says(c, idx, "INFO", "persistence", "aof_rewrite_in_progress:0")
+           || !node_says(c, idx, "INFO", "persistence", "aof_rewrite_scheduled:0")
+           || !node_says(c, idx, "INFO", "persistence", "aof_enabled:1")) {
+        if (tu_mono_ms() > deadline) {
+            snprintf(err, errlen, "node %d did not write its append-only file", idx);
+            return -1;
+        }
+        tu_sleep_ms(20);
+    }
+    return 0;
+}
+
+int cluster_fx_restart_master(struct cluster_fx *c, int idx, char *err, size_t errlen)
+{
+    if (start_again(c, idx, err, errlen) < 0)
+        return -1;
+    if (cluster_fx_wait_ok(c, START_TIMEOUT_MS) < 0) {
+        snprintf(err, errlen, "node %d came back but the cluster is not ok (see %s/n%d/redis.log)",
+                 idx, c->dir, idx);
+        return -1;
+    }
+    return 0;
+}
+
+int cluster_fx_restart(struct cluster_fx *c, int idx, char *err, size_t errlen)
+{
+    if (start_again(c, idx, err, errlen) < 0)
+        return -1;
     int64_t deadline = tu_mono_ms() + START_TIMEOUT_MS;
     while (!node_says(c, idx, "INFO", "replication", "master_link_status:up")) {
         if (tu_mono_ms() > deadline) {

@@ -64,6 +64,8 @@ struct cluster_fx {
     int dead_slot[CLUSTER_FX_MAX_NODES]; /* a slot node i served when
                                            cluster_fx_kill killed it, or -1 */
     pid_t reshard_pid;                  /* a background reshard, or 0 */
+    int aof[CLUSTER_FX_MAX_NODES];      /* cluster_fx_persist: started with
+                                           an fsync'd append-only file */
 };
 
 /* Whether a cluster can be started here: 0, or -1 with a one-line reason
@@ -140,6 +142,16 @@ void cluster_fx_kill(struct cluster_fx *c, int idx);
  * new owner.  Waits (30 s at most) until its replication link is up.  0,
  * or -1 with the reason. */
 int cluster_fx_restart(struct cluster_fx *c, int idx, char *err, size_t errlen);
+
+/* Make node `idx` keep its data across a kill: an append-only file
+ * fsync'd at every write, now (CONFIG SET, waiting for the file to be
+ * written) and at its restarts.  0, or -1 with the reason. */
+int cluster_fx_persist(struct cluster_fx *c, int idx, char *err, size_t errlen);
+
+/* Start killed master `idx` again when no replica took over: it comes
+ * back with its slots (and, persisted, its keys).  Waits (30 s at most)
+ * until every node says cluster_state:ok.  0, or -1 with the reason. */
+int cluster_fx_restart_master(struct cluster_fx *c, int idx, char *err, size_t errlen);
 
 /* Wait (up to `timeout_ms`) until the slots master `idx` served before it
  * died are served by another live node that every live node agrees on,

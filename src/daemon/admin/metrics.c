@@ -206,31 +206,50 @@ static void put_queue_paused(FILE *out, const struct metrics_view *v)
     }
 }
 
-/* Each partition's figures, for the queues of more than one (at most 256
- * partitions a queue, each named in the configuration: the label set is
- * bounded). */
-static void put_partition_jobs(FILE *out, const struct metrics_view *v)
+/* One partition's series of a family (put_per_partition). */
+typedef void (*put_part_fn)(FILE *out, const struct metrics_view *v,
+                            const struct dconfig_part *it);
+
+/* A family with series per partition, for the queues of more than one (at
+ * most 256 partitions a queue, each named in the configuration: the label
+ * set is bounded); nothing when no queue has more than one. */
+static void put_per_partition(FILE *out, const struct metrics_view *v, const char *name,
+                              const char *help, put_part_fn put)
 {
-    static const char *const states[] = { "delayed", "due", "processing", "dead" };
     struct dconfig_part it;
     int head = 0;
     for (dconfig_parts_begin(&it, v->conf); dconfig_parts_next(&it);) {
         if (it.nparts <= 1)
             continue;
         if (!head++)
-            put_head(out, "delayq_partition_jobs", "gauge",
-                     "Jobs in each partition of a partitioned queue by state (their sum is "
-                     "delayq_queue_jobs).");
-        const dq_stats *st = &v->stats->parts[it.at];
-        const int64_t n[] = { st->delayed, st->due, st->processing, st->dead };
-        for (int k = 0; k < 4; k++) {
-            fputs("delayq_partition_jobs{", out);
-            put_label(out, "queue", it.q->name);
-            fprintf(out, ",partition=\"%u\",", it.part);
-            put_label(out, "state", states[k]);
-            fprintf(out, "} %lld\n", (long long)n[k]);
-        }
+            put_head(out, name, "gauge", help);
+        put(out, v, &it);
     }
+}
+
+/* delayq_partition_jobs: a partition's jobs by state. */
+static void put_partition_jobs(FILE *out, const struct metrics_view *v,
+                               const struct dconfig_part *it)
+{
+    static const char *const states[] = { "delayed", "due", "processing", "dead" };
+    const dq_stats *st = &v->stats->parts[it->at];
+    const int64_t n[] = { st->delayed, st->due, st->processing, st->dead };
+    for (int k = 0; k < 4; k++) {
+        fputs("delayq_partition_jobs{", out);
+        put_label(out, "queue", it->q->name);
+        fprintf(out, ",partition=\"%u\",", it->part);
+        put_label(out, "state", states[k]);
+        fprintf(out, "} %lld\n", (long long)n[k]);
+    }
+}
+
+/* delayq_partition_up: whether the partition answered the last refresh. */
+static void put_partition_up(FILE *out, const struct metrics_view *v,
+                             const struct dconfig_part *it)
+{
+    fputs("delayq_partition_up{", out);
+    put_label(out, "queue", it->q->name);
+    fprintf(out, ",partition=\"%u\"} %d\n", it->part, v->stats->parts_up[it->at]);
 }
 
 /* The cached queue gauges, when fresh (a stale set would mislead: Redis
@@ -254,7 +273,13 @@ static int put_queue_gauges(FILE *out, const struct metrics_view *v)
                 fprintf(out, "} %lld\n", (long long)n[k]);
             }
         }
-        put_partition_jobs(out, v);
+        put_per_partition(out, v, "delayq_partition_jobs",
+                          "Jobs in each partition of a partitioned queue by state (their "
+                          "sum is delayq_queue_jobs).", put_partition_jobs);
+        put_per_partition(out, v, "delayq_partition_up",
+                          "1 when the partition's Redis master answered the last refresh "
+                          "of the statistics; 0 while it is out of reach (its figures are "
+                          "then the last it gave).", put_partition_up);
         put_queue_paused(out, v);
         put_queue_counter(out, v, "delayq_jobs_expired_total",
                           "Jobs that reached their expiry before they started (to dead, "
@@ -416,6 +441,23 @@ static int sources_failing(const struct metrics_view *v, FILE *out)
     return 0;
 }
 
+/* Partitions whose master is out of reach (a cluster master down): one
+ * line naming them, at most a line's worth. */
+static int partitions_down(const struct metrics_view *v, FILE *out)
+{
+    if (v->stats->parts_down == 0)
+        return 0;
+    fprintf(out, "%zu partition%s out of reach (%s):", v->stats->parts_down,
+            v->stats->parts_down == 1 ? "" : "s", v->stats->parts_why);
+    struct dconfig_part it;
+    int named = 0;
+    for (dconfig_parts_begin(&it, v->conf); dconfig_parts_next(&it);)
+        if (!v->stats->parts_up[it.at] && named++ < 16)
+            fprintf(out, " %s/%u", it.q->name, it.part);
+    fputs(named > 16 ? " ...\n" : "\n", out);
+    return 1;
+}
+
 int metrics_health(const struct metrics_view *v, FILE *out)
 {
     if (v->snap->stopping) {
@@ -426,6 +468,8 @@ int metrics_health(const struct metrics_view *v, FILE *out)
         fprintf(out, "redis unreachable: %s\n", v->stats->why);
         return 503;
     }
+    if (partitions_down(v, out))
+        return 503;
     int want = 0, up = 0;
     for (size_t q = 0; q < v->conf->nqueues; q++)
         want += v->conf->queues[q].workers;

@@ -30,6 +30,13 @@ struct qstats {
     int64_t *parts_paused;
     int64_t *parts_oldest;      /* the round in flight's oldest due, per partition */
     dq_stats *parts_cur;        /* the last complete set's, per partition */
+    int64_t *parts_paused_cur;  /* ... and the same of the other two */
+    int64_t *parts_oldest_cur;
+    unsigned char *parts_up;    /* the round in flight's: it answered */
+    unsigned char *parts_up_cur;
+    size_t parts_down;          /* the last set's partitions that did not */
+    size_t answered;            /* partitions that answered in the round in flight */
+    char part_err[160];         /* why the last one did not */
     dq_stats *cur;              /* the last complete set */
     dq_stats *next;             /* the round in flight fills it */
     int64_t *paused_cur;        /* cur's and next's paused_since, per queue */
@@ -39,7 +46,6 @@ struct qstats {
     int have_cur;
     int64_t cur_asked_ms;       /* when cur's round was sent */
     size_t awaiting;            /* replies of the round in flight */
-    int round_failed;
     int64_t asked_ms;           /* when the round in flight was sent */
     int last_failed;            /* the last round ended without a full set */
     char err[160];              /* why it failed */
@@ -75,14 +81,31 @@ static void sum_partitions(struct qstats *q)
     }
 }
 
+/*
+ * The round is over.  It failed when no partition answered.  Over a cluster with one master
+ * down, the partitions on the others still count: those out of reach keep
+ * their last figures, and are named as out of reach (qstats_view).
+ */
 static void round_done(struct qstats *q)
 {
-    if (q->round_failed) {
+    if (q->answered == 0) {
         q->last_failed = 1;
         return;
     }
+    q->parts_down = 0;
+    for (size_t i = 0; i < q->nparts; i++) {
+        q->parts_down += !q->parts_up[i];
+        if (!q->parts_up[i]) {
+            q->parts[i] = q->parts_cur[i];
+            q->parts_paused[i] = q->parts_paused_cur[i];
+            q->parts_oldest[i] = q->parts_oldest_cur[i];
+        }
+    }
     sum_partitions(q);
     memcpy(q->parts_cur, q->parts, q->nparts * sizeof *q->parts);
+    memcpy(q->parts_paused_cur, q->parts_paused, q->nparts * sizeof *q->parts_paused);
+    memcpy(q->parts_oldest_cur, q->parts_oldest, q->nparts * sizeof *q->parts_oldest);
+    memcpy(q->parts_up_cur, q->parts_up, q->nparts);
     dq_stats *t = q->cur;
     q->cur = q->next;
     q->next = t;
@@ -97,6 +120,14 @@ static void round_done(struct qstats *q)
     q->last_failed = 0;
 }
 
+/* Partition i did not answer this round (`why`). */
+static void part_failed(struct qstats *q, size_t i, const char *why)
+{
+    q->parts_up[i] = 0;
+    snprintf(q->part_err, sizeof q->part_err, "%s", why);
+    snprintf(q->err, sizeof q->err, "%s", why);
+}
+
 static void on_stats_reply(struct rconn *rc, redisReply *reply, void *arg)
 {
     (void)rc;
@@ -105,18 +136,19 @@ static void on_stats_reply(struct rconn *rc, redisReply *reply, void *arg)
     if (q->freeing)
         return;
     if (!reply) {
-        q->round_failed = 1;
-        snprintf(q->err, sizeof q->err, "no reply (connection lost, or no answer within "
-                 "%d ms)", QSTATS_STALE_MS);
+        char why[80];
+        snprintf(why, sizeof why, "no reply (connection lost, or no answer within %d ms)",
+                 QSTATS_STALE_MS);
+        part_failed(q, req->i, why);
     } else if (reply->type == REDIS_REPLY_ERROR) {
-        q->round_failed = 1;
-        snprintf(q->err, sizeof q->err, "%s", reply->str);
+        part_failed(q, req->i, reply->str);
     } else if (proto_stats_reply(reply, &q->parts[req->i]) != DQ_OK) {
-        q->round_failed = 1;
-        snprintf(q->err, sizeof q->err, "unexpected reply from the stats script");
+        part_failed(q, req->i, "unexpected reply from the stats script");
     } else {
         q->parts_paused[req->i] = proto_stats_paused(reply);
         q->parts_oldest[req->i] = proto_stats_oldest_due(reply);
+        q->parts_up[req->i] = 1;
+        q->answered++;
     }
     if (--q->awaiting == 0)
         round_done(q);
@@ -133,17 +165,20 @@ static void refresh(struct qstats *q)
         snprintf(q->err, sizeof q->err, "not connected");
         return;
     }
-    q->round_failed = 0;
+    q->answered = 0;
     q->asked_ms = slots_now_ms();
     for (size_t i = 0; i < q->nparts; i++) {
+        if (!rconn_key_is_up(q->conn, q->keys[i].key[0])) {
+            part_failed(q, i, rconn_last_failure(q->conn));
+            continue;
+        }
         struct cmd cmd;
         cmd_init(&cmd);
         cmd_eval(&cmd, DQ_SCRIPT_STATS, &q->keys[i]);
         if (rconn_send(q->conn, &cmd, DQ_SCRIPT_STATS, on_stats_reply, &q->reqs[i]) == 0) {
             q->awaiting++;
         } else {
-            q->round_failed = 1;
-            snprintf(q->err, sizeof q->err, "cannot send the stats script");
+            part_failed(q, i, "cannot send the stats script");
         }
         cmd_free(&cmd);
     }
@@ -199,6 +234,10 @@ struct qstats *qstats_new(struct event_base *base, const struct daemon_conf *dc)
     q->reqs = calloc(np, sizeof *q->reqs);
     q->parts = calloc(np, sizeof *q->parts);
     q->parts_cur = calloc(np, sizeof *q->parts_cur);
+    q->parts_paused_cur = calloc(np, sizeof *q->parts_paused_cur);
+    q->parts_oldest_cur = calloc(np, sizeof *q->parts_oldest_cur);
+    q->parts_up = calloc(np, 1);
+    q->parts_up_cur = calloc(np, 1);
     q->parts_paused = calloc(np, sizeof *q->parts_paused);
     q->parts_oldest = calloc(np, sizeof *q->parts_oldest);
     q->cur = calloc(n, sizeof *q->cur);
@@ -211,14 +250,18 @@ struct qstats *qstats_new(struct event_base *base, const struct daemon_conf *dc)
     if (!q->keys || !q->reqs || !q->parts || !q->parts_cur || !q->parts_paused || !q->cur
         || !q->next
         || !q->paused_cur || !q->paused_next || !q->parts_oldest || !q->oldest_cur
-        || !q->oldest_next || !q->timer)
+        || !q->oldest_next || !q->timer || !q->parts_paused_cur || !q->parts_oldest_cur
+        || !q->parts_up || !q->parts_up_cur)
         goto fail;
+    for (size_t i = 0; i < np; i++)
+        q->parts_paused_cur[i] = q->parts_oldest_cur[i] = -1;   /* none known */
     struct dconfig_part it;
     for (dconfig_parts_begin(&it, dc); dconfig_parts_next(&it);)
         q->reqs[it.at] = (struct qstats_req){ q, it.at, it.queue };
-    struct rconn_events ev = { on_up, NULL, q };
+    struct rconn_events ev = { on_up, NULL, q, on_up };
     if (!(q->conn = supervisor_conn_new(base, dc, q->keys, &ev)))
         goto fail;
+    rconn_isolate_masters(q->conn);     /* a master down: the others' figures */
     struct timeval tv = { QSTATS_REFRESH_MS / 1000, (QSTATS_REFRESH_MS % 1000) * 1000 };
     if (event_add(q->timer, &tv) < 0)
         goto fail;
@@ -243,6 +286,10 @@ void qstats_free(struct qstats *q)
     free(q->reqs);
     free(q->parts);
     free(q->parts_cur);
+    free(q->parts_paused_cur);
+    free(q->parts_oldest_cur);
+    free(q->parts_up);
+    free(q->parts_up_cur);
     free(q->parts_paused);
     free(q->cur);
     free(q->next);
@@ -262,6 +309,10 @@ void qstats_read(const struct qstats *q, struct qstats_view *v)
     v->parts = q->have_cur ? q->parts_cur : NULL;
     v->paused_since = q->have_cur ? q->paused_cur : NULL;
     v->oldest_due_ms = q->have_cur ? q->oldest_cur : NULL;
+    v->parts_up = q->have_cur ? q->parts_up_cur : NULL;
+    v->parts_down = q->have_cur ? q->parts_down : 0;
+    if (v->parts_down)
+        snprintf(v->parts_why, sizeof v->parts_why, "%s", q->part_err);
     v->age_ms = q->have_cur ? now - q->cur_asked_ms : -1;
     v->fresh = q->have_cur && !q->last_failed && v->age_ms <= QSTATS_STALE_MS;
     if (v->fresh)
