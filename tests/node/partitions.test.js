@@ -108,3 +108,54 @@ test('pause and resume write every partition; schedules live in partition 0', as
   assert.strictEqual(await raw.hexists(`dq:{${q}:0}:schedules`, 'hourly'), 1);
   assert.strictEqual((await dq.scheduleList(q))[0].name, 'hourly');
 });
+
+// A script that keeps Redis busy for 300 ms: it reads no connection
+// meanwhile, so what a client sends waits in its socket.
+const BUSY_300MS = "local s = redis.call('TIME') repeat local t = redis.call('TIME') "
+  + 'until (t[1] - s[1]) * 1000000 + t[2] - s[2] > 300000 return 1';
+
+async function readsProcessed() {
+  return Number(/total_reads_processed:(\d+)/.exec(await raw.info('stats'))[1]);
+}
+
+// Redis's reads for `call`, made while Redis was busy (so that a pipeline
+// arrives in one read, where one call at a time takes one per partition).
+async function readsOf(busy, call) {
+  const before = await readsProcessed();
+  const done = busy.eval(BUSY_300MS, 0);
+  await new Promise((r) => setTimeout(r, 50));
+  await call();
+  await done;
+  return await readsProcessed() - before - 2;    // less the busy script's and the INFO's
+}
+
+test('calls over twelve partitions take one round trip each', async () => {
+  const q = queueName('span');
+  await dq.setPartitions(q, 12);
+  for (let i = 0; i < 12; i++) await dq.enqueue(q, 't', 'x', { delay: 60000 });
+  const calls = {
+    stats: () => dq.stats(q),
+    pause: () => dq.pause(q),
+    resume: () => dq.resume(q),
+    'dead list': () => dq.deadList(q),
+    'requeue all': () => dq.requeueAll(q),
+    'purge all': () => dq.purgeAll(q),
+  };
+  for (const call of Object.values(calls)) await call();   // the scripts loaded, the count read
+  const Redis = require(require.resolve('ioredis', { paths: [process.env.DELAYQ_NODE_PKG] }));
+  const busy = new Redis({ path: redis.sock });
+  try {
+    await busy.ping();      // connected, its ready check done
+    for (const [name, call] of Object.entries(calls)) {
+      assert.strictEqual(await readsOf(busy, call), 1, name);
+    }
+  } finally {
+    busy.disconnect();
+  }
+  // Each partition's reply counts: the twelve summed, all paused.
+  assert.strictEqual((await dq.stats(q)).delayed, 12);
+  const since = await dq.pause(q);
+  for (let p = 0; p < 12; p++) assert.strictEqual(Number(await raw.hget(`dq:{${q}:${p}}:meta`, 'paused')), since, `${p}`);
+  assert.strictEqual(await dq.resume(q), since);
+  assert.strictEqual(await dq.paused(q), -1);
+});

@@ -265,6 +265,59 @@ class ClientTest(RedisCase):
         self.assertEqual(cron.first_tick(cron.parse("@every 90s"), None, 1000500), 1090000)
 
 
+
+# A script that keeps Redis busy for 300 ms: it reads no connection
+# meanwhile, so what a client sends waits in its socket.
+BUSY_300MS = ("local s = redis.call('TIME') repeat local t = redis.call('TIME') "
+              "until (t[1] - s[1]) * 1000000 + t[2] - s[2] > 300000 return 1")
+
+
+class SpanningCallsTest(RedisCase):
+    """Calls over a queue's partitions send their scripts in one pipeline:
+    each reaches Redis in one read, where one call at a time takes one per
+    partition."""
+
+    def reads(self):
+        return self.r.raw.info("stats")["total_reads_processed"]
+
+    def reads_of(self, call):
+        """Redis's reads for `call`, made while Redis was busy (so that a
+        pipeline arrives in one read)."""
+        busy = self.r.raw.connection_pool.get_connection("EVAL")
+        before = self.reads()
+        busy.send_command("EVAL", BUSY_300MS, 0)
+        time.sleep(0.05)
+        call()
+        busy.read_response()
+        self.r.raw.connection_pool.release(busy)
+        return self.reads() - before - 2       # less the busy script's and the INFO's
+
+    def test_calls_over_twelve_partitions_take_one_round_trip(self):
+        q = "span"
+        self.dq.set_partitions(q, 12)
+        for _ in range(12):     # generated ids: one in each partition
+            self.dq.enqueue(q, "t", b"x", delay=60000)
+        calls = {
+            "stats": lambda: self.dq.stats(q),
+            "pause": lambda: self.dq.pause(q),
+            "resume": lambda: self.dq.resume(q),
+            "dead list": lambda: self.dq.dead_list(q),
+            "requeue all": lambda: self.dq.requeue_all(q),
+            "purge all": lambda: self.dq.purge_all(q),
+        }
+        for call in calls.values():     # the scripts loaded, the count read
+            call()
+        for name, call in calls.items():
+            self.assertEqual(self.reads_of(call), 1, name)
+        # Each partition's reply counts: the twelve summed, all paused.
+        self.assertEqual(self.dq.stats(q).delayed, 12)
+        since = self.dq.pause(q)
+        for p in range(12):
+            self.assertEqual(int(self.r.raw.hget("dq:{span:%d}:meta" % p, "paused")
+                                 or -1), since, p)
+        self.assertEqual(self.dq.resume(q), since)
+        self.assertIsNone(self.dq.paused(q))
+
 if __name__ == "__main__":
     if not SERVER:
         print("python client tests skipped: no redis-server")

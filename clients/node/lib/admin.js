@@ -26,14 +26,24 @@ function statsOf(r) {
   };
 }
 
+// Calls of script `name` ({keys, args} each) in one pipeline (one round
+// trip per master): the replies in order; the first error is thrown.
+async function runAll(c, name, calls) {
+  const out = await c.conn.pipelineScripts(name, calls);
+  for (const r of out) if (r instanceof Error) throw r;
+  return out;
+}
+
 // stats(queue) -> { delayed, due, processing, expired, dead, nextDueInMs,
 // nowMs, dueByPriority[10], jobsExpired, jobsCancelled }, summed over the
 // partitions.
 P.stats = async function stats(queue) {
   const n = await this.partCount(queue);
+  const calls = [];
+  for (let p = 0; p < n; p++) calls.push({ keys: this.keysOf(queue, p, n).keys, args: [] });
   let sum = null;
-  for (let p = 0; p < n; p++) {
-    const one = statsOf(await this.conn.evalScript('stats', this.keysOf(queue, p, n).keys, []));
+  for (const r of await runAll(this, 'stats', calls)) {
+    const one = statsOf(r);
     if (!sum) {
       sum = one;
       continue;
@@ -115,31 +125,38 @@ P.deadList = async function deadList(queue, opts = {}) {
   const size = Math.min(offset + count, DEAD_PAGE_MAX);
   let total = 0;
   const all = [];
-  for (let p = 0; p < n; p++) {
-    const page = deadEntries(await this.conn.evalScript('dead_list', this.keysOf(queue, p, n).keys, [0, size]));
+  const calls = [];
+  for (let p = 0; p < n; p++) calls.push({ keys: this.keysOf(queue, p, n).keys, args: [0, size] });
+  (await runAll(this, 'dead_list', calls)).forEach((r, p) => {
+    const page = deadEntries(r);
     total += page.total;
     page.jobs.forEach((j, i) => all.push({ j, p, i }));
-  }
+  });
   all.sort((a, b) => (a.j.diedMs - b.j.diedMs) || (a.p - b.p) || (a.i - b.i));
   return { total, jobs: all.slice(offset, offset + count).map((x) => x.j) };
 };
 
 // requeue or purge of one dead job (in its partition) or of all (every
-// partition, in batches): the count moved.
+// partition, in rounds of one batch in each partition that has more, each
+// round one pipeline): the count moved.
 P.deadBatches = async function deadBatches(name, queue, id) {
   const n = await this.partCount(queue);
   let total = 0;
-  for (let p = 0; p < n; p++) {
-    if (id && p !== K.partitionOf(id, n)) continue;
-    const k = this.keysOf(queue, p, n);
-    for (;;) {
-      const args = name === 'requeue' ? [k.wake, id || '', ADMIN_BATCH] : [id || '', ADMIN_BATCH];
-      const r = await this.conn.evalScript(name, k.keys, args);
+  let parts = [];
+  for (let p = 0; p < n; p++) if (!id || p === K.partitionOf(id, n)) parts.push(p);
+  while (parts.length) {
+    const calls = parts.map((p) => {
+      const k = this.keysOf(queue, p, n);
+      return { keys: k.keys, args: name === 'requeue' ? [k.wake, id || '', ADMIN_BATCH] : [id || '', ADMIN_BATCH] };
+    });
+    const replies = await runAll(this, name, calls);
+    parts = parts.filter((p, i) => {
+      const r = replies[i];
       if (!Array.isArray(r) || r.length < 2) throw fail('redis', `unexpected reply from the ${name} script`);
       const moved = int(r[0]);
       total += moved;
-      if (id || int(r[1]) === 0 || moved === 0) break;
-    }
+      return !id && int(r[1]) > 0 && moved > 0;
+    });
   }
   if (id && total === 0) throw fail('notfound', `no dead job ${id} in queue ${queue}`);
   return total;
@@ -177,15 +194,16 @@ P.purgeAll = function purgeAll(queue) {
 // since_ms of partition 0's reply.
 P.pauseScript = async function pauseScript(name, queue) {
   const n = await this.partCount(queue);
-  const calls = name === 'pause_state' ? 1 : n;
-  let since = -1;
-  for (let p = 0; p < calls; p++) {
+  const calls = [];
+  for (let p = 0; p < (name === 'pause_state' ? 1 : n); p++) {
     const k = this.keysOf(queue, p, n);
-    const r = await this.conn.evalScript(name, k.keys, name === 'pause_state' ? [] : [k.wake]);
-    if (!Array.isArray(r) || r.length < 2) throw fail('redis', `unexpected reply from the ${name} script`);
-    if (p === 0) since = int(r[1]);
+    calls.push({ keys: k.keys, args: name === 'pause_state' ? [] : [k.wake] });
   }
-  return since;
+  const replies = await runAll(this, name, calls);
+  for (const r of replies) {
+    if (!Array.isArray(r) || r.length < 2) throw fail('redis', `unexpected reply from the ${name} script`);
+  }
+  return int(replies[0][1]);
 };
 
 // pause(queue) -> when the pause began (server ms).

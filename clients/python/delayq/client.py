@@ -129,6 +129,19 @@ class Client(Schedules):
             self._forget()
             raise
 
+    def _run_all(self, name, calls):
+        """Calls [(keys, args)] of script `name` in one pipeline (one round
+        trip per master); the replies in order, the first error raised."""
+        try:
+            replies = self.conn.run_many(name, calls)
+        except errors.ConnectError:
+            self._forget()
+            raise
+        for r in replies:
+            if isinstance(r, Exception):
+                raise translate(self.conn.o, r, name)
+        return replies
+
     def _cmd(self, *args):
         try:
             return self.conn.command(*args)
@@ -439,8 +452,8 @@ class Client(Schedules):
         n = self._nparts(queue)
         queue = keys.check_queue(queue)
         total = Stats(0, 0, 0, 0, 0, -1, 0)
-        for p in range(n):
-            r = self._run("stats", self._keys(queue, p, n)[0], [])
+        replies = self._run_all("stats", [(self._keys(queue, p, n)[0], []) for p in range(n)])
+        for p, r in enumerate(replies):
             total.delayed += int(r[1])
             total.due += int(r[2])
             total.processing += int(r[3])
@@ -463,13 +476,11 @@ class Client(Schedules):
     def _pause_script(self, name, queue):
         n = self._nparts(queue)
         queue = keys.check_queue(queue)
-        since = -1
+        calls = []
         for p in range(1 if name == "pause_state" else n):
             ks, wake = self._keys(queue, p, n)
-            r = self._run(name, ks, [] if name == "pause_state" else [wake])
-            if p == 0:
-                since = int(r[1])
-        return since
+            calls.append((ks, [] if name == "pause_state" else [wake]))
+        return int(self._run_all(name, calls)[0][1])
 
     def pause(self, queue) -> int:
         """Stop claims of the queue on every host; returns when the pause
@@ -494,9 +505,9 @@ class Client(Schedules):
         n = self._nparts(queue)
         queue = keys.check_queue(queue)
         total, found = 0, []
-        for p in range(n):
-            start, want = (offset, count) if n == 1 else (0, min(offset + count, DEAD_PAGE_MAX))
-            r = self._run("dead_list", self._keys(queue, p, n)[0], [start, want])
+        start, want = (offset, count) if n == 1 else (0, min(offset + count, DEAD_PAGE_MAX))
+        for r in self._run_all("dead_list",
+                               [(self._keys(queue, p, n)[0], [start, want]) for p in range(n)]):
             total += int(r[0])
             for i in range(1, len(r), 7):
                 found.append(DeadJob(id=_text(r[i]), died_ms=int(r[i + 1]),
@@ -509,21 +520,25 @@ class Client(Schedules):
         return DeadPage(total, found)
 
     def _dead_batches(self, name, queue, job_id):
+        """Requeue or purge one dead job (in its partition), or all of them:
+        rounds of one batch in each partition that has more, each round one
+        pipeline."""
         n = self._nparts(queue)
         queue = keys.check_queue(queue)
         total = 0
-        for p in range(n):
-            if job_id is not None and p != keys.partition_of(job_id, n):
-                continue
-            ks, wake = self._keys(queue, p, n)
-            while True:
-                args = [job_id or "", ADMIN_BATCH]
-                if name == "requeue":
-                    args.insert(0, wake)
-                moved, remaining = (int(x) for x in self._run(name, ks, args))
+        parts = [keys.partition_of(job_id, n)] if job_id is not None else list(range(n))
+        while parts:
+            calls = []
+            for p in parts:
+                ks, wake = self._keys(queue, p, n)
+                calls.append((ks, ([wake] if name == "requeue" else []) + [job_id or "", ADMIN_BATCH]))
+            more = []
+            for p, r in zip(parts, self._run_all(name, calls)):
+                moved, remaining = int(r[0]), int(r[1])
                 total += moved
-                if job_id is not None or remaining == 0 or moved == 0:
-                    break
+                if job_id is None and remaining > 0 and moved > 0:
+                    more.append(p)
+            parts = more
         if job_id is not None and total == 0:
             raise NotFoundError("no dead job %s in queue %s" % (job_id, queue))
         return total
