@@ -264,7 +264,8 @@ static size_t masters_up(const struct rcluster *cl)
     return n;
 }
 
-int rcluster_all_masters_up(const struct rcluster *cl)
+/* Whether every master of the map has its connection up. */
+static int all_masters_up(const struct rcluster *cl)
 {
     size_t n = masters_up(cl);
     return n > 0 && n == cl->map.nnodes;
@@ -357,10 +358,10 @@ static void on_refresh_timer(evutil_socket_t fd, short what, void *arg)
             rcluster_note_outage(cl, "out of memory following the slot map");
         retire_nodes(cl);
         rcluster_check_state(cl);
-        if (!rcluster_all_masters_up(cl) && cl->refresh_ms == RCLUSTER_REFRESH_MAX_MS)
+        if (!all_masters_up(cl) && cl->refresh_ms == RCLUSTER_REFRESH_MAX_MS)
             note_master_down(cl);
     }
-    if (rcluster_all_masters_up(cl))
+    if (all_masters_up(cl))
         return;
     rcluster_arm(cl->refresh_timer, cl->refresh_ms);
     cl->refresh_ms = cl->refresh_ms * 2 > RCLUSTER_REFRESH_MAX_MS ? RCLUSTER_REFRESH_MAX_MS

@@ -105,9 +105,6 @@ int rcluster_link_map(struct rcluster *cl);
  * other masters known.  0, or -1 with the last failure in err. */
 int rcluster_refresh_map(struct rcluster *cl, char *err, size_t errlen);
 
-/* Whether every master of the map has its connection up. */
-int rcluster_all_masters_up(const struct rcluster *cl);
-
 /* Up when every master of the map is (isolated: when any is): tell the
  * caller of a change (on_up, on_down), and, isolated, of another master up
  * again (on_master_up). */
