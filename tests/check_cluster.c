@@ -26,7 +26,9 @@
  *   9 s; the other partitions' jobs run on time meanwhile (their lateness
  *   p99 printed, before and during), /healthz names the partitions out of
  *   reach and /metrics has them down; once it is started again (from its
- *   append-only file) its jobs run; none lost.
+ *   append-only file) its jobs run; none lost.  And with one worker whose
+ *   batch came from that master: the worker gives up the batch's acks once
+ *   its leases are over, and runs the other partitions' jobs meanwhile.
  *
  * DELAYQ_CLUSTER_JOBS changes the 20,000; DELAYQ_CLUSTER_LOG=PATH keeps
  * the daemon's log (and PATH.record, the runs) of the failover runs.
@@ -806,6 +808,108 @@ START_TEST(a_master_down_stalls_only_its_own_partitions)
 }
 END_TEST
 
+/* Fill `id` with PREFIX-K for the first K whose id falls in a partition
+ * for which want[partition] is true; K starts at *next, which moves on. */
+static void id_where(char *id, size_t len, const char *prefix, const bool *want, int *next)
+{
+    do
+        snprintf(id, len, "%s-%d", prefix, (*next)++);
+    while (!want[keys_partition_of(id, NPARTS)]);
+}
+
+static void enqueue_one(dq_client *c, const char *id, const char *payload, int64_t at_ms)
+{
+    dq_enqueue_req req = { .queue = H_QUEUE, .type = "t", .id = id, .payload = payload,
+                           .payload_len = strlen(payload), .at_ms = at_ms };
+    dq_enqueued out;
+    ck_assert_msg(dq_enqueue(c, &req, &out) == DQ_OK, "%s: %s", id, dq_errmsg(c));
+}
+
+#define SOLO_LIVE 30            /* jobs on the other masters' partitions */
+
+struct solo_jobs {
+    char slow[2][32];           /* the batch on the master killed */
+    char live[SOLO_LIVE][32];
+};
+
+static int live_started(void *arg)
+{
+    const struct solo_jobs *sj = arg;
+    struct h_run *runs;
+    size_t n = h_records(&H, &runs);
+    int all = 1;
+    for (int i = 0; i < SOLO_LIVE && all; i++)
+        all = h_count(runs, n, sj->live[i], 0, NULL) > 0;
+    free(runs);
+    return all;
+}
+
+/*
+ * A queue with one worker, whose batch in hand came from the master
+ * killed: the batch's acks cannot be recorded, and once its leases have
+ * run out the worker gives them up and goes on with the other partitions
+ * (their jobs run while the master is down), where it would wait for the
+ * master.  Once the master is back every job has run; none is lost.
+ */
+START_TEST(a_single_worker_goes_on_past_its_batchs_leases)
+{
+    bool on_victim[NPARTS], live[NPARTS];
+    int victim = cluster_fx_master_of_slot(&C, partition_slot(0));
+    ck_assert_int_ge(victim, 0);
+    for (int p = 0; p < NPARTS; p++) {
+        on_victim[p] = cluster_fx_master_of_slot(&C, partition_slot(p)) == victim;
+        live[p] = !on_victim[p];
+    }
+    char err[400];
+    ck_assert_msg(cluster_fx_persist(&C, victim, err, sizeof err) == 0, "%s", err);
+    struct cl_conf cc = { .workers = 1, .batch = 2, .lease = "2500ms" };
+    start_daemon(&cc);
+    dq_client *c = cluster_client(DQ_DURABILITY_LOCAL);
+    struct solo_jobs sj;
+    int next = 0;
+    int64_t now = tu_now_ms();
+    bool only0[NPARTS] = { [0] = true };
+    for (int i = 0; i < 2; i++) {
+        id_where(sj.slow[i], sizeof sj.slow[i], "slow", only0, &next);
+        enqueue_one(c, sj.slow[i], "sleep:400", now + 300);
+    }
+    for (int i = 0; i < SOLO_LIVE; i++) {
+        id_where(sj.live[i], sizeof sj.live[i], "live", live, &next);
+        enqueue_one(c, sj.live[i], "ok", now + 1500 + i * 100);
+    }
+    ck_assert_msg(h_wait_record(&H, sj.slow[0], 0, 1, 10000) == 1, "the slow batch did not "
+                  "start; log:\n%s", h_log_tail(&H));
+    int64_t t_kill = tu_now_ms();
+    cluster_fx_kill(&C, victim);
+    /* Down for 10 s: the live jobs (due 1.5 to 4.5 s after the start) run
+     * within it, once the batch's 2.5 s leases are over. */
+    int ran = h_wait(10000, live_started, &sj);
+    int64_t ran_ms = tu_now_ms() - t_kill;
+    ck_assert_msg(cluster_fx_restart_master(&C, victim, err, sizeof err) == 0, "%s", err);
+    wait_drained(c, 60000, "after the master came back");
+    struct h_run *runs;
+    size_t nruns = h_records(&H, &runs);
+    int lost = 0, overlaps = 0;
+    for (size_t i = 0; i < nruns; i++)
+        overlaps += runs[i].end == H_OVERLAP;
+    for (int i = 0; i < 2; i++)
+        lost += h_count(runs, nruns, sj.slow[i], 1, NULL) == 0;
+    for (int i = 0; i < SOLO_LIVE; i++)
+        lost += h_count(runs, nruns, sj.live[i], 1, NULL) == 0;
+    free(runs);
+    printf("cluster master down, one worker: its batch's master killed; the other "
+           "partitions' %d jobs all started %lld ms after the kill%s; lost=%d\n", SOLO_LIVE,
+           (long long)ran_ms, ran == 1 ? "" : " (not while it was down)", lost);
+    ck_assert_msg(ran == 1, "the other partitions' jobs waited for the master down; log:\n%s",
+                  h_log_tail(&H));
+    ck_assert_int_ge(h_log_count(&H, "past its batch's leases"), 1);
+    ck_assert_int_eq(lost, 0);
+    ck_assert_int_eq(overlaps, 0);
+    dq_close(c);
+    ck_assert_int_eq(h_stop(&H, 10000), 0);
+}
+END_TEST
+
 /* The start order of the runs of the jobs in partition `p` whose id
  * begins with `prefix`: the first and last record line index. */
 static void span_in_partition(const struct h_run *runs, size_t n, int p, const char *prefix,
@@ -1136,6 +1240,7 @@ int main(void)
     tcase_add_test(tc, priority_pause_and_schedules_on_a_partitioned_queue);
     tc = fixture_tcase(s, "isolated", 120, NULL, NULL, setup_no_replicas, teardown);
     tcase_add_test(tc, a_master_down_stalls_only_its_own_partitions);
+    tcase_add_test(tc, a_single_worker_goes_on_past_its_batchs_leases);
     if (access(OPENSSL, X_OK) == 0 && access(TLS_CERTS_SCRIPT, R_OK) == 0) {
         tc = fixture_tcase(s, "tls", 120, NULL, NULL, tls_setup, teardown);
         tcase_add_test(tc, a_tls_cluster_with_client_certificates_loses_and_repeats_nothing);
