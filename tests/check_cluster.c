@@ -29,6 +29,8 @@
  *   append-only file) its jobs run; none lost.  And with one worker whose
  *   batch came from that master: the worker gives up the batch's acks once
  *   its leases are over, and runs the other partitions' jobs meanwhile.
+ *   And a worker killed mid-job on a live master meanwhile: its job is
+ *   settled and runs again at once, not at its lease's end.
  *
  * DELAYQ_CLUSTER_JOBS changes the 20,000; DELAYQ_CLUSTER_LOG=PATH keeps
  * the daemon's log (and PATH.record, the runs) of the failover runs.
@@ -910,6 +912,55 @@ START_TEST(a_single_worker_goes_on_past_its_batchs_leases)
 }
 END_TEST
 
+/*
+ * A worker killed (kill -9) in the middle of a job of a partition on a
+ * master still up, while another master is down: the supervisor's
+ * settlement records the run as failed at once and the job runs again
+ * within a second or two, rather than at its lease's end (10 s), as it
+ * would if the settlement waited for every master.
+ */
+START_TEST(a_killed_workers_job_is_settled_while_a_master_is_down)
+{
+    bool live[NPARTS];
+    int victim = cluster_fx_master_of_slot(&C, partition_slot(0));
+    ck_assert_int_ge(victim, 0);
+    for (int p = 0; p < NPARTS; p++)
+        live[p] = cluster_fx_master_of_slot(&C, partition_slot(p)) != victim;
+    struct cl_conf cc = { .workers = 2, .batch = 4 };
+    start_daemon(&cc);
+    dq_client *c = cluster_client(DQ_DURABILITY_LOCAL);
+    char warm[32], id[32];
+    int next = 0;
+    id_where(warm, sizeof warm, "warm", live, &next);
+    enqueue_one(c, warm, "ok", 0);      /* the count read while all masters are up */
+    ck_assert_int_eq(h_wait_record(&H, warm, 1, 1, 10000), 1);
+    cluster_fx_kill(&C, victim);
+    tu_sleep_ms(1500);                  /* past the node timeout: it is failed */
+    id_where(id, sizeof id, "slow", live, &next);
+    enqueue_one(c, id, "sleep:800", 0);
+    ck_assert_msg(h_wait_record(&H, id, 0, 1, 10000) == 1, "the job did not start; log:\n%s",
+                  h_log_tail(&H));
+    struct h_run *runs, first;
+    size_t n = h_records(&H, &runs);
+    ck_assert_int_eq(h_count(runs, n, id, 0, &first), 1);
+    free(runs);
+    ck_assert_int_eq(kill(first.pid, SIGKILL), 0);
+    int64_t t_kill = tu_mono_ms();
+    int starts = h_wait_record(&H, id, 0, 2, 8000);
+    int64_t again_ms = tu_mono_ms() - t_kill;
+    printf("cluster master down, a worker killed mid-job on another master: the job ran "
+           "again %lld ms after the kill (lease 10 s)\n", (long long)again_ms);
+    ck_assert_msg(starts >= 2, "the killed worker's job did not run again within 8 s; "
+                  "log:\n%s", h_log_tail(&H));
+    ck_assert_msg(h_log_count(&H, "error=worker died: signal 9 -> retry") == 1, "log:\n%s",
+                  h_log_tail(&H));
+    char err[400];
+    ck_assert_msg(cluster_fx_restart_master(&C, victim, err, sizeof err) == 0, "%s", err);
+    dq_close(c);
+    ck_assert_int_eq(h_stop(&H, 10000), 0);
+}
+END_TEST
+
 /* The start order of the runs of the jobs in partition `p` whose id
  * begins with `prefix`: the first and last record line index. */
 static void span_in_partition(const struct h_run *runs, size_t n, int p, const char *prefix,
@@ -1241,6 +1292,7 @@ int main(void)
     tc = fixture_tcase(s, "isolated", 120, NULL, NULL, setup_no_replicas, teardown);
     tcase_add_test(tc, a_master_down_stalls_only_its_own_partitions);
     tcase_add_test(tc, a_single_worker_goes_on_past_its_batchs_leases);
+    tcase_add_test(tc, a_killed_workers_job_is_settled_while_a_master_is_down);
     if (access(OPENSSL, X_OK) == 0 && access(TLS_CERTS_SCRIPT, R_OK) == 0) {
         tc = fixture_tcase(s, "tls", 120, NULL, NULL, tls_setup, teardown);
         tcase_add_test(tc, a_tls_cluster_with_client_certificates_loses_and_repeats_nothing);

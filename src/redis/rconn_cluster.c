@@ -465,6 +465,7 @@ struct rcluster *rcluster_new(struct event_base *base, const dq_options *opt,
 
 void rcluster_start(struct rcluster *cl)
 {
+    cl->started_ms = rcluster_now_ms();
     if (cl->nchannels) {
         if (!cl->sub)
             sub_connect(cl);

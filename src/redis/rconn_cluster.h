@@ -33,7 +33,8 @@
  *
  * Isolated masters (rcluster_isolate_masters, for a caller that can do
  * without some slots for a while): the routing connection is up while
- * any master of the map is.  A master lost gives its pending requests
+ * any master of the map is (the first time: once every master is, or one
+ * is and the connect timeout has passed since rcluster_start).  A master lost gives its pending requests
  * NULL and leaves the connection up; requests for its slots wait for it
  * within their deadline, as above, then get NULL; the map is read again
  * on the timer until every master is up.  Each master that comes up again

@@ -279,6 +279,16 @@ static void note_all_up(struct rcluster *cl)
     cl->refresh_ms = RCLUSTER_REFRESH_MIN_MS;
 }
 
+/* An isolated connection is up while any master is, once it has been up:
+ * the first time, when every master is (so that a start does not find
+ * the masters still connecting out of reach), or when one is and the
+ * others have had the connect timeout to come up. */
+static int isolated_up(const struct rcluster *cl, size_t nup, int all)
+{
+    return nup > 0 && (all || cl->ever_up
+                       || rcluster_now_ms() - cl->started_ms >= cl->opt.connect_timeout_ms);
+}
+
 /* Up or down (see rconn_cluster.h): tell the caller of a change.  An
  * isolated connection stays up while any master is; a master that comes
  * back calls on_master_up, so that the caller asks its slots again. */
@@ -288,8 +298,9 @@ void rcluster_check_state(struct rcluster *cl)
         return;
     size_t nup = masters_up(cl), before = cl->nup;
     int all = nup > 0 && nup == cl->map.nnodes;
-    int now = cl->isolate ? nup > 0 : all;
+    int now = cl->isolate ? isolated_up(cl, nup, all) : all;
     cl->nup = nup;
+    cl->ever_up |= now;
     if (now && all)
         note_all_up(cl);
     if (now == cl->up) {

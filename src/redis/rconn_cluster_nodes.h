@@ -51,6 +51,8 @@ struct rcluster {
     int refresh_ms;
     int up;
     int isolate;                /* up while any master is (rconn_cluster.h) */
+    int ever_up;                /* isolated: was up once (so partly up will do) */
+    int64_t started_ms;         /* monotonic: rcluster_start */
     size_t nup;                 /* masters of the map up, when last counted */
     int failing;                /* an outage was logged */
     int64_t down_since_ms;
