@@ -76,8 +76,12 @@ struct settler *settler_new(struct event_base *base, const struct daemon_conf *d
     struct settler *st = calloc(1, sizeof *st);
     if (!st)
         return NULL;
-    struct rconn_events ev = { on_up, NULL, st, NULL };
+    struct rconn_events ev = { on_up, NULL, st, on_up };
     st->conn = rconn_from_conf(base, &dc->redis, "settle", &ev);
+    /* A cluster master down holds only the settlements of its partitions:
+     * their commands wait and are sent again by the retry timer. */
+    if (st->conn)
+        rconn_isolate_masters(st->conn);
     if (st->conn && reconnects)
         rconn_count_reconnects(st->conn, reconnects);
     st->retry_timer = event_new(base, -1, EV_PERSIST, on_retry_timer, st);
