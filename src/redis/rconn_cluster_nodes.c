@@ -271,6 +271,8 @@ static int all_masters_up(const struct rcluster *cl)
     return n > 0 && n == cl->map.nnodes;
 }
 
+/* Every master of the map is up: an outage ends (logged once), and the
+ * map reads start again from the shortest pause at the next one. */
 static void note_all_up(struct rcluster *cl)
 {
     char what[64];

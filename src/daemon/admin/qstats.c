@@ -82,9 +82,10 @@ static void sum_partitions(struct qstats *q)
 }
 
 /*
- * The round is over.  It failed when no partition answered.  Over a cluster with one master
- * down, the partitions on the others still count: those out of reach keep
- * their last figures, and are named as out of reach (qstats_view).
+ * The round is over.  It failed when no partition answered.  Over a
+ * cluster with one master down, the partitions on the others still count:
+ * those out of reach keep their last figures, and are named as out of
+ * reach (qstats_view).
  */
 static void round_done(struct qstats *q)
 {
