@@ -49,13 +49,20 @@ test.before(async () => {
   // Every node meets node 0 (so that each learns the address it is known by).
   for (let i = 1; i < 3; i++) await raws[i].call('CLUSTER', 'MEET', '127.0.0.1', String(masters[0].port),
     String(masters[0].bus));
-  for (let t = 0; t < 200; t++) {
+  // Until every node says ok, knows the others by their addresses, and
+  // maps the slots the same way (a node that is ok may still send a
+  // client on to a master it has not met yet).
+  let agreed = false;
+  for (let t = 0; t < 400 && !agreed; t++) {
     const states = await Promise.all(raws.map((r) => r.call('CLUSTER', 'INFO')));
     const nodes = await Promise.all(raws.map((r) => r.call('CLUSTER', 'NODES')));
-    if (states.every((s) => /cluster_state:ok/.test(s) && /cluster_known_nodes:3/.test(s))
-        && nodes.every((s) => !/handshake|:0@/.test(s))) break;
-    await sleep(50);
+    const maps = await Promise.all(raws.map(async (r) => JSON.stringify(
+      (await r.call('CLUSTER', 'SLOTS')).map((e) => [e[0], e[1], e[2][1]]).sort((a, b) => a[0] - b[0]))));
+    agreed = states.every((s) => /cluster_state:ok/.test(s) && /cluster_known_nodes:3/.test(s))
+      && nodes.every((s) => !/handshake|:0@/.test(s)) && maps.every((m) => m === maps[0]);
+    if (!agreed) await sleep(50);
   }
+  if (!agreed) throw new Error('the test cluster did not agree on its slots within 20 s');
   dq = new Client({ cluster: true, nodes: [{ host: '127.0.0.1', port: masters[0].port }] });
 });
 

@@ -155,7 +155,12 @@ test('calls over twelve partitions take one round trip each', async () => {
   // Each partition's reply counts: the twelve summed, all paused.
   assert.strictEqual((await dq.stats(q)).delayed, 12);
   const since = await dq.pause(q);
-  for (let p = 0; p < 12; p++) assert.strictEqual(Number(await raw.hget(`dq:{${q}:${p}}:meta`, 'paused')), since, `${p}`);
+  // Each partition's pause began when its script ran: partition 0's is
+  // the queue's, the others' within the same call.
+  for (let p = 0; p < 12; p++) {
+    const at = Number(await raw.hget(`dq:{${q}:${p}}:meta`, 'paused'));
+    assert.ok(at >= since && at < since + 1000, `partition ${p}: paused at ${at}, the queue at ${since}`);
+  }
   assert.strictEqual(await dq.resume(q), since);
   assert.strictEqual(await dq.paused(q), -1);
 });
