@@ -848,12 +848,17 @@ static int live_started(void *arg)
 
 /*
  * A queue with one worker, whose batch in hand came from the master
- * killed: the batch's acks cannot be recorded, and once its leases have
- * run out the worker gives them up and goes on with the other partitions
- * (their jobs run while the master is down), where it would wait for the
- * master.  Once the master is back every job has run; none is lost.
+ * killed: the batch's acks (and, when its first job leaves the second too
+ * little of its lease, the renewal) cannot be recorded, and once its
+ * leases have run out the worker gives them up and goes on with the
+ * other partitions (their jobs run while the master is down), where it
+ * would wait for the master.  Once the master is back every job has run;
+ * none is lost.  `slow` is the batch's jobs' handler and `lease` their
+ * lease: "sleep:400" on 2.5 s leases ends the batch with 2.1 s left (it
+ * reports); "sleep:700" on 2.1 s leases leaves 1.4 s before the second job,
+ * less than its handler's timeout and margin (1.5 s), so the worker renews.
  */
-START_TEST(a_single_worker_goes_on_past_its_batchs_leases)
+static void single_worker_goes_on(const char *slow, const char *lease, const char *what)
 {
     bool on_victim[NPARTS], live[NPARTS];
     int victim = cluster_fx_master_of_slot(&C, partition_slot(0));
@@ -864,7 +869,7 @@ START_TEST(a_single_worker_goes_on_past_its_batchs_leases)
     }
     char err[400];
     ck_assert_msg(cluster_fx_persist(&C, victim, err, sizeof err) == 0, "%s", err);
-    struct cl_conf cc = { .workers = 1, .batch = 2, .lease = "2500ms" };
+    struct cl_conf cc = { .workers = 1, .batch = 2, .lease = lease };
     start_daemon(&cc);
     dq_client *c = cluster_client(DQ_DURABILITY_LOCAL);
     struct solo_jobs sj;
@@ -873,7 +878,7 @@ START_TEST(a_single_worker_goes_on_past_its_batchs_leases)
     bool only0[NPARTS] = { [0] = true };
     for (int i = 0; i < 2; i++) {
         id_where(sj.slow[i], sizeof sj.slow[i], "slow", only0, &next);
-        enqueue_one(c, sj.slow[i], "sleep:400", now + 300);
+        enqueue_one(c, sj.slow[i], slow, now + 300);
     }
     for (int i = 0; i < SOLO_LIVE; i++) {
         id_where(sj.live[i], sizeof sj.live[i], "live", live, &next);
@@ -884,7 +889,7 @@ START_TEST(a_single_worker_goes_on_past_its_batchs_leases)
     int64_t t_kill = tu_now_ms();
     cluster_fx_kill(&C, victim);
     /* Down for 10 s: the live jobs (due 1.5 to 4.5 s after the start) run
-     * within it, once the batch's 2.5 s leases are over. */
+     * within it, once the batch's leases are over. */
     int ran = h_wait(10000, live_started, &sj);
     int64_t ran_ms = tu_now_ms() - t_kill;
     ck_assert_msg(cluster_fx_restart_master(&C, victim, err, sizeof err) == 0, "%s", err);
@@ -899,16 +904,29 @@ START_TEST(a_single_worker_goes_on_past_its_batchs_leases)
     for (int i = 0; i < SOLO_LIVE; i++)
         lost += h_count(runs, nruns, sj.live[i], 1, NULL) == 0;
     free(runs);
-    printf("cluster master down, one worker: its batch's master killed; the other "
-           "partitions' %d jobs all started %lld ms after the kill%s; lost=%d\n", SOLO_LIVE,
-           (long long)ran_ms, ran == 1 ? "" : " (not while it was down)", lost);
+    printf("cluster master down, one worker %s: its batch's master killed; the other "
+           "partitions' %d jobs all started %lld ms after the kill%s; lost=%d\n", what,
+           SOLO_LIVE, (long long)ran_ms, ran == 1 ? "" : " (not while it was down)", lost);
     ck_assert_msg(ran == 1, "the other partitions' jobs waited for the master down; log:\n%s",
                   h_log_tail(&H));
     ck_assert_int_ge(h_log_count(&H, "past its batch's leases"), 1);
+    if (strcmp(what, "renewing") == 0)     /* the second job was left to the reaper */
+        ck_assert_msg(h_log_count(&H, "1 job not started") == 1, "log:\n%s", h_log_tail(&H));
     ck_assert_int_eq(lost, 0);
     ck_assert_int_eq(overlaps, 0);
     dq_close(c);
     ck_assert_int_eq(h_stop(&H, 10000), 0);
+}
+
+START_TEST(a_single_worker_goes_on_past_its_batchs_leases)
+{
+    single_worker_goes_on("sleep:400", "2500ms", "reporting");
+}
+END_TEST
+
+START_TEST(a_single_worker_goes_on_past_its_batchs_leases_while_renewing)
+{
+    single_worker_goes_on("sleep:700", "2100ms", "renewing");
 }
 END_TEST
 
@@ -1292,6 +1310,7 @@ int main(void)
     tc = fixture_tcase(s, "isolated", 120, NULL, NULL, setup_no_replicas, teardown);
     tcase_add_test(tc, a_master_down_stalls_only_its_own_partitions);
     tcase_add_test(tc, a_single_worker_goes_on_past_its_batchs_leases);
+    tcase_add_test(tc, a_single_worker_goes_on_past_its_batchs_leases_while_renewing);
     tcase_add_test(tc, a_killed_workers_job_is_settled_while_a_master_is_down);
     if (access(OPENSSL, X_OK) == 0 && access(TLS_CERTS_SCRIPT, R_OK) == 0) {
         tc = fixture_tcase(s, "tls", 120, NULL, NULL, tls_setup, teardown);

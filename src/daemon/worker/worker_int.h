@@ -152,6 +152,7 @@ void worker_on_wake_message(struct rconn *rc, const char *channel, const char *p
 struct report *worker_add_report(struct worker *w, int script);
 void worker_free_reports(struct worker *w);
 void worker_finish_batch(struct worker *w);
+bool worker_abandon_unreachable(struct worker *w);
 void worker_give_up(struct worker *w, const char *what);
 void worker_send_reports(struct worker *w);
 int worker_attempts_allowed(const struct worker *w, const dq_job *job);

@@ -44,9 +44,12 @@ static void on_renew_reply(struct rconn *rc, redisReply *reply, void *arg)
         return;                 /* connection lost: on_cmd_up sends it again */
     if (!reply || proto_renew_reply(reply, n, &now_ms, held) != DQ_OK) {
         /* an error, or the batch's master alone lost (isolated masters,
-         * worker_setup): again after a pause */
+         * worker_setup): again after a pause, or given up once the
+         * batch's leases are over with that master still down */
         if (reply && reply->type != REDIS_REPLY_ERROR)
             log_err("queue=%s: unexpected reply to renew", w->q->name);
+        if (worker_abandon_unreachable(w))
+            return;
         struct timeval tv = { RETRY_AFTER_ERROR_MS / 1000, 0 };
         event_base_once(w->base, -1, EV_TIMEOUT, on_renew_timer, w, &tv);
         return;

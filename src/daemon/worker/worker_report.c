@@ -98,26 +98,32 @@ static void on_resend_timer(evutil_socket_t fd, short what, void *arg)
 }
 
 /*
- * The batch's reports cannot reach its partition (over a cluster, its
- * master is down while the others answer) and its jobs' leases have run
- * out: whatever those reports would record, the reaper takes over once
- * that master answers (a job finished here may then run again, as after
- * a worker's death).  Rather than hold the worker, and so the other
- * partitions of a queue with one worker, until the master comes back, the
- * reports are given up and the worker goes on.  Only once no report is in
- * flight (the caller checks), so no reply comes for them later.
+ * The batch's reports (or, mid-batch, its renewal) cannot reach its
+ * partition (over a cluster, its master is down while the others answer)
+ * and its jobs' leases have run out: whatever those reports would record,
+ * the reaper takes over once that master answers (a job finished here may
+ * then run again, as after a worker's death; a job not started runs
+ * then).  Rather than hold the worker, and so the other partitions of a
+ * queue with one worker, until the master comes back, the reports are
+ * given up, the jobs not started are left to the reaper, and the worker
+ * goes on.  Only once nothing is in flight (no report, no renewal), so no
+ * reply comes for them later.
  */
-static bool abandon_unreachable(struct worker *w)
+bool worker_abandon_unreachable(struct worker *w)
 {
-    if (w->state != W_REPORTING || slots_now_us() <= w->lease_end_us
+    bool renewing = w->state == W_RENEWING;
+    if ((w->state != W_REPORTING && !renewing) || w->awaiting > 0
+        || (renewing && w->renew_sent) || slots_now_us() <= w->lease_end_us
         || rconn_key_is_up(w->cmd, batch_keys(w)->key[0]))
         return false;
     size_t left = 0;
     for (size_t i = 0; i < w->nreports; i++)
         left += !w->reports[i].done;
+    size_t unstarted = renewing ? w->batch.n - w->run_i : 0;
     log_warn("queue=%s: partition %u still out of reach past its batch's leases: %zu "
-             "report%s not recorded; the reaper returns those jobs once it answers (they "
-             "may run again)", w->q->name, w->batch_part, left, left == 1 ? "" : "s");
+             "report%s not recorded, %zu job%s not started; the reaper returns those jobs "
+             "once it answers (finished ones may run again)", w->q->name, w->batch_part,
+             left, left == 1 ? "" : "s", unstarted, unstarted == 1 ? "" : "s");
     worker_finish_batch(w);
     return true;
 }
@@ -148,7 +154,7 @@ static void on_report_reply(struct rconn *rc, redisReply *reply, void *arg)
              * the job still holds its lease there under the same fence
              * (the claim was replicated), so the report sent again to the
              * new master applies it and the job does not run twice. */
-            if (rconn_is_up(w->cmd) && !abandon_unreachable(w)) {
+            if (rconn_is_up(w->cmd) && !worker_abandon_unreachable(w)) {
                 struct timeval tv = { RETRY_AFTER_ERROR_MS / 1000, 0 };
                 event_base_once(w->base, -1, EV_TIMEOUT, on_resend_timer, w, &tv);
             }
