@@ -112,9 +112,11 @@ static double histogram(const char *name, const char *type)
     return count;
 }
 
-/* The configuration: `workers` workers on QUEUE, type "ok" to log.so,
- * metrics on `listen` (NULL: none), `extra` appended to the metrics group. */
-static void write_conf(int workers, const char *listen, const char *extra)
+/* The configuration: `workers` workers on QUEUE in `partitions`
+ * partitions, type "ok" to log.so, metrics on `listen` (NULL: none),
+ * `extra` appended to the metrics group. */
+static void write_conf_parts(int workers, int partitions, const char *listen,
+                             const char *extra)
 {
     FILE *f = fopen(CONF, "w");
     ck_assert_ptr_nonnull(f);
@@ -123,12 +125,18 @@ static void write_conf(int workers, const char *listen, const char *extra)
             "handler_dir = \"%s\";\n"
             "shutdown_timeout = \"5s\";\n"
             "log = { level = \"info\"; };\n"
-            "queues = ( { name = \"" QUEUE "\"; workers = %d; lease = \"10s\"; } );\n"
+            "queues = ( { name = \"" QUEUE "\"; workers = %d; lease = \"10s\"; "
+            "partitions = %d; } );\n"
             "handlers = ( { type = \"ok\"; file = \"log.so\"; timeout = \"2s\"; } );\n",
-            F.sock, HANDLER_DIR, workers);
+            F.sock, HANDLER_DIR, workers, partitions);
     if (listen)
         fprintf(f, "metrics = {\n  listen = \"%s\";\n  %s\n};\n", listen, extra ? extra : "");
     fclose(f);
+}
+
+static void write_conf(int workers, const char *listen, const char *extra)
+{
+    write_conf_parts(workers, 1, listen, extra);
 }
 
 /* Start delayqd -f -c CONF, its stderr appended to LOG. */
@@ -383,6 +391,42 @@ START_TEST(health_follows_redis)
 }
 END_TEST
 
+/* A partition whose statistics answer an error (one of its keys of the
+ * wrong type, on a single server) is named by /healthz with that error,
+ * not as out of reach, and its gauge is 0 until it answers again. */
+START_TEST(health_names_a_partition_whose_statistics_fail)
+{
+    int port = fixture_free_port();
+    write_conf_parts(2, 2, fmt("127.0.0.1:%d", port), NULL);
+    D = spawn_daemon();
+    ck_assert_msg(wait_health(port, 200, "ok\n", 10000), "not healthy (last: '%s'); log:\n%s",
+                  PAGE, log_tail());
+    redisContext *rc = fixture_redis_connect(&F);
+    freeReplyObject(redisCommand(rc, "DEL dq:{" QUEUE ":1}:dead"));
+    freeReplyObject(redisCommand(rc, "SET dq:{" QUEUE ":1}:dead x"));
+    int64_t end = tu_mono_ms() + 5000;
+    while (!(http_get(port, "/healthz") == 503 && strstr(PAGE, "statistics fail"))
+           && tu_mono_ms() < end)
+        tu_sleep_ms(50);
+    ck_assert_msg(strncmp(PAGE, "1 partition whose statistics fail (", 35) == 0
+                      && strstr(PAGE, "WRONGTYPE") && strstr(PAGE, "): " QUEUE "/1\n"),
+                  "/healthz: '%s'", PAGE);
+    scrape(port);
+    ck_assert_double_eq(metric("delayq_partition_up{queue=\"" QUEUE "\",partition=\"1\"}"), 0);
+    ck_assert_double_eq(metric("delayq_partition_up{queue=\"" QUEUE "\",partition=\"0\"}"), 1);
+    freeReplyObject(redisCommand(rc, "DEL dq:{" QUEUE ":1}:dead"));
+    end = tu_mono_ms() + 5000;
+    do {
+        scrape(port);
+        if (metric("delayq_partition_up{queue=\"" QUEUE "\",partition=\"1\"}") == 1)
+            break;
+        tu_sleep_ms(50);
+    } while (tu_mono_ms() < end);
+    ck_assert_double_eq(metric("delayq_partition_up{queue=\"" QUEUE "\",partition=\"1\"}"), 1);
+    redisFree(rc);
+}
+END_TEST
+
 START_TEST(reconnects_are_counted)
 {
     int port = fixture_free_port();
@@ -579,6 +623,7 @@ static Suite *metrics_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, counters_and_histograms_while_running_and_after);
     tcase_add_test(tc, health_follows_redis);
+    tcase_add_test(tc, health_names_a_partition_whose_statistics_fail);
     tcase_add_test(tc, reconnects_are_counted);
     tcase_add_test(tc, killed_children_are_counted_and_their_counts_kept);
     tcase_add_test(tc, reload_moves_the_address);

@@ -278,8 +278,8 @@ static int put_queue_gauges(FILE *out, const struct metrics_view *v)
                           "sum is delayq_queue_jobs).", put_partition_jobs);
         put_per_partition(out, v, "delayq_partition_up",
                           "1 when the partition's Redis master answered the last refresh "
-                          "of the statistics; 0 while it is out of reach (its figures are "
-                          "then the last it gave).", put_partition_up);
+                          "of the statistics; 0 while it is out of reach or answers an "
+                          "error (its figures are then the last it gave).", put_partition_up);
         put_queue_paused(out, v);
         put_queue_counter(out, v, "delayq_jobs_expired_total",
                           "Jobs that reached their expiry before they started (to dead, "
@@ -441,14 +441,17 @@ static int sources_failing(const struct metrics_view *v, FILE *out)
     return 0;
 }
 
-/* Partitions whose master is out of reach (a cluster master down): one
- * line naming them, at most a line's worth. */
+/* Partitions whose master is out of reach (a cluster master down), or
+ * whose statistics fail (a key of the wrong type): one line naming them,
+ * at most a line's worth, worded by the last failure's kind. */
 static int partitions_down(const struct metrics_view *v, FILE *out)
 {
     if (v->stats->parts_down == 0)
         return 0;
-    fprintf(out, "%zu partition%s out of reach (%s):", v->stats->parts_down,
-            v->stats->parts_down == 1 ? "" : "s", v->stats->parts_why);
+    fprintf(out, "%zu partition%s %s (%s):", v->stats->parts_down,
+            v->stats->parts_down == 1 ? "" : "s",
+            v->stats->parts_unreachable ? "out of reach" : "whose statistics fail",
+            v->stats->parts_why);
     struct dconfig_part it;
     int named = 0;
     for (dconfig_parts_begin(&it, v->conf); dconfig_parts_next(&it);)

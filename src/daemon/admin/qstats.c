@@ -36,7 +36,8 @@ struct qstats {
     unsigned char *parts_up_cur;
     size_t parts_down;          /* the last set's partitions that did not */
     size_t answered;            /* partitions that answered in the round in flight */
-    char part_err[160];         /* why the last one did not */
+    int err_unreachable;        /* err says a partition's master is out of reach
+                                   (no reply), not that it answered an error */
     dq_stats *cur;              /* the last complete set */
     dq_stats *next;             /* the round in flight fills it */
     int64_t *paused_cur;        /* cur's and next's paused_since, per queue */
@@ -121,11 +122,12 @@ static void round_done(struct qstats *q)
     q->last_failed = 0;
 }
 
-/* Partition i did not answer this round (`why`). */
-static void part_failed(struct qstats *q, size_t i, const char *why)
+/* Partition i did not answer this round (`why`): out of reach (its
+ * master down, no reply), or with an error. */
+static void part_failed(struct qstats *q, size_t i, const char *why, int unreachable)
 {
     q->parts_up[i] = 0;
-    snprintf(q->part_err, sizeof q->part_err, "%s", why);
+    q->err_unreachable = unreachable;
     snprintf(q->err, sizeof q->err, "%s", why);
 }
 
@@ -140,11 +142,11 @@ static void on_stats_reply(struct rconn *rc, redisReply *reply, void *arg)
         char why[80];
         snprintf(why, sizeof why, "no reply (connection lost, or no answer within %d ms)",
                  QSTATS_STALE_MS);
-        part_failed(q, req->i, why);
+        part_failed(q, req->i, why, 1);
     } else if (reply->type == REDIS_REPLY_ERROR) {
-        part_failed(q, req->i, reply->str);
+        part_failed(q, req->i, reply->str, 0);
     } else if (proto_stats_reply(reply, &q->parts[req->i]) != DQ_OK) {
-        part_failed(q, req->i, "unexpected reply from the stats script");
+        part_failed(q, req->i, "unexpected reply from the stats script", 0);
     } else {
         q->parts_paused[req->i] = proto_stats_paused(reply);
         q->parts_oldest[req->i] = proto_stats_oldest_due(reply);
@@ -170,7 +172,7 @@ static void refresh(struct qstats *q)
     q->asked_ms = slots_now_ms();
     for (size_t i = 0; i < q->nparts; i++) {
         if (!rconn_key_is_up(q->conn, q->keys[i].key[0])) {
-            part_failed(q, i, rconn_last_failure(q->conn));
+            part_failed(q, i, rconn_last_failure(q->conn), 1);
             continue;
         }
         struct cmd cmd;
@@ -179,7 +181,7 @@ static void refresh(struct qstats *q)
         if (rconn_send(q->conn, &cmd, DQ_SCRIPT_STATS, on_stats_reply, &q->reqs[i]) == 0) {
             q->awaiting++;
         } else {
-            part_failed(q, i, "cannot send the stats script");
+            part_failed(q, i, "cannot send the stats script", 0);
         }
         cmd_free(&cmd);
     }
@@ -312,8 +314,10 @@ void qstats_read(const struct qstats *q, struct qstats_view *v)
     v->oldest_due_ms = q->have_cur ? q->oldest_cur : NULL;
     v->parts_up = q->have_cur ? q->parts_up_cur : NULL;
     v->parts_down = q->have_cur ? q->parts_down : 0;
-    if (v->parts_down)
-        snprintf(v->parts_why, sizeof v->parts_why, "%s", q->part_err);
+    if (v->parts_down) {
+        snprintf(v->parts_why, sizeof v->parts_why, "%s", q->err);
+        v->parts_unreachable = q->err_unreachable;
+    }
     v->age_ms = q->have_cur ? now - q->cur_asked_ms : -1;
     v->fresh = q->have_cur && !q->last_failed && v->age_ms <= QSTATS_STALE_MS;
     if (v->fresh)

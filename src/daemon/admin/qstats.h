@@ -43,10 +43,13 @@ struct qstats_view {
                                    its partitions; -1 when none is due */
     const unsigned char *parts_up; /* with stats: per partition, 1 when it
                                    answered; 0: its master is out of reach
-                                   (a cluster master down), and its figures
-                                   are the last it gave */
+                                   (a cluster master down) or it answered
+                                   an error, and its figures are the last
+                                   it gave */
     size_t parts_down;          /* how many did not answer */
     char parts_why[160];        /* why the last of them did not */
+    int parts_unreachable;      /* the last of them was out of reach, where
+                                   0 is an error reply (parts_why says which) */
     int64_t age_ms;             /* since the figures were asked for; -1: none */
     int fresh;                  /* the last refresh answered and age <= QSTATS_STALE_MS */
     char why[200];              /* when not fresh: "no answer for 2.4 s", the error */
