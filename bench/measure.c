@@ -2,6 +2,7 @@
 
 #include "bench/measure.h"
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,38 @@ static int64_t ticks_to_us(int64_t ticks)
     if (hz <= 0)
         hz = 100;
     return ticks * 1000000 / hz;
+}
+
+/* From /proc/PID/task/TID/schedstat (nanoseconds): over a drain of a
+ * tenth of a second, 10 ms ticks moved each master's figure by 0.1 µs a
+ * job. */
+int64_t measure_proc_runtime_us(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+    DIR *d = opendir(path);
+    if (!d)
+        return -1;
+    int64_t ns = 0;
+    int seen = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.')
+            continue;
+        char f[sizeof path + sizeof e->d_name + 16];
+        snprintf(f, sizeof f, "%s/%s/schedstat", path, e->d_name);
+        FILE *fp = fopen(f, "r");
+        long long run = 0;
+        if (!fp)
+            continue;           /* the thread ended meanwhile */
+        if (fscanf(fp, "%lld", &run) == 1) {
+            ns += run;
+            seen = 1;
+        }
+        fclose(fp);
+    }
+    closedir(d);
+    return seen ? ns / 1000 : -1;
 }
 
 int64_t measure_proc_cpu_us(pid_t pid, int64_t *sys_us)

@@ -21,6 +21,11 @@
  * (may be NULL); -1 when it is gone. */
 int64_t measure_proc_cpu_us(pid_t pid, int64_t *sys_us);
 
+/* The time on a CPU of every thread of one process in µs, exact (the
+ * scheduler's count, where the above is in 10 ms ticks); -1 when the
+ * kernel keeps none, or the process is gone. */
+int64_t measure_proc_runtime_us(pid_t pid);
+
 /* The same for `root` and all its descendants (found by scanning
  * /proc/star/stat for parent pids); -1 when root is gone. */
 int64_t measure_tree_cpu_us(pid_t root, int64_t *sys_us);

@@ -5,10 +5,11 @@
  *
  * drain    N jobs all due at one instant, drained by delayqd (2 workers,
  *          claim batch 64, as drain's "w=2 b=64"): on a plain redis-server
- *          over loopback TCP (the queue unpartitioned), then on clusters of
- *          1, 2 and 3 masters with the queue in 12 partitions.  jobs/s from
+ *          over loopback TCP (the queue unpartitioned, then in 12
+ *          partitions), then on clusters of 1, 2 and 3 masters with the
+ *          queue in 12 partitions.  jobs/s from
  *          that instant to the last ack (the bench polls dq_stats_get every
- *          10 ms), and the CPU (user+sys from /proc) of each redis-server
+ *          10 ms), and the CPU time (exact: the scheduler's count) of each redis-server
  *          per job: its own figure in the note, their sum in the column;
  *          also the time per job of the bulk enqueue (dq_enqueue_many)
  *          that filled the queue.
@@ -194,12 +195,38 @@ static void target_close(struct target *t)
     }
 }
 
-/* The CPU of every server of `t` in µs, into cpu[]; -1 when one is gone. */
+/* The CPU time of every server of `t` in µs, into cpu[]; -1 when one is
+ * gone.  Exact where the kernel counts it (a drain of 100,000 jobs takes
+ * each master a tenth of a second, where /proc's ticks are 10 ms), else
+ * in ticks. */
 static int servers_cpu(const struct target *t, int64_t *cpu)
 {
-    for (int i = 0; i < (t->masters ? t->masters : 1); i++)
-        if ((cpu[i] = measure_proc_cpu_us(t->masters ? t->fx.pid[i] : t->pid, NULL)) < 0)
+    for (int i = 0; i < (t->masters ? t->masters : 1); i++) {
+        pid_t pid = t->masters ? t->fx.pid[i] : t->pid;
+        if ((cpu[i] = measure_proc_runtime_us(pid)) < 0
+            && (cpu[i] = measure_proc_cpu_us(pid, NULL)) < 0)
             return -1;
+    }
+    return 0;
+}
+
+/* The INFO counters of every master of `t`, summed into *sum; -1 when
+ * one does not answer. */
+static int servers_info(const struct target *t, struct info_snap *sum)
+{
+    memset(sum, 0, sizeof *sum);
+    for (int i = 0; i < (t->masters ? t->masters : 1); i++) {
+        char err[300];
+        redisContext *rc = t->masters ? cluster_fx_connect(&t->fx, i, 2000, err, sizeof err)
+                                      : tu_redis_connect(t->sock, 2000, err, sizeof err);
+        struct info_snap one;
+        int ok = rc && info_take(rc, &one, err, sizeof err) == 0;
+        if (rc)
+            redisFree(rc);
+        if (!ok)
+            return -1;
+        info_accumulate(sum, &one);
+    }
     return 0;
 }
 
@@ -218,12 +245,13 @@ static void target_name(const struct target *t, char *out, size_t len)
         snprintf(out, len, "%d master%s p=%d", t->masters, t->masters > 1 ? "s" : "",
                  t->partitions);
     else
-        snprintf(out, len, "plain p=1");
+        snprintf(out, len, "plain p=%d", t->partitions ? t->partitions : 1);
 }
 
 /* ---- drain --------------------------------------------------------------------- */
 
-static int drain_row(const struct bench_env *env, int masters, char *err, size_t errlen)
+static int drain_row(const struct bench_env *env, int masters, int partitions, char *err,
+                     size_t errlen)
 {
     long n = env->opt.n;
     struct target t;
@@ -231,7 +259,7 @@ static int drain_row(const struct bench_env *env, int masters, char *err, size_t
     char config[48], name[32];
     int rc = -1;
     report_row_init(&row, "cluster", "drain");
-    if (target_open(&t, env, masters, masters ? CLUSTER_PARTS : 0, 1, err, errlen) < 0)
+    if (target_open(&t, env, masters, partitions, 1, err, errlen) < 0)
         goto done;
     target_name(&t, name, sizeof name);
     snprintf(config, sizeof config, "drain %s", name);
@@ -250,8 +278,9 @@ static int drain_row(const struct bench_env *env, int masters, char *err, size_t
     }
     int64_t cpu0[CLUSTER_FX_MAX_NODES], cpu1[CLUSTER_FX_MAX_NODES];
     bench_sleep_until_real_ms(due - 20);
+    struct info_snap i0, i1, di;
     int64_t d0 = measure_tree_cpu_us(t.daemon.pid, NULL);
-    if (servers_cpu(&t, cpu0) < 0)
+    if (servers_info(&t, &i0) < 0 || servers_cpu(&t, cpu0) < 0)
         goto gone;
     bench_sleep_until_real_ms(due);
     int64_t deadline = tu_mono_ms() + 30000 + n / 2;
@@ -271,11 +300,17 @@ static int drain_row(const struct bench_env *env, int masters, char *err, size_t
     }
     double secs = (double)(bench_real_us() - due * 1000) / 1e6;
     int64_t d1 = measure_tree_cpu_us(t.daemon.pid, NULL);
-    if (servers_cpu(&t, cpu1) < 0)
+    if (servers_cpu(&t, cpu1) < 0 || servers_info(&t, &i1) < 0)
         goto gone;
+    info_delta(&i1, &i0, &di);
+    struct cmd_stat ev = info_cmd(&di, "evalsha");
     double sum = 0;
+    /* The scripts' own time (Redis's count) against the CPU: what is not
+     * in it is reading, writing and waiting for commands. */
     size_t len = (size_t)snprintf(row.note, sizeof row.note, "enqueue_many %.1f us/job; "
-                                  "redis us/job per master:", fill_us);
+                                  "evalsha %.4f/job, %.2f us/job inside; commands %.4f/job; "
+                                  "redis us/job per master:", fill_us, ev.calls / (double)n,
+                                  ev.usec / (double)n, di.total_commands / (double)n);
     for (int i = 0; i < (masters ? masters : 1); i++) {
         double us = (double)(cpu1[i] - cpu0[i]) / (double)n;
         sum += us;
@@ -407,8 +442,10 @@ int run_cluster(const struct bench_env *env, char *err, size_t errlen)
         report_note("cluster run skipped: %s", why);
         return 0;
     }
-    for (int m = 0; m <= 3; m++)
-        if (drain_row(env, m, err, errlen) < 0)
+    if (drain_row(env, 0, 0, err, errlen) < 0 || drain_row(env, 0, CLUSTER_PARTS, err, errlen) < 0)
+        return -1;
+    for (int m = 1; m <= 3; m++)
+        if (drain_row(env, m, CLUSTER_PARTS, err, errlen) < 0)
             return -1;
     if (latency_row(env, 0, 1, err, errlen) < 0 || latency_row(env, 1, 1, err, errlen) < 0)
         return -1;
