@@ -50,6 +50,7 @@
 
 #include "cluster_fixture.h"
 #include "daemon_harness.h"
+#include "http_client.h"
 #include "lib/keys.h"
 #include "testutil.h"
 
@@ -930,6 +931,114 @@ START_TEST(a_single_worker_goes_on_past_its_batchs_leases_while_renewing)
 }
 END_TEST
 
+#define UI_TOKEN "cluster-dashboard-token-0123456789"
+#define UI_BEARER "Authorization: Bearer " UI_TOKEN "\r\n"
+#define UI_POST UI_BEARER "Sec-Fetch-Site: same-origin\r\n" \
+    "Content-Type: application/x-www-form-urlencoded\r\n"
+
+/* The dashboard's answer to `method` `path` (body empty): its status, the
+ * Location header into loc, or the body when there is none. */
+static int ui_request(int port, const char *method, const char *path, char *loc, size_t len)
+{
+    struct http_reply r;
+    int post = strcmp(method, "POST") == 0;
+    int rc = http_request(port, method, path, post ? UI_POST : UI_BEARER, post ? "" : NULL, 0,
+                          10000, &r);
+    ck_assert_msg(rc == 0 && r.status > 0, "%s %s: no answer; log:\n%s", method, path,
+                  h_log_tail(&H));
+    int st = r.status;
+    if (loc && !http_header(&r, "Location", loc, len))
+        snprintf(loc, len, "%s", r.body ? r.body : "");
+    http_reply_free(&r);
+    return st;
+}
+
+/*
+ * The dashboard while a master is down: a job of a partition still up is
+ * shown and cancelled as usual, where the dashboard's connection used to
+ * go down with any master; a job of the partition down is refused at
+ * once, naming it, and nothing is lost.
+ */
+START_TEST(the_dashboard_acts_on_the_partitions_still_up)
+{
+    bool live[NPARTS], dead[NPARTS];
+    /* Not partition 0's master: a queue-wide action then finds partition
+     * 0 up, and must not act on it before it finds one that is not. */
+    int first = cluster_fx_master_of_slot(&C, partition_slot(0)), victim = -1;
+    for (int p = 1; p < NPARTS && victim < 0; p++)
+        if (cluster_fx_master_of_slot(&C, partition_slot(p)) != first)
+            victim = cluster_fx_master_of_slot(&C, partition_slot(p));
+    ck_assert_int_ge(victim, 0);
+    for (int p = 0; p < NPARTS; p++) {
+        live[p] = cluster_fx_master_of_slot(&C, partition_slot(p)) != victim;
+        dead[p] = !live[p];
+    }
+    char token[300], extra[800], err[400];
+    snprintf(token, sizeof token, "%s/ui.token", H.fx.dir);
+    FILE *f = fopen(token, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(UI_TOKEN "\n", f);
+    ck_assert_int_eq(fclose(f), 0);
+    ck_assert_int_eq(chmod(token, 0600), 0);
+    int port = fixture_free_port();
+    snprintf(extra, sizeof extra, "admin = { listen = \"127.0.0.1:%d\"; ui = true; "
+             "token_file = \"%s\"; };\n", port, token);
+    ck_assert_msg(cluster_fx_persist(&C, victim, err, sizeof err) == 0, "%s", err);
+    struct cl_conf cc = { .workers = 1, .batch = 4, .extra = extra };
+    start_daemon(&cc);
+    dq_client *c = cluster_client(DQ_DURABILITY_LOCAL);
+    char up_id[32], down_id[32], path[128], loc[256];
+    int next = 0;
+    int64_t later = tu_now_ms() + 60000;
+    id_where(up_id, sizeof up_id, "up", live, &next);
+    id_where(down_id, sizeof down_id, "down", dead, &next);
+    enqueue_one(c, up_id, "ok", later);
+    enqueue_one(c, down_id, "ok", later);
+    snprintf(path, sizeof path, "/ui/queues/" H_QUEUE "/jobs/%s", up_id);
+    ck_assert_int_eq(ui_request(port, "GET", path, NULL, 0), 200);
+    cluster_fx_kill(&C, victim);
+    tu_sleep_ms(1500);                  /* past the node timeout: it is failed */
+    ck_assert_msg(ui_request(port, "GET", path, NULL, 0) == 200, "the job page of a partition "
+                  "still up failed while another master is down; log:\n%s", h_log_tail(&H));
+    snprintf(path, sizeof path, "/ui/queues/" H_QUEUE "/jobs/%s/cancel", up_id);
+    int st = ui_request(port, "POST", path, loc, sizeof loc);
+    ck_assert_msg(st == 303 && strstr(loc, "done=cancelled"), "cancel answered %d (%s); "
+                  "log:\n%s", st, loc, h_log_tail(&H));
+    snprintf(path, sizeof path, "/ui/queues/" H_QUEUE "/jobs/%s/cancel", down_id);
+    char page[4096];
+    st = ui_request(port, "POST", path, page, sizeof page);
+    ck_assert_msg(st == 503 && strstr(page, "is out of reach")
+                      && strstr(page, "nothing was done"),
+                  "a cancel on the master down answered %d:\n%s", st, page);
+    /* A pause of the whole queue is refused as a whole: no partition
+     * still up is paused. */
+    int pst = ui_request(port, "POST", "/ui/queues/" H_QUEUE "/pause", page, sizeof page);
+    ck_assert_msg(pst == 503 && strstr(page, "is out of reach"), "a pause with a master "
+                  "down answered %d:\n%s", pst, page);
+    for (int p = 0; p < NPARTS; p++) {
+        if (!live[p])
+            continue;
+        int m = cluster_fx_master_of_slot(&C, partition_slot(p));
+        ck_assert_int_eq(cluster_fx_int(&C, m, "HEXISTS dq:{" H_QUEUE ":%d}:meta paused", p), 0);
+    }
+    ck_assert_msg(cluster_fx_restart_master(&C, victim, err, sizeof err) == 0, "%s", err);
+    /* Back: the job on it was not touched, the one cancelled is gone. */
+    dq_job_info info;
+    int64_t end = tu_mono_ms() + 20000;
+    dq_status sst;
+    while ((sst = dq_show(c, H_QUEUE, down_id, &info)) != DQ_OK && tu_mono_ms() < end)
+        tu_sleep_ms(100);
+    ck_assert_msg(sst == DQ_OK, "show %s: %s", down_id, dq_errmsg(c));
+    ck_assert_int_eq(info.state, DQ_STATE_DELAYED);
+    dq_job_info_free(&info);
+    ck_assert_int_eq(dq_show(c, H_QUEUE, up_id, &info), DQ_ERR_NOTFOUND);
+    printf("cluster master down, the dashboard: a job of a partition still up shown and "
+           "cancelled; one of the partition down refused (%d)\n", st);
+    dq_close(c);
+    ck_assert_int_eq(h_stop(&H, 10000), 0);
+}
+END_TEST
+
 /*
  * A worker killed (kill -9) in the middle of a job of a partition on a
  * master still up, while another master is down: the supervisor's
@@ -1312,6 +1421,7 @@ int main(void)
     tcase_add_test(tc, a_single_worker_goes_on_past_its_batchs_leases);
     tcase_add_test(tc, a_single_worker_goes_on_past_its_batchs_leases_while_renewing);
     tcase_add_test(tc, a_killed_workers_job_is_settled_while_a_master_is_down);
+    tcase_add_test(tc, the_dashboard_acts_on_the_partitions_still_up);
     if (access(OPENSSL, X_OK) == 0 && access(TLS_CERTS_SCRIPT, R_OK) == 0) {
         tc = fixture_tcase(s, "tls", 120, NULL, NULL, tls_setup, teardown);
         tcase_add_test(tc, a_tls_cluster_with_client_certificates_loses_and_repeats_nothing);

@@ -111,6 +111,15 @@ static void on_action(dq_status st, int64_t count, const char *err, void *arg)
     act_free(a);
 }
 
+/* An action that could not be sent: 503, saying why and that nothing was
+ * done. */
+static void unavailable_undone(struct ui_ctx *x, const struct ui_data *d)
+{
+    char why[256];
+    snprintf(why, sizeof why, "%s: nothing was done", ui_data_refusal(d));
+    ui_layout_unavailable(x, why);
+}
+
 /* Send a's action; on failure to send, answer 503 and free a. */
 static void act_send(struct act *a)
 {
@@ -122,7 +131,7 @@ static void act_send(struct act *a)
         return;
     }
     if (!env->data || ui_data_action(env->data, q, a->a, a->id, on_action, a) != 0) {
-        ui_layout_unavailable(a->x, "Redis is not connected: nothing was done");
+        unavailable_undone(a->x, env->data);
         act_free(a);
     }
 }
@@ -273,7 +282,7 @@ void ui_action_queue(struct ui_ctx *x, const char *queue, const char *action)
         act_free(a);
     } else if (!env->data ||
                ui_data_page(env->data, q, UI_LIST_DEAD, 0, 1, NULL, on_dead_count, a) != 0) {
-        ui_layout_unavailable(x, "Redis is not connected: nothing was done");
+        unavailable_undone(x, env->data);
         act_free(a);
     }
 }

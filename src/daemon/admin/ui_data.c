@@ -120,16 +120,39 @@ static enum dq_script_id action_cmd(struct ui_op *op, struct cmd *c,
     return DQ_SCRIPT_RESUME;
 }
 
+/* Whether partition `part` (keys k) can be asked now: its master is up
+ * (over a cluster; on one server, the connection); if not, the operation
+ * is marked failed naming it. */
+static int part_reachable(struct ui_op *op, unsigned part, const struct queue_keys *k)
+{
+    if (rconn_key_is_up(op->d->conn, k->key[0]))
+        return 1;
+    if (op->nparts > 1)
+        ui_data_op_fail(op, DQ_ERR_CONNECT, "partition %u of queue %s is out of reach: %s",
+                        part, op->q->name, rconn_last_failure(op->d->conn));
+    else
+        ui_data_op_fail(op, DQ_ERR_CONNECT, "Redis is out of reach: %s",
+                        rconn_last_failure(op->d->conn));
+    return 0;
+}
+
 /* Send request `s` of its operation.  0 when sent (on_reply then runs
- * once), -1 when not (s is the caller's still). */
+ * once), -1 when not (s is the caller's still), the operation then marked
+ * failed with why: the dashboard closing, the partition's master out of
+ * reach (a cluster master down: the other partitions' requests go on),
+ * not connected, out of memory. */
 int ui_data_sub_send(struct ui_sub *s)
 {
     struct ui_op *op = s->op;
-    if (op->d->freeing)
+    if (op->d->freeing) {
+        ui_data_op_fail(op, DQ_ERR_CONNECT, "cannot send to Redis: the dashboard is closing");
         return -1;
+    }
     struct queue_keys k;
     struct sched_keys sk;
     keys_build_part(&k, prefix_of(op->d), op->q->name, s->part, op->nparts);
+    if (!part_reachable(op, s->part, &k))
+        return -1;
     struct cmd c;
     cmd_init(&c);
     enum dq_script_id script;
@@ -151,9 +174,12 @@ int ui_data_sub_send(struct ui_sub *s)
         break;
     }
     int rc = c.oom ? -1 : rconn_send(op->d->conn, &c, (int)script, on_reply, s);
-    cmd_free(&c);
     if (rc == 0)
         op->outstanding++;
+    else
+        ui_data_op_fail(op, c.oom ? DQ_ERR_NOMEM : DQ_ERR_CONNECT, "cannot send to Redis: %s",
+                        c.oom ? "out of memory" : "not connected");
+    cmd_free(&c);
     return rc;
 }
 
@@ -180,10 +206,18 @@ static int send_to(struct ui_op *op, unsigned part)
     struct ui_sub *s = ui_data_sub_new(op, part);
     if (s && ui_data_sub_send(s) == 0)
         return 0;
-    ui_data_op_fail(op, DQ_ERR_CONNECT, "cannot send to Redis: %s",
-                    op->d->freeing ? "the dashboard is closing"
-                                   : s ? "not connected" : "out of memory");
+    if (!s)
+        ui_data_op_fail(op, DQ_ERR_NOMEM, "cannot send to Redis: out of memory");
     free(s);
+    return -1;
+}
+
+/* An operation none of whose requests went: keep why (ui_data_refusal),
+ * free it; -1. */
+static int refuse(struct ui_op *op)
+{
+    snprintf(op->d->refused, sizeof op->d->refused, "%s", op->err);
+    ui_data_op_free(op);
     return -1;
 }
 
@@ -199,20 +233,28 @@ static int op_start(struct ui_op *op, const unsigned *parts, unsigned n)
             break;
     if (op->outstanding > 0)
         return 0;
-    ui_data_op_free(op);
-    return -1;
+    return refuse(op);
 }
 
-/* Start op on every partition of its queue. */
+/* Start op on every partition of its queue: only when every partition's
+ * master is up, so that an action on the whole queue (pause, requeue
+ * all) is not done on some partitions and refused on others. */
 int ui_data_op_start_all(struct ui_op *op)
 {
     unsigned *parts = malloc(op->nparts * sizeof *parts);
     if (!parts) {
-        ui_data_op_free(op);
-        return -1;
+        ui_data_op_fail(op, DQ_ERR_NOMEM, "out of memory");
+        return refuse(op);
     }
-    for (unsigned p = 0; p < op->nparts; p++)
+    for (unsigned p = 0; p < op->nparts; p++) {
+        struct queue_keys k;
+        keys_build_part(&k, prefix_of(op->d), op->q->name, p, op->nparts);
+        if (!part_reachable(op, p, &k)) {
+            free(parts);
+            return refuse(op);
+        }
         parts[p] = p;
+    }
     int rc = op_start(op, parts, op->nparts);
     free(parts);
     return rc;
@@ -353,10 +395,8 @@ static void on_reply(struct rconn *rc, redisReply *reply, void *arg)
             break;
         }
     }
-    if (again && ui_data_sub_send(s) != 0) {
-        ui_data_op_fail(op, DQ_ERR_CONNECT, "cannot send to Redis: not connected");
+    if (again && ui_data_sub_send(s) != 0)
         again = 0;
-    }
     if (!again)
         ui_data_sub_free(s);
     if (op->outstanding == 0)
@@ -376,6 +416,7 @@ struct ui_data *ui_data_new(struct event_base *base, const struct daemon_conf *d
         free(d);
         return NULL;
     }
+    rconn_isolate_masters(d->conn);     /* a master down: the others' jobs */
     rconn_start(d->conn);
     return d;
 }
@@ -392,6 +433,11 @@ void ui_data_free(struct ui_data *d)
 int ui_data_is_up(const struct ui_data *d)
 {
     return d && !d->freeing && rconn_is_up(d->conn);
+}
+
+const char *ui_data_refusal(const struct ui_data *d)
+{
+    return d && d->refused[0] ? d->refused : "Redis is not connected";
 }
 
 /* An operation on the one partition that holds job `id`. */

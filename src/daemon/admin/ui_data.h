@@ -10,7 +10,8 @@
  *
  * A call returns 0 when sent (its callback then runs exactly once, also
  * when the ui_data is freed: with a failure), or -1 when it could not be
- * sent (not connected, out of memory: the callback never runs).
+ * sent (not connected, the partition's master out of reach, out of
+ * memory: the callback never runs; ui_data_refusal says why).
  * Everything given to a callback is borrowed for the call.
  */
 #ifndef DQ_UI_DATA_H
@@ -32,6 +33,10 @@ struct ui_data;
 struct ui_data *ui_data_new(struct event_base *base, const struct daemon_conf *dc);
 void ui_data_free(struct ui_data *d);
 int ui_data_is_up(const struct ui_data *d);
+
+/* Why the last call that returned -1 could not be sent, for the page
+ * that says so ("Redis is not connected" when d is NULL). */
+const char *ui_data_refusal(const struct ui_data *d);
 
 /* A page of `which` in list order (due time, lease deadline, time of
  * death; oldest first), from `offset` (0..UI_OFFSET_MAX), at most `count`

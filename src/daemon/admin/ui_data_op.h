@@ -21,6 +21,7 @@ struct ui_data {
     const struct daemon_conf *dc;
     struct rconn *conn;
     int freeing;
+    char refused[256];          /* why the last call could not be sent */
 };
 
 enum op_kind { OP_PAGE, OP_SHOW, OP_SCHEDULES, OP_ACTION };
@@ -117,7 +118,8 @@ void ui_data_op_free(struct ui_op *op);
 int ui_data_op_start_all(struct ui_op *op);
 
 /* A request to partition `part` (NULL when out of memory); sending it (0,
- * its reply then comes once) or not (-1: it is still the caller's). */
+ * its reply then comes once) or not (-1: it is still the caller's, and
+ * the operation is marked failed with why). */
 struct ui_sub *ui_data_sub_new(struct ui_op *op, unsigned part);
 int ui_data_sub_send(struct ui_sub *s);
 void ui_data_sub_free(struct ui_sub *s);

@@ -240,9 +240,6 @@ static void page_second_step(struct ui_op *op)
                 ids[s->nids++] = op->slot_id[i];
         if (ui_data_sub_send(s) != 0) {
             ui_data_sub_free(s);
-            ui_data_op_fail(op, DQ_ERR_CONNECT, "cannot send to Redis: %s",
-                            op->d->freeing ? "the dashboard is closing"
-                                           : "not connected");
             return;
         }
     }

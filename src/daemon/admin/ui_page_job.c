@@ -292,6 +292,6 @@ void ui_page_job(struct ui_ctx *x, const char *queue, const char *id)
     p->x = x;
     if (ui_data_show(d, q, id, on_show, p) != 0) {
         jpage_free(p);
-        ui_layout_unavailable(x, "Redis is not connected");
+        ui_layout_unavailable(x, ui_data_refusal(d));
     }
 }

@@ -411,7 +411,7 @@ void ui_page_queue(struct ui_ctx *x, const char *queue)
                           UI_PAGE, p->type, on_page, p);
     if (rc != 0) {
         qpage_free(p);
-        ui_layout_unavailable(x, "Redis is not connected");
+        ui_layout_unavailable(x, ui_data_refusal(d));
     }
 }
 
@@ -469,6 +469,6 @@ void ui_page_find(struct ui_ctx *x, const char *queue)
         free(q->queue);
         free(q->id);
         free(q);
-        ui_layout_unavailable(x, "Redis is not connected");
+        ui_layout_unavailable(x, ui_data_refusal(d));
     }
 }
