@@ -249,7 +249,8 @@ static void put_partition_up(FILE *out, const struct metrics_view *v,
 {
     fputs("delayq_partition_up{", out);
     put_label(out, "queue", it->q->name);
-    fprintf(out, ",partition=\"%u\"} %d\n", it->part, v->stats->parts_up[it->at]);
+    fprintf(out, ",partition=\"%u\"} %d\n", it->part,
+            v->stats->parts_state[it->at] == PART_UP);
 }
 
 /* The cached queue gauges, when fresh (a stale set would mislead: Redis
@@ -441,23 +442,38 @@ static int sources_failing(const struct metrics_view *v, FILE *out)
     return 0;
 }
 
-/* Partitions whose master is out of reach (a cluster master down), or
- * whose statistics fail (a key of the wrong type): one line naming them,
- * at most a line's worth, worded by the last failure's kind. */
-static int partitions_down(const struct metrics_view *v, FILE *out)
+/* " q/p" for each partition in `state`, 16 at most. */
+static void name_partitions(const struct metrics_view *v, FILE *out, enum part_state state)
 {
-    if (v->stats->parts_down == 0)
-        return 0;
-    fprintf(out, "%zu partition%s %s (%s):", v->stats->parts_down,
-            v->stats->parts_down == 1 ? "" : "s",
-            v->stats->parts_unreachable ? "out of reach" : "whose statistics fail",
-            v->stats->parts_why);
     struct dconfig_part it;
     int named = 0;
     for (dconfig_parts_begin(&it, v->conf); dconfig_parts_next(&it);)
-        if (!v->stats->parts_up[it.at] && named++ < 16)
+        if (v->stats->parts_state[it.at] == state && named++ < 16)
             fprintf(out, " %s/%u", it.q->name, it.part);
-    fputs(named > 16 ? " ...\n" : "\n", out);
+    if (named > 16)
+        fputs(" ...", out);
+}
+
+/* Partitions whose master is out of reach (a cluster master down), and
+ * those whose statistics fail (a key of the wrong type): one line naming
+ * each kind with its reason, at most a line's worth of each. */
+static int partitions_down(const struct metrics_view *v, FILE *out)
+{
+    const struct qstats_view *s = v->stats;
+    if (s->out_of_reach == 0 && s->failing == 0)
+        return 0;
+    if (s->out_of_reach) {
+        fprintf(out, "%zu partition%s out of reach (%s):", s->out_of_reach,
+                s->out_of_reach == 1 ? "" : "s", s->why_reach);
+        name_partitions(v, out, PART_OUT_OF_REACH);
+    }
+    if (s->failing) {
+        fprintf(out, "%s%zu partition%s whose statistics fail (%s):",
+                s->out_of_reach ? "; " : "", s->failing, s->failing == 1 ? "" : "s",
+                s->why_fail);
+        name_partitions(v, out, PART_FAILING);
+    }
+    fputc('\n', out);
     return 1;
 }
 

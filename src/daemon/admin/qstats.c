@@ -32,12 +32,16 @@ struct qstats {
     dq_stats *parts_cur;        /* the last complete set's, per partition */
     int64_t *parts_paused_cur;  /* ... and the same of the other two */
     int64_t *parts_oldest_cur;
-    unsigned char *parts_up;    /* the round in flight's: it answered */
-    unsigned char *parts_up_cur;
-    size_t parts_down;          /* the last set's partitions that did not */
+    unsigned char *parts_state; /* the round in flight's: enum part_state */
+    unsigned char *parts_state_cur;
+    char why_reach[160];        /* the round in flight's: why a partition was
+                                   out of reach (the last one's) */
+    char why_fail[160];         /* ... and why one's statistics failed */
+    char why_reach_cur[160];    /* the last set's */
+    char why_fail_cur[160];
+    size_t out_of_reach;        /* the last set's partitions of each state */
+    size_t failing;
     size_t answered;            /* partitions that answered in the round in flight */
-    int err_unreachable;        /* err says a partition's master is out of reach
-                                   (no reply), not that it answered an error */
     dq_stats *cur;              /* the last complete set */
     dq_stats *next;             /* the round in flight fills it */
     int64_t *paused_cur;        /* cur's and next's paused_since, per queue */
@@ -94,10 +98,11 @@ static void round_done(struct qstats *q)
         q->last_failed = 1;
         return;
     }
-    q->parts_down = 0;
+    q->out_of_reach = q->failing = 0;
     for (size_t i = 0; i < q->nparts; i++) {
-        q->parts_down += !q->parts_up[i];
-        if (!q->parts_up[i]) {
+        q->out_of_reach += q->parts_state[i] == PART_OUT_OF_REACH;
+        q->failing += q->parts_state[i] == PART_FAILING;
+        if (q->parts_state[i] != PART_UP) {
             q->parts[i] = q->parts_cur[i];
             q->parts_paused[i] = q->parts_paused_cur[i];
             q->parts_oldest[i] = q->parts_oldest_cur[i];
@@ -107,7 +112,9 @@ static void round_done(struct qstats *q)
     memcpy(q->parts_cur, q->parts, q->nparts * sizeof *q->parts);
     memcpy(q->parts_paused_cur, q->parts_paused, q->nparts * sizeof *q->parts_paused);
     memcpy(q->parts_oldest_cur, q->parts_oldest, q->nparts * sizeof *q->parts_oldest);
-    memcpy(q->parts_up_cur, q->parts_up, q->nparts);
+    memcpy(q->parts_state_cur, q->parts_state, q->nparts);
+    memcpy(q->why_reach_cur, q->why_reach, sizeof q->why_reach);
+    memcpy(q->why_fail_cur, q->why_fail, sizeof q->why_fail);
     dq_stats *t = q->cur;
     q->cur = q->next;
     q->next = t;
@@ -123,11 +130,15 @@ static void round_done(struct qstats *q)
 }
 
 /* Partition i did not answer this round (`why`): out of reach (its
- * master down, no reply), or with an error. */
+ * master down, no reply), or with an error; each kind keeps its own
+ * reason, so /healthz names each partition with the right one. */
 static void part_failed(struct qstats *q, size_t i, const char *why, int unreachable)
 {
-    q->parts_up[i] = 0;
-    q->err_unreachable = unreachable;
+    q->parts_state[i] = unreachable ? PART_OUT_OF_REACH : PART_FAILING;
+    if (unreachable)
+        snprintf(q->why_reach, sizeof q->why_reach, "%s", why);
+    else
+        snprintf(q->why_fail, sizeof q->why_fail, "%s", why);
     snprintf(q->err, sizeof q->err, "%s", why);
 }
 
@@ -150,7 +161,7 @@ static void on_stats_reply(struct rconn *rc, redisReply *reply, void *arg)
     } else {
         q->parts_paused[req->i] = proto_stats_paused(reply);
         q->parts_oldest[req->i] = proto_stats_oldest_due(reply);
-        q->parts_up[req->i] = 1;
+        q->parts_state[req->i] = PART_UP;
         q->answered++;
     }
     if (--q->awaiting == 0)
@@ -239,8 +250,8 @@ struct qstats *qstats_new(struct event_base *base, const struct daemon_conf *dc)
     q->parts_cur = calloc(np, sizeof *q->parts_cur);
     q->parts_paused_cur = calloc(np, sizeof *q->parts_paused_cur);
     q->parts_oldest_cur = calloc(np, sizeof *q->parts_oldest_cur);
-    q->parts_up = calloc(np, 1);
-    q->parts_up_cur = calloc(np, 1);
+    q->parts_state = calloc(np, 1);
+    q->parts_state_cur = calloc(np, 1);
     q->parts_paused = calloc(np, sizeof *q->parts_paused);
     q->parts_oldest = calloc(np, sizeof *q->parts_oldest);
     q->cur = calloc(n, sizeof *q->cur);
@@ -254,7 +265,7 @@ struct qstats *qstats_new(struct event_base *base, const struct daemon_conf *dc)
         || !q->next
         || !q->paused_cur || !q->paused_next || !q->parts_oldest || !q->oldest_cur
         || !q->oldest_next || !q->timer || !q->parts_paused_cur || !q->parts_oldest_cur
-        || !q->parts_up || !q->parts_up_cur)
+        || !q->parts_state || !q->parts_state_cur)
         goto fail;
     for (size_t i = 0; i < np; i++)
         q->parts_paused_cur[i] = q->parts_oldest_cur[i] = -1;   /* none known */
@@ -291,8 +302,8 @@ void qstats_free(struct qstats *q)
     free(q->parts_cur);
     free(q->parts_paused_cur);
     free(q->parts_oldest_cur);
-    free(q->parts_up);
-    free(q->parts_up_cur);
+    free(q->parts_state);
+    free(q->parts_state_cur);
     free(q->parts_paused);
     free(q->cur);
     free(q->next);
@@ -312,12 +323,11 @@ void qstats_read(const struct qstats *q, struct qstats_view *v)
     v->parts = q->have_cur ? q->parts_cur : NULL;
     v->paused_since = q->have_cur ? q->paused_cur : NULL;
     v->oldest_due_ms = q->have_cur ? q->oldest_cur : NULL;
-    v->parts_up = q->have_cur ? q->parts_up_cur : NULL;
-    v->parts_down = q->have_cur ? q->parts_down : 0;
-    if (v->parts_down) {
-        snprintf(v->parts_why, sizeof v->parts_why, "%s", q->err);
-        v->parts_unreachable = q->err_unreachable;
-    }
+    v->parts_state = q->have_cur ? q->parts_state_cur : NULL;
+    v->out_of_reach = q->have_cur ? q->out_of_reach : 0;
+    v->failing = q->have_cur ? q->failing : 0;
+    snprintf(v->why_reach, sizeof v->why_reach, "%s", v->out_of_reach ? q->why_reach_cur : "");
+    snprintf(v->why_fail, sizeof v->why_fail, "%s", v->failing ? q->why_fail_cur : "");
     v->age_ms = q->have_cur ? now - q->cur_asked_ms : -1;
     v->fresh = q->have_cur && !q->last_failed && v->age_ms <= QSTATS_STALE_MS;
     if (v->fresh)

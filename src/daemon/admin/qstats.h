@@ -32,6 +32,13 @@ struct qstats *qstats_new(struct event_base *base, const struct daemon_conf *dc)
 void qstats_free(struct qstats *q);
 
 /* What a request sees (borrowed until the next turn of the loop). */
+/* How a partition answered the last refresh of the statistics. */
+enum part_state {
+    PART_OUT_OF_REACH = 0,      /* no reply: its master down (a cluster's) */
+    PART_UP = 1,
+    PART_FAILING = 2            /* an error reply (a key of the wrong type) */
+};
+
 struct qstats_view {
     const dq_stats *stats;      /* one per queue, in dc's order; NULL: none yet */
     const dq_stats *parts;      /* with stats: one per partition of every
@@ -41,15 +48,13 @@ struct qstats_view {
     const int64_t *oldest_due_ms; /* with stats: per queue, the due time
                                    (server ms) of the job due longest, over
                                    its partitions; -1 when none is due */
-    const unsigned char *parts_up; /* with stats: per partition, 1 when it
-                                   answered; 0: its master is out of reach
-                                   (a cluster master down) or it answered
-                                   an error, and its figures are the last
-                                   it gave */
-    size_t parts_down;          /* how many did not answer */
-    char parts_why[160];        /* why the last of them did not */
-    int parts_unreachable;      /* the last of them was out of reach, where
-                                   0 is an error reply (parts_why says which) */
+    const unsigned char *parts_state; /* with stats: per partition, enum
+                                   part_state in the last refresh; one not
+                                   PART_UP has the last figures it gave */
+    size_t out_of_reach;        /* how many were PART_OUT_OF_REACH */
+    size_t failing;             /* how many were PART_FAILING */
+    char why_reach[160];        /* why (the last of) the first did not answer */
+    char why_fail[160];         /* the error (the last of) the second gave */
     int64_t age_ms;             /* since the figures were asked for; -1: none */
     int fresh;                  /* the last refresh answered and age <= QSTATS_STALE_MS */
     char why[200];              /* when not fresh: "no answer for 2.4 s", the error */
