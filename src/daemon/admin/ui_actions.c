@@ -115,7 +115,7 @@ static void on_action(dq_status st, int64_t count, const char *err, void *arg)
  * done. */
 static void unavailable_undone(struct ui_ctx *x, const struct ui_data *d)
 {
-    char why[256];
+    char why[640];
     snprintf(why, sizeof why, "%s: nothing was done", ui_data_refusal(d));
     ui_layout_unavailable(x, why);
 }

@@ -38,10 +38,21 @@ void ui_data_op_fail(struct ui_op *op, dq_status st, const char *fmt, ...)
     va_end(ap);
 }
 
+int ui_data_call_refused(struct ui_data *d)
+{
+    if (d)
+        snprintf(d->refused, sizeof d->refused, "%s",
+                 d->freeing ? "the dashboard's connection is closing (a reload)"
+                            : "a request the dashboard cannot make");
+    return -1;
+}
+
 struct ui_op *ui_data_op_new(struct ui_data *d, enum op_kind kind,
                              const struct queue_conf *q, void *arg)
 {
     struct ui_op *op = calloc(1, sizeof *op);
+    /* Every call starts here: a refusal it meets is its own. */
+    snprintf(d->refused, sizeof d->refused, "%s", op ? "" : "out of memory");
     if (!op)
         return NULL;
     op->d = d;
@@ -127,7 +138,7 @@ static int part_reachable(struct ui_op *op, unsigned part, const struct queue_ke
 {
     if (rconn_key_is_up(op->d->conn, k->key[0]))
         return 1;
-    if (op->nparts > 1)
+    if (op->nparts > 1 && rconn_is_up(op->d->conn))
         ui_data_op_fail(op, DQ_ERR_CONNECT, "partition %u of queue %s is out of reach: %s",
                         part, op->q->name, rconn_last_failure(op->d->conn));
     else
@@ -455,7 +466,7 @@ int ui_data_show(struct ui_data *d, const struct queue_conf *q, const char *id,
                  ui_show_fn fn, void *arg)
 {
     if (!d || d->freeing || !id || !*id)
-        return -1;
+        return ui_data_call_refused(d);
     struct ui_op *op = ui_data_op_new(d, OP_SHOW, q, arg);
     if (!op)
         return -1;
@@ -467,7 +478,7 @@ int ui_data_schedules(struct ui_data *d, const struct queue_conf *q,
                       ui_schedules_fn fn, void *arg)
 {
     if (!d || d->freeing)
-        return -1;
+        return ui_data_call_refused(d);
     struct ui_op *op = ui_data_op_new(d, OP_SCHEDULES, q, arg);
     if (!op)
         return -1;
@@ -486,7 +497,7 @@ int ui_data_action(struct ui_data *d, const struct queue_conf *q, enum ui_action
                    const char *id, ui_action_fn fn, void *arg)
 {
     if (!d || d->freeing || (one_job_action(a) && (!id || !*id)))
-        return -1;
+        return ui_data_call_refused(d);
     struct ui_op *op = ui_data_op_new(d, OP_ACTION, q, arg);
     if (!op)
         return -1;

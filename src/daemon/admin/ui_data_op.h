@@ -21,7 +21,7 @@ struct ui_data {
     const struct daemon_conf *dc;
     struct rconn *conn;
     int freeing;
-    char refused[256];          /* why the last call could not be sent */
+    char refused[600];          /* why the last call could not be sent */
 };
 
 enum op_kind { OP_PAGE, OP_SHOW, OP_SCHEDULES, OP_ACTION };
@@ -64,7 +64,7 @@ struct ui_op {
     unsigned nparts;
     size_t outstanding;         /* requests sent and not answered */
     dq_status st;               /* the first failure, or DQ_OK */
-    char err[256];
+    char err[600];              /* a cluster's last failure is up to 480 */
     void *arg;
     union {
         ui_page_fn page;
@@ -108,8 +108,14 @@ void ui_data_op_bad_reply(struct ui_op *op, const char *script);
 
 /* A new operation of `kind` on queue `q` (NULL when out of memory), and
  * its end without a callback (a call that sent nothing). */
+/* A new operation of d (NULL when out of memory); every call starts one,
+ * and a refusal it meets is its own (ui_data_refusal). */
 struct ui_op *ui_data_op_new(struct ui_data *d, enum op_kind kind,
                              const struct queue_conf *q, void *arg);
+
+/* A call refused before it began (d closing, or arguments it cannot
+ * take): say so in d's refusal; -1. */
+int ui_data_call_refused(struct ui_data *d);
 void ui_data_op_free(struct ui_op *op);
 
 /* Send op's request to every partition of its queue: 0 when at least one

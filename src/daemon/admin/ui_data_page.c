@@ -289,7 +289,7 @@ int ui_data_page(struct ui_data *d, const struct queue_conf *q, enum ui_list whi
 {
     if (!d || d->freeing || offset < 0 || offset > UI_OFFSET_MAX || count < 1
         || count > UI_PAGE_MAX)
-        return -1;
+        return ui_data_call_refused(d);
     struct ui_op *op = ui_data_op_new(d, OP_PAGE, q, arg);
     if (!op)
         return -1;

@@ -103,7 +103,8 @@ static void on_resend_timer(evutil_socket_t fd, short what, void *arg)
  * and its jobs' leases have run out: whatever those reports would record,
  * the reaper takes over once that master answers (a job finished here may
  * then run again, as after a worker's death; a job not started runs
- * then).  Rather than hold the worker, and so the other partitions of a
+ * then, its expired lease counted as an attempt, as for any lease the
+ * reaper takes back).  Rather than hold the worker, and so the other partitions of a
  * queue with one worker, until the master comes back, the reports are
  * given up, the jobs not started are left to the reaper, and the worker
  * goes on.  Only once nothing is in flight (no report, no renewal), so no
