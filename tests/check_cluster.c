@@ -957,7 +957,8 @@ static int ui_request(int port, const char *method, const char *path, char *loc,
  * The dashboard while a master is down: a job of a partition still up is
  * shown and cancelled as usual, where the dashboard's connection used to
  * go down with any master; a job of the partition down is refused at
- * once, naming it, and nothing is lost.
+ * once, naming it, and nothing is lost.  /healthz meanwhile names the
+ * partitions out of reach apart from one still up whose statistics fail.
  */
 START_TEST(the_dashboard_acts_on_the_partitions_still_up)
 {
@@ -1014,6 +1015,33 @@ START_TEST(the_dashboard_acts_on_the_partitions_still_up)
     st = ui_request(port, "POST", path, page, sizeof page);
     ck_assert_msg(st == 503 && strstr(page, named) && strstr(page, "nothing was done"),
                   "a cancel on the master down answered %d:\n%s", st, page);
+    /* /healthz names the partitions out of reach and, apart, a partition
+     * still up whose statistics fail (a key of the wrong type), each with
+     * its own reason. */
+    int wrong = -1;
+    for (int p = NPARTS - 1; p >= 0 && wrong < 0; p--)
+        if (live[p])
+            wrong = p;
+    int wm = cluster_fx_master_of_slot(&C, partition_slot(wrong));
+    ck_assert_int_ge(cluster_fx_int(&C, wm, "SET dq:{" H_QUEUE ":%d}:dead x", wrong), 0);
+    char health[2048] = "", tail[64], item[64];
+    const char *clause = "; 1 partition whose statistics fail (WRONGTYPE";
+    end = tu_mono_ms() + 10000;
+    while (!(fixture_http_get(port, "/healthz", health, sizeof health) == 503
+             && strstr(health, clause))
+           && tu_mono_ms() < end)
+        tu_sleep_ms(100);
+    char *sep = strstr(health, clause);
+    snprintf(tail, sizeof tail, "): " H_QUEUE "/%d\n", wrong);
+    ck_assert_msg(sep && strstr(health, " partitions out of reach (") && strstr(sep, tail)
+                      && strlen(strstr(sep, tail)) == strlen(tail),
+                  "/healthz: %s", health);
+    *sep = '\0';                        /* the partitions out of reach, each then " " */
+    strcat(health, " ");
+    snprintf(item, sizeof item, " %s/%d ", H_QUEUE, wrong);
+    ck_assert_msg(!strstr(health, item), "the partition whose statistics fail is named out "
+                  "of reach: %s", health);
+    ck_assert_int_ge(cluster_fx_int(&C, wm, "DEL dq:{" H_QUEUE ":%d}:dead", wrong), 0);
     /* A pause of the whole queue is refused as a whole: no partition
      * still up is paused. */
     int pst = ui_request(port, "POST", "/ui/queues/" H_QUEUE "/pause", page, sizeof page);
