@@ -7,10 +7,10 @@
  *          claim batch 64, as drain's "w=2 b=64"): on a plain redis-server
  *          over loopback TCP (the queue unpartitioned, then in 12
  *          partitions), then on clusters of 1, 2 and 3 masters with the
- *          queue in 12 partitions.  jobs/s from
- *          that instant to the last ack (the bench polls dq_stats_get every
- *          10 ms), and the CPU time (exact: the scheduler's count) of each redis-server
- *          per job: its own figure in the note, their sum in the column;
+ *          queue in 12 partitions.  jobs/s from that instant to the last
+ *          ack (the bench polls dq_stats_get every 10 ms), and the CPU
+ *          time (exact: the scheduler's count) of each redis-server per
+ *          job: its own figure in the note, their sum in the column;
  *          also the time per job of the bulk enqueue (dq_enqueue_many)
  *          that filled the queue.
  * latency  the median of CLUSTER_SAMPLES dq_enqueue calls of one job, and

@@ -34,11 +34,12 @@
  * Isolated masters (rcluster_isolate_masters, for a caller that can do
  * without some slots for a while): the routing connection is up while
  * any master of the map is (the first time: once every master is, or one
- * is and the connect timeout has passed since rcluster_start).  A master lost gives its pending requests
- * NULL and leaves the connection up; requests for its slots wait for it
- * within their deadline, as above, then get NULL; the map is read again
- * on the timer until every master is up.  Each master that comes up again
- * calls on_master_up, so that the caller asks its slots again, and
+ * is and the connect timeout has passed since rcluster_start).  A master
+ * lost gives its pending requests NULL and leaves the connection up;
+ * requests for its slots wait for it within their deadline, as above,
+ * then get NULL; the map is read again on the timer until every master
+ * is up.  Each master that comes up again calls on_master_up, so that the
+ * caller asks its slots again, and
  * rcluster_key_is_up says which slots to leave alone meanwhile.  Redis
  * itself answers CLUSTERDOWN on every master once one is marked failed,
  * unless the cluster runs with cluster-require-full-coverage no.

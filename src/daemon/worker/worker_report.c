@@ -104,10 +104,10 @@ static void on_resend_timer(evutil_socket_t fd, short what, void *arg)
  * the reaper takes over once that master answers (a job finished here may
  * then run again, as after a worker's death; a job not started runs
  * then, its expired lease counted as an attempt, as for any lease the
- * reaper takes back).  Rather than hold the worker, and so the other partitions of a
- * queue with one worker, until the master comes back, the reports are
- * given up, the jobs not started are left to the reaper, and the worker
- * goes on.  Only once nothing is in flight (no report, no renewal), so no
+ * reaper takes back).  Rather than hold the worker, and so the other
+ * partitions of a queue with one worker, until the master comes back, the
+ * reports are given up, the jobs not started are left to the reaper, and
+ * the worker goes on.  Only once nothing is in flight (no report, no renewal), so no
  * reply comes for them later.
  */
 bool worker_abandon_unreachable(struct worker *w)
