@@ -332,7 +332,7 @@ static int one_call(struct pctx *x, const struct probe *p, const char *sha, cons
         break;
     case P_SHOW:
         job_id(id, sizeof id, tag, i);
-        proto_show_cmd(&c, &x->keys, id);
+        proto_show_cmd(&c, &x->keys, id, true);
         break;
     }
     int rc = send_cmd(x, &c, sha, err, errlen);

@@ -1194,6 +1194,7 @@ static const struct refusal refusals[] = {
     { "requeue", "batch", 3, { "", "", "0" } },
     { "release", "pairs", 2, { "", "a" } },
     { "stats", "argument 1", 1, { "x" } },
+    { "show", "form \"full\" is not 'raw'", 2, { "a", "full" } },
 };
 
 START_TEST(scripts_name_the_bad_argument)

@@ -98,6 +98,13 @@ int mp_read_bytes(struct mp_reader *r, const char **s, size_t *len)
     return 0;
 }
 
+int mp_read_str(struct mp_reader *r, const char **s, size_t *len)
+{
+    if (!r->p || r->p == r->end || (*r->p >= 0xc4 && *r->p <= 0xc6))
+        return fail(r);
+    return mp_read_bytes(r, s, len);
+}
+
 static int read_double(struct mp_reader *r, size_t bytes, int64_t *v)
 {
     uint64_t bits;

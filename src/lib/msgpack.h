@@ -22,6 +22,8 @@ void mp_init(struct mp_reader *r, const void *buf, size_t len);
 int mp_read_array(struct mp_reader *r, size_t *n);
 /* A str or bin: a pointer into the buffer and its length. */
 int mp_read_bytes(struct mp_reader *r, const char **s, size_t *len);
+/* A str only: a bin is refused (what the scripts' cmsgpack cannot read). */
+int mp_read_str(struct mp_reader *r, const char **s, size_t *len);
 /* An integer (a double holding a whole number within +-2^53 too). */
 int mp_read_int(struct mp_reader *r, int64_t *v);
 /* A nil: 0 and advances; -1 and leaves the reader as it was otherwise. */

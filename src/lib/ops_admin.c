@@ -68,14 +68,21 @@ dq_status dq_show(dq_client *c, const char *queue, const char *id,
         st = part_keys_of_id(c, queue, id, &k, NULL);
     if (st != DQ_OK)
         return st;
-    redisReply *r;
-    struct cmd cmd;
-    cmd_init(&cmd);
-    proto_show_cmd(&cmd, &k, id);
-    if ((st = run_admin(c, &cmd, DQ_SCRIPT_SHOW, &r)) != DQ_OK)
-        return st;
-    st = proto_show_reply(r, out);
-    freeReplyObject(r);
+    /* The record undecoded first; in full when this library cannot read
+     * it as the scripts would (the script then says why). */
+    bool again = false;
+    for (int raw = 1; raw >= 0; raw--) {
+        redisReply *r;
+        struct cmd cmd;
+        cmd_init(&cmd);
+        proto_show_cmd(&cmd, &k, id, raw);
+        if ((st = run_admin(c, &cmd, DQ_SCRIPT_SHOW, &r)) != DQ_OK)
+            return st;
+        st = proto_show_reply(r, out, raw ? &again : NULL);
+        freeReplyObject(r);
+        if (!again)
+            break;
+    }
     if (st == DQ_ERR_NOTFOUND)
         return client_fail(c, st, "no job %s in queue %s", id, queue);
     if (st == DQ_OK) {

@@ -101,8 +101,13 @@ int64_t proto_stats_oldest_due(const redisReply *r);
  * already), -1 when it is (resume: was) not paused. */
 void proto_pause_cmd(struct cmd *c, const struct queue_keys *k, enum dq_script_id s);
 dq_status proto_pause_reply(const redisReply *r, int64_t *now_ms, int64_t *since_ms);
-void proto_show_cmd(struct cmd *c, const struct queue_keys *k, const char *id);
-dq_status proto_show_reply(const redisReply *r, dq_job_info *out);
+/* show of job `id`; `raw` asks for a waiting job's record undecoded (the
+ * producers' call: the script's work is then its commands).  The reply to
+ * it may be a record this reading cannot vouch for: then *again is set,
+ * and the caller sends the call again without `raw`, which the script
+ * answers in full.  A caller that never sends `raw` passes NULL. */
+void proto_show_cmd(struct cmd *c, const struct queue_keys *k, const char *id, bool raw);
+dq_status proto_show_reply(const redisReply *r, dq_job_info *out, bool *again);
 void proto_dead_list_cmd(struct cmd *c, const struct queue_keys *k, int64_t offset,
                          int count);
 dq_status proto_dead_list_reply(const redisReply *r, dq_dead_page *out);

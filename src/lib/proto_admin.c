@@ -4,8 +4,10 @@
  * arguments and their replies (proto.h).
  */
 #include "lib/proto.h"
+#include "lib/msgpack.h"
 #include "lib/proto_int.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -180,17 +182,96 @@ static dq_status describe_unreadable(const redisReply *r, dq_job *j)
     return DQ_OK;
 }
 
-void proto_show_cmd(struct cmd *c, const struct queue_keys *k, const char *id)
+void proto_show_cmd(struct cmd *c, const struct queue_keys *k, const char *id, bool raw)
 {
     cmd_eval(c, DQ_SCRIPT_SHOW, k);
     cmd_push_str(c, id);
+    if (raw)
+        cmd_push_str(c, "raw");
 }
 
-dq_status proto_show_reply(const redisReply *r, dq_job_info *out)
+#define MAX_EXACT 9007199254740991LL    /* 2^53 - 1, as lib.lua's */
+
+static bool exact(int64_t v)
+{
+    return v >= -MAX_EXACT && v <= MAX_EXACT;
+}
+
+/* A stored record, "3:<attempts>:" and its MessagePack body, into j: 0,
+ * or -1 when read_record (src/scripts/lib.lua) might not read it the same
+ * way.  Stricter than a worker's reading of a claimed body (it refuses a
+ * bin, and a number the scripts' doubles cannot hold), since its -1 only
+ * costs a second call, which the script answers with its reasons. */
+static int read_stored_record(const char *raw, size_t len, dq_job *j)
+{
+    size_t i = 2;
+    int64_t attempts = 0;
+    if (len < 4 || raw[0] != '3' || raw[1] != ':')
+        return -1;
+    for (; i < len && i < 12 && raw[i] >= '0' && raw[i] <= '9'; i++)
+        attempts = attempts * 10 + (raw[i] - '0');
+    if (i == 2 || i >= len || raw[i] != ':' || attempts > INT_MAX)
+        return -1;
+    struct mp_reader mp;
+    size_t n, tlen, plen, elen = 0;
+    const char *type, *payload, *err = "";
+    int64_t max, created, offset, prio = DQ_PRIORITY_NORMAL_LEVEL;
+    mp_init(&mp, raw + i + 1, len - i - 1);
+    if (mp_read_array(&mp, &n) < 0 || (n != 6 && n != 7)
+        || mp_read_str(&mp, &type, &tlen) < 0 || mp_read_str(&mp, &payload, &plen) < 0
+        || mp_read_int(&mp, &max) < 0 || max < 0 || max > INT_MAX
+        || mp_read_int(&mp, &created) < 0 || !exact(created)
+        || mp_read_int(&mp, &offset) < 0 || !exact(offset) || !exact(created + offset)
+        || (mp_read_nil(&mp) < 0 && mp_read_str(&mp, &err, &elen) < 0)
+        || (n == 7 && (mp_read_int(&mp, &prio) < 0 || prio < 0 || prio > 9))
+        || !mp_at_end(&mp))
+        return -1;
+    j->attempt = (int)attempts;
+    j->max_attempts = (int)max;
+    j->created_ms = created;
+    j->due_ms = created + offset;
+    j->priority = (int)prio;
+    j->type = strndup(type, tlen);
+    j->payload = malloc(plen + 1);
+    if (j->payload) {
+        memcpy(j->payload, payload, plen);
+        ((char *)j->payload)[plen] = '\0';
+    }
+    j->payload_len = plen;
+    j->last_error = strndup(err, elen);
+    return 0;
+}
+
+/* show's reply to form 'raw' for a waiting job: {'record', the record as
+ * stored, due_ms, now_ms}. */
+static dq_status show_record(const redisReply *r, dq_job_info *out, bool *again)
+{
+    const redisReply *rec = r->element[1];
+    if (rec->type != REDIS_REPLY_STRING || read_stored_record(rec->str, rec->len, &out->job) < 0) {
+        proto_job_free(&out->job);
+        *again = true;
+        return DQ_OK;
+    }
+    if (!out->job.type || !out->job.payload || !out->job.last_error) {
+        proto_job_free(&out->job);
+        return DQ_ERR_NOMEM;
+    }
+    out->state = DQ_STATE_DELAYED;
+    out->state_ms = elem_int(r, 2);
+    out->now_ms = elem_int(r, 3);
+    out->on_expire = DQ_EXPIRE_DEAD;
+    return DQ_OK;
+}
+
+dq_status proto_show_reply(const redisReply *r, dq_job_info *out, bool *again)
 {
     memset(out, 0, sizeof *out);
+    if (again)
+        *again = false;
     if (is_array(r, 1) && elem_is(r, 0, "notfound"))
         return DQ_ERR_NOTFOUND;
+    if (is_array(r, 4) && r->elements == 4 && elem_is(r, 0, "record"))
+        return again ? show_record(r, out, again) : DQ_ERR_REDIS;
     if (!is_array(r, 11))
         return DQ_ERR_REDIS;
     out->state = state_from(r);

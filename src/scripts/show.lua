@@ -1,6 +1,6 @@
 #!lua flags=no-writes
 -- show: one job and where it stands.
--- ARGV: id
+-- ARGV: id, then optional form: 'raw' (the clients' own calls, below)
 -- Returns {state, type, payload, attempts, max_attempts, created_ms, due_ms,
 --          fence, last_error, state_ms, now_ms, unreadable, where,
 --          priority, expire_ms, on_expire, unique_ms, unique_until_ms} where
@@ -20,24 +20,43 @@
 -- of the run that was stopped), when the window ends (0 for any other
 -- state).
 --
--- Producers call it to follow their jobs: a readable delayed job of
--- normal priority, in a queue without expiries or dedupe windows, costs
--- its four commands and the record's decoding,
+-- With form 'raw', a job in the normal level's delayed set, in a queue
+-- without expiries or dedupe windows, is answered {'record', record,
+-- due_ms, now_ms}: the record as stored (its head '3:<attempts>:' and
+-- its body), undecoded, as claim gives records to workers.  The client
+-- reads it by read_record's rules, and when it does not read, or the
+-- reply is anything else, it is the reply as without the form: the client
+-- asks again without it, and this script says what is wrong.
+-- (libdelayq, the Python and the Node client call show so: a producer
+-- following its jobs pays for the commands, not for a decoding and an
+-- 18-element reply.  docs/protocol.md, "show".)
+--
+-- Without the form (the dashboard, the reaper, redis-cli), a readable
+-- delayed job of normal priority, in a queue without expiries or dedupe
+-- windows, costs its four commands and the record's decoding,
 -- above the line where the prelude's functions are made.  Any other (a
 -- bad id, a job elsewhere, a record that is not plainly readable) goes on
 -- below it, where read_record says what is wrong with a record.
-local id = ARGV[1]
+local id, form = ARGV[1], ARGV[2]
 local t = redis.call('TIME')
 local us = t[2] + 0
 local now = t[1] * 1000 + (us - us % 1000) / 1000
 -- (An anchored pattern is one pass over the text; an unanchored search
 -- tries a match at every byte.  Digits become a number by arithmetic:
 -- tonumber is a global and a call.)
-if id and #id <= 256 and find(id, '^[!-~]+$') then
+if id and #id <= 256 and find(id, '^[!-~]+$') and (form == nil or form == 'raw') then
   local type = type   -- a global: read once for its six calls
   local rk = KEYS[1]
   if find(id, '^%d+$') then rk = rk .. ':' .. sub(id, 1, -3) end
   local raw = redis.pcall('HGET', rk, id)
+  if form and type(raw) == 'string' then
+    local at = redis.call('ZSCORE', KEYS[2], id)
+    local base = at and sub(KEYS[5], 1, -5)
+    if at and redis.call('EXISTS', base .. 'expire_info', base .. 'unique') == 0 then
+      return { 'record', raw, at, now }
+    end
+    raw = nil   -- the path below, whole
+  end
   local a, body
   -- A head, and a body that is an array of six (the priority is normal).
   if type(raw) == 'string' then a, body = match(raw, '^3:(%d+):()\150') end
@@ -69,6 +88,7 @@ end
 
 -- prelude: here
 id = arg_id(1, 'id')
+if form ~= nil and form ~= 'raw' then arg_bad('form', form, "'raw'") end
 if arg_fault then return arg_refusal('show') end
 local raw = get_record(id)
 if not raw then return { 'notfound' } end

@@ -303,12 +303,36 @@ static char *expand(const struct case_run *r, const char *s)
     return out;
 }
 
+/* An argument given as {"hex": "..."}: its bytes (malloc'd), in *len. */
+static char *hex_bytes(const struct jv *hex, size_t *len)
+{
+    char *b = malloc(hex->len / 2 + 1);
+    *len = 0;
+    for (size_t k = 0; k + 1 < hex->len; k += 2) {
+        unsigned x = 0;
+        if (sscanf(hex->s + k, "%2x", &x) != 1)
+            break;
+        b[(*len)++] = (char)x;
+    }
+    return b;
+}
+
 struct jv *direct_command(struct case_run *r, const struct jv *argv)
 {
     char **args = calloc(argv->n, sizeof *args);
-    for (size_t k = 0; k < argv->n; k++)
-        args[k] = expand(r, argv->items[k]->s);
-    redisReply *rep = redisCommandArgv(r->raw, (int)argv->n, (const char **)args, NULL);
+    size_t *lens = calloc(argv->n, sizeof *lens);
+    for (size_t k = 0; k < argv->n; k++) {
+        const struct jv *hex = argv->items[k]->t == J_OBJ ? json_get(argv->items[k], "hex")
+                               : NULL;
+        if (hex) {
+            args[k] = hex_bytes(hex, &lens[k]);
+        } else {
+            args[k] = expand(r, argv->items[k]->s);
+            lens[k] = strlen(args[k]);
+        }
+    }
+    redisReply *rep = redisCommandArgv(r->raw, (int)argv->n, (const char **)args, lens);
+    free(lens);
     struct jv *v = !rep ? jv_null()
                    : rep->type == REDIS_REPLY_INTEGER ? jv_int(rep->integer)
                    : rep->type == REDIS_REPLY_STRING || rep->type == REDIS_REPLY_STATUS

@@ -312,7 +312,8 @@ class Run {
       case 'redis_state': return this.redisState();
       case 'record': return this.record(a.id);
       case 'redis': {
-        const argv = a.argv.map((x) => x.replace(/\$P/g, this.prefix).replace(/\$Q/g, this.queue));
+        const argv = a.argv.map((x) => (typeof x === 'object' ? payloadOf(x)
+          : x.replace(/\$P/g, this.prefix).replace(/\$Q/g, this.queue)));
         const r = await this.server.raw.call(...argv);
         return Buffer.isBuffer(r) ? r.toString() : r;
       }

@@ -190,7 +190,9 @@ class Run:
         if name == "record":
             return self.record(a["id"])
         if name == "redis":
-            argv = [x.replace("$P", self.prefix).replace("$Q", self.queue) for x in a["argv"]]
+            argv = [payload_of(x) if isinstance(x, dict)
+                    else x.replace("$P", self.prefix).replace("$Q", self.queue)
+                    for x in a["argv"]]
             rep = self.server.raw.execute_command(*argv)
             if isinstance(rep, bool):       # redis-py's for HEXISTS and the like
                 return int(rep)

@@ -6,6 +6,7 @@
 const { Client, str, int } = require('./client');
 const { fail } = require('./errors');
 const K = require('./keys');
+const { readRecord } = require('./msgpack');
 
 const ADMIN_BATCH = 500;       // dead jobs moved per script call
 const DEAD_PAGE_MAX = 10000;
@@ -67,7 +68,23 @@ P.show = async function show(queue, id) {
   this.checkQueue(queue);
   if (typeof id !== 'string' || id === '') throw fail('invalid', 'job id is empty');
   const k = await this.keysOfId(queue, id);
-  const r = await this.conn.evalScript('show', k.keys, [id]);
+  // A waiting job's record undecoded first (the script's work is then its
+  // commands); in full when it does not read here as the scripts would
+  // read it, and the script says why (docs/protocol.md, show).
+  let r = await this.conn.evalScript('show', k.keys, [id, 'raw']);
+  if (Array.isArray(r) && r.length === 4 && str(r[0]) === 'record') {
+    const rec = Buffer.isBuffer(r[1]) ? readRecord(r[1]) : null;
+    if (rec) {
+      return {
+        id, state: 'delayed', type: rec.type.toString('utf8'), payload: rec.payload,
+        attempts: rec.attempts, maxAttempts: rec.max, createdMs: rec.created, dueMs: rec.due,
+        fence: 0, lastError: rec.err.toString('utf8'), stateMs: int(r[2]), nowMs: int(r[3]),
+        unreadable: '', where: 'delayed', priority: rec.prio, expireAtMs: 0, onExpire: '',
+        uniqueMs: 0, uniqueUntilMs: 0,
+      };
+    }
+    r = await this.conn.evalScript('show', k.keys, [id]);
+  }
   if (Array.isArray(r) && r.length >= 1 && str(r[0]) === 'notfound') return null;
   if (!Array.isArray(r) || r.length < 11) throw fail('redis', 'unexpected reply from the show script');
   return {

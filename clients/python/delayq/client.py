@@ -8,7 +8,7 @@ import random
 from typing import Union
 from urllib.parse import parse_qs, unquote, urlparse
 
-from . import errors, keys
+from . import errors, keys, msgpack
 from .conn import Conn, Options, translate
 from .errors import (DeadError, ExistsError, InvalidError, NotFoundError, RedisError,
                      RunningError, StaleError, UniqueError)
@@ -429,7 +429,21 @@ class Client(Schedules):
         queue = keys.check_queue(queue)
         job_id = keys.check_named_id(id)
         ks, _ = self._keys_of_id(queue, job_id)
-        r = self._run("show", ks, [job_id])
+        # A waiting job's record undecoded first (the script's work is then
+        # its commands); in full when it does not read here as the scripts
+        # would read it, and the script says why (docs/protocol.md, show).
+        r = self._run("show", ks, [job_id, "raw"])
+        if len(r) == 4 and _text(r[0]) == "record":
+            rec = msgpack.read_record(bytes(r[1]))
+            if rec is not None:
+                return Job(id=job_id, state="delayed", type=_text(rec["type"]),
+                           payload=rec["payload"], attempts=rec["attempts"],
+                           max_attempts=rec["max"], created_ms=rec["created"],
+                           due_ms=rec["due"], fence=0, last_error=_text(rec["err"]),
+                           state_ms=int(r[2]), now_ms=int(r[3]), unreadable="",
+                           where="delayed", priority=rec["prio"], expire_at_ms=0,
+                           on_expire="", unique_ms=0, unique_until_ms=0)
+            r = self._run("show", ks, [job_id])
         if _text(r[0]) == "notfound":
             return None
         if len(r) < 14:

@@ -172,7 +172,7 @@ int ui_data_sub_send(struct ui_sub *s)
         script = op->hooks->cmd(op, s, &c, &k);
         break;
     case OP_SHOW:
-        proto_show_cmd(&c, &k, op->id);
+        proto_show_cmd(&c, &k, op->id, false);
         script = DQ_SCRIPT_SHOW;
         break;
     case OP_SCHEDULES:
@@ -298,7 +298,7 @@ void ui_data_op_bad_reply(struct ui_op *op, const char *script)
 
 static void show_reply(struct ui_op *op, const redisReply *r)
 {
-    dq_status st = proto_show_reply(r, &op->info);
+    dq_status st = proto_show_reply(r, &op->info, NULL);
     if (st == DQ_OK && !(op->info.job.id = strdup(op->id)))
         st = DQ_ERR_NOMEM;
     if (st == DQ_ERR_NOTFOUND)

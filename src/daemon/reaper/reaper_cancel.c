@@ -194,7 +194,7 @@ static void on_checked(struct rconn *conn, redisReply *reply, void *arg)
     (void)conn;
     struct cancel_check *ck = arg;
     dq_job_info info;
-    if (reply && proto_show_reply(reply, &info) == DQ_OK) {
+    if (reply && proto_show_reply(reply, &info, NULL) == DQ_OK) {
         if (info.state == DQ_STATE_CANCELLED && info.job.fence == ck->fence)
             post_if_running(ck->rc, ck->q, ck->fence, ck->id);
         dq_job_info_free(&info);
@@ -228,7 +228,7 @@ static void check_running(struct reaper_cancel *rc)
         snprintf(ck->id, sizeof ck->id, "%s", job.id);
         struct cmd cmd;
         cmd_init(&cmd);
-        proto_show_cmd(&cmd, &p->keys, job.id);
+        proto_show_cmd(&cmd, &p->keys, job.id, false);
         if (rconn_send(rc->cmd, &cmd, DQ_SCRIPT_SHOW, on_checked, ck) < 0)
             free(ck);           /* down: the next time it is up, we ask again */
         cmd_free(&cmd);
