@@ -59,6 +59,7 @@ return { 'ok', ARGV[2], ARGV[6], t[1] }
 """,
     'debounce': """local t = redis.call('TIME')
 redis.call('HGET', KEYS[5], 'partitions')
+redis.call('HGET', KEYS[1], ARGV[2])
 redis.call('HSETNX', KEYS[1], ARGV[2], ARGV[4] .. 'rrrrrrrrrrrrrrrrrrrrrrrrrrrrr')
 local due = string.format('%d', t[1] * 1000 + ARGV[6])
 redis.call('ZADD', KEYS[2], due, ARGV[2])
@@ -67,7 +68,6 @@ return { 'ok', ARGV[2], due, t[1] }
 }
 MINIMAL_WITH['debounce-hit'] = """local t = redis.call('TIME')
 redis.call('HGET', KEYS[5], 'partitions')
-redis.call('HSETNX', KEYS[1], ARGV[2], ARGV[4] .. 'rrrrrrrrrrrrrrrrrrrrrrrrrrrrr')
 redis.call('HGET', KEYS[1], ARGV[2])
 redis.call('ZSCORE', KEYS[3], ARGV[2])
 redis.call('ZSCORE', KEYS[2], ARGV[2])

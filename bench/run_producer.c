@@ -89,7 +89,8 @@ static const char MIN_ENQUEUE_ID[] =
 
 /* With a ttl, a dedupe window or a debounce: the same, and the entries
  * those write (the expiry's time and record, the window's record); a
- * debounce's due time is now + its ms, made a string as a score. */
+ * debounce first looks for a waiting job of its id, and its due time is
+ * now + its ms, made a string as a score. */
 static const char MIN_ENQUEUE_TTL[] =
     "local t = redis.call('TIME')\n"
     "redis.call('HGET', KEYS[5], 'partitions')\n"
@@ -114,19 +115,18 @@ static const char MIN_ENQUEUE_WINDOW[] =
 static const char MIN_ENQUEUE_DEBOUNCE[] =
     "local t = redis.call('TIME')\n"
     "redis.call('HGET', KEYS[5], 'partitions')\n"
+    "redis.call('HGET', KEYS[1], ARGV[2])\n"
     "redis.call('HSETNX', KEYS[1], ARGV[2], ARGV[4] .. '" RECORD_REST "')\n"
     "local due = string.format('%d', t[1] * 1000 + ARGV[6])\n"
     "redis.call('ZADD', KEYS[2], due, ARGV[2])\n"
     "redis.call('ZRANGE', KEYS[2], '0', '0')\n"
     "return { 'ok', ARGV[2], due, t[1] }\n";
 
-/* A debounced add of a waiting job: the HSETNX that finds the id taken,
- * the job's record and where it is, then its new record and due time,
- * and its next run dropped. */
+/* A debounced add of a waiting job: the job's record and where it is,
+ * then its new record and due time, and its next run dropped. */
 static const char MIN_DEBOUNCE_HIT[] =
     "local t = redis.call('TIME')\n"
     "redis.call('HGET', KEYS[5], 'partitions')\n"
-    "redis.call('HSETNX', KEYS[1], ARGV[2], ARGV[4] .. '" RECORD_REST "')\n"
     "redis.call('HGET', KEYS[1], ARGV[2])\n"
     "redis.call('ZSCORE', KEYS[3], ARGV[2])\n"
     "redis.call('ZSCORE', KEYS[2], ARGV[2])\n"

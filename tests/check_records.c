@@ -581,6 +581,71 @@ static void cmd_ok(redisReply *r)
     freeReplyObject(r);
 }
 
+/* A debounced add of a waiting job writes, for every width its common
+ * call packs by hand, the bytes cmsgpack packs: payloads of each str head,
+ * offsets of each uint width (and negative, for a first add dated after
+ * now), errors kept of each length, a created time under 2^32. */
+START_TEST(a_debounced_add_packs_every_width_as_cmsgpack_does)
+{
+    static const char *const debounces[] = { "1", "127", "128", "255", "256", "65535",
+                                              "65536", "4294967296" };
+    static const size_t plens[] = { 0, 31, 32, 255, 256 }, elens[] = { 0, 31, 32 };
+    static const char *const createds[] = { "now", "small", "ahead" };
+    const char *text = script_text("enqueue");
+    char payload[300], err[40];
+    memset(payload, 'p', sizeof payload);
+    memset(err, 'e', sizeof err);
+    long long now = num("EVAL %s 0", "local t = redis.call('TIME') "
+                        "return t[1] * 1000 + math.floor(t[2] / 1000)");
+    for (size_t d = 0; d < sizeof debounces / sizeof debounces[0]; d++)
+        for (size_t pi = 0; pi < sizeof plens / sizeof plens[0]; pi++)
+            for (size_t e = 0; e < sizeof elens / sizeof elens[0]; e++)
+                for (size_t c = 0; c < sizeof createds / sizeof createds[0]; c++) {
+                    long long created = c == 0 ? now - 1000 : c == 1 ? 3000000000LL
+                                        : now + 600000;
+                    cmd_ok(cmd("DEL %s %s", K("jobs"), K("delayed")));
+                    cmd_ok(cmd("EVAL %s 1 %s d-1 %lld %b", "return redis.call('HSET', KEYS[1], "
+                               "ARGV[1], '3:2:' .. cmsgpack.pack({'old', 'p0', 3, "
+                               "tonumber(ARGV[2]), 1000, ARGV[3]}))", K("jobs"), created,
+                               err, elens[e]));
+                    cmd_ok(cmd("ZADD %s 1 d-1", K("delayed")));
+                    const char *argv[] = { "EVAL", text, "6", K("jobs"), K("delayed"),
+                                           K("processing"), K("dead"), K("meta"), K("lease"),
+                                           "", "d-1", "new", payload, "delay", debounces[d],
+                                           "7", "0", "5", "1", "0", "", "dead", "", "0",
+                                           debounces[d], "" };
+                    size_t argl[sizeof argv / sizeof argv[0]];
+                    for (size_t i = 0; i < sizeof argv / sizeof argv[0]; i++)
+                        argl[i] = strlen(argv[i]);
+                    argl[12] = plens[pi];
+                    redisReply *r = redisCommandArgv(rc, (int)(sizeof argv / sizeof argv[0]),
+                                                     argv, argl);
+                    ck_assert_msg(r && r->type == REDIS_REPLY_ARRAY && r->elements == 4
+                                  && strcmp(r->element[0]->str, "debounced") == 0,
+                                  "payload of %zu, debounce %s: not debounced", plens[pi],
+                                  debounces[d]);
+                    long long due = r->element[2]->integer;
+                    freeReplyObject(r);
+                    redisReply *want = cmd("EVAL %s 0 %b %lld %lld %b",
+                                           "return '3:2:' .. cmsgpack.pack({'new', ARGV[1], 7,"
+                                           " tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]})",
+                                           payload, plens[pi], created, due - created, err,
+                                           elens[e]);
+                    redisReply *got = cmd("HGET %s d-1", K("jobs"));
+                    ck_assert_int_eq(want->type, REDIS_REPLY_STRING);
+                    ck_assert_msg(got->type == REDIS_REPLY_STRING && got->len == want->len
+                                  && memcmp(got->str, want->str, want->len) == 0,
+                                  "payload of %zu, debounce %s, error of %zu, created %s: the"
+                                  " record is not what cmsgpack packs", plens[pi], debounces[d],
+                                  elens[e], createds[c]);
+                    ck_assert_int_eq(num("ZSCORE %s d-1", K("delayed")), due);
+                    freeReplyObject(want);
+                    freeReplyObject(got);
+                }
+}
+END_TEST
+
+
 START_TEST(a_debounced_add_is_the_same_on_both_paths)
 {
     const char *text = script_text("enqueue");
@@ -1262,6 +1327,7 @@ static Suite *records_suite(void)
     tcase_add_test(tc, scripts_name_the_bad_argument);
     tcase_add_test(tc, enqueue_common_call_packs_every_width_as_cmsgpack_does);
     tcase_add_test(tc, a_debounced_add_is_the_same_on_both_paths);
+    tcase_add_test(tc, a_debounced_add_packs_every_width_as_cmsgpack_does);
     return s;
 }
 

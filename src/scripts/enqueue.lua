@@ -131,6 +131,74 @@ if payload and #argv <= 17 and (replace == '0' or replace == '1')
   if stored and (nparts == 1 or tonumber(stored) ~= nparts) then due = nil end
 end
 
+if due and debounce_ms then
+  -- A debounced add of a job that waits (not running) at the normal
+  -- level, with a record show's common call reads: the add's type,
+  -- payload and limit take its place, due at now + debounce_ms but never
+  -- later than its first add + max_wait_ms, its attempts, created time and
+  -- last error kept, and any next run it was left dropped: byte for byte
+  -- what the path below writes ("Debounced adds").  An id with no record
+  -- is a new job (below); any other goes to the path below the prelude.
+  -- (Looked for before a new job's record is made: a debounced id that
+  -- is waiting is the call this exists for.)
+  local raw = redis.pcall('HGET', keys[1], id)
+  if raw then
+    due = nil
+    local a, body = string.match(type(raw) == 'string' and raw or '', '^3:(%d+):()\150')
+    if a and #a <= 10 and not redis.call('ZSCORE', keys[3], id)
+       and redis.call('ZSCORE', keys[2], id) then
+      local type = type
+      local ok, left, jt, p, m, c, o, e = pcall(cmsgpack.unpack_limit, raw, 6, body)
+      if ok and left == -1 and type(jt) == 'string' and type(p) == 'string'
+         and type(e) == 'string' and a + 0 <= MAX_ATTEMPTS
+         and type(m) == 'number' and m % 1 == 0 and m >= 0 and m <= MAX_ATTEMPTS
+         and type(c) == 'number' and c % 1 == 0 and c >= -MAX_EXACT and c <= MAX_EXACT
+         and type(o) == 'number' and o % 1 == 0 and c + o >= -MAX_EXACT
+         and c + o <= MAX_EXACT then
+        local d = now + debounce_ms
+        if max_wait_ms and c + max_wait_ms < d then d = c + max_wait_ms end
+        -- The new record: the old head (its attempts and \150), then as
+        -- the record below is made, with c in place of now and the old
+        -- error after the offset; one struct.pack of a constant format
+        -- when cmsgpack would pick the widths those formats write (c takes
+        -- 9 bytes from 2^32 on), else cmsgpack.pack.  (The choice of format
+        -- is written out twice: a function shared by both paths is made
+        -- on every call, which costs every plain add 700 instructions;
+        -- docs/benchmarks.md, fifth round.)
+        local off, tl, pl, el, rec = d - c, #jtype, #payload, #e, nil
+        if tl < 32 and pl < 256 and max < 128 and el < 32 and c >= 4294967296
+           and off >= 0 and off < 4294967296 then
+          local short, ph = pl < 32, 0xa0 + pl
+          if not short then ph = 0xd900 + pl end
+          local oh, fmt = off, short and 'c0Bc0Bc0BB>I8BBc0' or 'c0Bc0>Hc0BBI8BBc0'
+          if off > 127 then
+            if off < 256 then
+              oh, fmt = 0xcc00 + off, short and 'c0Bc0Bc0BB>I8HBc0' or 'c0Bc0>Hc0BBI8HBc0'
+            elseif off < 65536 then
+              oh, fmt = 0xcd0000 + off, short and 'c0Bc0Bc0BB>I8I3Bc0' or 'c0Bc0>Hc0BBI8I3Bc0'
+            else
+              oh, fmt = 0xce00000000 + off, short and 'c0Bc0Bc0BB>I8I5Bc0'
+                                              or 'c0Bc0>Hc0BBI8I5Bc0'
+            end
+          end
+          rec = struct.pack(fmt, string.sub(raw, 1, body), 0xa0 + tl, jtype, ph, payload, max,
+                            0xcf, c, oh, 0xa0 + el, e)
+        else
+          rec = string.format('3:%d:\150', a) .. cmsgpack.pack(jtype, payload, max, c, off, e)
+        end
+        redis.call('HSET', keys[1], id, rec)
+        local score = string.format('%d', d)
+        redis.call('ZADD', keys[2], score, id)
+        redis.call('HDEL', string.sub(keys[5], 1, -5) .. 'next', id)
+        if channel ~= '' and redis.call('ZRANGE', keys[2], '0', '0')[1] == id then
+          redis.call('PUBLISH', channel, score)
+        end
+        return { 'debounced', id, d, now }
+      end
+    end
+  end
+end
+
 if due then
   -- The record, byte for byte as the prelude's encode writes it (six
   -- elements, the last an empty error, \160: the priority is normal).
@@ -197,38 +265,6 @@ if due then
       redis.call('PUBLISH', channel, due)
     end
     return { 'ok', id, due, now }
-  end
-  -- A debounced add of a job that waits (not running) at the normal
-  -- level, with a record show's common call reads: the add's type,
-  -- payload and limit take its place, due at now + debounce_ms but never
-  -- later than its first add + max_wait_ms, its attempts, created time and
-  -- last error kept, and any next run it was left dropped: byte for byte
-  -- what the path below writes ("Debounced adds").  Any other goes there.
-  if written == 0 and debounce_ms then
-    local raw = redis.call('HGET', keys[1], id)
-    local a, body = string.match(raw or '', '^3:(%d+):()\150')
-    if a and #a <= 10 and not redis.call('ZSCORE', keys[3], id)
-       and redis.call('ZSCORE', keys[2], id) then
-      local type = type
-      local ok, left, jt, p, m, c, o, e = pcall(cmsgpack.unpack_limit, raw, 6, body)
-      if ok and left == -1 and type(jt) == 'string' and type(p) == 'string'
-         and type(e) == 'string' and a + 0 <= MAX_ATTEMPTS
-         and type(m) == 'number' and m % 1 == 0 and m >= 0 and m <= MAX_ATTEMPTS
-         and type(c) == 'number' and c % 1 == 0 and c >= -MAX_EXACT and c <= MAX_EXACT
-         and type(o) == 'number' and o % 1 == 0 and c + o >= -MAX_EXACT
-         and c + o <= MAX_EXACT then
-        if max_wait_ms and c + max_wait_ms < due then due = c + max_wait_ms end
-        redis.call('HSET', keys[1], id, string.format('3:%d:\150', a)
-                   .. cmsgpack.pack(jtype, payload, max, c, due - c, e))
-        local score = string.format('%d', due)
-        redis.call('ZADD', keys[2], score, id)
-        redis.call('HDEL', string.sub(keys[5], 1, -5) .. 'next', id)
-        if channel ~= '' and redis.call('ZRANGE', keys[2], '0', '0')[1] == id then
-          redis.call('PUBLISH', channel, score)
-        end
-        return { 'debounced', id, due, now }
-      end
-    end
   end
 end
 
