@@ -6,7 +6,7 @@ valgrind with only EVALSHA counted; each script (as Redis runs it, from a
 build's scripts/ or any file) is called 200 times to warm up, then N
 times between a zeroing and a dump of the counts.
 
-  /usr/bin/python3 bench/producer-instructions.py [--many|--generated|--show] \\
+  /usr/bin/python3 bench/producer-instructions.py [--many|--generated|--show [--raw]] \\
       label=path/to/script.lua ...
 
 Each script gets enqueue's arguments (a producer's id "e-N" unless
@@ -114,6 +114,7 @@ ap = argparse.ArgumentParser()
 ap.add_argument('--many', action='store_true')
 ap.add_argument('--generated', action='store_true')
 ap.add_argument('--show', action='store_true', help="show's arguments, on delayed jobs")
+ap.add_argument('--raw', action='store_true', help="with --show: the form 'raw' (the clients')")
 ap.add_argument('--with', dest='extra', choices=['expiry', 'window', 'debounce', 'debounce-hit'],
                 help="an enqueue with a producer's id and an expiry (+60000, dead), a dedupe "
                      "window (60000) or a debounce (due in an hour) of a new id, or of the "
@@ -145,7 +146,7 @@ def args():
     global serial
     if a.show:
         serial += 1
-        return ['s-%d' % serial]
+        return ['s-%d' % serial] + (['raw'] if a.raw else [])
     if a.many:
         out = ['']
         for j in range(100):
