@@ -1076,7 +1076,9 @@ END_TEST
  * master still up, while another master is down: the supervisor's
  * settlement records the run as failed at once and the job runs again
  * within a second or two, rather than at its lease's end (10 s), as it
- * would if the settlement waited for every master.
+ * would if the settlement waited for every master.  Its log says what was
+ * settled and which partitions wait, then, when the master is back, the
+ * whole settlement.
  */
 START_TEST(a_killed_workers_job_is_settled_while_a_master_is_down)
 {
@@ -1113,8 +1115,16 @@ START_TEST(a_killed_workers_job_is_settled_while_a_master_is_down)
                   "log:\n%s", h_log_tail(&H));
     ck_assert_msg(h_log_count(&H, "error=worker died: signal 9 -> retry") == 1, "log:\n%s",
                   h_log_tail(&H));
+    /* The settlement says what it did on the partitions in reach, and which
+     * wait for the master, while it is down (not when the leases end). */
+    ck_assert_msg(h_wait_log(&H, "settled what it held on the partitions in reach: 0 acked, "
+                             "1 failed", 1, 5000) >= 1, "log:\n%s", h_log_tail(&H));
+    ck_assert_int_eq(h_log_count(&H, "could not be settled in time"), 0);
     char err[400];
     ck_assert_msg(cluster_fx_restart_master(&C, victim, err, sizeof err) == 0, "%s", err);
+    /* Its master back, the rest is settled and said. */
+    ck_assert_msg(h_wait_log(&H, "settled the 1 job it held: 0 acked, 1 failed", 1, 10000) >= 1,
+                  "log:\n%s", h_log_tail(&H));
     dq_close(c);
     ck_assert_int_eq(h_stop(&H, 10000), 0);
 }

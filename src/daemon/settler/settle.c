@@ -19,6 +19,7 @@ struct settle_cmd {
     struct settle_task *t;
     struct cmd cmd;
     int script;
+    unsigned part;              /* the partition it acts on */
     enum cmd_state state;
     const struct slot_entry *running;   /* the fail of the running job */
 };
@@ -42,6 +43,7 @@ struct settle_task {
     size_t ncmds;
     int64_t give_up_ms;
     int error_logged;
+    int partial_logged;         /* "settled ... on the partitions in reach" said */
     size_t acked, failed, released, recovered;
     int running_failed, running_dead;   /* the outcome, for done */
     settle_done_fn done;
@@ -192,41 +194,103 @@ static void on_reply(struct rconn *rc, redisReply *reply, void *arg)
 
 /* ---- sending ------------------------------------------------------------ */
 
+/* Send a waiting command, unless its partition's master is out of reach:
+ * then it waits, as it does for a lost connection, and the retry timer and
+ * the master's return try again. */
 static void send_cmd(struct settler *st, struct settle_cmd *c)
 {
     if (c->state == C_WAITING
+        && rconn_key_is_up(st->conn, qparts_keys(&c->t->parts, c->part)->key[0])
         && rconn_send(st->conn, &c->cmd, c->script, on_reply, c) == 0)
         c->state = C_SENT;
+}
+
+/* The partitions with a command not confirmed yet, named in buf ("3, 7");
+ * how many of those are out of reach (their master down) goes in *down. */
+static size_t unsettled_parts(const struct settler *st, const struct settle_task *t,
+                              char *buf, size_t len, size_t *down)
+{
+    size_t n = 0, at = 0;
+    *down = 0;
+    buf[0] = '\0';
+    for (unsigned p = 0; p < t->parts.n; p++) {
+        size_t i = 0;
+        while (i < t->ncmds && (t->cmds[i].part != p || t->cmds[i].state == C_DONE))
+            i++;
+        if (i == t->ncmds)
+            continue;
+        *down += !rconn_key_is_up(st->conn, qparts_keys(&t->parts, p)->key[0]);
+        if (at < len)
+            at += (size_t)snprintf(buf + at, len - at, "%s%u", n ? ", " : "", p);
+        n++;
+    }
+    return n;
 }
 
 /* Past the leases (the reaper has taken over) with nothing in flight: log,
  * tell the owner, and return 1: the task is dropped.  Checked also while
  * the connection is down, so that an outage does not keep it for ever. */
-static int give_up(struct settle_task *t)
+static int give_up(struct settler *st, struct settle_task *t)
 {
     for (size_t i = 0; i < t->ncmds; i++)
         if (t->cmds[i].state == C_SENT)
             return 0;
     if (slots_now_ms() < t->give_up_ms)
         return 0;
-    log_err("%s: its claimed jobs could not be settled in time; the reaper returns "
-            "them as their leases expire", t->who);
+    char parts[200];
+    size_t down, n = unsettled_parts(st, t, parts, sizeof parts, &down);
+    if (t->partial_logged)
+        log_warn("%s: partition%s %s of queue %s stayed out of reach until its leases "
+                 "ended; the reaper returns what it held there", t->who, n == 1 ? "" : "s",
+                 parts, t->queue);
+    else
+        log_err("%s: its claimed jobs could not be settled in time; the reaper returns "
+                "them as their leases expire", t->who);
     t->done(t->done_arg, 0, 0);
     return 1;
 }
 
-/* Send what a task may send now: its settling commands, then, once they
- * are all confirmed, the recovers.  Returns 1 when the task is finished. */
+/* Everything the partitions in reach can do is done, and the rest waits
+ * for masters that are down: say so once, rather than nothing until they
+ * answer or the leases end. */
+static void log_partial(const struct settler *st, struct settle_task *t)
+{
+    char parts[200];
+    size_t down, n = unsettled_parts(st, t, parts, sizeof parts, &down);
+    if (t->partial_logged || n == 0 || down == 0)
+        return;
+    t->partial_logged = 1;
+    log_info("%s: settled what it held on the partitions in reach: %zu acked, %zu failed, "
+             "%zu given back; partition%s %s of queue %s out of reach: settled when %s "
+             "master answers, or by the reaper as the leases end", t->who, t->acked,
+             t->failed, t->released, n == 1 ? "" : "s", parts, t->queue,
+             n == 1 ? "its" : "their");
+}
+
+/* Whether every settling command of partition `part` is confirmed: its
+ * recover may go then, not before (it would give back a job that an ack
+ * of that partition is about to finish).  Partitions do not wait for each
+ * other: a master down holds only its own. */
+static int part_settled(const struct settle_task *t, unsigned part)
+{
+    for (size_t i = 0; i < t->ncmds - t->parts.n; i++)
+        if (t->cmds[i].part == part && t->cmds[i].state != C_DONE)
+            return 0;
+    return 1;
+}
+
+/* Send what a task may send now: its settling commands, and the recover
+ * of each partition whose settling commands are all confirmed.  Returns 1
+ * when the task is finished. */
 static int advance(struct settler *st, struct settle_task *t)
 {
-    size_t last = t->ncmds - t->parts.n, done = 0, sent = 0, recovered = 0;
+    size_t last = t->ncmds - t->parts.n, sent = 0, recovered = 0;
     for (size_t i = 0; i < last; i++) {
         send_cmd(st, &t->cmds[i]);
-        done += t->cmds[i].state == C_DONE;
         sent += t->cmds[i].state == C_SENT;
     }
     for (size_t i = last; i < t->ncmds; i++) {
-        if (done == last)
+        if (part_settled(t, t->cmds[i].part))
             send_cmd(st, &t->cmds[i]);
         recovered += t->cmds[i].state == C_DONE;
         sent += t->cmds[i].state == C_SENT;
@@ -241,7 +305,9 @@ static int advance(struct settler *st, struct settle_task *t)
         t->done(t->done_arg, t->running_failed, t->running_dead);
         return 1;
     }
-    return sent == 0 && give_up(t);
+    if (sent == 0)
+        log_partial(st, t);
+    return sent == 0 && give_up(st, t);
 }
 
 static void pump(struct settler *st)
@@ -250,7 +316,7 @@ static void pump(struct settler *st)
     struct settle_task **p = &st->tasks;
     while (*p) {
         struct settle_task *t = *p;
-        if (up ? advance(st, t) : give_up(t)) {
+        if (up ? advance(st, t) : give_up(st, t)) {
             *p = t->next;
             task_free(t);
         } else {
@@ -288,11 +354,12 @@ static int copy_entries(struct settle_task *t, const struct slot_table *tables)
     return 0;
 }
 
-static struct settle_cmd *add_cmd(struct settle_task *t, int script)
+static struct settle_cmd *add_cmd(struct settle_task *t, int script, unsigned part)
 {
     struct settle_cmd *c = &t->cmds[t->ncmds++];
     c->t = t;
     c->script = script;
+    c->part = part;
     cmd_init(&c->cmd);
     return c;
 }
@@ -316,10 +383,11 @@ static size_t gather(struct settle_task *t, size_t from, size_t end, int state)
     return k - from;
 }
 
-static void add_fail(struct settle_task *t, const struct settle_req *req,
-                     const struct queue_keys *keys, const struct slot_entry *e)
+static void add_fail(struct settle_task *t, const struct settle_req *req, unsigned part,
+                     const struct slot_entry *e)
 {
-    struct settle_cmd *c = add_cmd(t, DQ_SCRIPT_FAIL);
+    const struct queue_keys *keys = qparts_keys(&t->parts, part);
+    struct settle_cmd *c = add_cmd(t, DQ_SCRIPT_FAIL, part);
     const char *type = e->state == SE_RUNNING ? req->running_type : e->type;
     dq_retry_policy policy = dconfig_retry_for(req->dc, req->q, type);
     if (e->state == SE_RUNNING) {
@@ -333,14 +401,15 @@ static void add_fail(struct settle_task *t, const struct settle_req *req,
     }
 }
 
-/* The commands of table entries t->e[at..end), all of partition `keys`:
+/* The commands of table entries t->e[at..end), all of partition `part`:
  * one ack, a fail per failed or running job, one release. */
 static void build_table_cmds(struct settle_task *t, const struct settle_req *req,
-                             const struct queue_keys *keys, size_t at, size_t end)
+                             unsigned part, size_t at, size_t end)
 {
+    const struct queue_keys *keys = qparts_keys(&t->parts, part);
     size_t k;
     if ((k = gather(t, at, end, SE_OK)) > 0)
-        proto_ack_cmd(&add_cmd(t, DQ_SCRIPT_ACK)->cmd, keys, &t->jobs[at], k);
+        proto_ack_cmd(&add_cmd(t, DQ_SCRIPT_ACK, part)->cmd, keys, &t->jobs[at], k);
     at += k;
     size_t failed = gather(t, at, end, SE_RETRY);
     failed += gather(t, at + failed, end, SE_DEAD);
@@ -348,11 +417,11 @@ static void build_table_cmds(struct settle_task *t, const struct settle_req *req
     for (size_t i = at; i < at + failed; i++) {
         if (t->e[i].state == SE_RUNNING)
             snprintf(t->e[i].type, sizeof t->e[i].type, "%s", req->running_type);
-        add_fail(t, req, keys, &t->e[i]);
+        add_fail(t, req, part, &t->e[i]);
     }
     at += failed;
     if ((k = gather(t, at, end, SE_PENDING)) > 0)
-        proto_release_cmd(&add_cmd(t, DQ_SCRIPT_RELEASE)->cmd, keys, &t->jobs[at], k);
+        proto_release_cmd(&add_cmd(t, DQ_SCRIPT_RELEASE, part)->cmd, keys, &t->jobs[at], k);
 }
 
 /* The commands, in t->cmds: each table's (build_table_cmds, on the
@@ -365,12 +434,11 @@ static int build_cmds(struct settle_task *t, const struct settle_req *req)
         return -1;
     size_t at = 0;
     for (int k = 0; k < SLOT_TABLES; k++) {
-        build_table_cmds(t, req, qparts_keys(&t->parts, t->table_part[k]), at,
-                         t->table_end[k]);
+        build_table_cmds(t, req, t->table_part[k], at, t->table_end[k]);
         at = t->table_end[k];
     }
     for (unsigned p = 0; p < t->parts.n; p++)
-        proto_recover_cmd(&add_cmd(t, DQ_SCRIPT_RECOVER)->cmd, qparts_keys(&t->parts, p),
+        proto_recover_cmd(&add_cmd(t, DQ_SCRIPT_RECOVER, p)->cmd, qparts_keys(&t->parts, p),
                           t->owner);
     for (size_t i = 0; i < t->ncmds; i++)
         if (t->cmds[i].cmd.oom)
