@@ -616,8 +616,7 @@ START_TEST(a_debounced_add_packs_every_width_as_cmsgpack_does)
                                            debounces[d], "" };
                     size_t argl[sizeof argv / sizeof argv[0]];
                     for (size_t i = 0; i < sizeof argv / sizeof argv[0]; i++)
-                        argl[i] = strlen(argv[i]);
-                    argl[12] = plens[pi];
+                        argl[i] = i == 12 ? plens[pi] : strlen(argv[i]);  /* 12: payload */
                     redisReply *r = redisCommandArgv(rc, (int)(sizeof argv / sizeof argv[0]),
                                                      argv, argl);
                     ck_assert_msg(r && r->type == REDIS_REPLY_ARRAY && r->elements == 4
