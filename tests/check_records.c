@@ -604,8 +604,9 @@ START_TEST(a_debounced_add_packs_every_width_as_cmsgpack_does)
                     long long created = c == 0 ? now - 1000 : c == 1 ? 3000000000LL
                                         : now + 600000;
                     cmd_ok(cmd("DEL %s %s", K("jobs"), K("delayed")));
+                    /* (A head of "02" attempts: the prelude writes "2".) */
                     cmd_ok(cmd("EVAL %s 1 %s d-1 %lld %b", "return redis.call('HSET', KEYS[1], "
-                               "ARGV[1], '3:2:' .. cmsgpack.pack({'old', 'p0', 3, "
+                               "ARGV[1], '3:02:' .. cmsgpack.pack({'old', 'p0', 3, "
                                "tonumber(ARGV[2]), 1000, ARGV[3]}))", K("jobs"), created,
                                err, elens[e]));
                     cmd_ok(cmd("ZADD %s 1 d-1", K("delayed")));

@@ -121,7 +121,7 @@ static int read_double(struct mp_reader *r, size_t bytes, int64_t *v)
     }
     /* A whole number that a double holds exactly (as lib.lua's is_int):
      * a fraction is not an integer, not one to round. */
-    if (!(d >= -9007199254740991.0 && d <= 9007199254740991.0) || (double)(int64_t)d != d)
+    if (!(d >= -(double)MP_MAX_EXACT && d <= (double)MP_MAX_EXACT) || (double)(int64_t)d != d)
         return fail(r);
     *v = (int64_t)d;
     return 0;

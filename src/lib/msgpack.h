@@ -22,6 +22,14 @@ void mp_init(struct mp_reader *r, const void *buf, size_t len);
 int mp_read_array(struct mp_reader *r, size_t *n);
 /* A str or bin: a pointer into the buffer and its length. */
 int mp_read_bytes(struct mp_reader *r, const char **s, size_t *len);
+/* The largest whole number the scripts' numbers (doubles) hold exactly. */
+#define MP_MAX_EXACT 9007199254740991LL
+
+static inline int mp_exact(int64_t v)
+{
+    return v >= -MP_MAX_EXACT && v <= MP_MAX_EXACT;
+}
+
 /* A str only: a bin is refused (what the scripts' cmsgpack cannot read). */
 int mp_read_str(struct mp_reader *r, const char **s, size_t *len);
 /* An integer (a double holding a whole number within +-2^53 too). */

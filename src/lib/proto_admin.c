@@ -190,13 +190,6 @@ void proto_show_cmd(struct cmd *c, const struct queue_keys *k, const char *id, b
         cmd_push_str(c, "raw");
 }
 
-#define MAX_EXACT 9007199254740991LL    /* 2^53 - 1, as lib.lua's */
-
-static bool exact(int64_t v)
-{
-    return v >= -MAX_EXACT && v <= MAX_EXACT;
-}
-
 /* A stored record, "3:<attempts>:" and its MessagePack body, into j: 0,
  * or -1 when read_record (src/scripts/lib.lua) might not read it the same
  * way.  Stricter than a worker's reading of a claimed body (it refuses a
@@ -210,7 +203,10 @@ static int read_stored_record(const char *raw, size_t len, dq_job *j)
         return -1;
     for (; i < len && i < 12 && raw[i] >= '0' && raw[i] <= '9'; i++)
         attempts = attempts * 10 + (raw[i] - '0');
-    if (i == 2 || i >= len || raw[i] != ':' || attempts > INT_MAX)
+    /* The body's head in one byte, 0x96 or 0x97, as read_record wants it
+     * (an array 16 of six is not a record body). */
+    if (i == 2 || i + 1 >= len || raw[i] != ':' || attempts > INT_MAX
+        || ((unsigned char)raw[i + 1] != 0x96 && (unsigned char)raw[i + 1] != 0x97))
         return -1;
     struct mp_reader mp;
     size_t n, tlen, plen, elen = 0;
@@ -220,8 +216,8 @@ static int read_stored_record(const char *raw, size_t len, dq_job *j)
     if (mp_read_array(&mp, &n) < 0 || (n != 6 && n != 7)
         || mp_read_str(&mp, &type, &tlen) < 0 || mp_read_str(&mp, &payload, &plen) < 0
         || mp_read_int(&mp, &max) < 0 || max < 0 || max > INT_MAX
-        || mp_read_int(&mp, &created) < 0 || !exact(created)
-        || mp_read_int(&mp, &offset) < 0 || !exact(offset) || !exact(created + offset)
+        || mp_read_int(&mp, &created) < 0 || !mp_exact(created)
+        || mp_read_int(&mp, &offset) < 0 || !mp_exact(offset) || !mp_exact(created + offset)
         || (mp_read_nil(&mp) < 0 && mp_read_str(&mp, &err, &elen) < 0)
         || (n == 7 && (mp_read_int(&mp, &prio) < 0 || prio < 0 || prio > 9))
         || !mp_at_end(&mp))

@@ -157,11 +157,12 @@ if due and debounce_ms then
          and c + o <= MAX_EXACT then
         local d = now + debounce_ms
         if max_wait_ms and c + max_wait_ms < d then d = c + max_wait_ms end
-        -- The new record: the old head (its attempts and \150), then as
-        -- the record below is made, with c in place of now and the old
-        -- error after the offset; one struct.pack of a constant format
-        -- when cmsgpack would pick the widths those formats write (c takes
-        -- 9 bytes from 2^32 on), else cmsgpack.pack.  (The choice of format
+        -- The new record: its head (the attempts, as the prelude writes
+        -- them, and \150), then as the record below is made, with c in
+        -- place of now and the old error after the offset; one struct.pack
+        -- of a constant format when cmsgpack would pick the widths those
+        -- formats write (c takes 9 bytes from 2^32 on), else
+        -- cmsgpack.pack.  (The choice of format
         -- is written out twice: a function shared by both paths is made
         -- on every call, which costs every plain add 700 instructions;
         -- docs/benchmarks.md, fifth round.)
@@ -181,8 +182,12 @@ if due and debounce_ms then
                                               or 'c0Bc0>Hc0BBI8I5Bc0'
             end
           end
-          rec = struct.pack(fmt, string.sub(raw, 1, body), 0xa0 + tl, jtype, ph, payload, max,
-                            0xcf, c, oh, 0xa0 + el, e)
+          -- (The head as stored, but for attempts written with leading
+          -- zeros, which the prelude writes without.)
+          local head = #a > 1 and string.byte(a) == 48 and string.format('3:%d:\150', a)
+                       or string.sub(raw, 1, body)
+          rec = struct.pack(fmt, head, 0xa0 + tl, jtype, ph, payload, max, 0xcf, c, oh,
+                            0xa0 + el, e)
         else
           rec = string.format('3:%d:\150', a) .. cmsgpack.pack(jtype, payload, max, c, off, e)
         end

@@ -23,7 +23,9 @@
 -- With form 'raw', a job in the normal level's delayed set, in a queue
 -- without expiries or dedupe windows, is answered {'record', record,
 -- due_ms, now_ms}: the record as stored (its head '3:<attempts>:' and
--- its body), undecoded, as claim gives records to workers.  The client
+-- its body), undecoded, as claim gives records to workers, and due_ms
+-- the score as ZSCORE gives it (a client truncates it to a whole number,
+-- as Redis does with the number the path below returns).  The client
 -- reads it by read_record's rules, and when it does not read, or the
 -- reply is anything else, it is the reply as without the form: the client
 -- asks again without it, and this script says what is wrong.

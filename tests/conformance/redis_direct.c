@@ -6,6 +6,7 @@
  */
 #include "driver.h"
 
+#include <ctype.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -303,16 +304,28 @@ static char *expand(const struct case_run *r, const char *s)
     return out;
 }
 
-/* An argument given as {"hex": "..."}: its bytes (malloc'd), in *len. */
-static char *hex_bytes(const struct jv *hex, size_t *len)
+/* An argument given as {"hex": "..."}: its bytes (malloc'd), in *len.  A
+ * case file with anything else there is a mistake in the file: the run
+ * stops, naming it, rather than plant other bytes than the other runners. */
+static char *hex_bytes(const struct jv *arg, size_t *len)
 {
-    char *b = malloc(hex->len / 2 + 1);
+    const struct jv *hex = json_get(arg, "hex");
+    char *b = hex && hex->t == J_STR && hex->len % 2 == 0 ? malloc(hex->len / 2 + 1) : NULL;
     *len = 0;
-    for (size_t k = 0; k + 1 < hex->len; k += 2) {
+    for (size_t k = 0; b && k < hex->len; k += 2) {
         unsigned x = 0;
-        if (sscanf(hex->s + k, "%2x", &x) != 1)
+        if (!isxdigit((unsigned char)hex->s[k]) || !isxdigit((unsigned char)hex->s[k + 1])
+            || sscanf(hex->s + k, "%2x", &x) != 1) {
+            free(b);
+            b = NULL;
             break;
+        }
         b[(*len)++] = (char)x;
+    }
+    if (!b) {
+        fprintf(stderr, "conformance: a redis argument that is an object must be "
+                "{\"hex\": an even number of hex digits}\n");
+        exit(2);
     }
     return b;
 }
@@ -322,10 +335,8 @@ struct jv *direct_command(struct case_run *r, const struct jv *argv)
     char **args = calloc(argv->n, sizeof *args);
     size_t *lens = calloc(argv->n, sizeof *lens);
     for (size_t k = 0; k < argv->n; k++) {
-        const struct jv *hex = argv->items[k]->t == J_OBJ ? json_get(argv->items[k], "hex")
-                               : NULL;
-        if (hex) {
-            args[k] = hex_bytes(hex, &lens[k]);
+        if (argv->items[k]->t == J_OBJ) {
+            args[k] = hex_bytes(argv->items[k], &lens[k]);
         } else {
             args[k] = expand(r, argv->items[k]->s);
             lens[k] = strlen(args[k]);

@@ -312,8 +312,14 @@ class Run {
       case 'redis_state': return this.redisState();
       case 'record': return this.record(a.id);
       case 'redis': {
-        const argv = a.argv.map((x) => (typeof x === 'object' ? payloadOf(x)
-          : x.replace(/\$P/g, this.prefix).replace(/\$Q/g, this.queue)));
+        const argv = a.argv.map((x) => {
+          if (typeof x !== 'object') return x.replace(/\$P/g, this.prefix).replace(/\$Q/g, this.queue);
+          // Buffer.from stops at a bad digit: a mistake in the file must not plant other bytes.
+          if (typeof x.hex !== 'string' || !/^([0-9a-fA-F]{2})*$/.test(x.hex)) {
+            throw new Error('a redis argument that is an object must be {"hex": hex digit pairs}');
+          }
+          return Buffer.from(x.hex, 'hex');
+        });
         const r = await this.server.raw.call(...argv);
         return Buffer.isBuffer(r) ? r.toString() : r;
       }

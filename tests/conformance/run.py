@@ -190,7 +190,7 @@ class Run:
         if name == "record":
             return self.record(a["id"])
         if name == "redis":
-            argv = [payload_of(x) if isinstance(x, dict)
+            argv = [bytes.fromhex(x["hex"]) if isinstance(x, dict)
                     else x.replace("$P", self.prefix).replace("$Q", self.queue)
                     for x in a["argv"]]
             rep = self.server.raw.execute_command(*argv)

@@ -2,7 +2,7 @@
  * Fuzz target: the script-reply parsers (src/lib/proto_*.c).  The input is
  * what a Redis server sends (RESP), turned into redisReply trees by
  * hiredis's own reader exactly as a connection would; each reply is then
- * given to every reader of a script's reply: claim, show, stats and
+ * given to every reader of a script's reply: claim, show (both forms), stats and
  * dead_list (with the record bodies a claim returns), fsck (whose replies
  * accumulate), and the readers of counts and statuses.  A reply of the
  * wrong shape (a server with other scripts, a corrupt record) must be
@@ -38,14 +38,19 @@ static void claim(const redisReply *r)
     dq_claim_result_free(&out);
 }
 
+/* show's reply, as a caller of the full form reads it and as a caller of
+ * the form 'raw' does (a stored record in it, read by the library). */
 static void show(const redisReply *r)
 {
-    dq_job_info out;
-    dq_status st = proto_show_reply(r, &out);
-    FUZZ_ASSERT(st != DQ_ERR_NOMEM);
-    if (st == DQ_OK)
-        check_job(&out.job, 0);
-    dq_job_info_free(&out);
+    for (int raw = 0; raw < 2; raw++) {
+        dq_job_info out;
+        bool again = false;
+        dq_status st = proto_show_reply(r, &out, raw ? &again : NULL);
+        FUZZ_ASSERT(st != DQ_ERR_NOMEM);
+        if (st == DQ_OK && !again)
+            check_job(&out.job, 0);
+        dq_job_info_free(&out);
+    }
 }
 
 static void stats(const redisReply *r)

@@ -78,7 +78,9 @@ P.show = async function show(queue, id) {
       return {
         id, state: 'delayed', type: rec.type.toString('utf8'), payload: rec.payload,
         attempts: rec.attempts, maxAttempts: rec.max, createdMs: rec.created, dueMs: rec.due,
-        fence: 0, lastError: rec.err.toString('utf8'), stateMs: int(r[2]), nowMs: int(r[3]),
+        // stateMs: the score as ZSCORE gives it, truncated (as Redis truncates
+        // a script's number in a reply)
+        fence: 0, lastError: rec.err.toString('utf8'), stateMs: Math.trunc(int(r[2])), nowMs: int(r[3]),
         unreadable: '', where: 'delayed', priority: rec.prio, expireAtMs: 0, onExpire: '',
         uniqueMs: 0, uniqueUntilMs: 0,
       };

@@ -32,6 +32,19 @@ def _text(b):
     return b.decode("utf-8", "replace") if isinstance(b, bytes) else str(b)
 
 
+def _whole(b):
+    """A score as ZSCORE gives it, truncated to a whole number (as Redis
+    truncates a script's number in a reply)."""
+    try:
+        return int(b)
+    except ValueError:
+        pass
+    try:
+        return int(float(b))
+    except (ValueError, OverflowError):    # inf, set by hand
+        return 0
+
+
 class Client(Schedules):
     """A connection to the Redis that holds the jobs.  Not thread-safe:
     one Client per thread (or share one behind a lock)."""
@@ -440,7 +453,7 @@ class Client(Schedules):
                            payload=rec["payload"], attempts=rec["attempts"],
                            max_attempts=rec["max"], created_ms=rec["created"],
                            due_ms=rec["due"], fence=0, last_error=_text(rec["err"]),
-                           state_ms=int(r[2]), now_ms=int(r[3]), unreadable="",
+                           state_ms=_whole(r[2]), now_ms=int(r[3]), unreadable="",
                            where="delayed", priority=rec["prio"], expire_at_ms=0,
                            on_expire="", unique_ms=0, unique_until_ms=0)
             r = self._run("show", ks, [job_id])

@@ -205,8 +205,9 @@ static void send_cmd(struct settler *st, struct settle_cmd *c)
         c->state = C_SENT;
 }
 
-/* The partitions with a command not confirmed yet, named in buf ("3, 7");
- * how many of those are out of reach (their master down) goes in *down. */
+/* How many partitions have a command not confirmed yet; how many of those
+ * are out of reach (their master down) goes in *down, and those are named
+ * in buf ("3, 7"). */
 static size_t unsettled_parts(const struct settler *st, const struct settle_task *t,
                               char *buf, size_t len, size_t *down)
 {
@@ -219,10 +220,12 @@ static size_t unsettled_parts(const struct settler *st, const struct settle_task
             i++;
         if (i == t->ncmds)
             continue;
-        *down += !rconn_key_is_up(st->conn, qparts_keys(&t->parts, p)->key[0]);
-        if (at < len)
-            at += (size_t)snprintf(buf + at, len - at, "%s%u", n ? ", " : "", p);
         n++;
+        if (rconn_key_is_up(st->conn, qparts_keys(&t->parts, p)->key[0]))
+            continue;
+        if (at < len)
+            at += (size_t)snprintf(buf + at, len - at, "%s%u", *down ? ", " : "", p);
+        (*down)++;
     }
     return n;
 }
@@ -239,10 +242,10 @@ static int give_up(struct settler *st, struct settle_task *t)
         return 0;
     char parts[200];
     size_t down, n = unsettled_parts(st, t, parts, sizeof parts, &down);
-    if (t->partial_logged)
+    if (t->partial_logged && down == n)
         log_warn("%s: partition%s %s of queue %s stayed out of reach until its leases "
-                 "ended; the reaper returns what it held there", t->who, n == 1 ? "" : "s",
-                 parts, t->queue);
+                 "ended; the reaper returns what it held there", t->who,
+                 down == 1 ? "" : "s", parts, t->queue);
     else
         log_err("%s: its claimed jobs could not be settled in time; the reaper returns "
                 "them as their leases expire", t->who);
@@ -255,9 +258,11 @@ static int give_up(struct settler *st, struct settle_task *t)
  * answer or the leases end. */
 static void log_partial(const struct settler *st, struct settle_task *t)
 {
+    if (t->partial_logged)
+        return;
     char parts[200];
     size_t down, n = unsettled_parts(st, t, parts, sizeof parts, &down);
-    if (t->partial_logged || n == 0 || down == 0)
+    if (n == 0 || down < n)     /* a partition in reach waits on a refusal */
         return;
     t->partial_logged = 1;
     log_info("%s: settled what it held on the partitions in reach: %zu acked, %zu failed, "
