@@ -1,7 +1,8 @@
 /*
  * libdelayq against a real redis-server, operating
  * (src/lib/ops_admin.c): dq_requeue, dq_requeue_all, dq_purge, dq_purge_all,
- * dq_stats_get, dq_queues, and dq_pause, dq_resume, dq_paused.
+ * dq_stats_get, dq_queues, dq_pause, dq_resume, dq_paused, and how many calls
+ * dq_show makes.
  *
  * Fixtures, helpers and main() are in client_test.c.
  */
@@ -234,6 +235,69 @@ START_TEST(pause_unused_queue_and_bad_names)
 }
 END_TEST
 
+/* ---- show's calls --------------------------------------------------------- */
+
+/* Script calls Redis counted since the last CONFIG RESETSTAT. */
+static long evalsha_calls(redisContext *rc)
+{
+    redisReply *r = redisCommand(rc, "INFO commandstats");
+    ck_assert_ptr_nonnull(r);
+    const char *at = r->type == REDIS_REPLY_STRING ? strstr(r->str, "cmdstat_evalsha:calls=")
+                                                   : NULL;
+    long n = at ? strtol(at + strlen("cmdstat_evalsha:calls="), NULL, 10) : 0;
+    freeReplyObject(r);
+    return n;
+}
+
+/*
+ * A producer's show of a waiting job is one script call that hands back
+ * the record, which the library reads; a record it cannot vouch for costs
+ * a second call, whose answer says what is wrong; a job the script cannot
+ * hand back raw (a queue with expiries) is answered in full at once.
+ */
+START_TEST(show_reads_a_waiting_record_in_one_call)
+{
+    redisContext *rc = raw_connect();
+    enq("s-1", "hello", 60000, 3);
+    dq_job_info info;
+    ck_assert_int_eq(dq_show(cl, Q, "none", &info), DQ_ERR_NOTFOUND);  /* the script loaded */
+    ck_assert(raw_ok(rc, "CONFIG RESETSTAT"));
+    show("s-1", &info);
+    ck_assert_int_eq(info.state, DQ_STATE_DELAYED);
+    ck_assert_str_eq(info.job.payload, "hello");
+    ck_assert_int_eq(info.job.max_attempts, 3);
+    ck_assert_int_eq(info.state_ms, info.job.due_ms);
+    dq_job_info_free(&info);
+    ck_assert_int_eq(evalsha_calls(rc), 1);
+
+    /* An array 16 of six elements: no record body for the scripts. */
+    static const char bad[] = "3:0:\xdc\x00\x06\xa1t\xa1x\x03\xcf\x00\x00\x01\x9b\x76\xda\xa8"
+                              "\x00\xcd\xea\x60\xa0";
+    redisReply *h = redisCommand(rc, "HSET dq:{" Q "}:jobs s-2 %b", bad, sizeof bad - 1);
+    ck_assert(h && h->type == REDIS_REPLY_INTEGER);
+    freeReplyObject(h);
+    ck_assert(raw_ok(rc, "ZADD dq:{" Q "}:delayed 1 s-2"));
+    ck_assert(raw_ok(rc, "CONFIG RESETSTAT"));
+    show("s-2", &info);
+    ck_assert_int_eq(info.state, DQ_STATE_UNREADABLE);
+    ck_assert_msg(strstr(info.job.last_error, "not a MessagePack array of 6 or 7"), "%s",
+                  info.job.last_error);
+    dq_job_info_free(&info);
+    ck_assert_int_eq(evalsha_calls(rc), 2);
+
+    dq_enqueue_req r = req_make("s-3", "x", 60000, 0);
+    r.ttl_ms = 60000;
+    ck_assert_int_eq(dq_enqueue(cl, &r, NULL), DQ_OK);
+    ck_assert(raw_ok(rc, "CONFIG RESETSTAT"));
+    show("s-3", &info);
+    ck_assert_int_eq(info.state, DQ_STATE_DELAYED);
+    ck_assert_int_gt(info.expire_at_ms, 0);
+    dq_job_info_free(&info);
+    ck_assert_int_eq(evalsha_calls(rc), 1);
+    redisFree(rc);
+}
+END_TEST
+
 /* ---- the suite ---------------------------------------------------------- */
 
 Suite *client_suite(void)
@@ -247,5 +311,6 @@ Suite *client_suite(void)
     tcase_add_test(tc, queues_are_listed_sorted);
     tcase_add_test(tc, pause_stops_claims_until_resume);
     tcase_add_test(tc, pause_unused_queue_and_bad_names);
+    tcase_add_test(tc, show_reads_a_waiting_record_in_one_call);
     return s;
 }

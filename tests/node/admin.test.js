@@ -137,4 +137,42 @@ for (const parts of [1, 3]) {
   });
 }
 
+// Script calls Redis counted since the last CONFIG RESETSTAT.
+async function evalshaCalls(client) {
+  const info = (await client.conn.command('INFO', ['commandstats'])).toString();
+  const m = /cmdstat_evalsha:calls=(\d+)/.exec(info);
+  return m ? Number(m[1]) : 0;
+}
+
+// A producer's show of a waiting job is one script call that hands back
+// the record, which the client reads; a record it cannot vouch for costs a
+// second call, whose answer says what is wrong; a job the script cannot hand
+// back raw (a queue with expiries) is answered in full at once.
+test('show reads a waiting record in one call', async () => {
+  const q = queueName('show');
+  await dq.enqueue(q, 't', 'hello', { id: 's-1', delay: 60000, maxAttempts: 3 });
+  assert.strictEqual(await dq.show(q, 'none'), null);   // the script loaded (NOSCRIPT once)
+  await dq.conn.command('CONFIG', ['RESETSTAT']);
+  let j = await dq.show(q, 's-1');
+  assert.deepStrictEqual([j.state, j.payload.toString(), j.maxAttempts, j.stateMs], ['delayed', 'hello', 3, j.dueMs]);
+  assert.strictEqual(await evalshaCalls(dq), 1);
+
+  // an array 16 of six elements: no record body for the scripts
+  const bad = Buffer.from('333a303adc0006a174a17803cf0000019b76daa800cdea60a0', 'hex');
+  await dq.conn.command('HSET', [`dq:{${q}}:jobs`, 's-2', bad]);
+  await dq.conn.command('ZADD', [`dq:{${q}}:delayed`, '1', 's-2']);
+  await dq.conn.command('CONFIG', ['RESETSTAT']);
+  j = await dq.show(q, 's-2');
+  assert.strictEqual(j.state, 'unreadable');
+  assert.match(j.unreadable, /not a MessagePack array of 6 or 7/);
+  assert.strictEqual(await evalshaCalls(dq), 2);
+
+  await dq.enqueue(q, 't', 'x', { id: 's-3', delay: 60000, ttl: 60000 });
+  await dq.conn.command('CONFIG', ['RESETSTAT']);
+  j = await dq.show(q, 's-3');
+  assert.strictEqual(j.state, 'delayed');
+  assert.ok(j.expireAtMs > 0);
+  assert.strictEqual(await evalshaCalls(dq), 1);
+});
+
 module.exports = { claimAndFail };

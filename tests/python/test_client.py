@@ -127,6 +127,38 @@ class ClientTest(RedisCase):
             self.dq.enqueue("q", "t", b"x" * (1024 * 1024 + 1))
         self.assertEqual(str(e.exception), "payload is 1048577 bytes, over the limit of 1048576")
 
+    def evalsha_calls(self):
+        """Script calls Redis counted since the last CONFIG RESETSTAT."""
+        return self.r.raw.info("commandstats").get("cmdstat_evalsha", {}).get("calls", 0)
+
+    def test_show_reads_a_waiting_record_in_one_call(self):
+        """A producer's show of a waiting job is one script call that hands
+        back the record, which the client reads; a record it cannot vouch for
+        costs a second call, whose answer says what is wrong; a job the script
+        cannot hand back raw (a queue with expiries) is answered in full."""
+        self.dq.enqueue("q", "t", b"hello", id="s-1", delay=60000, max_attempts=3)
+        self.assertIsNone(self.dq.show("q", "none"))    # the script loaded (NOSCRIPT once)
+        self.r.raw.config_resetstat()
+        j = self.dq.show("q", "s-1")
+        self.assertEqual((j.state, j.payload, j.max_attempts, j.state_ms),
+                         ("delayed", b"hello", 3, j.due_ms))
+        self.assertEqual(self.evalsha_calls(), 1)
+        # an array 16 of six elements: no record body for the scripts
+        bad = bytes.fromhex("333a303adc0006a174a17803cf0000019b76daa800cdea60a0")
+        self.r.raw.hset("dq:{q}:jobs", "s-2", bad)
+        self.r.raw.zadd("dq:{q}:delayed", {"s-2": 1})
+        self.r.raw.config_resetstat()
+        j = self.dq.show("q", "s-2")
+        self.assertEqual(j.state, "unreadable")
+        self.assertIn("not a MessagePack array of 6 or 7", j.unreadable)
+        self.assertEqual(self.evalsha_calls(), 2)
+        self.dq.enqueue("q", "t", b"x", id="s-3", delay=60000, ttl=60000)
+        self.r.raw.config_resetstat()
+        j = self.dq.show("q", "s-3")
+        self.assertEqual(j.state, "delayed")
+        self.assertGreater(j.expire_at_ms, 0)
+        self.assertEqual(self.evalsha_calls(), 1)
+
     def test_delay_and_at_forms(self):
         now = self.dq.server_time_ms()
         self.dq.enqueue("q", "t", id="td", delay=timedelta(minutes=30))
