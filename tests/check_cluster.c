@@ -1130,6 +1130,89 @@ START_TEST(a_killed_workers_job_is_settled_while_a_master_is_down)
 }
 END_TEST
 
+/* The owner name worker runs claim under, from the mark its claims leave
+ * in the meta of partition `p` (on node `idx`): "claim:<owner>". */
+static void owner_of_claims(int idx, int p, char *owner, size_t len)
+{
+    redisReply *r = cluster_fx_cmd(&C, idx, "HKEYS dq:{" H_QUEUE ":%d}:meta", p);
+    ck_assert_ptr_nonnull(r);
+    *owner = '\0';
+    for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i < r->elements; i++)
+        if (strncmp(r->element[i]->str, "claim:", 6) == 0)
+            snprintf(owner, len, "%s", r->element[i]->str + 6);
+    freeReplyObject(r);
+    ck_assert_msg(*owner, "no claim mark on partition %d", p);
+}
+
+/*
+ * A worker killed while a master is down, holding a running job of that
+ * master's partition and, on a live partition, a claim whose reply it never
+ * read (a claim on its way): the live partition's claim is given back at
+ * once and its job runs, rather than after the running job's settlement
+ * (which waits for the master) or the claim's lease (60 s).
+ */
+START_TEST(a_dead_workers_claim_on_its_way_comes_back_while_a_master_is_down)
+{
+    bool live[NPARTS], down[NPARTS];
+    int victim = cluster_fx_master_of_slot(&C, partition_slot(0));
+    ck_assert_int_ge(victim, 0);
+    for (int p = 0; p < NPARTS; p++) {
+        live[p] = cluster_fx_master_of_slot(&C, partition_slot(p)) != victim;
+        down[p] = !live[p];
+    }
+    struct cl_conf cc = { .workers = 1, .batch = 1 };
+    start_daemon(&cc);
+    dq_client *c = cluster_client(DQ_DURABILITY_LOCAL);
+    char slow[32], forged[32];
+    int next = 0;
+    id_where(slow, sizeof slow, "slow", down, &next);
+    id_where(forged, sizeof forged, "forged", live, &next);
+    enqueue_one(c, slow, "sleep:800", 0);
+    ck_assert_msg(h_wait_record(&H, slow, 0, 1, 10000) == 1, "log:\n%s", h_log_tail(&H));
+    char owner[200];
+    owner_of_claims(victim, (int)keys_partition_of(slow, NPARTS), owner, sizeof owner);
+    cluster_fx_kill(&C, victim);
+    /* The claim on its way: forged's partition claimed under the worker's
+     * owner, as its claim script would have, with a lease of a minute. */
+    enqueue_one(c, forged, "ok", 0);
+    int fp = (int)keys_partition_of(forged, NPARTS);
+    int node = cluster_fx_master_of_slot(&C, partition_slot(fp));
+    char path[300];
+    snprintf(path, sizeof path, "%s", fixture_build_path("scripts/claim.lua"));
+    FILE *f = fopen(path, "r");
+    ck_assert_msg(f != NULL, "%s", path);
+    static char text[200000];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    redisReply *r = cluster_fx_cmd(&C, node, "EVAL %s 6 dq:{" H_QUEUE ":%d}:jobs "
+                                   "dq:{" H_QUEUE ":%d}:delayed dq:{" H_QUEUE ":%d}:processing "
+                                   "dq:{" H_QUEUE ":%d}:dead dq:{" H_QUEUE ":%d}:meta "
+                                   "dq:{" H_QUEUE ":%d}:lease 1 60000 %s", text, fp, fp, fp, fp,
+                                   fp, fp, owner);
+    ck_assert_msg(r && r->type == REDIS_REPLY_ARRAY && r->elements == 7
+                  && strcmp(r->element[3]->str, forged) == 0, "the forged claim: %s",
+                  r && r->type == REDIS_REPLY_ERROR ? r->str : "not the job");
+    freeReplyObject(r);
+    struct h_run *runs, first;
+    size_t nr = h_records(&H, &runs);
+    ck_assert_int_eq(h_count(runs, nr, slow, 0, &first), 1);
+    free(runs);
+    ck_assert_int_eq(kill(first.pid, SIGKILL), 0);
+    int64_t t_kill = tu_mono_ms();
+    int started = h_wait_record(&H, forged, 0, 1, 8000);
+    printf("a claim on its way on a live partition, its worker killed with a master down: "
+           "the job ran %lld ms after the kill (its claim's lease 60 s)\n",
+           (long long)(tu_mono_ms() - t_kill));
+    ck_assert_msg(started == 1, "the claim on its way was not given back; log:\n%s",
+                  h_log_tail(&H));
+    char err[400];
+    ck_assert_msg(cluster_fx_restart_master(&C, victim, err, sizeof err) == 0, "%s", err);
+    dq_close(c);
+    ck_assert_int_eq(h_stop(&H, 10000), 0);
+}
+END_TEST
+
 /* The start order of the runs of the jobs in partition `p` whose id
  * begins with `prefix`: the first and last record line index. */
 static void span_in_partition(const struct h_run *runs, size_t n, int p, const char *prefix,
@@ -1463,6 +1546,7 @@ int main(void)
     tcase_add_test(tc, a_single_worker_goes_on_past_its_batchs_leases);
     tcase_add_test(tc, a_single_worker_goes_on_past_its_batchs_leases_while_renewing);
     tcase_add_test(tc, a_killed_workers_job_is_settled_while_a_master_is_down);
+    tcase_add_test(tc, a_dead_workers_claim_on_its_way_comes_back_while_a_master_is_down);
     tcase_add_test(tc, the_dashboard_acts_on_the_partitions_still_up);
     if (access(OPENSSL, X_OK) == 0 && access(TLS_CERTS_SCRIPT, R_OK) == 0) {
         tc = fixture_tcase(s, "tls", 120, NULL, NULL, tls_setup, teardown);
