@@ -75,15 +75,11 @@ static int wait_up(const char *sock, pid_t pid)
     return -1;
 }
 
-/* Start a TLS server with `crt`/`key` in DIR under `parent`; 0, or -1. */
-static int server_start(struct tls_server *s, const char *parent, const char *name,
-                        const char *crt, const char *key, int auth_clients, int plain)
+/* One start of server_start's: 0 up, -1 it exited (its port taken: try
+ * again), -2 it did not answer. */
+static int server_start_once(struct tls_server *s, const char *crt, const char *key,
+                             int auth_clients, int plain, char *err, size_t errlen)
 {
-    char err[512];
-    snprintf(s->dir, sizeof s->dir, "%s/%s", parent, name);
-    snprintf(s->sock, sizeof s->sock, "%s/redis.sock", s->dir);
-    if (mkdir(s->dir, 0700) < 0 && errno != EEXIST)
-        return -1;
     s->tls_port = fixture_free_port();
     s->plain_port = plain ? fixture_free_port() : 0;
     char log[400];
@@ -96,14 +92,35 @@ static int server_start(struct tls_server *s, const char *parent, const char *na
         "--unixsocket", s->sock, "--unixsocketperm", "700", "--save", "",
         "--appendonly", "no", "--dir", s->dir, "--logfile", log, NULL
     };
-    s->pid = tu_spawn(argv, NULL, TU_DIE_WITH_PARENT, err, sizeof err);
-    if (s->pid < 0 || wait_up(s->sock, s->pid) < 0) {
-        if (s->pid > 0)
-            tu_stop_process(s->pid, 5000);
+    s->pid = tu_spawn(argv, NULL, TU_DIE_WITH_PARENT, err, errlen);
+    if (s->pid < 0)
+        return -2;
+    if (wait_up(s->sock, s->pid) < 0) {
+        int exited = !tu_process_running(s->pid);
+        tu_stop_process(s->pid, 5000);
         s->pid = 0;
-        return -1;
+        return exited ? -1 : -2;
     }
     return 0;
+}
+
+/* Start a TLS server with `crt`/`key` in DIR under `parent`; 0, or -1.
+ * A server that exits at once lost its port to another program between
+ * fixture_free_port and its bind: it is started again on other ports. */
+static int server_start(struct tls_server *s, const char *parent, const char *name,
+                        const char *crt, const char *key, int auth_clients, int plain)
+{
+    char err[512];
+    snprintf(s->dir, sizeof s->dir, "%s/%s", parent, name);
+    snprintf(s->sock, sizeof s->sock, "%s/redis.sock", s->dir);
+    if (mkdir(s->dir, 0700) < 0 && errno != EEXIST)
+        return -1;
+    for (int tries = 0; tries < 3; tries++) {
+        int up = server_start_once(s, crt, key, auth_clients, plain, err, sizeof err);
+        if (up != -1)
+            return up == 0 ? 0 : -1;
+    }
+    return -1;
 }
 
 static void server_stop(struct tls_server *s)
