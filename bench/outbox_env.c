@@ -83,17 +83,11 @@ PGconn *oenv_pg_connect(const char *conninfo, char *err, size_t errlen)
 
 int oenv_load_ddl(struct octx *x, char *err, size_t errlen)
 {
-    char *sql = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&sql, &len);
-    if (!f || outbox_sql_write(f, OUTBOX_DEFAULT_SCHEMA, OUTBOX_DEFAULT_TABLE) < 0) {
+    char *sql = outbox_sql_string(OUTBOX_DEFAULT_SCHEMA, OUTBOX_DEFAULT_TABLE);
+    if (!sql) {
         snprintf(err, errlen, "outbox DDL: %s", strerror(errno));
-        if (f)
-            fclose(f);
-        free(sql);
         return -1;
     }
-    fclose(f);
     int rc = oenv_sql_ok(x->conn, sql, err, errlen);
     free(sql);
     return rc;

@@ -62,12 +62,8 @@ void ob_setup(void)
 {
     h_setup(&H);
     make_database();
-    char *sql = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&sql, &len);
-    ck_assert(f != NULL);
-    ck_assert_int_eq(outbox_sql_write(f, OUTBOX_DEFAULT_SCHEMA, OUTBOX_DEFAULT_TABLE), 0);
-    fclose(f);
+    char *sql = outbox_sql_string(OUTBOX_DEFAULT_SCHEMA, OUTBOX_DEFAULT_TABLE);
+    ck_assert(sql != NULL);
     ck_assert_msg(pg_exec(&PG, sql) == 0, "the outbox's SQL: %s", PG.why);
     free(sql);
     ck_assert_msg(pg_exec(&PG, "CREATE TABLE orders (id int PRIMARY KEY, paid bool "

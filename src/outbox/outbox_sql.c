@@ -5,6 +5,7 @@
  */
 #include "outbox/outbox_sql.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 const char *const outbox_columns[] = {
@@ -215,4 +216,19 @@ int outbox_sql_write(FILE *out, const char *schema, const char *table)
         }
     }
     return ferror(out) ? -1 : 0;
+}
+
+char *outbox_sql_string(const char *schema, const char *table)
+{
+    char *sql = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&sql, &len);
+    if (!f)
+        return NULL;
+    int rc = outbox_sql_write(f, schema, table);
+    if (fclose(f) != 0 || rc < 0) {
+        free(sql);
+        return NULL;
+    }
+    return sql;
 }

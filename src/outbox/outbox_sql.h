@@ -39,4 +39,8 @@ int outbox_split_table(const char *qualified, char *schema, char *table, size_t 
  * when the write failed (errno set). */
 int outbox_sql_write(FILE *out, const char *schema, const char *table);
 
+/* The same DDL as one string (for the tests and the bench, which run it
+ * on their own servers); free it.  NULL when out of memory. */
+char *outbox_sql_string(const char *schema, const char *table);
+
 #endif
