@@ -35,6 +35,8 @@
  * DELAYQ_CLUSTER_JOBS changes the 20,000; DELAYQ_CLUSTER_LOG=PATH keeps
  * the daemon's log (and PATH.record, the runs) of the failover runs.
  */
+#include "config.h"
+
 #include <check.h>
 #include <errno.h>
 #include <hiredis/hiredis.h>
@@ -53,6 +55,10 @@
 #include "http_client.h"
 #include "lib/keys.h"
 #include "testutil.h"
+#ifdef HAVE_LIBPQ
+#include "outbox/outbox_sql.h"
+#include "pg_fixture.h"
+#endif
 
 #define NPARTS 12
 #define NMASTERS 3
@@ -811,6 +817,17 @@ START_TEST(a_master_down_stalls_only_its_own_partitions)
 }
 END_TEST
 
+/* Which partitions' master is `victim` (down[p]) and which not (live[p];
+ * down may be NULL). */
+static void split_by_master(int victim, bool live[NPARTS], bool down[NPARTS])
+{
+    for (int p = 0; p < NPARTS; p++) {
+        live[p] = cluster_fx_master_of_slot(&C, partition_slot(p)) != victim;
+        if (down)
+            down[p] = !live[p];
+    }
+}
+
 /* Fill `id` with PREFIX-K for the first K whose id falls in a partition
  * for which want[partition] is true; K starts at *next, which moves on. */
 static void id_where(char *id, size_t len, const char *prefix, const bool *want, int *next)
@@ -970,10 +987,7 @@ START_TEST(the_dashboard_acts_on_the_partitions_still_up)
         if (cluster_fx_master_of_slot(&C, partition_slot(p)) != first)
             victim = cluster_fx_master_of_slot(&C, partition_slot(p));
     ck_assert_int_ge(victim, 0);
-    for (int p = 0; p < NPARTS; p++) {
-        live[p] = cluster_fx_master_of_slot(&C, partition_slot(p)) != victim;
-        dead[p] = !live[p];
-    }
+    split_by_master(victim, live, dead);
     char token[300], extra[800], err[400];
     snprintf(token, sizeof token, "%s/ui.token", H.fx.dir);
     FILE *f = fopen(token, "w");
@@ -1085,8 +1099,7 @@ START_TEST(a_killed_workers_job_is_settled_while_a_master_is_down)
     bool live[NPARTS];
     int victim = cluster_fx_master_of_slot(&C, partition_slot(0));
     ck_assert_int_ge(victim, 0);
-    for (int p = 0; p < NPARTS; p++)
-        live[p] = cluster_fx_master_of_slot(&C, partition_slot(p)) != victim;
+    split_by_master(victim, live, NULL);
     struct cl_conf cc = { .workers = 2, .batch = 4 };
     start_daemon(&cc);
     dq_client *c = cluster_client(DQ_DURABILITY_LOCAL);
@@ -1156,10 +1169,7 @@ START_TEST(a_dead_workers_claim_on_its_way_comes_back_while_a_master_is_down)
     bool live[NPARTS], down[NPARTS];
     int victim = cluster_fx_master_of_slot(&C, partition_slot(0));
     ck_assert_int_ge(victim, 0);
-    for (int p = 0; p < NPARTS; p++) {
-        live[p] = cluster_fx_master_of_slot(&C, partition_slot(p)) != victim;
-        down[p] = !live[p];
-    }
+    split_by_master(victim, live, down);
     struct cl_conf cc = { .workers = 1, .batch = 1 };
     start_daemon(&cc);
     dq_client *c = cluster_client(DQ_DURABILITY_LOCAL);
@@ -1212,6 +1222,197 @@ START_TEST(a_dead_workers_claim_on_its_way_comes_back_while_a_master_is_down)
     ck_assert_int_eq(h_stop(&H, 10000), 0);
 }
 END_TEST
+
+/*
+ * dq_enqueue_many on a cluster with a master down: the jobs bound for the
+ * masters that answer are scheduled and say so; only those of the
+ * partitions out of reach fail (DQ_ERR_CONNECT), and none of them was
+ * written.
+ */
+START_TEST(enqueue_many_with_a_master_down_fails_only_its_partitions_jobs)
+{
+    int victim = cluster_fx_master_of_slot(&C, partition_slot(0));
+    ck_assert_int_ge(victim, 0);
+    dq_client *c = cluster_client(DQ_DURABILITY_LOCAL);
+    enum { N = 60 };
+    dq_enqueue_req reqs[N];
+    dq_status sts[N];
+    char ids[N][32];
+    for (int i = 0; i < N; i++) {
+        snprintf(ids[i], sizeof ids[i], "many-%d", i);
+        reqs[i] = (dq_enqueue_req){ .queue = H_QUEUE, .type = "t", .id = ids[i],
+                                    .payload = "ok", .payload_len = 2,
+                                    .delay_ms = 3600000 };
+    }
+    /* The client knows the map and the count before the master goes. */
+    ck_assert_int_eq(dq_queue_set_partitions(c, H_QUEUE, NPARTS), DQ_OK);
+    ck_assert_int_eq(dq_enqueue_many(c, reqs, 1, NULL, sts), DQ_OK);
+    cluster_fx_kill(&C, victim);
+    int64_t t0 = tu_mono_ms();
+    dq_status first = dq_enqueue_many(c, reqs + 1, N - 1, NULL, sts + 1);
+    int64_t took = tu_mono_ms() - t0;
+    ck_assert_int_eq(first, DQ_ERR_CONNECT);
+    int up = 0, out = 0;
+    for (int i = 1; i < N; i++) {
+        bool down = cluster_fx_master_of_slot(&C, partition_slot(
+                        (int)keys_partition_of(ids[i], NPARTS))) == victim;
+        ck_assert_msg(sts[i] == (down ? DQ_ERR_CONNECT : DQ_OK), "job %s (partition %u, "
+                      "master %s): status %d", ids[i], keys_partition_of(ids[i], NPARTS),
+                      down ? "down" : "up", (int)sts[i]);
+        up += !down;
+        out += down;
+    }
+    ck_assert(up > 0 && out > 0);
+    printf("enqueue_many with a master down: %d jobs scheduled, %d of its partitions' jobs "
+           "refused, in %lld ms\n", up, out, (long long)took);
+    char err[400];
+    ck_assert_msg(cluster_fx_restart_master(&C, victim, err, sizeof err) == 0, "%s", err);
+    for (int i = 1; i < N; i++) {
+        dq_job_info info;
+        dq_status st = dq_show(c, H_QUEUE, ids[i], &info);
+        ck_assert_msg(st == (sts[i] == DQ_OK ? DQ_OK : DQ_ERR_NOTFOUND), "job %s: show %d",
+                      ids[i], (int)st);
+        if (st == DQ_OK)
+            dq_job_info_free(&info);
+    }
+    dq_close(c);
+}
+END_TEST
+
+#ifdef HAVE_LIBPQ
+/* Rows of `table` in the test's PostgreSQL. */
+static long long pg_rows(struct pg_server *pg, const char *table)
+{
+    char sql[128], out[32];
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", table);
+    ck_assert_msg(pg_query_value(pg, sql, out, sizeof out) == 0, "%s", pg->why);
+    return atoll(out);
+}
+
+struct pg_left {
+    struct pg_server *pg;
+    long long rows;             /* rows the outbox is to hold */
+};
+
+static int outbox_holds(void *arg)
+{
+    struct pg_left *l = arg;
+    return pg_rows(l->pg, "delayq_outbox") == l->rows;
+}
+
+/*
+ * The outbox relay over a cluster with a master down: the rows of the
+ * partitions still up are applied (their jobs run) while the rows of the
+ * partitions out of reach wait in the table, in order, and are applied
+ * when the master is back.  The rows are written in one transaction, in
+ * this order: an add due in an hour on a partition out of reach, ten adds
+ * on partitions up, the cancel of that first add, an add due now out of
+ * reach, ten adds up; a relay that let the cancel pass before its add
+ * would leave the first job waiting.
+ */
+START_TEST(the_outbox_relay_holds_only_the_rows_of_a_partition_out_of_reach)
+{
+    static struct pg_server pg;
+    int rc = pg_start(&pg, H.fx.dir);
+    if (rc == 1) {
+        printf("SKIP: the outbox relay over a cluster: %s\n", pg.why);
+        return;
+    }
+    ck_assert_msg(rc == 0, "%s", pg.why);
+    char *sql = outbox_sql_string(OUTBOX_DEFAULT_SCHEMA, OUTBOX_DEFAULT_TABLE);
+    ck_assert(sql != NULL);
+    ck_assert_msg(pg_exec(&pg, sql) == 0, "the outbox's SQL: %s", pg.why);
+    free(sql);
+
+    bool live[NPARTS], down[NPARTS];
+    int victim = cluster_fx_master_of_slot(&C, partition_slot(0));
+    ck_assert_int_ge(victim, 0);
+    split_by_master(victim, live, down);
+    char extra[1000];
+    snprintf(extra, sizeof extra, "sources = ( { type = \"postgres\"; conninfo = \"%s\"; "
+             "poll_interval = \"200ms\"; } );\n", pg.conninfo);
+    struct cl_conf cc = { .workers = 2, .batch = 4, .extra = extra };
+    start_daemon(&cc);
+
+    enum { LIVE = 20 };
+    char first[32], later[32], ups[LIVE][32];
+    int next = 0;
+    id_where(first, sizeof first, "out-first", down, &next);
+    id_where(later, sizeof later, "out-later", down, &next);
+    for (int i = 0; i < LIVE; i++)
+        id_where(ups[i], sizeof ups[i], "up", live, &next);
+    cluster_fx_kill(&C, victim);
+
+    char text[8000];
+    size_t at = (size_t)snprintf(text, sizeof text,
+                                 "BEGIN; SELECT delayq_enqueue('" H_QUEUE "', 't', 'ok', "
+                                 "now() + interval '1 hour', '%s');", first);
+    for (int i = 0; i < LIVE; i++) {
+        if (i == LIVE / 2)
+            at += (size_t)snprintf(text + at, sizeof text - at,
+                                   "SELECT delayq_cancel('" H_QUEUE "', '%s');"
+                                   "SELECT delayq_enqueue('" H_QUEUE "', 't', 'ok', "
+                                   "interval '0', '%s');", first, later);
+        at += (size_t)snprintf(text + at, sizeof text - at,
+                               "SELECT delayq_enqueue('" H_QUEUE "', 't', 'ok', interval '0', "
+                               "'%s');", ups[i]);
+    }
+    snprintf(text + at, sizeof text - at, "COMMIT;");
+    ck_assert_msg(pg_exec(&pg, text) == 0, "%s", pg.why);
+    int64_t t0 = tu_mono_ms();
+
+    for (int i = 0; i < LIVE; i++)
+        ck_assert_msg(h_wait_record(&H, ups[i], 1, 1, 15000) == 1,
+                      "job %s of a partition up did not run with a master down; log:\n%s",
+                      ups[i], h_log_tail(&H));
+    printf("outbox relay, a master down: the %d rows of the partitions up ran within "
+           "%lld ms\n", LIVE, (long long)(tu_mono_ms() - t0));
+    struct pg_left three = { &pg, 3 };
+    ck_assert_msg(h_wait(5000, outbox_holds, &three) == 1,
+                  "the outbox holds %lld rows, not the 3 of the partition out of reach",
+                  pg_rows(&pg, "delayq_outbox"));
+    ck_assert_int_eq(pg_rows(&pg, "delayq_outbox_dead"), 0);
+    ck_assert_msg(h_log_count(&H, "is out of reach") >= 1, "log:\n%s", h_log_tail(&H));
+    struct h_run *runs;
+    size_t nr = h_records(&H, &runs);
+    ck_assert_int_eq(h_count(runs, nr, later, 0, NULL), 0);
+    free(runs);
+
+    char err[400];
+    ck_assert_msg(cluster_fx_restart_master(&C, victim, err, sizeof err) == 0, "%s", err);
+    t0 = tu_mono_ms();
+    struct pg_left none = { &pg, 0 };
+    ck_assert_msg(h_wait(30000, outbox_holds, &none) == 1,
+                  "%lld rows still in the outbox after the master came back; log:\n%s",
+                  pg_rows(&pg, "delayq_outbox"), h_log_tail(&H));
+    ck_assert_msg(h_wait_record(&H, later, 1, 1, 15000) == 1, "log:\n%s", h_log_tail(&H));
+    printf("outbox relay, the master back: its rows applied and its job run within %lld ms\n",
+           (long long)(tu_mono_ms() - t0));
+    ck_assert_int_eq(pg_rows(&pg, "delayq_outbox_dead"), 0);
+    ck_assert_msg(h_wait_log(&H, "answers again", 1, 5000) >= 1, "log:\n%s", h_log_tail(&H));
+
+    /* The cancel came after its add: the first job is gone, and every job
+     * ran once. */
+    dq_client *c = cluster_client(DQ_DURABILITY_LOCAL);
+    dq_job_info info;
+    dq_status st = dq_show(c, H_QUEUE, first, &info);
+    ck_assert_msg(st == DQ_ERR_NOTFOUND || (st == DQ_OK && dq_state_is_finished(info.state)),
+                  "job %s, cancelled after its add, is still there (status %d, state %d)",
+                  first, (int)st, st == DQ_OK ? (int)info.state : -1);
+    if (st == DQ_OK)
+        dq_job_info_free(&info);
+    dq_close(c);
+    nr = h_records(&H, &runs);
+    for (int i = 0; i < LIVE; i++)
+        ck_assert_int_eq(h_count(runs, nr, ups[i], 0, NULL), 1);
+    ck_assert_int_eq(h_count(runs, nr, later, 0, NULL), 1);
+    ck_assert_int_eq(h_count(runs, nr, first, 0, NULL), 0);
+    free(runs);
+    ck_assert_int_eq(h_stop(&H, 10000), 0);
+    pg_stop(&pg);
+}
+END_TEST
+#endif
 
 /* The start order of the runs of the jobs in partition `p` whose id
  * begins with `prefix`: the first and last record line index. */
@@ -1548,6 +1749,12 @@ int main(void)
     tcase_add_test(tc, a_killed_workers_job_is_settled_while_a_master_is_down);
     tcase_add_test(tc, a_dead_workers_claim_on_its_way_comes_back_while_a_master_is_down);
     tcase_add_test(tc, the_dashboard_acts_on_the_partitions_still_up);
+    tcase_add_test(tc, enqueue_many_with_a_master_down_fails_only_its_partitions_jobs);
+#ifdef HAVE_LIBPQ
+    tcase_add_test(tc, the_outbox_relay_holds_only_the_rows_of_a_partition_out_of_reach);
+#else
+    printf("SKIP: the outbox relay over a cluster: built without libpq\n");
+#endif
     if (access(OPENSSL, X_OK) == 0 && access(TLS_CERTS_SCRIPT, R_OK) == 0) {
         tc = fixture_tcase(s, "tls", 120, NULL, NULL, tls_setup, teardown);
         tcase_add_test(tc, a_tls_cluster_with_client_certificates_loses_and_repeats_nothing);

@@ -275,6 +275,11 @@ dq_status dq_enqueue(dq_client *c, const dq_enqueue_req *req, dq_enqueued *out);
  * up to 1000 jobs on any bad one, writing nothing: those jobs then fail
  * with DQ_ERR_REDIS.  Only an absolute time right at the 100-year bound,
  * on a clock ahead of the server's, can pass here and fail there.)
+ * When Redis cannot be reached the jobs sent get DQ_ERR_CONNECT (or what
+ * else failed): none of them is known to be scheduled.  On a cluster that
+ * holds for each master alone: the jobs of a partitioned queue whose
+ * master answered have their own statuses, and only those bound for a
+ * master out of reach (after connect_timeout_ms) get DQ_ERR_CONNECT.
  */
 dq_status dq_enqueue_many(dq_client *c, const dq_enqueue_req *reqs, size_t n,
                           dq_enqueued *results, dq_status *statuses);

@@ -610,15 +610,25 @@ dq_status client_pipeline_build(dq_client *c, struct cmd *cmds, size_t n,
                                 void (*build)(void *ctx, size_t i, struct cmd *cmd),
                                 void *ctx)
 {
+    return client_pipeline_each(c, cmds, n, s, replies, build, ctx, NULL);
+}
+
+dq_status client_pipeline_each(dq_client *c, struct cmd *cmds, size_t n,
+                               enum dq_script_id s, redisReply **replies,
+                               void (*build)(void *ctx, size_t i, struct cmd *cmd),
+                               void *ctx, dq_status *each)
+{
     struct pipe_builder b = { build, ctx };
     struct pipe_guard g;
     pipe_guard_enter(&g);
     dq_status st = c->cluster
-                   ? cluster_pipeline(c, cmds, n, (int)s, replies, build ? &b : NULL, 0)
+                   ? cluster_pipeline(c, cmds, n, (int)s, replies, build ? &b : NULL, 0, each)
                    : client_wants_wait(c, (int)s)
                    ? pipeline_replicated(c, cmds, n, s, replies, build ? &b : NULL, 0)
                    : pipeline_unguarded(c, cmds, n, s, replies, build ? &b : NULL, 0);
     pipe_guard_leave(&g);
+    for (size_t i = 0; each && !c->cluster && i < n; i++)
+        each[i] = st;
     return st;
 }
 

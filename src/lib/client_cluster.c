@@ -275,6 +275,9 @@ struct route {
     int *ask;                   /* per command: the node an ASK named, or -1 */
     int *redirects;             /* per command: MOVED/ASK followed in a row */
     int *target;                /* per command: its node this round, or -1 */
+    dq_status *each;            /* NULL: one failure ends the call; else
+                                   per command: DQ_OK, or why it has no
+                                   reply (its master out of reach) */
     int wait;                   /* replicated: a WAIT after each node's part */
     redisReply *unconfirmed;    /* the first WAIT that said 0 */
     int refresh;                /* this round: read the map again */
@@ -474,6 +477,16 @@ broke:;
     return bst;
 }
 
+/* Per command (rt->each): the commands sent to `node` this round end
+ * with `st`, its connection having failed while their replies were read
+ * (what was sent may have run); the other nodes' go on. */
+static void route_fail_node(struct route *rt, int node, dq_status st)
+{
+    for (size_t i = 0; i < rt->n; i++)
+        if (rt->target[i] == node && !rt->replies[i])
+            rt->each[i] = st;
+}
+
 /* Send every command still unanswered to its node, one node after the
  * other, and judge the replies. */
 static dq_status route_round(struct route *rt)
@@ -506,7 +519,9 @@ static dq_status route_round(struct route *rt)
             route_decide(rt, NULL, 1, 0, 0, &d);
             route_follow(rt, &d, addr, why);
         } else if (st != DQ_OK) {
-            return st;
+            if (!rt->each || st == DQ_ERR_NOMEM || st == DQ_ERR_AUTH)
+                return st;
+            route_fail_node(rt, node, st);
         }
         for (size_t i = first; i < rt->n; i++)
             if (rt->target[i] == node)
@@ -543,9 +558,22 @@ static dq_status route_sleep(struct route *rt)
 static int route_pending(const struct route *rt)
 {
     for (size_t i = 0; i < rt->n; i++)
-        if (!rt->replies[i])
+        if (!rt->replies[i] && (!rt->each || rt->each[i] == DQ_OK))
             return 1;
     return 0;
+}
+
+/* The call ends with `st` for the commands still unanswered: per command
+ * (rt->each) they get it and the others keep their replies; DQ_OK then,
+ * when each has one. */
+static dq_status route_end(struct route *rt, dq_status st)
+{
+    if (!rt->each)
+        return st;
+    for (size_t i = 0; i < rt->n; i++)
+        if (!rt->replies[i] && rt->each[i] == DQ_OK)
+            rt->each[i] = st;
+    return DQ_OK;
 }
 
 /* The rounds: send, judge, refresh the map and wait as the replies said,
@@ -558,7 +586,7 @@ static dq_status route_run(struct route *rt)
         if (st != DQ_OK)
             return st;
         if (rt->give_up)
-            return client_fail(rt->c, rt->pause_st, "%s", rt->pause_why);
+            return route_end(rt, client_fail(rt->c, rt->pause_st, "%s", rt->pause_why));
         if (!route_pending(rt))
             break;
         if (rt->refresh) {
@@ -569,25 +597,31 @@ static dq_status route_run(struct route *rt)
                 route_pause(rt, st, "cluster", rt->c->err);
         }
         if (rt->pause && (st = route_sleep(rt)) != DQ_OK)
-            return st;
+            return route_end(rt, st);
     }
     return DQ_OK;
 }
 
 dq_status cluster_pipeline(dq_client *c, struct cmd *cmds, size_t n, int s,
                            redisReply **replies, const struct pipe_builder *b,
-                           int keep_unconfirmed)
+                           int keep_unconfirmed, dq_status *each)
 {
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         replies[i] = NULL;
+        if (each)
+            each[i] = DQ_OK;
+    }
     for (size_t i = 0; i < n; i++) {
         if (b && cmds[i].argc == 0 && !cmds[i].oom)
             b->build(b->ctx, i, &cmds[i]);
-        if (cmds[i].oom)
+        if (cmds[i].oom) {
+            for (size_t j = 0; each && j < n; j++)
+                each[j] = DQ_ERR_NOMEM;
             return client_fail(c, DQ_ERR_NOMEM, "out of memory building a command");
+        }
     }
     struct route rt = { .c = c, .cmds = cmds, .n = n, .s = s, .replies = replies,
-                        .wait = client_wants_wait(c, s),
+                        .wait = client_wants_wait(c, s), .each = each,
                         .backoff_ms = CLUSTER_PAUSE_MIN_MS };
     rt.ask = malloc((n ? n : 1) * sizeof *rt.ask);
     rt.target = malloc((n ? n : 1) * sizeof *rt.target);
@@ -605,6 +639,13 @@ dq_status cluster_pipeline(dq_client *c, struct cmd *cmds, size_t n, int s,
     if (rt.unconfirmed)
         freeReplyObject(rt.unconfirmed);
     int keep = st == DQ_OK || (keep_unconfirmed && st == DQ_ERR_TIMEOUT);
+    for (size_t i = 0; each && i < n; i++)
+        if (!keep || (each[i] == DQ_OK && !replies[i]))
+            each[i] = st != DQ_OK ? st : DQ_ERR_REDIS;
+    /* Per command, the call's status is its first failure. */
+    for (size_t i = 0; each && st == DQ_OK && i < n; i++)
+        if (each[i] != DQ_OK)
+            st = each[i];
     for (size_t i = 0; !keep && i < n; i++) {
         if (replies[i])
             freeReplyObject(replies[i]);
@@ -625,7 +666,7 @@ dq_status cluster_run(dq_client *c, struct cmd *cmd, int s, redisReply **reply,
     if (cmd->oom)
         return client_fail(c, DQ_ERR_NOMEM, "out of memory building a command");
     redisReply *r = NULL;
-    dq_status st = cluster_pipeline(c, cmd, 1, s, &r, NULL, keep_unconfirmed);
+    dq_status st = cluster_pipeline(c, cmd, 1, s, &r, NULL, keep_unconfirmed, NULL);
     if (!r)
         return st;
     dq_status rst = client_check_reply(c, r, s >= 0 ? dq_scripts[s].name : cmd->argv[0]);

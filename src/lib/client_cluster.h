@@ -42,11 +42,12 @@ void cluster_free(struct client_cluster *cl);
 /*
  * client_pipeline_build for cluster mode (b may be NULL): every command is
  * built first, then sent to its slot's master.  `keep_unconfirmed` as
- * client_run_unconfirmed says.  Replies as client_pipeline says.
+ * client_run_unconfirmed says.  Replies as client_pipeline says; with
+ * `each`, as client_pipeline_each says.
  */
 dq_status cluster_pipeline(dq_client *c, struct cmd *cmds, size_t n, int s,
                            redisReply **replies, const struct pipe_builder *b,
-                           int keep_unconfirmed);
+                           int keep_unconfirmed, dq_status *each);
 
 /* client_run in cluster mode: an error reply becomes the status. */
 dq_status cluster_run(dq_client *c, struct cmd *cmd, int s, redisReply **reply,

@@ -115,6 +115,16 @@ dq_status client_pipeline_build(dq_client *c, struct cmd *cmds, size_t n,
                                 void (*build)(void *ctx, size_t i, struct cmd *cmd),
                                 void *ctx);
 
+/* client_pipeline_build that goes on past a master out of reach (a
+ * cluster: each master's commands are on their own; one server: all share
+ * its fate).  each[i] gets command i's status: DQ_OK with its reply in
+ * replies[i], or the failure that left replies[i] NULL.  Returns the first
+ * failure, or DQ_OK. */
+dq_status client_pipeline_each(dq_client *c, struct cmd *cmds, size_t n,
+                               enum dq_script_id s, redisReply **replies,
+                               void (*build)(void *ctx, size_t i, struct cmd *cmd),
+                               void *ctx, dq_status *each);
+
 /* Builds cmds[i] in place just before it is sent (see
  * client_pipeline_build). */
 struct pipe_builder {

@@ -307,6 +307,7 @@ static dq_status enqueue_many_pass(dq_client *c, const dq_enqueue_req *reqs, siz
     struct queue_keys *keys = calloc(m, sizeof *keys);
     struct cmd *cmds = calloc(m, sizeof *cmds);
     redisReply **replies = calloc(m, sizeof *replies);
+    dq_status *each = NULL;
     size_t per = m < ENQUEUE_CHUNK ? m : ENQUEUE_CHUNK;
     dq_enqueued *outs = calloc(per, sizeof *outs);
     dq_status *sts = calloc(per, sizeof *sts);
@@ -347,21 +348,30 @@ static dq_status enqueue_many_pass(dq_client *c, const dq_enqueue_req *reqs, siz
         }
     }
     struct chunk_builder cb = { c, reqs, send, chunks, keys };
-    if (nchunks) {
-        dq_status st = client_pipeline_build(c, cmds, nchunks, DQ_SCRIPT_ENQUEUE_MANY,
-                                             replies, build_chunk, &cb);
-        if (st != DQ_OK) {
-            /* None of the jobs sent is known to be scheduled (or, under
-             * replicated durability, to be on a replica). */
-            for (size_t j = 0; statuses && j < nsend; j++)
-                statuses[send[j]] = st;
-            first = st;
-            goto done;
-        }
+    each = calloc(nchunks ? nchunks : 1, sizeof *each);
+    if (!each) {
+        first = client_fail(c, DQ_ERR_NOMEM, "out of memory");
+        goto done;
     }
+    char outage[sizeof c->err] = "";
+    if (nchunks && client_pipeline_each(c, cmds, nchunks, DQ_SCRIPT_ENQUEUE_MANY, replies,
+                                        build_chunk, &cb, each) != DQ_OK)
+        snprintf(outage, sizeof outage, "%s", c->err);
     for (size_t k = 0; k < nchunks; k++) {
         const size_t *idx = &send[chunks[k].start];
         size_t cnt = chunks[k].count;
+        if (!replies[k]) {
+            /* None of the chunk's jobs is known to be scheduled (or, under
+             * replicated durability, to be on a replica); on a cluster the
+             * chunks of the masters that answered are. */
+            snprintf(c->err, sizeof c->err, "%s", outage);
+            for (size_t j = 0; j < cnt; j++) {
+                if (statuses)
+                    statuses[idx[j]] = each[k];
+                note_failure(c, each[k], &first, firstmsg, sizeof firstmsg);
+            }
+            continue;
+        }
         dq_status rst = replies[k]->type == REDIS_REPLY_ERROR
             ? client_fail(c, DQ_ERR_REDIS, "redis error in enqueue_many: %s", replies[k]->str)
             : proto_enqueue_many_reply(replies[k], reqs, idx, cnt, chunks[k].nparts,
@@ -397,6 +407,7 @@ done:
     free(replies);
     free(outs);
     free(sts);
+    free(each);
     return first;
 }
 

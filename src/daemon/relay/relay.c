@@ -2,6 +2,7 @@
 
 #include <delayq/client.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -10,6 +11,7 @@
 #include "daemon/exitcodes.h"
 #include "daemon/log.h"
 #include "daemon/relay/relay_apply.h"
+#include "daemon/relay/relay_defer.h"
 #include "daemon/relay/relay_pg.h"
 #include "daemon/signals.h"
 
@@ -28,6 +30,8 @@ struct relay {
                                    relay last waited for another daemon's */
     int64_t backoff_ms;
     int64_t failing_since_ms;   /* monotonic; 0 while it works */
+    struct relay_defer *defer;  /* a cluster: rows held while their
+                                   partition's master is out of reach */
 };
 
 static void sleep_ms(int64_t ms)
@@ -128,8 +132,11 @@ static int lead(struct relay *rl)
         return 0;
     }
     /* Leading is not working yet: a batch that fails again after a
-     * reconnect is the same outage, said once. */
+     * reconnect is the same outage, said once.  What another relay held
+     * meanwhile is its own: this one starts with nothing held. */
     rl->leading = 1;
+    if (rl->defer)
+        *rl->defer = (struct relay_defer){ 0 };
     __atomic_store_n(&rl->slot->relay_leader, 1, __ATOMIC_RELAXED);
     slot_add(&rl->slot->jobs_done, 1);     /* progress: a restart needs no backoff */
     if (!rl->said_leading)      /* not again at each reconnect of an outage */
@@ -163,13 +170,45 @@ static uint64_t log_dead(const struct relay *rl, const struct relay_batch *b)
     return dead;
 }
 
+/* Say which partitions went out of reach in this batch (once per outage)
+ * and how many of its rows are held; returns how many. */
+static uint64_t log_held(const struct relay *rl, const struct relay_batch *b)
+{
+    uint64_t held = 0;
+    for (size_t i = 0; i < b->n; i++) {
+        const struct relay_row *r = &b->rows[i];
+        held += r->outcome == ROW_HELD;
+        if (r->outcome == ROW_HELD && r->newly_held)
+            log_warn("source %s: partition %u of queue %s is out of reach (%s): its rows "
+                     "wait in %s.%s, in order, and are tried again every few seconds; the "
+                     "other partitions' rows go on", rl->sc->name, r->part, r->qname,
+                     r->reason, rl->sc->schema, rl->sc->table);
+    }
+    if (held)
+        log_debug("source %s: %llu row%s of this batch held for partitions out of reach",
+                  rl->sc->name, (unsigned long long)held, held == 1 ? "" : "s");
+    return held;
+}
+
+/* The partitions out of reach whose rows went through again. */
+static void log_back(const struct relay *rl)
+{
+    struct relay_held_part p;
+    while (rl->defer && relay_defer_next_back(rl->defer, &p))
+        log_info("source %s: partition %u of queue %s answers again: its rows go on",
+                 rl->sc->name, p.part, p.queue);
+}
+
 /* One batch: taken, applied, deleted.  Returns the rows it took (0 when
  * the table is empty), or -1 after failed(). */
 static int relay_batch(struct relay *rl)
 {
     char why[600];
     struct relay_batch b;
-    if (relay_pg_take(rl->pg, rl->sc->batch, &b, why, sizeof why) < 0) {
+    if (rl->defer)
+        relay_defer_retry_due(rl->defer, slots_now_ms());
+    if (relay_pg_take(rl->pg, rl->sc->batch, relay_defer_ids(rl->defer), &b, why,
+                      sizeof why) < 0) {
         failed(rl, why);
         return -1;
     }
@@ -177,23 +216,25 @@ static int relay_batch(struct relay *rl)
         working(rl);
         return 0;
     }
-    if (relay_apply(rl->redis, rl->dc, rl->sc, &b, why, sizeof why) < 0) {
+    if (relay_apply(rl->redis, rl->dc, rl->sc, rl->defer, &b, why, sizeof why) < 0) {
         relay_pg_abort(rl->pg, &b);
         failed(rl, why);
         return -1;
     }
     int n = (int)b.n;
     int64_t t0 = slots_now_ms();
-    uint64_t dead = log_dead(rl, &b);
+    uint64_t dead = log_dead(rl, &b), held = log_held(rl, &b);
     if (relay_pg_finish(rl->pg, &b, why, sizeof why) < 0) {
         failed(rl, why);
         return -1;
     }
-    slot_add(&rl->slot->relay_applied, (uint64_t)n - dead);
+    slot_add(&rl->slot->relay_applied, (uint64_t)n - dead - held);
     slot_add(&rl->slot->relay_dead, dead);
-    log_debug("source %s: %d row%s relayed (%llu to the dead table), deleted %lld ms after "
-              "Redis confirmed", rl->sc->name, n, n == 1 ? "" : "s",
-              (unsigned long long)dead, (long long)(slots_now_ms() - t0));
+    log_debug("source %s: %d row%s relayed (%llu to the dead table, %llu held), deleted "
+              "%lld ms after Redis confirmed", rl->sc->name, n, n == 1 ? "" : "s",
+              (unsigned long long)dead, (unsigned long long)held,
+              (long long)(slots_now_ms() - t0));
+    log_back(rl);
     working(rl);
     return n;
 }
@@ -202,8 +243,12 @@ int relay_main(const struct daemon_conf *dc, size_t source, struct worker_slot *
 {
     struct relay rl = { .dc = dc, .sc = &dc->sources[source], .slot = slot };
     rl.pg = relay_pg_new(rl.sc);
-    if (!rl.pg) {
+    if (dc->redis.cluster)
+        rl.defer = calloc(1, sizeof *rl.defer);
+    if (!rl.pg || (dc->redis.cluster && !rl.defer)) {
         log_err("out of memory");
+        relay_pg_free(rl.pg);
+        free(rl.defer);
         return DAEMON_EXIT_OSERR;
     }
     log_info("source %s: relays %s.%s to Redis", rl.sc->name, rl.sc->schema, rl.sc->table);
@@ -216,6 +261,7 @@ int relay_main(const struct daemon_conf *dc, size_t source, struct worker_slot *
             wait_rows(&rl);
     }
     relay_pg_free(rl.pg);
+    free(rl.defer);
     dq_close(rl.redis);
     return DAEMON_EXIT_OK;
 }

@@ -6,11 +6,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/slots.h"
 #include "lib/keys.h"
 
 /* A day short of the scripts' bound, so that a clock ahead of the
  * server's cannot make a row pass here and be refused there. */
 #define AHEAD_MAX_MS (DQ_MAX_AHEAD_MS - 86400000)
+
+/* One batch's apply. */
+struct apply_ctx {
+    dq_client *c;
+    const struct source_conf *sc;
+    struct relay_defer *defer;  /* NULL: an outage fails the batch */
+    int64_t now_ms;
+    int full;                   /* a row found no room among the held */
+};
 
 static void dead(struct relay_row *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -23,12 +33,13 @@ static void dead(struct relay_row *r, const char *fmt, ...)
     r->outcome = ROW_DEAD;
 }
 
-static int known_queue(const struct daemon_conf *dc, const char *queue)
+/* The configuration of `queue`, or NULL when this daemon has none. */
+static const struct queue_conf *queue_of(const struct daemon_conf *dc, const char *queue)
 {
     for (size_t i = 0; i < dc->nqueues; i++)
         if (strcmp(dc->queues[i].name, queue) == 0)
-            return 1;
-    return 0;
+            return &dc->queues[i];
+    return NULL;
 }
 
 /* The job's id: the row's, or SOURCE:ROW_ID for an add without one (the
@@ -63,12 +74,15 @@ static int check_row(const struct daemon_conf *dc, const struct source_conf *sc,
         dead(r, "queue: %s", bad);
         return -1;
     }
-    if (!known_queue(dc, r->queue)) {
+    const struct queue_conf *q = queue_of(dc, r->queue);
+    if (!q) {
         dead(r, "queue \"%s\" is not one of the queues of %s", r->queue, dc->path);
         return -1;
     }
     if (name_job(sc, r) < 0)
         return -1;
+    r->qname = q->name;
+    r->part = q->partitions > 1 ? keys_partition_of(r->name, (unsigned)q->partitions) : 0;
     if (r->op == RELAY_CANCEL)
         return 0;
     if ((bad = keys_check_type(r->type))) {
@@ -106,6 +120,24 @@ static void fill_req(const struct source_conf *sc, const struct relay_row *r,
         q->expire_at = r->expire_at_ms;
     else if (r->ttl_ms > 0)
         q->ttl_ms = r->ttl_ms;
+}
+
+/* Hold row `r` back: its partition's master is out of reach (`why`), or
+ * an earlier row of its partition is held.  0, or -1 when the batch is to
+ * fail as a whole (one server, or the bound of held rows reached). */
+static int hold(struct apply_ctx *x, struct relay_row *r, const char *why)
+{
+    if (!x->defer)
+        return -1;
+    int fresh = relay_defer_hold(x->defer, r->qname, r->part, r->id, x->now_ms);
+    if (fresh < 0) {
+        x->full = 1;
+        return -1;
+    }
+    r->outcome = ROW_HELD;
+    r->newly_held = fresh;
+    snprintf(r->reason, sizeof r->reason, "%s", why);
+    return 0;
 }
 
 /* An error reply of a script that refused its arguments: about the row,
@@ -148,12 +180,16 @@ static int settle_enqueue(dq_client *c, struct relay_row *r, dq_status st)
 }
 
 /* Apply one add or replace alone, for its own status and message. */
-static int apply_one(dq_client *c, const struct source_conf *sc, struct relay_row *r)
+static int apply_one(struct apply_ctx *x, struct relay_row *r)
 {
+    dq_client *c = x->c;
     dq_enqueue_req q;
     dq_enqueued out;
-    fill_req(sc, r, &q);
-    int rc = settle_enqueue(c, r, dq_enqueue(c, &q, &out));
+    fill_req(x->sc, r, &q);
+    dq_status st = dq_enqueue(c, &q, &out);
+    if (st == DQ_ERR_CONNECT)
+        return hold(x, r, dq_errmsg(c));
+    int rc = settle_enqueue(c, r, st);
     if (rc == 0 && r->outcome == ROW_APPLIED && out.finished)
         r->replayed = 1;
     return rc;
@@ -165,9 +201,10 @@ static int apply_one(dq_client *c, const struct source_conf *sc, struct relay_ro
  * before sending them, and the script refuses its whole call when one job
  * is bad, so such a row was not written, and alone it says what is wrong
  * with it. */
-static int apply_run(dq_client *c, const struct source_conf *sc, struct relay_row *rows,
-                     const size_t *idx, size_t n)
+static int apply_run(struct apply_ctx *x, struct relay_row *rows, const size_t *idx,
+                     size_t n)
 {
+    dq_client *c = x->c;
     if (n == 0)
         return 0;
     dq_enqueue_req *reqs = calloc(n, sizeof *reqs);
@@ -177,17 +214,21 @@ static int apply_run(dq_client *c, const struct source_conf *sc, struct relay_ro
     if (!reqs || !sts || !outs)
         goto done;
     for (size_t k = 0; k < n; k++)
-        fill_req(sc, &rows[idx[k]], &reqs[k]);
+        fill_req(x->sc, &rows[idx[k]], &reqs[k]);
     dq_status first = dq_enqueue_many(c, reqs, n, outs, sts);
-    if (first == DQ_ERR_NOMEM || first == DQ_ERR_CONNECT || first == DQ_ERR_TIMEOUT
-        || first == DQ_ERR_AUTH)
+    if (first == DQ_ERR_NOMEM || (first == DQ_ERR_CONNECT && !x->defer)
+        || first == DQ_ERR_TIMEOUT || first == DQ_ERR_AUTH)
         goto done;
+    /* A cluster's masters answer on their own: the rows bound for one out
+     * of reach are held, the others' statuses are their own. */
+    char why[RELAY_REASON_MAX];
+    snprintf(why, sizeof why, "%s", dq_errmsg(c));
     for (size_t k = 0; k < n; k++) {
         struct relay_row *r = &rows[idx[k]];
         if (sts[k] == DQ_OK || sts[k] == DQ_ERR_EXISTS || sts[k] == DQ_ERR_UNIQUE) {
             r->outcome = ROW_APPLIED;
             r->replayed = sts[k] != DQ_OK || outs[k].finished;
-        } else if (apply_one(c, sc, r) < 0)
+        } else if (sts[k] == DQ_ERR_CONNECT ? hold(x, r, why) < 0 : apply_one(x, r) < 0)
             goto done;
     }
     rc = 0;
@@ -200,10 +241,13 @@ done:
 
 /* A cancel: done when the job is gone already (its earlier apply, or its
  * own end). */
-static int apply_cancel(dq_client *c, struct relay_row *r)
+static int apply_cancel(struct apply_ctx *x, struct relay_row *r)
 {
+    dq_client *c = x->c;
     dq_status st = dq_cancel(c, r->queue, r->name);
     switch (st) {
+    case DQ_ERR_CONNECT:
+        return hold(x, r, dq_errmsg(c));
     case DQ_OK:
     case DQ_ERR_NOTFOUND:
         r->outcome = ROW_APPLIED;
@@ -222,8 +266,9 @@ static int apply_cancel(dq_client *c, struct relay_row *r)
 }
 
 int relay_apply(dq_client *c, const struct daemon_conf *dc, const struct source_conf *sc,
-                struct relay_batch *b, char *why, size_t whylen)
+                struct relay_defer *defer, struct relay_batch *b, char *why, size_t whylen)
 {
+    struct apply_ctx x = { c, sc, defer, slots_now_ms(), 0 };
     size_t *idx = calloc(b->n ? b->n : 1, sizeof *idx);
     if (!idx) {
         snprintf(why, whylen, "out of memory");
@@ -234,23 +279,35 @@ int relay_apply(dq_client *c, const struct daemon_conf *dc, const struct source_
     for (size_t i = 0; i < b->n && rc == 0; i++) {
         struct relay_row *r = &b->rows[i];
         r->outcome = ROW_APPLIED;
-        r->replayed = 0;
+        r->replayed = r->newly_held = 0;
         r->reason[0] = '\0';
         if (check_row(dc, sc, r) < 0)
             continue;
+        /* Behind a held row of its partition: held too, untried, so that
+         * each job's rows keep their order. */
+        if (defer && relay_defer_holds(defer, r->qname, r->part)) {
+            rc = hold(&x, r, "an earlier row of its partition is held");
+            continue;
+        }
         if (r->op != RELAY_CANCEL) {
             idx[run++] = i;
             continue;
         }
-        /* A cancel goes after the adds before it, in order. */
-        rc = apply_run(c, sc, b->rows, idx, run);
+        /* A cancel goes after the adds before it, in order: held when
+         * they held its partition (its job's add may be among them). */
+        rc = apply_run(&x, b->rows, idx, run);
         run = 0;
-        if (rc == 0)
-            rc = apply_cancel(c, r);
+        if (rc == 0 && defer && relay_defer_holds(defer, r->qname, r->part))
+            rc = hold(&x, r, "an earlier row of its partition is held");
+        else if (rc == 0)
+            rc = apply_cancel(&x, r);
     }
     if (rc == 0)
-        rc = apply_run(c, sc, b->rows, idx, run);
-    if (rc < 0)
+        rc = apply_run(&x, b->rows, idx, run);
+    if (rc < 0 && x.full)
+        snprintf(why, whylen, "%d rows are held for partitions out of reach already (%s)",
+                 RELAY_HELD_MAX, dq_errmsg(c));
+    else if (rc < 0)
         snprintf(why, whylen, "%s", *dq_errmsg(c) ? dq_errmsg(c) : "redis: out of memory");
     free(idx);
     return rc;

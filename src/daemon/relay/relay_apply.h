@@ -19,14 +19,19 @@
 
 #include "daemon/dconfig.h"
 #include "daemon/dconfig_sources.h"
+#include "daemon/relay/relay_defer.h"
 #include "daemon/relay/relay_row.h"
 
 /* Apply the batch's rows in order and set each one's outcome.  0 when
  * every row has one; -1 when Redis failed (down, timed out, not
  * replicated in time, or an error that is not about a row) with the
  * reason in `why`: rows may have been applied, none is to be deleted,
- * and the batch is taken again later. */
+ * and the batch is taken again later.  With `defer` (a cluster), a row
+ * whose partition's master is out of reach is held (ROW_HELD) rather
+ * than failing the batch, and so is every later row of its partition
+ * (relay_defer.h). */
 int relay_apply(dq_client *c, const struct daemon_conf *dc, const struct source_conf *sc,
-                struct relay_batch *b, char *why, size_t whylen);
+                struct relay_defer *defer, struct relay_batch *b, char *why,
+                size_t whylen);
 
 #endif

@@ -72,7 +72,8 @@ struct relay_pg *relay_pg_new(const struct source_conf *sc)
              "coalesce(priority, -1), coalesce(max_attempts, 0), "
              "coalesce(floor(extract(epoch FROM expire_at) * 1000)::bigint, -1), "
              "coalesce(ceil(extract(epoch FROM ttl) * 1000)::bigint, -1) "
-             "FROM %s.%s ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED", s, t);
+             "FROM %s.%s WHERE id <> ALL($2::bigint[]) "
+             "ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED", s, t);
     snprintf(pg->dead_sql, sizeof pg->dead_sql,
              "INSERT INTO %s.%s_dead (id, op, queue, job_id, type, payload, run_at, delay, "
              "priority, max_attempts, expire_at, ttl, created_at, reason) "
@@ -158,7 +159,7 @@ static int prepare_all(struct relay_pg *pg, char *why, size_t len)
 {
     static const char *const names[] = { "dq_take", "dq_dead", "dq_delete" };
     const char *sqls[] = { pg->take_sql, pg->dead_sql, pg->delete_sql };
-    const int nparams[] = { 1, 2, 3 };
+    const int nparams[] = { 2, 2, 3 };
     for (int i = 0; i < 3; i++) {
         PGresult *r = PQprepare(pg->conn, names[i], sqls[i], nparams[i], NULL);
         int ok = r && PQresultStatus(r) == PGRES_COMMAND_OK;
@@ -259,7 +260,8 @@ static int read_rows(PGresult *r, struct relay_batch *b)
     return 0;
 }
 
-int relay_pg_take(struct relay_pg *pg, int max, struct relay_batch *b, char *why, size_t len)
+int relay_pg_take(struct relay_pg *pg, int max, const char *held, struct relay_batch *b,
+                  char *why, size_t len)
 {
     *b = (struct relay_batch){ 0 };
     if (command(pg->conn, "BEGIN", why, len) < 0) {
@@ -268,8 +270,8 @@ int relay_pg_take(struct relay_pg *pg, int max, struct relay_batch *b, char *why
     }
     char limit[16];
     snprintf(limit, sizeof limit, "%d", max);
-    const char *params[] = { limit };
-    PGresult *r = PQexecPrepared(pg->conn, "dq_take", 1, params, NULL, NULL, 0);
+    const char *params[] = { limit, held };
+    PGresult *r = PQexecPrepared(pg->conn, "dq_take", 2, params, NULL, NULL, 0);
     if (!r || PQresultStatus(r) != PGRES_TUPLES_OK) {
         conn_error(pg->conn, "take rows", why, len);
         PQclear(r);
@@ -311,8 +313,9 @@ static int put_text(char *buf, size_t cap, size_t *at, const char *s)
     return 0;
 }
 
-/* The ids of the batch (all, or only the dead ones) as an array literal,
- * and with `reasons` the dead rows' reasons as another; malloc'd. */
+/* The ids of the batch's rows done with (applied and dead, or only the
+ * dead ones) as an array literal, and with `reasons` the dead rows'
+ * reasons as another; malloc'd. */
 static char *id_array(const struct relay_batch *b, int dead_only, char **reasons)
 {
     size_t cap = 24 * b->n + 4, rcap = (2 * RELAY_REASON_MAX + 4) * b->n + 4;
@@ -328,7 +331,7 @@ static char *id_array(const struct relay_batch *b, int dead_only, char **reasons
         rs[rat++] = '{';
     for (size_t i = 0; i < b->n; i++) {
         const struct relay_row *r = &b->rows[i];
-        if (dead_only && r->outcome != ROW_DEAD)
+        if (r->outcome == ROW_HELD || (dead_only && r->outcome != ROW_DEAD))
             continue;
         at += (size_t)snprintf(ids + at, cap - at, "%s%lld", at > 1 ? "," : "",
                                (long long)r->id);
@@ -363,8 +366,14 @@ static int run(struct relay_pg *pg, const char *name, int n, const char *const *
 int relay_pg_finish(struct relay_pg *pg, struct relay_batch *b, char *why, size_t len)
 {
     int any_dead = 0;
-    for (size_t i = 0; i < b->n; i++)
+    const struct relay_row *lo_row = NULL, *hi_row = NULL;   /* the rows done with */
+    for (size_t i = 0; i < b->n; i++) {
         any_dead |= b->rows[i].outcome == ROW_DEAD;
+        if (b->rows[i].outcome != ROW_HELD) {
+            lo_row = lo_row ? lo_row : &b->rows[i];
+            hi_row = &b->rows[i];
+        }
+    }
     char *reasons = NULL;
     char *dead_ids = any_dead ? id_array(b, 1, &reasons) : NULL;
     char *all_ids = id_array(b, 0, NULL);
@@ -373,14 +382,15 @@ int relay_pg_finish(struct relay_pg *pg, struct relay_batch *b, char *why, size_
         snprintf(why, len, "out of memory");
         goto done;
     }
-    /* Row ids ascend through the batch (the take's order). */
+    /* Row ids ascend through the batch (the take's order).  Held rows
+     * stay (relay_defer.h). */
     char lo[24], hi[24];
-    snprintf(lo, sizeof lo, "%lld", (long long)b->rows[0].id);
-    snprintf(hi, sizeof hi, "%lld", (long long)b->rows[b->n - 1].id);
+    snprintf(lo, sizeof lo, "%lld", lo_row ? (long long)lo_row->id : 0LL);
+    snprintf(hi, sizeof hi, "%lld", hi_row ? (long long)hi_row->id : 0LL);
     const char *dead_params[] = { dead_ids, reasons };
     const char *all_params[] = { all_ids, lo, hi };
     if ((any_dead && run(pg, "dq_dead", 2, dead_params, why, len) < 0)
-        || run(pg, "dq_delete", 3, all_params, why, len) < 0
+        || (lo_row && run(pg, "dq_delete", 3, all_params, why, len) < 0)
         || command(pg->conn, "COMMIT", why, len) < 0)
         goto done;
     rc = 0;

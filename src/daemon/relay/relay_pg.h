@@ -34,14 +34,16 @@ void relay_pg_disconnect(struct relay_pg *pg);
 int relay_pg_lead(struct relay_pg *pg, char *why, size_t len);
 
 /* Begin a transaction and take up to `max` rows in row id order (FOR
- * UPDATE SKIP LOCKED) into *b.  0 (b->n may be 0: the transaction is then
- * over), or -1 with the reason (the connection is dropped). */
-int relay_pg_take(struct relay_pg *pg, int max, struct relay_batch *b, char *why,
-                  size_t len);
+ * UPDATE SKIP LOCKED) into *b, leaving out the rows whose ids the array
+ * literal `held` names ("{}": none; relay_defer.h).  0 (b->n may be 0:
+ * the transaction is then over), or -1 with the reason (the connection is
+ * dropped). */
+int relay_pg_take(struct relay_pg *pg, int max, const char *held, struct relay_batch *b,
+                  char *why, size_t len);
 
 /* Move the batch's dead rows to the dead table with their reasons, delete
- * every row of it, and commit; frees the batch.  0, or -1 (the rows stay,
- * to be taken again; the connection is dropped). */
+ * every row of it but the held ones, and commit; frees the batch.  0, or
+ * -1 (the rows stay, to be taken again; the connection is dropped). */
 int relay_pg_finish(struct relay_pg *pg, struct relay_batch *b, char *why, size_t len);
 
 /* Roll the batch's transaction back (its rows stay) and free it. */

@@ -12,9 +12,10 @@
 
 enum relay_op { RELAY_ADD, RELAY_CANCEL, RELAY_REPLACE };
 
-/* What became of a row: applied (or found applied already: deleted), or
- * refused for good (moved to the dead table). */
-enum relay_outcome { ROW_APPLIED, ROW_DEAD };
+/* What became of a row: applied (or found applied already: deleted),
+ * refused for good (moved to the dead table), or held back in the table
+ * while its partition's master is out of reach (relay_defer.h). */
+enum relay_outcome { ROW_APPLIED, ROW_DEAD, ROW_HELD };
 
 #define RELAY_REASON_MAX 300
 
@@ -36,7 +37,12 @@ struct relay_row {
     enum relay_outcome outcome;
     int replayed;               /* an add found applied already (a batch
                                    applied again after a restart) */
-    char reason[RELAY_REASON_MAX]; /* ROW_DEAD: why */
+    char reason[RELAY_REASON_MAX]; /* ROW_DEAD: why; ROW_HELD: what failed */
+    const char *qname;          /* its queue's name in the configuration
+                                   (which outlives the batch) */
+    unsigned part;              /* the job's partition of its queue */
+    int newly_held;             /* ROW_HELD: its partition was not known
+                                   to be out of reach before this row */
 };
 
 /* A batch: the rows of one transaction, in row id (commit) order. */
