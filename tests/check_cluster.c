@@ -1294,6 +1294,19 @@ struct pg_left {
     long long rows;             /* rows the outbox is to hold */
 };
 
+/* h_wait condition: /metrics on port *arg says the relay holds `held`
+ * rows (arg[1]). */
+static int metrics_held(void *arg)
+{
+    const int *a = arg;
+    static char body[65536];
+    char want[80];
+    snprintf(want, sizeof want, "delayq_outbox_held_rows{source=\"delayq_outbox\"} %d\n",
+             a[1]);
+    return fixture_http_get(a[0], "/metrics", body, sizeof body) == 200
+           && strstr(body, want) != NULL;
+}
+
 static int outbox_holds(void *arg)
 {
     struct pg_left *l = arg;
@@ -1329,8 +1342,10 @@ START_TEST(the_outbox_relay_holds_only_the_rows_of_a_partition_out_of_reach)
     ck_assert_int_ge(victim, 0);
     split_by_master(victim, live, down);
     char extra[1000];
+    int port = fixture_free_port();
     snprintf(extra, sizeof extra, "sources = ( { type = \"postgres\"; conninfo = \"%s\"; "
-             "poll_interval = \"200ms\"; } );\n", pg.conninfo);
+             "poll_interval = \"200ms\"; } );\n"
+             "metrics = { listen = \"127.0.0.1:%d\"; };\n", pg.conninfo, port);
     struct cl_conf cc = { .workers = 2, .batch = 4, .extra = extra };
     start_daemon(&cc);
 
@@ -1373,6 +1388,8 @@ START_TEST(the_outbox_relay_holds_only_the_rows_of_a_partition_out_of_reach)
                   pg_rows(&pg, "delayq_outbox"));
     ck_assert_int_eq(pg_rows(&pg, "delayq_outbox_dead"), 0);
     ck_assert_msg(h_log_count(&H, "is out of reach") >= 1, "log:\n%s", h_log_tail(&H));
+    int held3[2] = { port, 3 };
+    ck_assert_msg(h_wait(3000, metrics_held, held3) == 1, "/metrics: not 3 rows held");
     struct h_run *runs;
     size_t nr = h_records(&H, &runs);
     ck_assert_int_eq(h_count(runs, nr, later, 0, NULL), 0);
@@ -1390,6 +1407,8 @@ START_TEST(the_outbox_relay_holds_only_the_rows_of_a_partition_out_of_reach)
            (long long)(tu_mono_ms() - t0));
     ck_assert_int_eq(pg_rows(&pg, "delayq_outbox_dead"), 0);
     ck_assert_msg(h_wait_log(&H, "answers again", 1, 5000) >= 1, "log:\n%s", h_log_tail(&H));
+    int held0[2] = { port, 0 };
+    ck_assert_msg(h_wait(3000, metrics_held, held0) == 1, "/metrics: rows still held");
 
     /* The cancel came after its add: the first job is gone, and every job
      * ran once. */

@@ -148,11 +148,13 @@ struct worker_slot {
     struct slot_claims claims;  /* a relay's: whether its source works */
     struct slot_fsck fsck;      /* the reaper's; zero in workers */
     /* A relay's (src/daemon/relay): rows of its outbox applied to Redis
-     * and moved to the dead table, and whether it is the daemon's relay
-     * that applies the table's rows (1) or one waiting to take over. */
+     * and moved to the dead table, whether it is the daemon's relay that
+     * applies the table's rows (1) or one waiting to take over, and the
+     * rows it holds now for partitions out of reach (relay_defer.h). */
     uint64_t relay_applied;
     uint64_t relay_dead;
     int relay_leader;
+    int relay_held;
     /* Handler start - due time by the job's priority level (0..9): the
      * worker's queue is the slot's, so the level is the only key. */
     struct slot_hist lateness_by_priority[DQ_PRIORITY_LEVELS];

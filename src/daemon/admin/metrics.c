@@ -357,6 +357,16 @@ static void put_sources(FILE *out, const struct metrics_view *v)
         fprintf(out, "} %d\n", row >= 0 && __atomic_load_n(&v->snap->slots[row].relay_leader,
                                                             __ATOMIC_RELAXED));
     }
+    put_head(out, "delayq_outbox_held_rows", "gauge",
+             "Rows the source's relay holds in its table while their partition's cluster "
+             "master is out of reach (the other rows go on).");
+    for (size_t i = 0; i < dc->nsources; i++) {
+        int row = relay_row(v, dc->sources[i].name);
+        fputs("delayq_outbox_held_rows{", out);
+        put_label(out, "source", dc->sources[i].name);
+        fprintf(out, "} %d\n", row >= 0 ? __atomic_load_n(&v->snap->slots[row].relay_held,
+                                                             __ATOMIC_RELAXED) : 0);
+    }
     put_head(out, "delayq_outbox_failing_seconds", "gauge",
              "How long the source's relay has been failing (PostgreSQL or Redis); 0 while "
              "it works.");

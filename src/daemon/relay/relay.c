@@ -201,7 +201,7 @@ static void log_back(const struct relay *rl)
 
 /* One batch: taken, applied, deleted.  Returns the rows it took (0 when
  * the table is empty), or -1 after failed(). */
-static int relay_batch(struct relay *rl)
+static int relay_batch_once(struct relay *rl)
 {
     char why[600];
     struct relay_batch b;
@@ -236,6 +236,15 @@ static int relay_batch(struct relay *rl)
               (long long)(slots_now_ms() - t0));
     log_back(rl);
     working(rl);
+    return n;
+}
+
+/* relay_batch_once, then the rows held for /metrics. */
+static int relay_batch(struct relay *rl)
+{
+    int n = relay_batch_once(rl);
+    __atomic_store_n(&rl->slot->relay_held, rl->defer ? (int)rl->defer->nids : 0,
+                     __ATOMIC_RELAXED);
     return n;
 }
 
