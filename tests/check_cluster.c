@@ -1225,9 +1225,11 @@ END_TEST
 
 /*
  * dq_enqueue_many on a cluster with a master down: the jobs bound for the
- * masters that answer are scheduled and say so; only those of the
- * partitions out of reach fail (DQ_ERR_CONNECT), and none of them was
- * written.
+ * masters that answer are scheduled and say so (they are there after the
+ * master is back); only those of the partitions out of reach fail
+ * (DQ_ERR_CONNECT).  And with the master of the queue's own keys down, a
+ * client that must register the queue first reports every job failed:
+ * none is taken for scheduled.
  */
 START_TEST(enqueue_many_with_a_master_down_fails_only_its_partitions_jobs)
 {
@@ -1275,6 +1277,20 @@ START_TEST(enqueue_many_with_a_master_down_fails_only_its_partitions_jobs)
         if (st == DQ_OK)
             dq_job_info_free(&info);
     }
+    dq_close(c);
+
+    int home = cluster_fx_master_of_slot(&C, (int)cluster_fx_int(&C, 0, "CLUSTER KEYSLOT "
+                                                                 "{" H_QUEUE "}"));
+    ck_assert_int_ge(home, 0);
+    cluster_fx_kill(&C, home);
+    c = cluster_client(DQ_DURABILITY_LOCAL);
+    for (int i = 0; i < N; i++)
+        sts[i] = DQ_OK;
+    ck_assert_int_eq(dq_enqueue_many(c, reqs, N, NULL, sts), DQ_ERR_CONNECT);
+    for (int i = 0; i < N; i++)
+        ck_assert_msg(sts[i] == DQ_ERR_CONNECT, "job %s: status %d with the queue's home "
+                      "master down", ids[i], (int)sts[i]);
+    ck_assert_msg(cluster_fx_restart_master(&C, home, err, sizeof err) == 0, "%s", err);
     dq_close(c);
 }
 END_TEST
@@ -1337,9 +1353,21 @@ START_TEST(the_outbox_relay_holds_only_the_rows_of_a_partition_out_of_reach)
     ck_assert_msg(pg_exec(&pg, sql) == 0, "the outbox's SQL: %s", pg.why);
     free(sql);
 
+    /* A master with partitions of the queue but neither the queue's own
+     * keys ({orders}: its partition count) nor the registry (dq:queues),
+     * which every producer needs (docs/outbox.md). */
+    int home = cluster_fx_master_of_slot(&C, (int)cluster_fx_int(&C, 0, "CLUSTER KEYSLOT "
+                                                                 "{" H_QUEUE "}"));
+    int registry = cluster_fx_master_of_slot(&C, (int)cluster_fx_int(&C, 0, "CLUSTER KEYSLOT "
+                                                                     "dq:queues"));
+    int victim = -1;
+    for (int p = 0; p < NPARTS && victim < 0; p++) {
+        int m = cluster_fx_master_of_slot(&C, partition_slot(p));
+        if (m != home && m != registry)
+            victim = m;
+    }
+    ck_assert_msg(victim >= 0, "every master holding partitions holds {orders} or dq:queues");
     bool live[NPARTS], down[NPARTS];
-    int victim = cluster_fx_master_of_slot(&C, partition_slot(0));
-    ck_assert_int_ge(victim, 0);
     split_by_master(victim, live, down);
     char extra[1000];
     int port = fixture_free_port();
@@ -1387,7 +1415,8 @@ START_TEST(the_outbox_relay_holds_only_the_rows_of_a_partition_out_of_reach)
                   "the outbox holds %lld rows, not the 3 of the partition out of reach",
                   pg_rows(&pg, "delayq_outbox"));
     ck_assert_int_eq(pg_rows(&pg, "delayq_outbox_dead"), 0);
-    ck_assert_msg(h_log_count(&H, "is out of reach") >= 1, "log:\n%s", h_log_tail(&H));
+    ck_assert_msg(h_log_count(&H, "source delayq_outbox: partition") >= 1, "log:\n%s",
+                  h_log_tail(&H));
     int held3[2] = { port, 3 };
     ck_assert_msg(h_wait(3000, metrics_held, held3) == 1, "/metrics: not 3 rows held");
     struct h_run *runs;
@@ -1406,7 +1435,8 @@ START_TEST(the_outbox_relay_holds_only_the_rows_of_a_partition_out_of_reach)
     printf("outbox relay, the master back: its rows applied and its job run within %lld ms\n",
            (long long)(tu_mono_ms() - t0));
     ck_assert_int_eq(pg_rows(&pg, "delayq_outbox_dead"), 0);
-    ck_assert_msg(h_wait_log(&H, "answers again", 1, 5000) >= 1, "log:\n%s", h_log_tail(&H));
+    ck_assert_msg(h_wait_log(&H, "answers again: its rows go on", 1, 5000) >= 1, "log:\n%s",
+                  h_log_tail(&H));
     int held0[2] = { port, 0 };
     ck_assert_msg(h_wait(3000, metrics_held, held0) == 1, "/metrics: rows still held");
 

@@ -38,11 +38,16 @@ START_TEST(a_held_partition_holds_its_later_rows_until_it_is_tried_again)
     ck_assert(!relay_defer_holds(D, "mail", 4));
     ck_assert_int_eq(relay_defer_hold(D, "orders", 4, 12, 1100), 0);
     ck_assert_str_eq(relay_defer_ids(D), "{10,12}");
+    ck_assert_uint_eq(relay_defer_count(D), 2);
     /* Not before its time: the rows stay out of the take. */
     ck_assert(!relay_defer_retry_due(D, 1999));
     ck_assert(relay_defer_holds(D, "orders", 4));
     ck_assert(relay_defer_retry_due(D, 2000));
     ck_assert_str_eq(relay_defer_ids(D), "{}");
+    /* Let go: while it is out of reach, its rows count as held until the
+     * batches have taken them again. */
+    ck_assert_uint_eq(relay_defer_count(D), 0);
+    ck_assert_uint_eq(relay_defer_count(NULL), 0);
     /* Nothing of it tried yet: not back. */
     struct relay_held_part back;
     ck_assert(!relay_defer_next_back(D, &back));
@@ -63,13 +68,18 @@ START_TEST(a_partition_that_stays_out_of_reach_is_tried_less_often_and_said_once
     static const int64_t gaps[] = { 1000, 2000, 4000, 8000, 10000, 10000 };
     int64_t now = 0;
     ck_assert_int_eq(relay_defer_hold(D, "orders", 0, 1, now), 1);
+    ck_assert_int_eq(relay_defer_hold(D, "orders", 0, 2, now), 0);
     for (size_t i = 0; i < sizeof gaps / sizeof gaps[0]; i++) {
         ck_assert(!relay_defer_retry_due(D, now + gaps[i] - 1));
         now += gaps[i];
         ck_assert(relay_defer_retry_due(D, now));
         ck_assert(!relay_defer_holds(D, "orders", 0));
-        /* Out of reach again: held, not said again. */
+        /* Out of reach again: held, not said again; its other row,
+         * not taken again yet, still counts. */
         ck_assert_int_eq(relay_defer_hold(D, "orders", 0, 1, now), 0);
+        ck_assert_uint_eq(relay_defer_count(D), 2);
+        ck_assert_int_eq(relay_defer_hold(D, "orders", 0, 2, now), 0);
+        ck_assert_uint_eq(relay_defer_count(D), 2);
         struct relay_held_part back;
         ck_assert(!relay_defer_next_back(D, &back));
     }

@@ -278,8 +278,12 @@ dq_status dq_enqueue(dq_client *c, const dq_enqueue_req *req, dq_enqueued *out);
  * When Redis cannot be reached the jobs sent get DQ_ERR_CONNECT (or what
  * else failed): none of them is known to be scheduled.  On a cluster that
  * holds for each master alone: the jobs of a partitioned queue whose
- * master answered have their own statuses, and only those bound for a
- * master out of reach (after connect_timeout_ms) get DQ_ERR_CONNECT.
+ * master answered have their own statuses, and those bound for a master
+ * out of reach (after connect_timeout_ms; and any still being redirected
+ * when the call gave up) get DQ_ERR_CONNECT.  The master of the queue's
+ * own slot ({Q}: its partition count) must answer when the client reads
+ * the count or registers the queue: with it down, every job of the queue
+ * fails.
  */
 dq_status dq_enqueue_many(dq_client *c, const dq_enqueue_req *reqs, size_t n,
                           dq_enqueued *results, dq_status *statuses);

@@ -493,7 +493,8 @@ static dq_status route_round(struct route *rt)
 {
     dq_client *c = rt->c;
     for (size_t i = 0; i < rt->n; i++)
-        rt->target[i] = rt->replies[i] ? -1 : (int)route_node(rt, i);
+        rt->target[i] = rt->replies[i] || (rt->each && rt->each[i] != DQ_OK)
+                        ? -1 : (int)route_node(rt, i);
     for (size_t first = 0; first < rt->n; first++) {
         int node = rt->target[first];
         if (node < 0 || node == CLUSTER_NO_NODE)

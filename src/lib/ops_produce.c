@@ -313,6 +313,8 @@ static dq_status enqueue_many_pass(dq_client *c, const dq_enqueue_req *reqs, siz
     dq_status *sts = calloc(per, sizeof *sts);
     if (!send || !chunks || !keys || !cmds || !replies || !outs || !sts) {
         first = client_fail(c, DQ_ERR_NOMEM, "out of memory");
+        for (size_t i = 0; statuses && i < n; i++)
+            statuses[i] = first;
         goto done;
     }
     /* Jobs that fail the checks are reported; the others are sent. */
@@ -330,29 +332,21 @@ static dq_status enqueue_many_pass(dq_client *c, const dq_enqueue_req *reqs, siz
         if (st == DQ_OK)
             send[nsend++] = i;
     }
-    if (nsend) {
-        dq_status st = make_chunks(c, reqs, send, nsend, chunks, &nchunks);
-        if (st != DQ_OK) {
-            for (size_t j = 0; statuses && j < nsend; j++)
-                statuses[send[j]] = st;
-            first = st;
-            goto done;
-        }
-    }
+    /* Until a job's chunk has its reply, the job's status is the call's
+     * failure: none of the jobs sent is known to be scheduled. */
+    dq_status st = nsend ? make_chunks(c, reqs, send, nsend, chunks, &nchunks) : DQ_OK;
     /* A chunk holds jobs of one queue: register each chunk's. */
-    for (size_t k = 0; k < nchunks; k++) {
-        dq_status st = client_register_queue(c, reqs[send[chunks[k].start]].queue);
-        if (st != DQ_OK) {
-            first = st;
-            goto done;
-        }
-    }
-    struct chunk_builder cb = { c, reqs, send, chunks, keys };
-    each = calloc(nchunks ? nchunks : 1, sizeof *each);
-    if (!each) {
-        first = client_fail(c, DQ_ERR_NOMEM, "out of memory");
+    for (size_t k = 0; st == DQ_OK && k < nchunks; k++)
+        st = client_register_queue(c, reqs[send[chunks[k].start]].queue);
+    if (st == DQ_OK && !(each = calloc(nchunks ? nchunks : 1, sizeof *each)))
+        st = client_fail(c, DQ_ERR_NOMEM, "out of memory");
+    if (st != DQ_OK) {
+        for (size_t j = 0; statuses && j < nsend; j++)
+            statuses[send[j]] = st;
+        first = st;
         goto done;
     }
+    struct chunk_builder cb = { c, reqs, send, chunks, keys };
     char outage[sizeof c->err] = "";
     if (nchunks && client_pipeline_each(c, cmds, nchunks, DQ_SCRIPT_ENQUEUE_MANY, replies,
                                         build_chunk, &cb, each) != DQ_OK)
@@ -379,15 +373,15 @@ static dq_status enqueue_many_pass(dq_client *c, const dq_enqueue_req *reqs, siz
         if (rst != DQ_OK && replies[k]->type != REDIS_REPLY_ERROR)
             client_fail(c, rst, "unexpected reply from the enqueue_many script");
         for (size_t j = 0; j < cnt; j++) {
-            dq_status st = rst != DQ_OK ? rst : sts[j];
-            if (st != DQ_OK && rst == DQ_OK)
-                refused(c, st, &reqs[idx[j]]);
+            dq_status jst = rst != DQ_OK ? rst : sts[j];
+            if (jst != DQ_OK && rst == DQ_OK)
+                refused(c, jst, &reqs[idx[j]]);
             if (results)
                 results[idx[j]] = outs[j];
             if (statuses)
-                statuses[idx[j]] = st;
-            if (!(first_try && st == DQ_ERR_STALE))
-                note_failure(c, st, &first, firstmsg, sizeof firstmsg);
+                statuses[idx[j]] = jst;
+            if (!(first_try && jst == DQ_ERR_STALE))
+                note_failure(c, jst, &first, firstmsg, sizeof firstmsg);
         }
     }
     if (first != DQ_OK)

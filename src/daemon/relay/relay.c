@@ -136,7 +136,7 @@ static int lead(struct relay *rl)
      * meanwhile is its own: this one starts with nothing held. */
     rl->leading = 1;
     if (rl->defer)
-        *rl->defer = (struct relay_defer){ 0 };
+        memset(rl->defer, 0, sizeof *rl->defer);
     __atomic_store_n(&rl->slot->relay_leader, 1, __ATOMIC_RELAXED);
     slot_add(&rl->slot->jobs_done, 1);     /* progress: a restart needs no backoff */
     if (!rl->said_leading)      /* not again at each reconnect of an outage */
@@ -217,6 +217,7 @@ static int relay_batch_once(struct relay *rl)
         return 0;
     }
     if (relay_apply(rl->redis, rl->dc, rl->sc, rl->defer, &b, why, sizeof why) < 0) {
+        log_held(rl, &b);       /* the partitions it held stay held */
         relay_pg_abort(rl->pg, &b);
         failed(rl, why);
         return -1;
@@ -243,7 +244,7 @@ static int relay_batch_once(struct relay *rl)
 static int relay_batch(struct relay *rl)
 {
     int n = relay_batch_once(rl);
-    __atomic_store_n(&rl->slot->relay_held, rl->defer ? (int)rl->defer->nids : 0,
+    __atomic_store_n(&rl->slot->relay_held, (int)relay_defer_count(rl->defer),
                      __ATOMIC_RELAXED);
     return n;
 }

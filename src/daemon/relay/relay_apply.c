@@ -195,6 +195,38 @@ static int apply_one(struct apply_ctx *x, struct relay_row *r)
     return rc;
 }
 
+#define BEHIND_HELD "an earlier row of its partition is held"
+
+/* Whether a failure of dq_enqueue_many is carried by the statuses of its
+ * jobs, as the library gives it (a cluster: per master): a row is then
+ * held or applied by its own.  A failure none of them carries would let
+ * rows that were not sent pass for applied. */
+static int outage_is_each(dq_status first, const dq_status *sts, size_t n)
+{
+    if (first == DQ_OK)
+        return 1;
+    for (size_t k = 0; k < n; k++)
+        if (sts[k] == first)
+            return 1;
+    return 0;
+}
+
+/* Whether a row after rows[idx[k]] in this run, of its partition, was
+ * applied: holding row k would then put its job's rows out of order, and
+ * the batch fails as a whole instead (taken again later, in order). */
+static int applied_after(const struct relay_row *rows, const size_t *idx, size_t n, size_t k,
+                         const dq_status *sts)
+{
+    const struct relay_row *r = &rows[idx[k]];
+    for (size_t j = k + 1; j < n; j++) {
+        const struct relay_row *o = &rows[idx[j]];
+        if (o->part == r->part && strcmp(o->qname, r->qname) == 0
+            && (sts[j] == DQ_OK || sts[j] == DQ_ERR_EXISTS || sts[j] == DQ_ERR_UNIQUE))
+            return 1;
+    }
+    return 0;
+}
+
 /* Rows first .. last - 1 that are adds or replaces (and passed the
  * checks), in one pipeline.  A row that comes back with anything but
  * success is applied again alone: dq_enqueue_many refuses bad requests
@@ -217,19 +249,28 @@ static int apply_run(struct apply_ctx *x, struct relay_row *rows, const size_t *
         fill_req(x->sc, &rows[idx[k]], &reqs[k]);
     dq_status first = dq_enqueue_many(c, reqs, n, outs, sts);
     if (first == DQ_ERR_NOMEM || (first == DQ_ERR_CONNECT && !x->defer)
-        || first == DQ_ERR_TIMEOUT || first == DQ_ERR_AUTH)
+        || first == DQ_ERR_TIMEOUT || first == DQ_ERR_AUTH || !outage_is_each(first, sts, n))
         goto done;
     /* A cluster's masters answer on their own: the rows bound for one out
      * of reach are held, the others' statuses are their own. */
     char why[RELAY_REASON_MAX];
-    snprintf(why, sizeof why, "%s", dq_errmsg(c));
+    snprintf(why, sizeof why, "%s", first == DQ_ERR_CONNECT ? dq_errmsg(c)
+                                    : "its master did not answer");
     for (size_t k = 0; k < n; k++) {
         struct relay_row *r = &rows[idx[k]];
         if (sts[k] == DQ_OK || sts[k] == DQ_ERR_EXISTS || sts[k] == DQ_ERR_UNIQUE) {
             r->outcome = ROW_APPLIED;
             r->replayed = sts[k] != DQ_OK || outs[k].finished;
-        } else if (sts[k] == DQ_ERR_CONNECT ? hold(x, r, why) < 0 : apply_one(x, r) < 0)
+            continue;
+        }
+        int held = x->defer && relay_defer_holds(x->defer, r->qname, r->part);
+        if (held || sts[k] == DQ_ERR_CONNECT) {
+            if (hold(x, r, held ? BEHIND_HELD : why) < 0
+                || applied_after(rows, idx, n, k, sts))
+                goto done;
+        } else if (apply_one(x, r) < 0) {
             goto done;
+        }
     }
     rc = 0;
 done:
@@ -286,7 +327,7 @@ int relay_apply(dq_client *c, const struct daemon_conf *dc, const struct source_
         /* Behind a held row of its partition: held too, untried, so that
          * each job's rows keep their order. */
         if (defer && relay_defer_holds(defer, r->qname, r->part)) {
-            rc = hold(&x, r, "an earlier row of its partition is held");
+            rc = hold(&x, r, BEHIND_HELD);
             continue;
         }
         if (r->op != RELAY_CANCEL) {
@@ -298,15 +339,15 @@ int relay_apply(dq_client *c, const struct daemon_conf *dc, const struct source_
         rc = apply_run(&x, b->rows, idx, run);
         run = 0;
         if (rc == 0 && defer && relay_defer_holds(defer, r->qname, r->part))
-            rc = hold(&x, r, "an earlier row of its partition is held");
+            rc = hold(&x, r, BEHIND_HELD);
         else if (rc == 0)
             rc = apply_cancel(&x, r);
     }
     if (rc == 0)
         rc = apply_run(&x, b->rows, idx, run);
     if (rc < 0 && x.full)
-        snprintf(why, whylen, "%d rows are held for partitions out of reach already (%s)",
-                 RELAY_HELD_MAX, dq_errmsg(c));
+        snprintf(why, whylen, "a partition out of reach, and %d rows or %d partitions are "
+                 "held already", RELAY_HELD_MAX, RELAY_HELD_PARTS_MAX);
     else if (rc < 0)
         snprintf(why, whylen, "%s", *dq_errmsg(c) ? dq_errmsg(c) : "redis: out of memory");
     free(idx);

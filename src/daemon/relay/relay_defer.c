@@ -20,6 +20,7 @@ bool relay_defer_retry_due(struct relay_defer *d, int64_t now_ms)
 {
     if (d->nparts == 0 || now_ms < d->retry_at_ms)
         return false;
+    d->nids_before = d->nids;
     d->nids = 0;
     for (size_t i = 0; i < d->nparts; i++)
         d->parts[i].held = d->parts[i].tried = false;
@@ -60,6 +61,21 @@ int relay_defer_hold(struct relay_defer *d, const char *queue, unsigned part, in
     return fresh;
 }
 
+static bool relay_defer_any_held(const struct relay_defer *d)
+{
+    for (size_t i = 0; i < d->nparts; i++)
+        if (d->parts[i].held)
+            return true;
+    return false;
+}
+
+size_t relay_defer_count(const struct relay_defer *d)
+{
+    if (!d)
+        return 0;
+    return relay_defer_any_held(d) && d->nids_before > d->nids ? d->nids_before : d->nids;
+}
+
 bool relay_defer_next_back(struct relay_defer *d, struct relay_held_part *out)
 {
     for (size_t i = 0; i < d->nparts; i++) {
@@ -69,6 +85,8 @@ bool relay_defer_next_back(struct relay_defer *d, struct relay_held_part *out)
         d->parts[i] = d->parts[--d->nparts];
         if (d->nparts == 0)
             d->backoff_ms = 0;
+        if (!relay_defer_any_held(d))
+            d->nids_before = 0;
         return true;
     }
     return false;

@@ -22,7 +22,7 @@
 #include <stdint.h>
 
 #define RELAY_HELD_MAX 1024         /* rows held back at once */
-#define RELAY_HELD_PARTS_MAX 64     /* partitions held back at once */
+#define RELAY_HELD_PARTS_MAX 256    /* partitions held back at once */
 
 struct relay_held_part {
     const char *queue;          /* the configuration's name (it outlives this) */
@@ -34,6 +34,8 @@ struct relay_held_part {
 struct relay_defer {
     int64_t ids[RELAY_HELD_MAX];        /* the rows held, left out of the take */
     size_t nids;
+    size_t nids_before;         /* nids when the held rows were let go: they
+                                   are held again as the batches take them */
     char literal[RELAY_HELD_MAX * 21 + 3];  /* relay_defer_ids's */
     struct relay_held_part parts[RELAY_HELD_PARTS_MAX];
     size_t nparts;
@@ -62,6 +64,10 @@ int relay_defer_hold(struct relay_defer *d, const char *queue, unsigned part, in
  * through since it was tried again, copied to *out and forgotten; false
  * when there is none (left). */
 bool relay_defer_next_back(struct relay_defer *d, struct relay_held_part *out);
+
+/* How many rows are held: while a partition is, the rows held before
+ * its last try count until the batches have taken them again. */
+size_t relay_defer_count(const struct relay_defer *d);
 
 /* The held rows' ids as a PostgreSQL array literal ("{}" when none, and
  * for d NULL), valid until the next call. */
