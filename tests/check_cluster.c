@@ -1227,9 +1227,9 @@ END_TEST
  * dq_enqueue_many on a cluster with a master down: the jobs bound for the
  * masters that answer are scheduled and say so (they are there after the
  * master is back); only those of the partitions out of reach fail
- * (DQ_ERR_CONNECT).  And with the master of the queue's own keys down, a
- * client that must register the queue first reports every job failed:
- * none is taken for scheduled.
+ * (DQ_ERR_CONNECT).  And a call that fails before it sends anything (here
+ * registering a queue with the registry's master down) reports every job
+ * failed: none is taken for scheduled.
  */
 START_TEST(enqueue_many_with_a_master_down_fails_only_its_partitions_jobs)
 {
@@ -1279,18 +1279,30 @@ START_TEST(enqueue_many_with_a_master_down_fails_only_its_partitions_jobs)
     }
     dq_close(c);
 
-    int home = cluster_fx_master_of_slot(&C, (int)cluster_fx_int(&C, 0, "CLUSTER KEYSLOT "
-                                                                 "{" H_QUEUE "}"));
-    ck_assert_int_ge(home, 0);
-    cluster_fx_kill(&C, home);
+    /* Two queues in one call: each chunk registers its queue (the client
+     * remembers the last one), with both counts known.  The registry's
+     * master down: nothing is sent, and every job says so. */
     c = cluster_client(DQ_DURABILITY_LOCAL);
-    for (int i = 0; i < N; i++)
+    dq_enqueue_req two[4];
+    char two_ids[4][16];
+    for (int i = 0; i < 4; i++) {
+        snprintf(two_ids[i], sizeof two_ids[i], "reg-%d", i);
+        two[i] = reqs[i];
+        two[i].id = two_ids[i];
+        two[i].queue = i % 2 ? "other" : H_QUEUE;
+    }
+    ck_assert_int_eq(dq_enqueue_many(c, two, 2, NULL, sts), DQ_OK);
+    int registry = cluster_fx_master_of_slot(&C, (int)cluster_fx_int(&C, 0, "CLUSTER KEYSLOT "
+                                                                     "dq:queues"));
+    ck_assert_int_ge(registry, 0);
+    cluster_fx_kill(&C, registry);
+    for (int i = 0; i < 4; i++)
         sts[i] = DQ_OK;
-    ck_assert_int_eq(dq_enqueue_many(c, reqs, N, NULL, sts), DQ_ERR_CONNECT);
-    for (int i = 0; i < N; i++)
-        ck_assert_msg(sts[i] == DQ_ERR_CONNECT, "job %s: status %d with the queue's home "
-                      "master down", ids[i], (int)sts[i]);
-    ck_assert_msg(cluster_fx_restart_master(&C, home, err, sizeof err) == 0, "%s", err);
+    ck_assert_int_eq(dq_enqueue_many(c, two + 2, 2, NULL, sts), DQ_ERR_CONNECT);
+    for (int i = 0; i < 2; i++)
+        ck_assert_msg(sts[i] == DQ_ERR_CONNECT, "job %s of %s: status %d with the registry's "
+                      "master down", two[2 + i].id, two[2 + i].queue, (int)sts[i]);
+    ck_assert_msg(cluster_fx_restart_master(&C, registry, err, sizeof err) == 0, "%s", err);
     dq_close(c);
 }
 END_TEST
@@ -1415,7 +1427,7 @@ START_TEST(the_outbox_relay_holds_only_the_rows_of_a_partition_out_of_reach)
                   "the outbox holds %lld rows, not the 3 of the partition out of reach",
                   pg_rows(&pg, "delayq_outbox"));
     ck_assert_int_eq(pg_rows(&pg, "delayq_outbox_dead"), 0);
-    ck_assert_msg(h_log_count(&H, "source delayq_outbox: partition") >= 1, "log:\n%s",
+    ck_assert_msg(h_log_count(&H, "of queue " H_QUEUE " is out of reach (") >= 1, "log:\n%s",
                   h_log_tail(&H));
     int held3[2] = { port, 3 };
     ck_assert_msg(h_wait(3000, metrics_held, held3) == 1, "/metrics: not 3 rows held");

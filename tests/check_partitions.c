@@ -920,8 +920,11 @@ START_TEST(calls_over_partitions_take_one_round_trip)
     long long steps = reads_of_call(rc, busy, FSCK, Q "-one");
     long long reads = reads_of_call(rc, busy, FSCK, Q);
     /* (A step's SCAN of the keyspace takes one more or less as keys come
-     * and go; one partition after another would take 12 times as many.) */
-    ck_assert_msg(steps >= 1 && reads < 2 * steps, "fsck: %lld reads over 12 partitions, "
+     * and go, and only the first round meets Redis busy: on a loaded
+     * machine (the sanitizer build beside another test) a later round's
+     * commands, built on the way, may be read in two or three reads.  One
+     * partition after another would take 12 times as many.) */
+    ck_assert_msg(steps >= 1 && reads < 4 * steps, "fsck: %lld reads over 12 partitions, "
                   "%lld over one", reads, steps);
     redisFree(rc);
     redisFree(busy);

@@ -44,9 +44,9 @@ START_TEST(a_held_partition_holds_its_later_rows_until_it_is_tried_again)
     ck_assert(relay_defer_holds(D, "orders", 4));
     ck_assert(relay_defer_retry_due(D, 2000));
     ck_assert_str_eq(relay_defer_ids(D), "{}");
-    /* Let go: while it is out of reach, its rows count as held until the
-     * batches have taken them again. */
-    ck_assert_uint_eq(relay_defer_count(D), 0);
+    /* Let go: its rows still wait until the batches have taken them
+     * again. */
+    ck_assert_uint_eq(relay_defer_count(D), 2);
     ck_assert_uint_eq(relay_defer_count(NULL), 0);
     /* Nothing of it tried yet: not back. */
     struct relay_held_part back;
@@ -57,6 +57,7 @@ START_TEST(a_held_partition_holds_its_later_rows_until_it_is_tried_again)
     ck_assert_str_eq(back.queue, "orders");
     ck_assert_uint_eq(back.part, 4);
     ck_assert(!relay_defer_next_back(D, &back));
+    ck_assert_uint_eq(relay_defer_count(D), 0);
     ck_assert(!relay_defer_holds(D, "orders", 4));
     ck_assert_str_eq(relay_defer_ids(D), "{}");
     ck_assert_str_eq(relay_defer_ids(NULL), "{}");
@@ -92,6 +93,31 @@ START_TEST(a_partition_that_stays_out_of_reach_is_tried_less_often_and_said_once
     ck_assert_int_eq(relay_defer_hold(D, "orders", 0, 7, now), 1);
     ck_assert(!relay_defer_retry_due(D, now + 999));
     ck_assert(relay_defer_retry_due(D, now + 1000));
+}
+END_TEST
+
+START_TEST(the_rows_waiting_are_counted_per_partition_as_one_comes_back)
+{
+    ck_assert_int_eq(relay_defer_hold(D, "orders", 1, 1, 0), 1);
+    ck_assert_int_eq(relay_defer_hold(D, "orders", 2, 2, 0), 1);
+    ck_assert_int_eq(relay_defer_hold(D, "orders", 1, 3, 0), 0);
+    ck_assert_int_eq(relay_defer_hold(D, "orders", 2, 4, 0), 0);
+    ck_assert_uint_eq(relay_defer_count(D), 4);
+    ck_assert(relay_defer_retry_due(D, 1000));
+    /* Partition 1's first row goes through; partition 2's rows are not
+     * taken again yet: they still wait. */
+    ck_assert(!relay_defer_holds(D, "orders", 1));
+    struct relay_held_part back;
+    ck_assert(relay_defer_next_back(D, &back));
+    ck_assert_uint_eq(back.part, 1);
+    ck_assert_uint_eq(relay_defer_count(D), 2);
+    /* Partition 2 taken again, out of reach: held once each. */
+    ck_assert(!relay_defer_holds(D, "orders", 2));
+    ck_assert_int_eq(relay_defer_hold(D, "orders", 2, 2, 1000), 0);
+    ck_assert_uint_eq(relay_defer_count(D), 2);
+    ck_assert_int_eq(relay_defer_hold(D, "orders", 2, 4, 1000), 0);
+    ck_assert_int_eq(relay_defer_hold(D, "orders", 2, 5, 1000), 0);
+    ck_assert_uint_eq(relay_defer_count(D), 3);
 }
 END_TEST
 
@@ -131,6 +157,7 @@ int main(void)
     TCase *tc = fixture_tcase(s, "defer", 10, NULL, NULL, setup, teardown);
     tcase_add_test(tc, a_held_partition_holds_its_later_rows_until_it_is_tried_again);
     tcase_add_test(tc, a_partition_that_stays_out_of_reach_is_tried_less_often_and_said_once);
+    tcase_add_test(tc, the_rows_waiting_are_counted_per_partition_as_one_comes_back);
     tcase_add_test(tc, at_most_relay_held_max_rows_are_held_and_the_take_names_each);
     return fixture_run_suite(s);
 }

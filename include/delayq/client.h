@@ -280,10 +280,12 @@ dq_status dq_enqueue(dq_client *c, const dq_enqueue_req *req, dq_enqueued *out);
  * holds for each master alone: the jobs of a partitioned queue whose
  * master answered have their own statuses, and those bound for a master
  * out of reach (after connect_timeout_ms; and any still being redirected
- * when the call gave up) get DQ_ERR_CONNECT.  The master of the queue's
- * own slot ({Q}: its partition count) must answer when the client reads
- * the count or registers the queue: with it down, every job of the queue
- * fails.
+ * when the call gave up) get its failure, DQ_ERR_CONNECT as a rule.  Two
+ * masters must answer before anything is sent: the one of a queue's own
+ * slot ({Q}) when its partition count is read (at the first call on a new
+ * connection), and the one of the registry (P:queues) when a queue is
+ * registered (when the call's queue is not the last one registered): with
+ * either down, every job of the call fails.
  */
 dq_status dq_enqueue_many(dq_client *c, const dq_enqueue_req *reqs, size_t n,
                           dq_enqueued *results, dq_status *statuses);

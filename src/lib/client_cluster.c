@@ -479,12 +479,20 @@ broke:;
 
 /* Per command (rt->each): the commands sent to `node` this round end
  * with `st`, its connection having failed while their replies were read
- * (what was sent may have run); the other nodes' go on. */
+ * (what was sent may have run); the other nodes' go on.  Replicated, the
+ * replies read are dropped too: the WAIT that confirms them is lost. */
 static void route_fail_node(struct route *rt, int node, dq_status st)
 {
-    for (size_t i = 0; i < rt->n; i++)
-        if (rt->target[i] == node && !rt->replies[i])
+    for (size_t i = 0; i < rt->n; i++) {
+        if (rt->target[i] != node)
+            continue;
+        if (rt->wait && rt->replies[i]) {
+            freeReplyObject(rt->replies[i]);
+            rt->replies[i] = NULL;
+        }
+        if (!rt->replies[i])
             rt->each[i] = st;
+    }
 }
 
 /* Send every command still unanswered to its node, one node after the

@@ -268,7 +268,8 @@ static int apply_run(struct apply_ctx *x, struct relay_row *rows, const size_t *
             if (hold(x, r, held ? BEHIND_HELD : why) < 0
                 || applied_after(rows, idx, n, k, sts))
                 goto done;
-        } else if (apply_one(x, r) < 0) {
+        } else if (apply_one(x, r) < 0
+                   || (r->outcome == ROW_HELD && applied_after(rows, idx, n, k, sts))) {
             goto done;
         }
     }

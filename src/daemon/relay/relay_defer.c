@@ -20,10 +20,14 @@ bool relay_defer_retry_due(struct relay_defer *d, int64_t now_ms)
 {
     if (d->nparts == 0 || now_ms < d->retry_at_ms)
         return false;
-    d->nids_before = d->nids;
     d->nids = 0;
-    for (size_t i = 0; i < d->nparts; i++)
-        d->parts[i].held = d->parts[i].tried = false;
+    for (size_t i = 0; i < d->nparts; i++) {
+        struct relay_held_part *p = &d->parts[i];
+        p->held = p->tried = false;
+        if (p->rows > p->rows_before)
+            p->rows_before = p->rows;
+        p->rows = 0;
+    }
     return true;
 }
 
@@ -49,6 +53,7 @@ int relay_defer_hold(struct relay_defer *d, const char *queue, unsigned part, in
         *p = (struct relay_held_part){ .queue = queue, .part = part };
     }
     p->held = true;
+    p->rows++;
     d->ids[d->nids++] = id;
     /* The first hold since the last try sets the next one, later each
      * time (a master down for long is tried every RETRY_MAX_MS). */
@@ -61,19 +66,13 @@ int relay_defer_hold(struct relay_defer *d, const char *queue, unsigned part, in
     return fresh;
 }
 
-static bool relay_defer_any_held(const struct relay_defer *d)
-{
-    for (size_t i = 0; i < d->nparts; i++)
-        if (d->parts[i].held)
-            return true;
-    return false;
-}
-
 size_t relay_defer_count(const struct relay_defer *d)
 {
-    if (!d)
-        return 0;
-    return relay_defer_any_held(d) && d->nids_before > d->nids ? d->nids_before : d->nids;
+    size_t n = 0;
+    for (size_t i = 0; d && i < d->nparts; i++)
+        n += d->parts[i].rows > d->parts[i].rows_before ? d->parts[i].rows
+                                                         : d->parts[i].rows_before;
+    return n;
 }
 
 bool relay_defer_next_back(struct relay_defer *d, struct relay_held_part *out)
@@ -85,8 +84,6 @@ bool relay_defer_next_back(struct relay_defer *d, struct relay_held_part *out)
         d->parts[i] = d->parts[--d->nparts];
         if (d->nparts == 0)
             d->backoff_ms = 0;
-        if (!relay_defer_any_held(d))
-            d->nids_before = 0;
         return true;
     }
     return false;

@@ -29,13 +29,14 @@ struct relay_held_part {
     unsigned part;
     bool held;                  /* held now (false: to be tried again) */
     bool tried;                 /* a row of it was tried since it was let go */
+    size_t rows;                /* rows held since it was last let go */
+    size_t rows_before;         /* rows held when it was let go: taken again
+                                   one by one, they still wait meanwhile */
 };
 
 struct relay_defer {
     int64_t ids[RELAY_HELD_MAX];        /* the rows held, left out of the take */
     size_t nids;
-    size_t nids_before;         /* nids when the held rows were let go: they
-                                   are held again as the batches take them */
     char literal[RELAY_HELD_MAX * 21 + 3];  /* relay_defer_ids's */
     struct relay_held_part parts[RELAY_HELD_PARTS_MAX];
     size_t nparts;
@@ -65,8 +66,8 @@ int relay_defer_hold(struct relay_defer *d, const char *queue, unsigned part, in
  * when there is none (left). */
 bool relay_defer_next_back(struct relay_defer *d, struct relay_held_part *out);
 
-/* How many rows are held: while a partition is, the rows held before
- * its last try count until the batches have taken them again. */
+/* How many rows wait for partitions out of reach: held now, or let go
+ * for a try and not taken again yet. */
 size_t relay_defer_count(const struct relay_defer *d);
 
 /* The held rows' ids as a PostgreSQL array literal ("{}" when none, and
