@@ -704,7 +704,10 @@ START_TEST(a_debounced_add_is_the_same_on_both_paths)
                           "capped %d, %s: the record is not the prelude's", capped, queues[q]);
             freeReplyObject(want);
         }
-        ck_assert_int_le(llabs(score[0] - score[1]), 5);
+        /* The two paths' due times are the same delay from each call's
+         * clock: they differ by the time between the calls (8 ms seen on
+         * a loaded CI machine), what the records above show is equal. */
+        ck_assert_int_le(llabs(score[0] - score[1]), 250);
         long long now = reply[0]->element[3]->integer;
         if (capped)
             ck_assert_int_eq(score[0], created + 60000);
