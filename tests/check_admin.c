@@ -397,6 +397,10 @@ START_TEST(a_reload_to_a_taken_port_keeps_the_old_one)
     while ((admin_pid() == admin || tu_process_running(admin)) && tu_mono_ms() < end)
         tu_sleep_ms(20);
     ck_assert_int_ne(admin_pid(), admin);
+    /* Healthy once the new configuration's workers are up. */
+    end = tu_mono_ms() + 10000;
+    while (fixture_http_get(PORT, "/healthz", PAGE, sizeof PAGE) != 200 && tu_mono_ms() < end)
+        tu_sleep_ms(50);
     ck_assert_int_eq(fixture_http_get(PORT, "/healthz", PAGE, sizeof PAGE), 200);
     /* Once the port is free, the next reload moves there. */
     close(taken);
