@@ -352,6 +352,24 @@ static void reload(struct supervisor *s)
         reload_refused(s, err);
 }
 
+/* The line that says a reload took effect, with the worker count so an
+ * operator (and a test) can tell which configuration is in force. */
+static void log_reloaded(const char *path, const struct daemon_conf *conf, int missing)
+{
+    int workers = 0;
+    for (size_t i = 0; i < conf->nqueues; i++)
+        workers += conf->queues[i].workers;
+    char what[160];
+    snprintf(what, sizeof what, "%zu queue%s, %d worker%s, %zu handler%s", conf->nqueues,
+             conf->nqueues == 1 ? "" : "s", workers, workers == 1 ? "" : "s", conf->nhandlers,
+             conf->nhandlers == 1 ? "" : "s");
+    if (missing > 0)
+        log_warn("reloaded %s: %s; %d child%s start as the previous configuration's exit",
+                 path, what, missing, missing == 1 ? "" : "ren");
+    else
+        log_info("reloaded %s: %s", path, what);
+}
+
 /*
  * The checked configuration `conf` (taken over): build its generation; if
  * that fails, keep the one in force.  Otherwise swap: the old children
@@ -390,15 +408,7 @@ static void reload_apply(struct supervisor *s, struct daemon_conf *conf)
     children_post(s);
     int missing = children_start_missing(s);
     s->missing_logged = missing > 0;
-    if (missing > 0)
-        log_warn("reloaded %s: %zu queue%s, %zu handler%s; %d child%s start as the "
-                 "previous configuration's exit", s->config_path, conf->nqueues,
-                 conf->nqueues == 1 ? "" : "s", conf->nhandlers, conf->nhandlers == 1 ? "" : "s",
-                 missing, missing == 1 ? "" : "ren");
-    else
-        log_info("reloaded %s: %zu queue%s, %zu handler%s", s->config_path, conf->nqueues,
-                 conf->nqueues == 1 ? "" : "s", conf->nhandlers,
-                 conf->nhandlers == 1 ? "" : "s");
+    log_reloaded(s->config_path, conf, missing);
 }
 
 /* The reload's checker was collected (children_collect): act on it. */
