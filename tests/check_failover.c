@@ -109,12 +109,22 @@ static void enqueue_on(dq_client *c, const char *id, int64_t delay_ms)
     ck_assert_msg(dq_enqueue(c, &req, NULL) == DQ_OK, "enqueue %s: %s", id, dq_errmsg(c));
 }
 
-/* A is demoted and B promoted, as a failover does (B first, so that A's
- * writes stop before B takes them). */
+/* A is demoted and B promoted, as a coordinated failover (FAILOVER,
+ * or a sentinel's with min-replicas) does: A's writes are paused, B
+ * takes every write A had, B is promoted and A follows it; then A lets
+ * its paused clients go on, and their writes meet READONLY. Without the
+ * pause a claim that A took between the offset read and the promotion is
+ * lost with it, and its job, already run, runs again on B: at least once
+ * allows that, but it is not what this test is about. */
 static void fail_over(int port_b)
 {
+    ck_assert_int_eq(fixture_redis_int(&H.fx, "CLIENT PAUSE 20000 WRITE"), 0);
+    a_offset = replication_field(&H.fx, "master_repl_offset");
+    ck_assert(a_offset > 0);
+    ck_assert_msg(h_wait(5000, b_caught_up, NULL) == 1, "B did not catch up with A");
     ck_assert_int_eq(fixture_redis_int(&B, "REPLICAOF NO ONE"), 0);
     ck_assert_int_eq(fixture_redis_int(&H.fx, "REPLICAOF 127.0.0.1 %d", port_b), 0);
+    ck_assert_int_eq(fixture_redis_int(&H.fx, "CLIENT UNPAUSE"), 0);
 }
 
 /* Each job ran once, at its first attempt, to its end. */
@@ -170,18 +180,19 @@ START_TEST(daemon_follows_the_address_to_the_new_master)
     ck_assert_msg(!missing, "%s did not run; log:\n%s", missing, h_log_tail(&H));
     /* Acknowledged, so that the failover below loses nothing. */
     ck_assert(h_wait_idle(&H, 5000));
-    /* Jobs that fall due while the daemon is left on the demoted A. */
+    /* Jobs that fall due while the daemon is left on the demoted A: none
+     * may be claimed before A's writes are paused (the claims after it
+     * wait, then meet READONLY). */
+    int64_t enqueued = tu_mono_ms();
     for (int i = 0; i < DUE; i++) {
         char id[64];
         snprintf(id, sizeof id, "due-%d", i);
         enqueue_on(H.c, id, 800);
     }
-    a_offset = replication_field(&H.fx, "master_repl_offset");
-    ck_assert(a_offset > 0);
-    ck_assert_msg(h_wait(5000, b_caught_up, NULL) == 1, "B did not catch up with A");
-
     int64_t t0 = tu_mono_ms();
     fail_over(port_b);
+    ck_assert_msg(t0 - enqueued < 700, "the failover began %lld ms after the jobs due in "
+                  "800 ms were added", (long long)(t0 - enqueued));
 
     dq_client *cb = fixture_client(&B);
     for (int i = 0; i < DURING; i++) {
