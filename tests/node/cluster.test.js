@@ -137,3 +137,39 @@ test('a cluster that cannot be reached fails the call with connect', async () =>
   });
   await c.close();
 });
+
+// Last: it kills a master of the cluster the tests above share.
+test('a master out of reach fails only the enqueueMany jobs bound for it', async () => {
+  const K = require(require('path').join(process.env.DELAYQ_NODE_PKG, 'lib', 'keys'));
+  const q = queueName('cldown');
+  const n = 12;
+  await dq.setPartitions(q, n);
+  await dq.enqueue(q, 't', 'x', { id: 'first', delay: 60000 });   // registered, count read
+  // The victim holds partitions, but neither the queue's meta nor the
+  // registry (a call needs both before it sends a job).
+  const ranges = [[0, 5460], [5461, 10922], [10923, 16383]];
+  const nodeOf = (key) => ranges.findIndex(([lo, hi]) => K.keySlot(key) >= lo && K.keySlot(key) <= hi);
+  const keep = new Set([nodeOf(`dq:{${q}}:meta`), nodeOf('dq:queues')]);
+  const victim = [0, 1, 2].find((i) => !keep.has(i));
+  const onVictim = new Set([...Array(n).keys()].filter((p) => nodeOf(`dq:{${q}:${p}}:jobs`) === victim));
+  assert.ok(onVictim.size > 0);
+  raws[victim].disconnect();   // the test's own connection: no reconnecting to a dead node
+  process.kill(masters[victim].pid, 'SIGKILL');
+  await masters[victim].stop();
+  const jobs = Array.from({ length: 60 }, (_, i) => ({ queue: q, type: 't', id: `job:${i}`, payload: 'p', delay: 60000 }));
+  const t0 = Date.now();
+  const res = await dq.enqueueMany(jobs);
+  const took = Date.now() - t0;
+  const down = jobs.filter((j) => onVictim.has(K.partitionOf(j.id, n))).map((j) => j.id);
+  assert.ok(down.length > 0 && down.length < 60, `${down.length}`);
+  for (const [k, j] of jobs.entries()) {
+    if (down.includes(j.id)) {
+      assert.strictEqual(res[k].error && res[k].error.code, 'connect', `${j.id}: ${JSON.stringify(res[k])}`);
+    } else {
+      assert.strictEqual(res[k].id, j.id, `${j.id}: ${res[k].error}`);
+      assert.strictEqual((await dq.show(q, j.id)).type, 't');
+    }
+  }
+  console.error(`enqueueMany with a master down: ${60 - down.length} jobs scheduled, ${down.length} ` +
+    `refused in ${took} ms (${res[jobs.findIndex((j) => down.includes(j.id))].error.message})`);
+});

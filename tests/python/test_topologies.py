@@ -60,32 +60,41 @@ class Procs:
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 
+BOUNDS = [(0, 5460), (5461, 10922), (10923, 16383)]     # the slots of masters 0, 1, 2
+
+
+def start_cluster(procs, node_timeout_ms):
+    """Three masters on free loopback ports, BOUNDS their slots: the ports
+    and a plain connection to each, once every node says the cluster is ok."""
+    ports = [free_port() for _ in range(3)]
+    buses = [free_port() for _ in range(3)]
+    for i, port in enumerate(ports):
+        procs.start("n%d" % i, "--port", str(port), "--bind", "127.0.0.1",
+                    "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+                    "--cluster-port", str(buses[i]),
+                    "--cluster-node-timeout", str(node_timeout_ms))
+    nodes = [redis.Redis(port=port) for port in ports]
+    for n in nodes:
+        wait_for(n.ping, "a cluster node")
+    for n, (lo, hi) in zip(nodes, BOUNDS):
+        n.execute_command("CLUSTER ADDSLOTSRANGE", lo, hi)
+    for n in nodes[1:]:
+        n.execute_command("CLUSTER MEET", "127.0.0.1", ports[0], buses[0])
+
+    def ready(n):
+        info = n.execute_command("CLUSTER INFO")   # parsed into a dict
+        return info["cluster_state"] == "ok" and info["cluster_known_nodes"] == "3"
+    wait_for(lambda: all(ready(n) for n in nodes), "the cluster")
+    return ports, nodes
+
+
 class ClusterTest(unittest.TestCase):
     """A queue of 6 partitions over 3 masters: every call finds its job."""
 
     @classmethod
     def setUpClass(cls):
         cls.p = Procs()
-        cls.ports = [free_port() for _ in range(3)]
-        buses = [free_port() for _ in range(3)]
-        for i, port in enumerate(cls.ports):
-            cls.p.start("n%d" % i, "--port", str(port), "--bind", "127.0.0.1",
-                        "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-                        "--cluster-port", str(buses[i]),
-                        "--cluster-node-timeout", "2000")
-        nodes = [redis.Redis(port=port) for port in cls.ports]
-        for n in nodes:
-            wait_for(n.ping, "a cluster node")
-        bounds = [(0, 5460), (5461, 10922), (10923, 16383)]
-        for n, (lo, hi) in zip(nodes, bounds):
-            n.execute_command("CLUSTER ADDSLOTSRANGE", lo, hi)
-        for n in nodes[1:]:
-            n.execute_command("CLUSTER MEET", "127.0.0.1", cls.ports[0], buses[0])
-        def ready(n):
-            info = n.execute_command("CLUSTER INFO")   # parsed into a dict
-            return info["cluster_state"] == "ok" and info["cluster_known_nodes"] == "3"
-        wait_for(lambda: all(ready(n) for n in nodes), "the cluster")
-        cls.nodes = nodes
+        cls.ports, cls.nodes = start_cluster(cls.p, 2000)
 
     @classmethod
     def tearDownClass(cls):
@@ -135,6 +144,61 @@ class ClusterTest(unittest.TestCase):
             self.assertEqual(dq.enqueue("plain", "t", id="b"), "b")
             self.assertEqual(len(dq.enqueue_many("plain", [{"type": "t"}])), 1)
             self.assertEqual(dq.stats("plain").due, 3)
+
+
+class ClusterMasterDownTest(unittest.TestCase):
+    """3 masters without replicas, one killed: enqueue_many fails only the
+    jobs bound for it, and the others are written and said so."""
+
+    def setUp(self):
+        self.p = Procs()
+        # A node timeout past the test: the others keep taking writes.
+        self.ports, _ = start_cluster(self.p, 60000)
+
+    def tearDown(self):
+        self.p.stop()
+
+    def node_of(self, hashed):
+        """The master of the keys whose slot is from `hashed` (a key's hash
+        tag, or the whole key without one)."""
+        slot = delayq.keys.crc16(hashed.encode()) % 16384
+        return next(i for i, (lo, hi) in enumerate(BOUNDS) if lo <= slot <= hi)
+
+    def test_enqueue_many_fails_only_the_jobs_of_a_master_out_of_reach(self):
+        q, n = "orders", 12
+        with delayq.Client(cluster=True, nodes=["127.0.0.1:%d" % p for p in self.ports],
+                           connect_timeout_ms=1000) as dq:
+            dq.set_partitions(q, n)
+            dq.enqueue(q, "t", id="first", delay=60000)   # registered, count read
+            # The victim holds partitions, but neither the queue's meta nor
+            # the registry (a call needs both before it sends a job).
+            keep = {self.node_of(q), self.node_of(delayq.keys.registry_key("dq"))}
+            victim = next(i for i in range(3) if i not in keep)
+            on_victim = {p for p in range(n)
+                         if self.node_of(delayq.keys.tag(q, p, n)) == victim}
+            self.assertTrue(on_victim)
+            self.p.procs[victim].kill()
+            self.p.procs[victim].wait()
+            jobs = [{"type": "t", "id": "job:%d" % i, "delay": 60000} for i in range(60)]
+            got = dq.enqueue_many(q, jobs)
+            down = [j["id"] for j in jobs if delayq.keys.partition_of(j["id"], n) in on_victim]
+            self.assertTrue(0 < len(down) < 60, len(down))
+            for j, e in zip(jobs, got):
+                if j["id"] in down:
+                    self.assertIsInstance(e.error, delayq.ConnectError, j["id"])
+                    self.assertIn(str(self.ports[victim]), str(e.error))
+                else:
+                    self.assertTrue(e.ok, (j["id"], e.error))
+                    self.assertEqual(dq.show(q, j["id"]).type, "t")
+            # Again, after the slot map was read again: the same answer.
+            again = dq.enqueue_many(q, [{"type": "t", "id": down[0]},
+                                        {"type": "t", "id": "late", "delay": 60000}])
+            self.assertIsInstance(again[0].error, delayq.ConnectError)
+            if delayq.keys.partition_of("late", n) not in on_victim:
+                self.assertTrue(again[1].ok, again[1].error)
+            print("enqueue_many with a master down: %d jobs scheduled, %d refused (%s)"
+                  % (60 - len(down), len(down), got[jobs.index(next(
+                      j for j in jobs if j["id"] in down))].error), file=sys.stderr)
 
 
 class SentinelTest(unittest.TestCase):

@@ -152,7 +152,10 @@ class Client(Schedules):
             raise
         for r in replies:
             if isinstance(r, Exception):
-                raise translate(self.conn.o, r, name)
+                e = translate(self.conn.o, r, name)
+                if isinstance(e, errors.ConnectError):
+                    self._forget()
+                raise e
         return replies
 
     def _cmd(self, *args):
@@ -289,7 +292,10 @@ class Client(Schedules):
         or .error (a delayq.Error: jobs are independent, a refused one does
         not stop the rest).  Each job is checked before anything is sent
         (an expiry against its due time on this host's clock too), and
-        only the good ones are sent, as in libdelayq."""
+        only the good ones are sent, as in libdelayq.  On a cluster each
+        master answers for its own jobs: with one out of reach, the jobs
+        bound for it get a ConnectError (TimeoutError: they may have been
+        written) and the others are scheduled."""
         queue = keys.check_queue(queue)
         out, good = [], []
         for spec in jobs:
@@ -367,7 +373,12 @@ class Client(Schedules):
 
     def _enqueue_many_reply(self, queue, n, p, part, r, out):
         if isinstance(r, Exception):
-            e = RedisError("redis error in enqueue_many: %s" % r)
+            # On a cluster, a master out of reach fails only its own jobs:
+            # they were not written (or, on a timeout, may have been).
+            e = r if isinstance(r, errors.Error) else RedisError(
+                "redis error in enqueue_many: %s" % r)
+            if isinstance(e, errors.ConnectError):
+                self._forget()
             for i, _ in part:
                 out[i].error = e
             return

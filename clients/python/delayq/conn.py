@@ -147,6 +147,7 @@ class Conn:
         self.o = o
         self.r = open_redis(o)
         self.cluster = o.cluster
+        self.map_stale = False      # a master was out of reach: read the slots again
 
     def close(self):
         try:
@@ -229,7 +230,16 @@ class Conn:
         their keys, one round trip to each (redis-py 4.3's own cluster
         pipeline refuses EVALSHA).  A call that met MOVED, ASK, TRYAGAIN
         or CLUSTERDOWN ran nothing: the slot map is read again and those
-        calls are sent again, a few times."""
+        calls are sent again, a few times.  The masters answer on their
+        own: the calls of one out of reach get its delayq.ConnectError (or
+        TimeoutError) and the others their replies, as in libdelayq."""
+        if self.map_stale:
+            # Its replica may have been promoted since.
+            self.map_stale = False
+            try:
+                self.r.nodes_manager.initialize()
+            except Exception:
+                pass
         replies = [None] * len(batch)
         todo = list(range(len(batch)))
         for attempt in range(5):
@@ -238,11 +248,7 @@ class Conn:
                 node = self.r.get_node_from_key(batch[i][0][0])
                 groups.setdefault(node.name, (node, []))[1].append(i)
             for node, idx in groups.values():
-                p = node.redis_connection.pipeline(transaction=False)
-                for i in idx:
-                    keys, args = batch[i]
-                    p.evalsha(s.sha, len(keys), *keys, *args)
-                for i, rep in zip(idx, p.execute(raise_on_error=False)):
+                for i, rep in zip(idx, self._node_pipeline(node, s, [batch[i] for i in idx])):
                     replies[i] = rep
             todo = [i for i in todo if isinstance(replies[i], (rex.MovedError, rex.AskError,
                                                                 rex.TryAgainError,
@@ -252,6 +258,28 @@ class Conn:
             time.sleep(0.05 * (attempt + 1))
             self.r.nodes_manager.initialize()
         return replies
+
+    def _node_pipeline(self, node, s, calls):
+        """The replies of `calls` sent in one pipeline to the master `node`;
+        when it cannot be reached, its error for each (and its connections
+        closed, so that the next call connects again)."""
+        try:
+            p = node.redis_connection.pipeline(transaction=False)
+            for keys, args in calls:
+                p.evalsha(s.sha, len(keys), *keys, *args)
+            return p.execute(raise_on_error=False)
+        except (rex.ConnectionError, rex.TimeoutError, OSError) as e:
+            self.map_stale = True
+            try:
+                node.redis_connection.connection_pool.disconnect()
+            except Exception:
+                pass
+            if isinstance(e, rex.TimeoutError):
+                err = errors.TimeoutError("redis %s: %s timed out" % (node.name, s.name))
+            else:
+                err = errors.ConnectError("cannot connect to redis at %s: %s"
+                                          % (node.name, _strerror(e)))
+            return [err] * len(calls)
 
     def run_many(self, name, calls):
         """Pipeline the calls [(keys, args)] of one script: one round trip
@@ -282,7 +310,8 @@ class Conn:
                 if isinstance(rep, Exception) and _failover(rep):
                     raise rep
             if s.writes and self.o.durability == "replicated":
-                for k in {keys[0] for keys, _ in calls}:
+                for k in {c[0][0] for c, rep in zip(calls, replies)
+                          if not isinstance(rep, errors.Error)}:
                     self._wait(k)
             return replies
         return self._retrying(once, name)
