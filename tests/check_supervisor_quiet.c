@@ -65,7 +65,33 @@ static int notify_socket(char *path, size_t len)
     ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
     struct timeval tv = { 0, 20 * 1000 };
     ck_assert_int_eq(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv), 0);
+    int on = 1;
+    ck_assert_int_eq(setsockopt(fd, SOL_SOCKET, SO_TIMESTAMP, &on, sizeof on), 0);
     return fd;
+}
+
+/* One datagram from `fd` into buf (NUL-terminated), and *at_ms the time
+ * the kernel took it in (Unix ms): when the supervisor sent it, whenever
+ * this process gets to read it on a loaded machine. -1: none within the
+ * socket's timeout. */
+static ssize_t recv_stamped(int fd, char *buf, size_t len, int64_t *at_ms)
+{
+    char ctl[CMSG_SPACE(sizeof(struct timeval))];
+    struct iovec iov = { buf, len - 1 };
+    struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl,
+                        .msg_controllen = sizeof ctl };
+    ssize_t n = recvmsg(fd, &m, 0);
+    if (n < 0)
+        return -1;
+    buf[n] = '\0';
+    *at_ms = tu_now_ms();
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
+        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMP) {
+            struct timeval tv;
+            memcpy(&tv, CMSG_DATA(c), sizeof tv);
+            *at_ms = (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000;
+        }
+    return n;
 }
 
 /* What a window of a run showed. */
@@ -77,27 +103,27 @@ struct observed {
     char bad[1024];             /* the first such look */
 };
 
-/* Watch for `ms`: every datagram on `fd` (timing WATCHDOG=1), and the
- * supervisor's sockets every 100 ms.  `last_ping` carries over windows. */
+/* Watch for `ms`: every datagram on `fd` (timing WATCHDOG=1 by when it
+ * was sent), and the supervisor's sockets every 100 ms.  `last_ping`
+ * (Unix ms) carries over windows. */
 static void observe(int fd, pid_t sup, const int *ports, size_t nports, int ms,
                     struct observed *o, int64_t *last_ping)
 {
     int64_t end = tu_mono_ms() + ms, next_look = 0;
     while (tu_mono_ms() < end) {
         char buf[256];
-        ssize_t n = recv(fd, buf, sizeof buf - 1, 0);
-        int64_t now = tu_mono_ms();
-        if (n > 0) {
-            buf[n] = '\0';
-            if (strcmp(buf, "WATCHDOG=1") == 0) {
-                if (*last_ping && now - *last_ping > o->max_gap_ms)
-                    o->max_gap_ms = now - *last_ping;
-                *last_ping = now;
-                o->pings++;
-            }
+        int64_t at;
+        ssize_t n = recv_stamped(fd, buf, sizeof buf, &at);
+        if (n > 0 && strcmp(buf, "WATCHDOG=1") == 0) {
+            if (*last_ping && at - *last_ping > o->max_gap_ms)
+                o->max_gap_ms = at - *last_ping;
+            *last_ping = at;
+            o->pings++;
         }
-        if (*last_ping && now - *last_ping > o->max_gap_ms)
-            o->max_gap_ms = now - *last_ping;   /* a gap still open counts */
+        /* Nothing waiting: a gap still open counts. */
+        if (n < 0 && *last_ping && tu_now_ms() - *last_ping > o->max_gap_ms)
+            o->max_gap_ms = tu_now_ms() - *last_ping;
+        int64_t now = tu_mono_ms();
         if (now >= next_look) {
             struct sockets_seen seen;
             ps_look_at_sockets(sup, ports, nports, &seen);
