@@ -124,12 +124,13 @@ struct children_wait {
     size_t seen;
     const char *applied;        /* the log line of the last reload */
     int reloaded;               /* "reloaded" lines seen */
+    int64_t since;              /* seen == want from then on; 0: not */
 };
 
-/* The last configuration is in force and its children alone run. The
- * count alone passes through `want` while generations overlap, and a
- * slow machine (ASan, 2 cores, 200 workers) applies a reload seconds
- * after its SIGHUP. */
+/* The last configuration is in force and its children alone run, for a
+ * second. The count passes through `want` while generations overlap,
+ * and a slow machine (ASan, 2 cores, 200 workers) applies a reload
+ * seconds after its SIGHUP. */
 static int children_are(void *arg)
 {
     struct children_wait *w = arg;
@@ -138,7 +139,13 @@ static int children_are(void *arg)
     if (h_log_count(&H, w->applied) == 0)
         return 0;
     w->seen = tu_children(w->daemon, kids, NULL, 1024);
-    return w->seen == w->want;
+    if (w->seen != w->want) {
+        w->since = 0;
+        return 0;
+    }
+    if (w->since == 0)
+        w->since = tu_mono_ms();
+    return tu_mono_ms() - w->since >= 1000;
 }
 
 START_TEST(reloads_in_a_row_keep_every_worker)

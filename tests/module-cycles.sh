@@ -41,6 +41,7 @@ pairs=$(printf '%s\n' "$table" | awk '
     END { for (i in use) { split(use[i], u, " ");
               if ((u[2] in def) && def[u[2]] != u[1]) print u[1], def[u[2]] } }' | sort -u)
 npairs=$(printf '%s\n' "$pairs" | grep -c .)
+[ "$npairs" -gt 0 ] || { echo "nm read no module's symbols from the objects under src/" >&2; exit 99; }
 if ! out=$(printf '%s\n' "$pairs" | tsort 2>&1 >/dev/null) || [ -n "$out" ]; then
     echo "modules depend on each other in a loop:"
     echo "$out"
