@@ -294,8 +294,10 @@ class Client(Schedules):
         (an expiry against its due time on this host's clock too), and
         only the good ones are sent, as in libdelayq.  On a cluster each
         master answers for its own jobs: with one out of reach, the jobs
-        bound for it get a ConnectError (TimeoutError: they may have been
-        written) and the others are scheduled."""
+        bound for it get a ConnectError (TimeoutError when it stopped
+        answering; with either, a job sent before its connection broke may
+        have been written: give jobs ids to retry them safely) and the
+        others are scheduled."""
         queue = keys.check_queue(queue)
         out, good = [], []
         for spec in jobs:
@@ -373,8 +375,8 @@ class Client(Schedules):
 
     def _enqueue_many_reply(self, queue, n, p, part, r, out):
         if isinstance(r, Exception):
-            # On a cluster, a master out of reach fails only its own jobs:
-            # they were not written (or, on a timeout, may have been).
+            # On a cluster, a master out of reach fails only its own jobs
+            # (written only if its connection broke after they were sent).
             e = r if isinstance(r, errors.Error) else RedisError(
                 "redis error in enqueue_many: %s" % r)
             if isinstance(e, errors.ConnectError):

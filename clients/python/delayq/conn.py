@@ -3,6 +3,7 @@ the scripts: EVALSHA, SCRIPT LOAD and once more on NOSCRIPT, WAIT after
 writes under durability "replicated", and every failure as a delayq.Error
 with libdelayq's message.
 """
+import logging
 import os
 import re
 import ssl
@@ -134,6 +135,11 @@ def translate(o: Options, e, what):
     return errors.RedisError("redis error in %s: %s" % (what, e))
 
 
+# redis-py's ConnectionErrors that are not a node out of reach.
+_NOT_AN_OUTAGE = tuple(getattr(rex, n) for n in ("BusyLoadingError", "AuthenticationError",
+                                                 "AuthorizationError") if hasattr(rex, n))
+
+
 def _failover(e):
     return isinstance(e, (rex.ReadOnlyError, rex.BusyLoadingError)) or (
         isinstance(e, rex.ResponseError) and str(e).startswith(("READONLY", "MASTERDOWN",
@@ -148,6 +154,7 @@ class Conn:
         self.r = open_redis(o)
         self.cluster = o.cluster
         self.map_stale = False      # a master was out of reach: read the slots again
+        self.map_read_at = 0.0      # time.monotonic() of the last read
 
     def close(self):
         try:
@@ -233,13 +240,10 @@ class Conn:
         calls are sent again, a few times.  The masters answer on their
         own: the calls of one out of reach get its delayq.ConnectError (or
         TimeoutError) and the others their replies, as in libdelayq."""
-        if self.map_stale:
-            # Its replica may have been promoted since.
-            self.map_stale = False
-            try:
-                self.r.nodes_manager.initialize()
-            except Exception:
-                pass
+        if self.map_stale and time.monotonic() - self.map_read_at >= 1.0:
+            # Its replica may have been promoted since: read the map again,
+            # at most once a second while a master stays out of reach.
+            self._read_map()
         replies = [None] * len(batch)
         todo = list(range(len(batch)))
         for attempt in range(5):
@@ -256,18 +260,38 @@ class Conn:
             if not todo:
                 break
             time.sleep(0.05 * (attempt + 1))
-            self.r.nodes_manager.initialize()
+            self._read_map()
         return replies
+
+    def _read_map(self):
+        """The slot map read again; a node out of reach is tried and
+        passed over without redis-py logging its traceback."""
+        self.map_stale = False
+        self.map_read_at = time.monotonic()
+        lg = logging.getLogger("redis.cluster")
+        was = lg.disabled
+        lg.disabled = True
+        try:
+            self.r.nodes_manager.initialize()
+        except Exception:
+            pass        # the calls meet the old map's answers: MOVED, or a node down
+        finally:
+            lg.disabled = was
 
     def _node_pipeline(self, node, s, calls):
         """The replies of `calls` sent in one pipeline to the master `node`;
         when it cannot be reached, its error for each (and its connections
-        closed, so that the next call connects again)."""
+        closed, so that the next call connects again): ConnectError (when
+        the connection broke after they were sent, they may have run, as
+        in libdelayq), or TimeoutError when it stopped answering.  LOADING and refused credentials are the call's own errors,
+        raised as before (waited out, or AuthError)."""
         try:
             p = node.redis_connection.pipeline(transaction=False)
             for keys, args in calls:
                 p.evalsha(s.sha, len(keys), *keys, *args)
             return p.execute(raise_on_error=False)
+        except _NOT_AN_OUTAGE:
+            raise
         except (rex.ConnectionError, rex.TimeoutError, OSError) as e:
             self.map_stale = True
             try:
