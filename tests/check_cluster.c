@@ -1342,10 +1342,10 @@ static int outbox_holds(void *arg)
 }
 
 /*
- * The outbox relay over a cluster with a master down: the rows of the
- * partitions still up are applied (their jobs run) while the rows of the
- * partitions out of reach wait in the table, in order, and are applied
- * when the master is back.  The rows are written in one transaction, in
+ * The outbox relay over a cluster with a master down, or hung: the rows
+ * of the partitions still up are applied (their jobs run) while the rows
+ * of the partitions out of reach wait in the table, in order, and are
+ * applied when the master is back.  The rows are written in one transaction, in
  * this order: an add due in an hour on a partition out of reach, ten adds
  * on partitions up, the cancel of that first add, an add due now out of
  * reach, ten adds up; a relay that let the cancel pass before its add
@@ -1353,6 +1353,11 @@ static int outbox_holds(void *arg)
  */
 START_TEST(the_outbox_relay_holds_only_the_rows_of_a_partition_out_of_reach)
 {
+    /* _i 0: the master is killed, and started again; 1: it hangs (stopped
+     * with SIGSTOP: connections stay open, nothing answers past the
+     * command timeout), and goes on (SIGCONT). */
+    const bool hung = _i == 1;
+    const char *how = hung ? "hung" : "down";
     static struct pg_server pg;
     int rc = pg_start(&pg, H.fx.dir);
     if (rc == 1) {
@@ -1396,7 +1401,11 @@ START_TEST(the_outbox_relay_holds_only_the_rows_of_a_partition_out_of_reach)
     id_where(later, sizeof later, "out-later", down, &next);
     for (int i = 0; i < LIVE; i++)
         id_where(ups[i], sizeof ups[i], "up", live, &next);
-    cluster_fx_kill(&C, victim);
+    pid_t victim_pid = C.pid[victim];
+    if (hung)
+        ck_assert_int_eq(kill(victim_pid, SIGSTOP), 0);
+    else
+        cluster_fx_kill(&C, victim);
 
     char text[8000];
     size_t at = (size_t)snprintf(text, sizeof text,
@@ -1418,14 +1427,14 @@ START_TEST(the_outbox_relay_holds_only_the_rows_of_a_partition_out_of_reach)
 
     for (int i = 0; i < LIVE; i++)
         ck_assert_msg(h_wait_record(&H, ups[i], 1, 1, 15000) == 1,
-                      "job %s of a partition up did not run with a master down; log:\n%s",
-                      ups[i], h_log_tail(&H));
-    printf("outbox relay, a master down: the %d rows of the partitions up ran within "
-           "%lld ms\n", LIVE, (long long)(tu_mono_ms() - t0));
+                      "job %s of a partition up did not run with a master %s; log:\n%s",
+                      ups[i], how, h_log_tail(&H));
+    printf("outbox relay, a master %s: the %d rows of the partitions up ran within "
+           "%lld ms\n", how, LIVE, (long long)(tu_mono_ms() - t0));
     struct pg_left three = { &pg, 3 };
     ck_assert_msg(h_wait(5000, outbox_holds, &three) == 1,
-                  "the outbox holds %lld rows, not the 3 of the partition out of reach",
-                  pg_rows(&pg, "delayq_outbox"));
+                  "the outbox holds %lld rows, not the 3 of the partition out of reach; "
+                  "log:\n%s", pg_rows(&pg, "delayq_outbox"), h_log_tail(&H));
     ck_assert_int_eq(pg_rows(&pg, "delayq_outbox_dead"), 0);
     ck_assert_msg(h_log_count(&H, "of queue " H_QUEUE " is out of reach (") >= 1, "log:\n%s",
                   h_log_tail(&H));
@@ -1437,15 +1446,18 @@ START_TEST(the_outbox_relay_holds_only_the_rows_of_a_partition_out_of_reach)
     free(runs);
 
     char err[400];
-    ck_assert_msg(cluster_fx_restart_master(&C, victim, err, sizeof err) == 0, "%s", err);
+    if (hung)
+        ck_assert_int_eq(kill(victim_pid, SIGCONT), 0);
+    else
+        ck_assert_msg(cluster_fx_restart_master(&C, victim, err, sizeof err) == 0, "%s", err);
     t0 = tu_mono_ms();
     struct pg_left none = { &pg, 0 };
     ck_assert_msg(h_wait(30000, outbox_holds, &none) == 1,
                   "%lld rows still in the outbox after the master came back; log:\n%s",
                   pg_rows(&pg, "delayq_outbox"), h_log_tail(&H));
     ck_assert_msg(h_wait_record(&H, later, 1, 1, 15000) == 1, "log:\n%s", h_log_tail(&H));
-    printf("outbox relay, the master back: its rows applied and its job run within %lld ms\n",
-           (long long)(tu_mono_ms() - t0));
+    printf("outbox relay, the master %s back: its rows applied and its job run within "
+           "%lld ms\n", how, (long long)(tu_mono_ms() - t0));
     ck_assert_int_eq(pg_rows(&pg, "delayq_outbox_dead"), 0);
     ck_assert_msg(h_wait_log(&H, "answers again: its rows go on", 1, 5000) >= 1, "log:\n%s",
                   h_log_tail(&H));
@@ -1812,7 +1824,8 @@ int main(void)
     tcase_add_test(tc, the_dashboard_acts_on_the_partitions_still_up);
     tcase_add_test(tc, enqueue_many_with_a_master_down_fails_only_its_partitions_jobs);
 #ifdef HAVE_LIBPQ
-    tcase_add_test(tc, the_outbox_relay_holds_only_the_rows_of_a_partition_out_of_reach);
+    tcase_add_loop_test(tc, the_outbox_relay_holds_only_the_rows_of_a_partition_out_of_reach,
+                        0, 2);
 #else
     printf("SKIP: the outbox relay over a cluster: built without libpq\n");
 #endif

@@ -179,6 +179,15 @@ static int settle_enqueue(dq_client *c, struct relay_row *r, dq_status st)
     }
 }
 
+/* A status that says the row's master is out of reach: refused (down),
+ * or silent past the command timeout (hung, or cut off). A row that timed
+ * out may have been written; held and applied again, it finds its job
+ * (EXISTS: applied), since every row names its job. */
+static bool out_of_reach(dq_status st)
+{
+    return st == DQ_ERR_CONNECT || st == DQ_ERR_TIMEOUT;
+}
+
 /* Apply one add or replace alone, for its own status and message. */
 static int apply_one(struct apply_ctx *x, struct relay_row *r)
 {
@@ -187,7 +196,7 @@ static int apply_one(struct apply_ctx *x, struct relay_row *r)
     dq_enqueued out;
     fill_req(x->sc, r, &q);
     dq_status st = dq_enqueue(c, &q, &out);
-    if (st == DQ_ERR_CONNECT)
+    if (out_of_reach(st))
         return hold(x, r, dq_errmsg(c));
     int rc = settle_enqueue(c, r, st);
     if (rc == 0 && r->outcome == ROW_APPLIED && out.finished)
@@ -248,13 +257,14 @@ static int apply_run(struct apply_ctx *x, struct relay_row *rows, const size_t *
     for (size_t k = 0; k < n; k++)
         fill_req(x->sc, &rows[idx[k]], &reqs[k]);
     dq_status first = dq_enqueue_many(c, reqs, n, outs, sts);
-    if (first == DQ_ERR_NOMEM || (first == DQ_ERR_CONNECT && !x->defer)
-        || first == DQ_ERR_TIMEOUT || first == DQ_ERR_AUTH || !outage_is_each(first, sts, n))
+    if (first == DQ_ERR_NOMEM || (out_of_reach(first) && !x->defer)
+        || first == DQ_ERR_AUTH || !outage_is_each(first, sts, n))
         goto done;
     /* A cluster's masters answer on their own: the rows bound for one out
-     * of reach are held, the others' statuses are their own. */
+     * of reach (down, or hung past the command timeout) are held, the
+     * others' statuses are their own. */
     char why[RELAY_REASON_MAX];
-    snprintf(why, sizeof why, "%s", first == DQ_ERR_CONNECT ? dq_errmsg(c)
+    snprintf(why, sizeof why, "%s", out_of_reach(first) ? dq_errmsg(c)
                                     : "its master did not answer");
     for (size_t k = 0; k < n; k++) {
         struct relay_row *r = &rows[idx[k]];
@@ -264,7 +274,7 @@ static int apply_run(struct apply_ctx *x, struct relay_row *rows, const size_t *
             continue;
         }
         int held = x->defer && relay_defer_holds(x->defer, r->qname, r->part);
-        if (held || sts[k] == DQ_ERR_CONNECT) {
+        if (held || out_of_reach(sts[k])) {
             if (hold(x, r, held ? BEHIND_HELD : why) < 0
                 || applied_after(rows, idx, n, k, sts))
                 goto done;
@@ -289,6 +299,7 @@ static int apply_cancel(struct apply_ctx *x, struct relay_row *r)
     dq_status st = dq_cancel(c, r->queue, r->name);
     switch (st) {
     case DQ_ERR_CONNECT:
+    case DQ_ERR_TIMEOUT:
         return hold(x, r, dq_errmsg(c));
     case DQ_OK:
     case DQ_ERR_NOTFOUND:
