@@ -354,7 +354,7 @@ START_TEST(two_daemons_and_failures_lose_and_double_nothing)
     h_start(&d[1], 2);
     ck_assert_msg(h_wait(10000, either_leads, port) == 1, "no relay leads");
     int first = leads(port[0]) ? 0 : 1;
-    int64_t due_s = tu_now_ms() / 1000 + 7;
+    int64_t due_s = tu_now_ms() / 1000 + 9;
     fflush(NULL);
     pid_t writer = fork();
     ck_assert(writer >= 0);
@@ -386,18 +386,26 @@ START_TEST(two_daemons_and_failures_lose_and_double_nothing)
     ck_assert_msg(h_wait(20000, ob_outbox_empty, NULL) == 1, "rows left; log:\n%s",
                   h_log_tail(&d[other]));
     ck_assert_int_eq(ob_count_rows("written"), STEADY_JOBS);
-    /* Each in Redis once, before its time; then each runs once. */
-    dq_options opt;
-    dq_options_init(&opt);
-    opt.unix_path = sock;
-    char err[300];
-    dq_client *c = dq_connect(&opt, err, sizeof err, NULL);
-    ck_assert_msg(c != NULL, "%s", err);
-    dq_stats st;
-    ck_assert_int_eq(dq_stats_get(c, H_QUEUE, &st), DQ_OK);
-    ck_assert_int_eq(st.delayed, STEADY_JOBS);
-    dq_close(c);
-    int lost = 0, doubled = 0;
+    /* Each in Redis once and waiting, if its time has not come yet (on a
+     * loaded machine the faults above can outlast the delay); then each
+     * runs once, and none before its time. */
+    if (tu_now_ms() + 500 < due_s * 1000) {
+        dq_options opt;
+        dq_options_init(&opt);
+        opt.unix_path = sock;
+        char err[300];
+        dq_client *c = dq_connect(&opt, err, sizeof err, NULL);
+        ck_assert_msg(c != NULL, "%s", err);
+        dq_stats st;
+        ck_assert_int_eq(dq_stats_get(c, H_QUEUE, &st), DQ_OK);
+        if (tu_now_ms() < due_s * 1000)
+            ck_assert_int_eq(st.delayed, STEADY_JOBS);
+        dq_close(c);
+    } else {
+        fprintf(stderr, "outbox: the jobs were due before the relay was done; "
+                "their waiting count was not read\n");
+    }
+    int lost = 0, doubled = 0, early = 0;
     char id[32];
     ck_assert_int_eq(h_wait_record(&d[other], "s-999", 1, 1, 30000), 1);
     tu_sleep_ms(1000);
@@ -405,15 +413,18 @@ START_TEST(two_daemons_and_failures_lose_and_double_nothing)
     size_t n = h_records(&H, &r);
     for (int i = 0; i < STEADY_JOBS; i++) {
         snprintf(id, sizeof id, "s-%d", i);
-        int k = h_count(r, n, id, 0, NULL);
+        struct h_run first;
+        int k = h_count(r, n, id, 0, &first);
         lost += k == 0;
         doubled += k > 1;
+        early += k > 0 && first.ms < due_s * 1000;
     }
     free(r);
     fprintf(stderr, "outbox: two daemons, a takeover, PostgreSQL and Redis restarted: %d "
-            "jobs, %d lost, %d run twice\n", STEADY_JOBS, lost, doubled);
+            "jobs, %d lost, %d run twice, %d run early\n", STEADY_JOBS, lost, doubled, early);
     ck_assert_int_eq(lost, 0);
     ck_assert_int_eq(doubled, 0);
+    ck_assert_int_eq(early, 0);
     ck_assert_int_eq(ob_count_rows("delayq_outbox_dead"), 0);
     ck_assert_int_eq(h_stop(&d[other], 10000), 0);
     tu_stop_process(redis, 5000);
