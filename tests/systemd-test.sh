@@ -234,11 +234,20 @@ EOF
 }
 
 # True once unshare has forked the namespace's PID 1; sets init to its
-# host pid.  (A /proc file's size is 0: read it, no test -s.)
+# host pid.  (A /proc file's size is 0: read it, no test -s.)  Until the
+# subshell that becomes unshare has exec'd it, its children are its own
+# (mkdir): a child counts only once it is in a PID namespace of its own.
 ns_init_known() {
+    local own
     init=$(cat "/proc/$unshare_pid/task/$unshare_pid/children" 2>/dev/null) || init=
     init=${init%% *}
-    [ -n "$init" ]
+    [ -n "$init" ] || return 1
+    own=$(readlink /proc/self/ns/pid)
+    if [ "$(readlink "/proc/$init/ns/pid" 2>/dev/null)" = "$own" ] \
+        || [ -z "$(readlink "/proc/$init/ns/pid" 2>/dev/null)" ]; then
+        init=
+        return 1
+    fi
 }
 
 # True once the booted systemd has finished starting up; sets state.
