@@ -170,9 +170,13 @@ test('a master out of reach fails only the enqueueMany jobs bound for it', async
   for (const [k, j] of jobs.entries()) {
     if (down.includes(j.id)) {
       assert.strictEqual(res[k].error && res[k].error.code, 'connect', `${j.id}: ${JSON.stringify(res[k])}`);
+      assert.match(res[k].error.message, new RegExp(`127\\.0\\.0\\.1:${masters[victim].port}\\b`),
+        `${j.id}: the error names the master down`);
     } else {
       assert.strictEqual(res[k].id, j.id, `${j.id}: ${res[k].error}`);
-      assert.strictEqual((await dq.show(q, j.id)).type, 't');
+      const shown = await dq.show(q, j.id).catch((e) => e);
+      assert.strictEqual(shown.type, 't', `${j.id} (partition ${K.partitionOf(j.id, n)} on master ` +
+        `${nodeOf(`dq:{${q}:${K.partitionOf(j.id, n)}}:jobs`)}, master ${victim} down): ${shown.message}`);
     }
   }
   console.error(`enqueueMany with a master down: ${60 - down.length} jobs scheduled, ${down.length} ` +

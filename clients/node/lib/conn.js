@@ -235,11 +235,21 @@ class Conn {
   }
 
   nodeOf(key) {
-    const slot = keySlot(key);
-    const slots = this.redis.slots[slot];
-    const addr = slots && slots[0];
-    const node = addr && this.redis.connectionPool.getInstanceByKey(addr);
-    return node || this.redis.nodes('master')[0];
+    return this.liveNodeOf(key) || this.redis.nodes('master')[0];
+  }
+
+  // The address ("host:port") of the master that holds `key`'s slot by
+  // the client's map, or '' when the map has none.
+  ownerOf(key) {
+    const slots = this.redis.slots[keySlot(key)];
+    return (slots && slots[0]) || '';
+  }
+
+  // The connection to the master that holds `key`'s slot, or null when the
+  // client has none (its master's connection closed: out of reach).
+  liveNodeOf(key) {
+    const addr = this.ownerOf(key);
+    return (addr && this.redis.connectionPool.getInstanceByKey(addr)) || null;
   }
 
   // Run many calls of script `name` ({keys, args} each), one pipeline per
@@ -247,18 +257,23 @@ class Conn {
   // the end of each under replicated durability.  Returns one entry per
   // call: the reply, or a DelayqError.  A master that lost the script
   // (NOSCRIPT) has it loaded and its calls sent again in one pipeline; on
-  // a cluster, calls whose slot moved are sent again one by one.
+  // a cluster, calls whose slot moved, or whose master the client has no
+  // connection to, are sent again one by one (resendAlone).
   async pipelineScripts(name, calls) {
     const s = script(name);
     await this.ready();
     const groups = new Map();
+    const again = [];
     calls.forEach((c, i) => {
-      const node = this.o.cluster ? this.nodeOf(c.keys[0]) : this.redis;
+      const node = this.o.cluster ? this.liveNodeOf(c.keys[0]) : this.redis;
+      if (!node) {
+        again.push(i);
+        return;
+      }
       if (!groups.has(node)) groups.set(node, []);
       groups.get(node).push(i);
     });
     const out = new Array(calls.length);
-    const again = [];
     await Promise.all([...groups].map(async ([node, idx]) => {
       for (let loads = 0; idx.length; loads++) {
         const noscript = await this.pipelineOn(node, s, calls, idx, out, again);
@@ -276,14 +291,40 @@ class Conn {
         idx = noscript;
       }
     }));
-    for (const i of again) {
+    await this.resendAlone(name, calls, again, out);
+    return out;
+  }
+
+  // Sends the calls `idx` one at a time, routed by the cluster client
+  // (which follows MOVED and ASK).  A master that fails one with connect
+  // or timeout is out of reach: the rest of its calls get that error,
+  // naming it, unsent, as libdelayq and the Python client answer per
+  // master (sending each would wait out the redirections, about 200 ms a
+  // call, for a master that is down).
+  async resendAlone(name, calls, idx, out) {
+    const down = new Map();   // a master's address -> its calls' error
+    for (const i of idx) {
+      const addr = this.o.cluster ? this.ownerOf(calls[i].keys[0]) : '';
+      if (down.has(addr)) {
+        out[i] = down.get(addr);
+        continue;
+      }
       try {
         out[i] = await this.evalScript(name, calls[i].keys, calls[i].args);
       } catch (e) {
-        out[i] = e;
+        out[i] = addr ? this.masterError(addr, e) : e;
+        if (out[i] !== e) down.set(addr, out[i]);
       }
     }
-    return out;
+  }
+
+  // A cluster call's error `e` (a DelayqError) when it says that the
+  // master at `addr` is out of reach (connect or timeout): the same code,
+  // the message naming that master (the client's own address names the
+  // seeds it was given).  Any other error as it is.
+  masterError(addr, e) {
+    if (!(e instanceof DelayqError) || (e.code !== 'connect' && e.code !== 'timeout')) return e;
+    return fail(e.code, `redis master ${addr} out of reach (${e.message})`);
   }
 
   // One pipeline of the calls `idx` on `node`: fills out[] and again[]
@@ -292,11 +333,15 @@ class Conn {
     const p = node.pipeline();
     for (const i of idx) p.callBuffer('EVALSHA', s.sha, calls[i].keys.length, ...calls[i].keys, ...calls[i].args);
     if (this.waits(s)) p.callBuffer('WAIT', 1, this.o.replicationTimeout);
+    // A connection's failure names this master on a cluster.
+    const here = this.o.cluster ? `${node.options.host}:${node.options.port}` : '';
+    const failed = (e) => (here ? this.masterError(here, this.error(e, s.name)) : this.error(e, s.name));
     let res;
     try {
       res = await p.exec();
     } catch (e) {
-      for (const i of idx) out[i] = this.error(e, s.name);
+      const err = failed(e);
+      for (const i of idx) out[i] = err;
       return [];
     }
     let waitErr = null;
@@ -310,7 +355,7 @@ class Conn {
       const m = err ? err.message : '';
       if (/^NOSCRIPT/.test(m)) noscript.push(i);
       else if (/^(MOVED|ASK|TRYAGAIN|READONLY|MASTERDOWN|LOADING)/.test(m)) again.push(i);
-      else if (err) out[i] = this.error(err, s.name);
+      else if (err) out[i] = failed(err);
       else out[i] = waitErr || val;
     });
     return noscript;
