@@ -43,15 +43,26 @@ class Procs:
     def __init__(self):
         self.tmp = tempfile.mkdtemp(prefix="pytopo.")
         self.procs = []
+        self.args = []
 
     def start(self, name, *args):
         d = os.path.join(self.tmp, name)
         os.mkdir(d)
-        p = subprocess.Popen([SERVER] + list(args) + ["--dir", d, "--save", "",
-                                                       "--appendonly", "no"],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=d)
-        self.procs.append(p)
+        self.procs.append(self._run(d, args))
+        self.args.append(args)
         return d
+
+    def restart(self, i, *extra):
+        """Server i started again (after it exited) in its directory, with
+        its arguments and `extra`."""
+        d = os.path.dirname(os.path.join(self.tmp, "n%d" % i, ""))
+        self.procs[i] = self._run(d, self.args[i] + extra)
+
+    @staticmethod
+    def _run(d, args):
+        return subprocess.Popen([SERVER] + list(args) + ["--dir", d, "--save", "",
+                                                          "--appendonly", "no"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=d)
 
     def stop(self):
         for p in self.procs:
@@ -199,6 +210,66 @@ class ClusterMasterDownTest(unittest.TestCase):
             print("enqueue_many with a master down: %d jobs scheduled, %d refused (%s)"
                   % (60 - len(down), len(down), got[jobs.index(next(
                       j for j in jobs if j["id"] in down))].error), file=sys.stderr)
+
+
+class ClusterMasterLoadingTest(unittest.TestCase):
+    """3 masters, one restarted and still loading its data (it answers
+    LOADING): enqueue_many waits for it, and the jobs the others took are
+    not sent again (generated ids would be added twice)."""
+
+    def setUp(self):
+        self.p = Procs()
+        self.ports, self.nodes = start_cluster(self.p, 60000)
+
+    def tearDown(self):
+        self.p.stop()
+
+    def test_enqueue_many_waits_for_a_loading_master_and_adds_each_job_once(self):
+        q, n, jobs = "orders", 12, 60
+        node_of = ClusterMasterDownTest.node_of
+        with delayq.Client(cluster=True, nodes=["127.0.0.1:%d" % p for p in self.ports],
+                           connect_timeout_ms=20000) as dq:
+            dq.set_partitions(q, n)
+            dq.enqueue(q, "t", id="first", delay=60000)   # registered, count read
+            keep = {node_of(self, q), node_of(self, delayq.keys.registry_key("dq"))}
+            victim = next(i for i in range(3) if i not in keep)
+            self.assertTrue(any(node_of(self, delayq.keys.tag(q, p, n)) == victim
+                                for p in range(n)))
+            # Data of its own for the victim to load, about 4 s at 100 us a
+            # key (clients answered LOADING every 1 KiB read): keys of a
+            # hash tag of its slots.
+            tag = next(t for t in ("f%d" % k for k in range(100)) if node_of(self, t) == victim)
+            v = self.nodes[victim]
+            for c in range(0, 20000, 1000):
+                v.mset({"{%s}:%d" % (tag, k): "x" for k in range(c, c + 1000)})
+            v.execute_command("SAVE")
+            v.close()
+            self.p.procs[victim].kill()
+            self.p.procs[victim].wait()
+            self.p.restart(victim, "--key-load-delay", "100",
+                           "--loading-process-events-interval-bytes", "1024")
+            raw = redis.Redis(port=self.ports[victim])
+
+            def loading():
+                try:
+                    raw.ping()
+                except redis.exceptions.BusyLoadingError:
+                    return True
+                self.fail("the victim answered before it was seen loading")
+            wait_for(loading, "the victim answering LOADING")
+            t0 = time.monotonic()
+            got = dq.enqueue_many(q, [{"type": "t", "delay": 60000} for _ in range(jobs)])
+            took = time.monotonic() - t0
+            for e in got:
+                self.assertTrue(e.ok, e.error)
+            self.assertEqual(len({e.id for e in got}), jobs)
+            on_victim = sum(1 for e in got
+                            if node_of(self, delayq.keys.tag(q, int(e.id) % n, n)) == victim)
+            self.assertTrue(0 < on_victim < jobs, on_victim)
+            # Each job once in the queue: the others' calls were not sent again.
+            self.assertEqual(dq.stats(q).delayed, jobs + 1)
+            print("enqueue_many with a master loading: %d jobs, %d of them for it, added once "
+                  "each in %.1f s" % (jobs, on_victim, took), file=sys.stderr)
 
 
 class SentinelTest(unittest.TestCase):

@@ -135,9 +135,20 @@ def translate(o: Options, e, what):
     return errors.RedisError("redis error in %s: %s" % (what, e))
 
 
-# redis-py's ConnectionErrors that are not a node out of reach.
-_NOT_AN_OUTAGE = tuple(getattr(rex, n) for n in ("BusyLoadingError", "AuthenticationError",
-                                                 "AuthorizationError") if hasattr(rex, n))
+# redis-py's ConnectionErrors that are not a node out of reach: refused
+# credentials (the call's own error) and LOADING (each call's, waited out).
+_REFUSED = tuple(getattr(rex, n) for n in ("AuthenticationError", "AuthorizationError")
+                 if hasattr(rex, n))
+
+
+def _failover_reply(rep):
+    """A pipelined call's reply that says it ran nothing on a replica, a
+    server still loading, or a cluster node that does not serve its slot
+    yet (a master restarted answers CLUSTERDOWN until it has met the
+    others)."""
+    return isinstance(rep, Exception) and not isinstance(rep, errors.Error) and (
+        _failover(rep) or isinstance(rep, rex.ClusterDownError)
+        or str(rep).startswith("CLUSTERDOWN"))
 
 
 def _failover(e):
@@ -283,15 +294,20 @@ class Conn:
         when it cannot be reached, its error for each (and its connections
         closed, so that the next call connects again): ConnectError (when
         the connection broke after they were sent, they may have run, as
-        in libdelayq), or TimeoutError when it stopped answering.  LOADING and refused credentials are the call's own errors,
-        raised as before (waited out, or AuthError)."""
+        in libdelayq), or TimeoutError when it stopped answering; LOADING
+        (its data still loading) for each, sent again by run_many.  Refused
+        credentials are the call's own error, raised (AuthError)."""
         try:
             p = node.redis_connection.pipeline(transaction=False)
             for keys, args in calls:
                 p.evalsha(s.sha, len(keys), *keys, *args)
             return p.execute(raise_on_error=False)
-        except _NOT_AN_OUTAGE:
+        except _REFUSED:
             raise
+        except rex.BusyLoadingError as e:
+            # redis-py raises a LOADING reply out of the pipeline: each
+            # call's reply, so that only this master's are sent again.
+            return [e] * len(calls)
         except (rex.ConnectionError, rex.TimeoutError, OSError) as e:
             self.map_stale = True
             try:
@@ -309,33 +325,70 @@ class Conn:
         """Pipeline the calls [(keys, args)] of one script: one round trip
         (per master, in a cluster); the scripts missing after a restart are
         loaded and those calls sent again.  Returns the replies, an error
-        reply as a redis-py exception object."""
+        reply as a redis-py exception object.  A READONLY, MASTERDOWN,
+        LOADING or CLUSTERDOWN reply ran nothing: the calls are sent again after a
+        backoff, for up to the connect timeout.  On a single server (or
+        Sentinel's master) that is the whole batch, as its server changed
+        under it; on a cluster only the calls that got one, as the other
+        masters ran theirs (sent again, their jobs of generated ids would
+        be added twice); after the timeout those get a delayq.ConnectError."""
         s = _scripts.get(name)
+        if not self.cluster:
+            def once():
+                replies = self._send_loaded(s, calls)
+                for rep in replies:
+                    if _failover_reply(rep):
+                        raise rep
+                self._wait_written(s, calls, replies)
+                return replies
+            return self._retrying(once, name)
+        replies = self._retrying(lambda: self._send_loaded(s, calls), name)
+        waited, backoff = 0, 100
+        pending = [i for i, rep in enumerate(replies) if _failover_reply(rep)]
+        while pending:
+            if waited >= self.o.connect_timeout_ms:
+                for i in pending:
+                    replies[i] = errors.ConnectError("redis %s: %s (no master within %d ms)"
+                                                     % (self.o.address(), replies[i], waited))
+                break
+            # The slot map read again first: a replica may be promoted.
+            self.map_stale, self.map_read_at = True, 0.0
+            time.sleep(backoff / 1000.0)
+            waited += backoff
+            backoff = min(backoff * 2, 2000)
+            again = self._retrying(lambda: self._send_loaded(s, [calls[i] for i in pending]),
+                                   name)
+            for i, rep in zip(pending, again):
+                replies[i] = rep
+            pending = [i for i in pending if _failover_reply(replies[i])]
+        self._retrying(lambda: self._wait_written(s, calls, replies), "WAIT")
+        return replies
 
-        def send(batch):
-            if self.cluster:
-                return self._send_by_node(s, batch)
-            p = self.r.pipeline(transaction=False)
-            for keys, args in batch:
-                p.evalsha(s.sha, len(keys), *keys, *args)
-            return p.execute(raise_on_error=False)
+    def _wait_written(self, s, calls, replies):
+        """Under durability "replicated", WAIT on each server that ran a
+        call of a script that writes."""
+        if s.writes and self.o.durability == "replicated":
+            for k in {c[0][0] for c, rep in zip(calls, replies) if not isinstance(rep, Exception)}:
+                self._wait(k)
 
-        def once():
-            replies = send(calls)
-            missing = [i for i, rep in enumerate(replies) if isinstance(rep, rex.NoScriptError)
-                       or (isinstance(rep, rex.ResponseError) and str(rep).startswith("NOSCRIPT"))]
-            if missing:
-                for k in {calls[i][0][0] for i in missing}:
-                    self._load(s, k)
-                again = send([calls[i] for i in missing])
-                for i, rep in zip(missing, again):
-                    replies[i] = rep
-            for rep in replies:
-                if isinstance(rep, Exception) and _failover(rep):
-                    raise rep
-            if s.writes and self.o.durability == "replicated":
-                for k in {c[0][0] for c, rep in zip(calls, replies)
-                          if not isinstance(rep, errors.Error)}:
-                    self._wait(k)
-            return replies
-        return self._retrying(once, name)
+    def _send_loaded(self, s, batch):
+        """The replies of one pipeline of `batch` (per master, in a
+        cluster), the calls refused with NOSCRIPT sent again once their
+        master has the script."""
+        replies = self._send(s, batch)
+        missing = [i for i, rep in enumerate(replies) if isinstance(rep, rex.NoScriptError)
+                   or (isinstance(rep, rex.ResponseError) and str(rep).startswith("NOSCRIPT"))]
+        if missing:
+            for k in {batch[i][0][0] for i in missing}:
+                self._load(s, k)
+            for i, rep in zip(missing, self._send(s, [batch[i] for i in missing])):
+                replies[i] = rep
+        return replies
+
+    def _send(self, s, batch):
+        if self.cluster:
+            return self._send_by_node(s, batch)
+        p = self.r.pipeline(transaction=False)
+        for keys, args in batch:
+            p.evalsha(s.sha, len(keys), *keys, *args)
+        return p.execute(raise_on_error=False)
