@@ -1,4 +1,5 @@
 #include "daemon/slots.h"
+#include "util/clock.h"
 
 #include <stddef.h>
 #include <stdio.h>
@@ -97,9 +98,7 @@ int slot_read_job(const struct worker_slot *s, struct slot_job *out)
 
 int64_t slots_now_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return clock_mono_ms();
 }
 
 int64_t slots_now_us(void)

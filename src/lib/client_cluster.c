@@ -16,6 +16,7 @@
 #include "redis/cluster_policy.h"
 #include "redis/redis_io.h"
 #include "lib/scripts.h"
+#include "util/clock.h"
 
 /* A master's connection: the client's settings with this node's address
  * (a shallow copy: only host is ours).  On the heap, because the TLS state
@@ -291,13 +292,6 @@ struct route {
     int backoff_ms, waited_ms;
 };
 
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Note a reason to wait before the next round. */
 static void route_pause(struct route *rt, dq_status st, const char *addr, const char *why)
 {
@@ -515,7 +509,7 @@ static dq_status route_round(struct route *rt)
         if (node < 0 || node == CLUSTER_NO_NODE)
             continue;
         dq_status st;
-        int64_t t0 = mono_ms();
+        int64_t t0 = clock_mono_ms();
         struct cluster_link *l = link_get(c, (unsigned)node, &st);
         if (!l && (st == DQ_ERR_AUTH || st == DQ_ERR_NOMEM))
             return st;
@@ -524,7 +518,7 @@ static dq_status route_round(struct route *rt)
          * connect timeout as the pauses do, so that the call gives up
          * after about one such try rather than after every pause's. */
         if (!l)
-            rt->waited_ms += (int)(mono_ms() - t0);
+            rt->waited_ms += (int)(clock_mono_ms() - t0);
         if (l && route_write(rt, l, (unsigned)node) >= 0)
             st = route_read(rt, l, (unsigned)node);
         else if (l) {

@@ -12,12 +12,11 @@
 #include "daemon/log.h"
 #include "redis/redis_io.h"
 #include "redis/sentinel.h"
+#include "util/clock.h"
 
 int64_t rcluster_now_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return clock_mono_ms();
 }
 
 void rcluster_arm(struct event *ev, int ms)

@@ -3,6 +3,7 @@
  */
 #include "redis/sentinel.h"
 #include "redis/redis_io.h"
+#include "util/clock.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -271,13 +272,6 @@ int sentinel_locate(struct sentinel *s, struct redis_conn_opts *conn, char *err,
     return master == 1 ? changed : -1;
 }
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void sleep_ms(int ms)
 {
     struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
@@ -288,7 +282,7 @@ static void sleep_ms(int ms)
 redisContext *sentinel_connect(struct sentinel *s, struct redis_conn_opts *conn,
                                dq_status *st, char *err, size_t errlen)
 {
-    int64_t deadline = now_ms() + conn->connect_timeout_ms;
+    int64_t deadline = clock_mono_ms() + conn->connect_timeout_ms;
     int wait_ms = REDIS_CONN_BACKOFF_MIN_MS;
     for (;;) {
         redisContext *rc = NULL;
@@ -304,7 +298,7 @@ redisContext *sentinel_connect(struct sentinel *s, struct redis_conn_opts *conn,
          * no memory will not get better. */
         if (*st == DQ_ERR_AUTH || *st == DQ_ERR_NOMEM)
             return NULL;
-        int64_t left = deadline - now_ms();
+        int64_t left = deadline - clock_mono_ms();
         if (left <= 0) {
             *st = DQ_ERR_CONNECT;
             return NULL;

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "daemon/log.h"
+#include "util/clock.h"
 
 /* One connection evhttp accepted. */
 struct conn {
@@ -35,13 +36,6 @@ struct http_conns {
     struct conn *conns[HTTP_CONNS_HARD_MAX + 1];     /* n <= twice the cap (make_room) */
     int n;
 };
-
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 struct http_conns *http_conns_new(struct event_base *base)
 {
@@ -148,7 +142,7 @@ static void count_closed(struct http_conns *t, int kind, const char *peer)
 {
     int64_t *n[] = { &t->late, &t->displaced, &t->refused };
     (*n[kind])++;
-    int64_t now = mono_ms();
+    int64_t now = clock_mono_ms();
     if (t->logged_ms && now - t->logged_ms < 60000)
         return;
     log_warn("admin: connections closed since the last line: %lld past "
@@ -183,7 +177,7 @@ static void await_request(struct conn *c)
     struct timeval tv = { (time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000 };
     c->answering = 0;
     c->dashboard = 0;
-    c->since_ms = mono_ms();
+    c->since_ms = clock_mono_ms();
     c->order = c->t->next_order++;
     if (evtimer_add(c->deadline, &tv) < 0)
         log_warn("admin: cannot arm a request deadline: %s", strerror(errno));
@@ -228,7 +222,7 @@ static int room_in(struct http_conns *t, struct conn *c, const char *peer, int c
                    const char *why)
 {
     int hard = 2 * cap < HTTP_CONNS_HARD_MAX ? 2 * cap : HTTP_CONNS_HARD_MAX;
-    int64_t now = mono_ms();
+    int64_t now = clock_mono_ms();
     for (int n = count_of(t, peer, 0); n > cap; n = count_of(t, peer, 0)) {
         struct conn *old = oldest_waiting(t, peer, c);
         if (old && now - old->since_ms >= HTTP_CONNS_GRACE_MS)

@@ -27,6 +27,7 @@
 #include "daemon/admin/ui_pages.h"
 #include "daemon/admin/ui_throttle.h"
 #include "daemon/log.h"
+#include "util/clock.h"
 
 #define UI_SEGMENT_LEN 1024
 
@@ -81,13 +82,6 @@ void ui_connection_closed(struct ui *u, struct evhttp_connection *evcon)
             x->detached = 1;
         x->evcon = NULL;
     }
-}
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* A short plain-text answer (errors the router gives itself). */
@@ -266,7 +260,7 @@ static void login_failed(struct ui_ctx *x, const char *how, int refused)
     char addr[64];
     client_addr(x, addr, sizeof addr);
     struct ui_throttle_report rep;
-    ui_throttle_failed(x->u->throttle, addr, refused, now_ms(), &rep);
+    ui_throttle_failed(x->u->throttle, addr, refused, clock_mono_ms(), &rep);
     if (!rep.log)
         return;
     log_warn("dashboard: %lld failed login%s from %s (last by %s; %lld refused unchecked "
@@ -281,7 +275,7 @@ static int throttled(struct ui_ctx *x, const char *how)
 {
     char addr[64];
     client_addr(x, addr, sizeof addr);
-    int64_t wait = ui_throttle_wait(x->u->throttle, addr, now_ms());
+    int64_t wait = ui_throttle_wait(x->u->throttle, addr, clock_mono_ms());
     if (wait <= 0)
         return 0;
     login_failed(x, how, 1);
@@ -314,7 +308,7 @@ static void do_login(struct ui_ctx *x)
         snprintf(secret, sizeof secret, "%s:%s", user, pass);
     char cookie[160];
     int given = secret[0] != '\0';
-    int ok = given && ui_auth_login(x->u->auth, secret, now_ms(), cookie,
+    int ok = given && ui_auth_login(x->u->auth, secret, clock_mono_ms(), cookie,
                                     sizeof cookie) == 0;
     explicit_bzero(secret, sizeof secret);
     if (ok)
@@ -442,7 +436,7 @@ static void route(struct ui_ctx *x)
  * wrong one counts as a failed login. */
 static int authenticated(struct ui_ctx *x)
 {
-    if (ui_auth_session(x->u->auth, x->req, now_ms()))
+    if (ui_auth_session(x->u->auth, x->req, clock_mono_ms()))
         return 1;
     const char *h = evhttp_find_header(evhttp_request_get_input_headers(x->req),
                                        "Authorization");
