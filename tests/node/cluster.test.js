@@ -181,4 +181,25 @@ test('a master out of reach fails only the enqueueMany jobs bound for it', async
   }
   console.error(`enqueueMany with a master down: ${60 - down.length} jobs scheduled, ${down.length} ` +
     `refused in ${took} ms (${res[jobs.findIndex((j) => down.includes(j.id))].error.message})`);
+  // The same under durability "replicated", where each master's calls are
+  // followed by a WAIT on its own connection: the victim's jobs fail with
+  // connect, naming it (not with a MOVED from another master); the others
+  // were written and fail the WAIT, as these masters have no replica.
+  const rdq = new Client({ cluster: true, nodes: [{ host: '127.0.0.1', port: masters[(victim + 1) % 3].port }],
+    durability: 'replicated', replicationTimeout: 100 });
+  try {
+    const rres = await rdq.enqueueMany(jobs.map((j) => ({ ...j, id: `r${j.id}` })));
+    for (const [k, j] of jobs.entries()) {
+      const e = rres[k].error;
+      if (onVictim.has(K.partitionOf(`r${j.id}`, n))) {
+        assert.strictEqual(e && e.code, 'connect', `r${j.id}: ${JSON.stringify(rres[k])} ${e && e.message}`);
+        assert.match(e.message, new RegExp(`127\\.0\\.0\\.1:${masters[victim].port}\\b`));
+      } else {
+        assert.strictEqual(e && e.code, 'timeout', `r${j.id}: ${JSON.stringify(rres[k])} ${e && e.message}`);
+        assert.match(e.message, /not replicated/);
+      }
+    }
+  } finally {
+    await rdq.close();
+  }
 });

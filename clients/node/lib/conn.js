@@ -31,6 +31,15 @@ function isReplyError(e) {
   return e && e.name === 'ReplyError';
 }
 
+// `p`, or a rejection "not ready within MS ms" once `ms` have passed.
+function bounded(p, ms) {
+  let timer;
+  const late = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`not ready within ${ms} ms`)), ms);
+  });
+  return Promise.race([p, late]).finally(() => clearTimeout(timer));
+}
+
 class Conn {
   // `o`: the normalized options of client.js (host, port, path, db, user,
   // password, tls, sentinel, cluster, nodes, connectTimeout,
@@ -65,8 +74,12 @@ class Conn {
       // The cluster keeps its offline queue: it rejects a command for a
       // node still connecting otherwise, its own ready check included.
       // No retry strategy: a cluster that cannot be reached fails the call.
+      // No ready check: ioredis asks a node at random for CLUSTER INFO and,
+      // when that node is a master down, connects again and never settles
+      // the connect; the calls find out about each master themselves.
       r = new Redis.Cluster(o.nodes, {
         lazyConnect: true,
+        enableReadyCheck: false,
         clusterRetryStrategy: () => null,
         redisOptions: { ...common, lazyConnect: false, enableOfflineQueue: true, db: 0 },
         maxRedirections: 16,
@@ -110,17 +123,26 @@ class Conn {
     if (this.closed) throw fail('connect', `redis ${this.addr}: the client is closed`);
     const status = this.redis.status;
     if (status === 'ready') return;
+    // ioredis can leave a connect unsettled for good (a cluster's ready
+    // check that meets a master down, then reconnects): the wait is
+    // bounded by the connect timeout, and a second more.
+    const limit = this.o.connectTimeout + 1000;
     if (status === 'connecting' || status === 'connect' || status === 'reconnecting') {
-      await new Promise((resolve) => {
-        const done = () => { this.redis.off('ready', done); this.redis.off('end', done); resolve(); };
+      let done;
+      await bounded(new Promise((resolve) => {
+        done = () => { this.redis.off('ready', done); this.redis.off('end', done); resolve(); };
         this.redis.on('ready', done);
         this.redis.on('end', done);
+      }), limit).catch((e) => {
+        this.redis.off('ready', done);
+        this.redis.off('end', done);
+        this.lastError = e;
       });
       if (this.redis.status === 'ready') return;
     } else {
       this.lastError = null;
       try {
-        await this.redis.connect();
+        await bounded(this.redis.connect(), limit);
       } catch (e) {
         this.lastError = this.lastError || e;
       }
@@ -234,8 +256,17 @@ class Conn {
     return this.nodeOf(key).pipeline();
   }
 
+  // The connection to the master that holds `key`'s slot: the pool's, or
+  // a new one to the address the map names (a connection the pool dropped
+  // is made again, and one to a master down then fails with connect, not
+  // with a MOVED from another master); any master when the map has none.
   nodeOf(key) {
-    return this.liveNodeOf(key) || this.redis.nodes('master')[0];
+    const live = this.liveNodeOf(key);
+    if (live) return live;
+    const addr = this.ownerOf(key);
+    if (!addr) return this.redis.nodes('master')[0];
+    const at = addr.lastIndexOf(':');
+    return this.redis.connectionPool.findOrCreate({ host: addr.slice(0, at), port: Number(addr.slice(at + 1)) });
   }
 
   // The address ("host:port") of the master that holds `key`'s slot by
@@ -295,8 +326,10 @@ class Conn {
     return out;
   }
 
-  // Sends the calls `idx` one at a time, routed by the cluster client
-  // (which follows MOVED and ASK).  A master that fails one with connect
+  // Sends the calls `idx` one at a time as evalScript does: routed by the
+  // cluster client (which follows MOVED and ASK), or, when a WAIT follows
+  // (durability "replicated"), on the connection to the slot's master by
+  // the map (nodeOf).  A master that fails one with connect
   // or timeout is out of reach: the rest of its calls get that error,
   // naming it, unsent, as libdelayq and the Python client answer per
   // master (sending each would wait out the redirections, about 200 ms a
@@ -313,7 +346,8 @@ class Conn {
         out[i] = await this.evalScript(name, calls[i].keys, calls[i].args);
       } catch (e) {
         out[i] = addr ? this.masterError(addr, e) : e;
-        if (out[i] !== e) down.set(addr, out[i]);
+        // Unless the call was sent elsewhere meanwhile (the map changed).
+        if (out[i] !== e && this.ownerOf(calls[i].keys[0]) === addr) down.set(addr, out[i]);
       }
     }
   }
