@@ -306,7 +306,10 @@ class Conn:
             raise
         except rex.BusyLoadingError as e:
             # redis-py raises a LOADING reply out of the pipeline: each
-            # call's reply, so that only this master's are sent again.
+            # call's reply, so that only this master's are sent again.  (A
+            # master that began loading within the pipeline, DEBUG RELOAD,
+            # ran the calls before it: those are sent again too.  A master
+            # restarted answers LOADING to every call.)
             return [e] * len(calls)
         except (rex.ConnectionError, rex.TimeoutError, OSError) as e:
             self.map_stale = True
@@ -348,8 +351,10 @@ class Conn:
         while pending:
             if waited >= self.o.connect_timeout_ms:
                 for i in pending:
-                    replies[i] = errors.ConnectError("redis %s: %s (no master within %d ms)"
-                                                     % (self.o.address(), replies[i], waited))
+                    replies[i] = errors.ConnectError("redis master of %s: %s: %s (still after "
+                                                     "%d ms)" % (calls[i][0][0],
+                                                                type(replies[i]).__name__,
+                                                                replies[i], waited))
                 break
             # The slot map read again first: a replica may be promoted.
             self.map_stale, self.map_read_at = True, 0.0
@@ -379,9 +384,23 @@ class Conn:
         missing = [i for i, rep in enumerate(replies) if isinstance(rep, rex.NoScriptError)
                    or (isinstance(rep, rex.ResponseError) and str(rep).startswith("NOSCRIPT"))]
         if missing:
+            failed = {}
             for k in {batch[i][0][0] for i in missing}:
-                self._load(s, k)
-            for i, rep in zip(missing, self._send(s, [batch[i] for i in missing])):
+                try:
+                    self._load(s, k)
+                except _REFUSED:
+                    raise
+                except Exception as e:  # redis-py's
+                    if not self.cluster:
+                        raise
+                    # Only this master's calls fail (or wait, for LOADING):
+                    # the others' ran already.
+                    failed[k] = e if _failover(e) else translate(self.o, e, "SCRIPT LOAD")
+            for i in missing:
+                if batch[i][0][0] in failed:
+                    replies[i] = failed[batch[i][0][0]]
+            again = [i for i in missing if batch[i][0][0] not in failed]
+            for i, rep in zip(again, self._send(s, [batch[i] for i in again])):
                 replies[i] = rep
         return replies
 
