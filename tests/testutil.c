@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -439,8 +440,56 @@ long long tu_redis_vint_at(const char *sock, int timeout_ms, const char *fmt, va
     return v;
 }
 
+/* Whether nothing holds TCP port `port` of 127.0.0.1 right now. */
+static int port_bindable(int port)
+{
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+                             .sin_port = htons((uint16_t)port) };
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0)
+        return 0;
+    int ok = bind(fd, (struct sockaddr *)&a, sizeof a) == 0;
+    close(fd);
+    return ok;
+}
+
+/* The lowest port of the kernel's ephemeral range (32768 when it cannot be
+ * read). */
+static int ephemeral_low(void)
+{
+    int lo = 32768, hi;
+    FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+    if (f) {
+        if (fscanf(f, "%d %d", &lo, &hi) != 2)
+            lo = 32768;
+        fclose(f);
+    }
+    return lo;
+}
+
+/* A port is taken from below the kernel's ephemeral range: a port from
+ * that range can become the local port of a connection any other test
+ * opens between the probe and the bind (it did, to a daemon's admin
+ * listener in CI).  Below it, only another test picking the same port can
+ * take it.  The pick mixes the pid and the clock, so forked children do not
+ * repeat their parent's picks. */
 int tu_free_port(void)
 {
+    const int base = 15000;
+    int lo = ephemeral_low();
+    if (lo - base >= 1000) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        uint64_t x = ((uint64_t)getpid() << 32) ^ (uint64_t)ts.tv_nsec ^ (uint64_t)ts.tv_sec * 2654435761u;
+        for (int tries = 0; tries < 200; tries++) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            int port = base + (int)(x % (uint64_t)(lo - base));
+            if (port_bindable(port))
+                return port;
+        }
+    }
     struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
     socklen_t len = sizeof a;
     int fd = socket(AF_INET, SOCK_STREAM, 0);

@@ -61,8 +61,27 @@ async function startRedis(args = [], port = 0, dir = null) {
   };
 }
 
-// A free TCP port on 127.0.0.1 (for a replica, which needs TCP).
-function freePort() {
+// Whether `port` of 127.0.0.1 can be listened on now.
+function bindable(port) {
+  return new Promise((resolve) => {
+    const s = net.createServer();
+    s.once('error', () => resolve(false));
+    s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
+  });
+}
+
+// A free TCP port on 127.0.0.1 (for a replica or a cluster node, which need
+// TCP), from below the kernel's ephemeral range: a port from that range can
+// become the local port of any connection opened before the server binds it.
+async function freePort() {
+  let low = 32768;
+  try {
+    low = Number(fs.readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').split(/\s+/)[0]) || low;
+  } catch (e) { /* keep the default */ }
+  for (let tries = 0; low - 15000 >= 1000 && tries < 200; tries++) {
+    const port = 15000 + Math.floor(Math.random() * (low - 15000));
+    if (await bindable(port)) return port;
+  }
   return new Promise((resolve, reject) => {
     const s = net.createServer();
     s.on('error', reject);

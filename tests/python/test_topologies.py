@@ -14,17 +14,10 @@ import unittest
 import redis
 
 import delayq
+from test_client import free_port
 
 SERVER = os.environ.get("REDIS_SERVER") or shutil.which("redis-server")
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def wait_for(fn, what, seconds=20):
