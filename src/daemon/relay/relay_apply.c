@@ -297,10 +297,9 @@ static int apply_cancel(struct apply_ctx *x, struct relay_row *r)
 {
     dq_client *c = x->c;
     dq_status st = dq_cancel(c, r->queue, r->name);
-    switch (st) {
-    case DQ_ERR_CONNECT:
-    case DQ_ERR_TIMEOUT:
+    if (out_of_reach(st))
         return hold(x, r, dq_errmsg(c));
+    switch (st) {
     case DQ_OK:
     case DQ_ERR_NOTFOUND:
         r->outcome = ROW_APPLIED;
