@@ -12,10 +12,16 @@ const path = require('path');
 const SERVER = process.env.REDIS_SERVER || 'redis-server';
 const PKG = process.env.DELAYQ_NODE_PKG;
 const started = new Set();
+const made = new Set();
 
+// At exit, the servers still running are killed and the directories made
+// for them removed (a test may start a server again in the same one).
 process.on('exit', () => {
   for (const child of started) {
     try { process.kill(child.pid, 'SIGKILL'); } catch (_) { /* gone */ }
+  }
+  for (const dir of made) {
+    try { fs.rmSync(dir, { recursive: true, force: true }); } catch (_) { /* leave it */ }
   }
 });
 
@@ -36,7 +42,10 @@ function ping(sock) {
 // Start a redis-server: `args` are extra settings ("--requirepass x");
 // `port` a TCP port (0: none).  Returns { sock, dir, port, stop() }.
 async function startRedis(args = [], port = 0, dir = null) {
-  dir = dir || fs.mkdtempSync(path.join(os.tmpdir(), 'dq-node-'));
+  if (!dir) {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dq-node-'));
+    made.add(dir);
+  }
   const sock = path.join(dir, 'redis.sock');
   const child = spawn(SERVER, ['--port', String(port), '--unixsocket', sock, '--unixsocketperm', '700',
     '--save', '', '--appendonly', 'no', '--dir', dir, '--bind', '127.0.0.1', ...args],
