@@ -10,7 +10,8 @@
 # the same way into tests/node-dev.
 #
 # Skipped (77, one line) without node 18+, npm, redis-server, or when the
-# modules cannot be installed (no registry and no cache).
+# modules cannot be installed (no registry and no cache).  With --install,
+# only installs them (make check does, before the tests start).
 set -u
 srcdir=${srcdir:-.}
 top=${TOP_BUILDDIR:-.}
@@ -39,6 +40,7 @@ if [ ! -d "$dev/node_modules/typescript" ] || [ ! -d "$dev/node_modules/@types/n
         --prefer-offline typescript @types/node >>"$npm_log" 2>&1) ||
         echo "node-client: typescript could not be installed: the type check will skip"
 fi
+[ "${1:-}" = --install ] && exit 0
 
 DELAYQ_NODE_PKG=$(cd "$pkg" && pwd) \
 DELAYQ_TOP_BUILDDIR=$(cd "$top" && pwd) \
