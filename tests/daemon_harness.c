@@ -188,7 +188,9 @@ void h_start(struct harness *h, int workers)
     ck_assert_msg(pid > 0, "%s", err);
     h->pid = pid;
     struct ready_arg a = { h, workers };
-    int ok = h_wait(10000, daemon_ready, &a);
+    /* A sanitizer build starting 200 workers, four other tests beside it,
+     * took over 10 s; only a failure waits the whole 30. */
+    int ok = h_wait(30000, daemon_ready, &a);
     ck_assert_msg(ok == 1, "delayqd did not get ready (%s); its log:\n%s",
                   ok < 0 ? "it exited" : "timeout", h_log_tail(h));
 }
