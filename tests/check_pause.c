@@ -84,10 +84,10 @@ static void start_second(struct harness *h2, int workers_in_all)
 }
 
 /* What the record file says about the starts after `ack_ms` (wall ms):
- * how many, in how many workers at most one each, and the latest. */
+ * how many, the most that one worker made, and the latest. */
 struct late_starts {
     int n;
-    int workers_twice;          /* workers that started two or more */
+    int most_by_one;            /* the most starts of one worker (pid) */
     int64_t latest_ms;          /* after ack_ms; 0 when none */
 };
 
@@ -102,11 +102,11 @@ static struct late_starts starts_after(int64_t ack_ms)
         ls.n++;
         if (r[i].ms - ack_ms > ls.latest_ms)
             ls.latest_ms = r[i].ms - ack_ms;
+        int by_this = 1;        /* this start and the earlier ones of its worker */
         for (size_t j = 0; j < i; j++)
-            if (r[j].end == 0 && r[j].ms > ack_ms && r[j].pid == r[i].pid) {
-                ls.workers_twice++;
-                break;
-            }
+            by_this += r[j].end == 0 && r[j].ms > ack_ms && r[j].pid == r[i].pid;
+        if (by_this > ls.most_by_one)
+            ls.most_by_one = by_this;
     }
     free(r);
     return ls;
@@ -157,8 +157,8 @@ START_TEST(pause_during_drain_stops_both_daemons)
     struct late_starts ls = starts_after(ack_ms);
     size_t ran = starts();
     printf("pause during a drain: %zu of %d jobs started before the pause; after it "
-           "%d started (%d workers two), the last %lld ms after; both daemons' workers "
-           "logged it within %lld ms\n", ran, jobs, ls.n, ls.workers_twice,
+           "%d started (at most %d by one worker), the last %lld ms after; both daemons' "
+           "workers logged it within %lld ms\n", ran, jobs, ls.n, ls.most_by_one,
            (long long)ls.latest_ms, (long long)heard_ms);
     ck_assert_int_eq(heard1, 2);
     ck_assert_int_eq(heard2, 2);
@@ -168,14 +168,14 @@ START_TEST(pause_during_drain_stops_both_daemons)
      * 100 ms after the pause, is asserted below. */
     ck_assert_msg(heard_ms <= 250, "the workers heard of the pause after %lld ms",
                   (long long)heard_ms);
-    /* Alone, each worker starts at most the one job it had decided on
-     * (4 in all).  On a loaded machine (five tests at a time on two
-     * cores) Redis can be preempted between its reply to the pause and
-     * its write of the message to a worker: a worker then started a
-     * second 10 ms job before the message reached it.  What is bounded is
-     * the time, below; the count is bounded at two a worker. */
-    ck_assert_msg(ls.n <= 8, "%d jobs started after the pause, %d workers two or more",
-                  ls.n, ls.workers_twice);
+    /* Alone, each worker starts at most the one job it had decided on.
+     * On a loaded machine (five tests at a time on two cores) Redis can be
+     * preempted between its reply to the pause and its write of the
+     * message to a worker: a worker then started a second 10 ms job before
+     * the message reached it.  So two a worker; a worker that went on
+     * with its batch of 8 would start up to 8. */
+    ck_assert_msg(ls.most_by_one <= 2, "%d jobs started after the pause, %d by one worker",
+                  ls.n, ls.most_by_one);
     ck_assert_msg(ls.latest_ms <= 100, "a job started %lld ms after the pause",
                   (long long)ls.latest_ms);
     ck_assert_msg(ran < (size_t)jobs, "the drain was over before the pause");
