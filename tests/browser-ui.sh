@@ -83,7 +83,7 @@ chmod 600 "$tmp/ui.token"
 
 # delayqd refuses handlers that others could replace.
 chmod go-w "$handlers" "$handlers/testhandler.so"
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(PYTHONPATH="$srcdir/tests/python" python3 -c 'from ports import free_port; print(free_port())')
 cat >"$tmp/delayqd.conf" <<EOF
 redis = { unix_socket = "$sock"; };
 handler_dir = "$(cd "$handlers" && pwd)";

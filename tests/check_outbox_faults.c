@@ -338,8 +338,6 @@ START_TEST(two_daemons_and_failures_lose_and_double_nothing)
         snprintf(d[k].conf, sizeof d[k].conf, "%s/d%d.conf", H.fx.dir, k);
         snprintf(d[k].log, sizeof d[k].log, "%s/d%d.log", H.fx.dir, k);
         port[k] = fixture_free_port();
-        if (k == 1 && port[1] == port[0])
-            port[1] = fixture_free_port();
         struct h_conf hc;
         h_conf_defaults(&hc);
         hc.workers = 1;

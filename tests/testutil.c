@@ -453,6 +453,25 @@ static int port_bindable(int port)
     return ok;
 }
 
+/* The last ports this process gave: a test takes several before it binds
+ * them, so a port given is not given again soon. */
+static int given_ports[64];
+static unsigned given_next;
+
+static int port_given(int port)
+{
+    for (size_t i = 0; i < sizeof given_ports / sizeof given_ports[0]; i++)
+        if (given_ports[i] == port)
+            return 1;
+    return 0;
+}
+
+static int port_give(int port)
+{
+    given_ports[given_next++ % (sizeof given_ports / sizeof given_ports[0])] = port;
+    return port;
+}
+
 /* The lowest port of the kernel's ephemeral range (32768 when it cannot be
  * read). */
 static int ephemeral_low(void)
@@ -486,8 +505,8 @@ int tu_free_port(void)
             x ^= x >> 7;
             x ^= x << 17;
             int port = base + (int)(x % (uint64_t)(lo - base));
-            if (port_bindable(port))
-                return port;
+            if (!port_given(port) && port_bindable(port))
+                return port_give(port);
         }
     }
     struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };

@@ -15,12 +15,15 @@ import base64
 import json
 import os
 import signal
-import socket
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.error
 import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+from ports import free_port  # noqa: E402  (tests/python/ports.py)
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
@@ -38,13 +41,6 @@ CHROMIUM_ARGS = [
 
 class WebDriverError(Exception):
     """A command the driver refused or could not run (its message says)."""
-
-
-def free_port():
-    """A loopback TCP port free right now (the caller binds it soon)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_login_page(url, timeout, alive=lambda: True):

@@ -7,10 +7,8 @@ operations themselves are in tests/conformance (the same cases as the C
 library)."""
 import hashlib
 import os
-import random
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -22,31 +20,10 @@ import redis
 
 import delayq
 from delayq import cron, scripts
+from ports import free_port
 
 TOP = os.environ.get("TOP_BUILDDIR", ".")
 SERVER = os.environ.get("REDIS_SERVER") or shutil.which("redis-server")
-
-
-def free_port():
-    """A loopback TCP port nothing holds now, from below the kernel's
-    ephemeral range: a port from that range can become the local port of
-    any connection opened before the server binds it."""
-    try:
-        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
-            low = int(f.read().split()[0])
-    except (OSError, ValueError, IndexError):
-        low = 32768
-    for _ in range(200 if low - 15000 >= 1000 else 0):
-        port = random.randrange(15000, low)
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-                return port
-            except OSError:
-                continue
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Redis:

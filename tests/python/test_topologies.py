@@ -14,7 +14,7 @@ import unittest
 import redis
 
 import delayq
-from test_client import free_port
+from ports import free_port
 
 SERVER = os.environ.get("REDIS_SERVER") or shutil.which("redis-server")
 HERE = os.path.dirname(os.path.abspath(__file__))
