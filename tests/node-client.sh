@@ -11,7 +11,8 @@
 #
 # Skipped (77, one line) without node 18+, npm, redis-server, or when the
 # modules cannot be installed (no registry and no cache).  With --install,
-# only installs them (make check does, before the tests start).
+# only installs them (make check does, before the tests start; a failed
+# install is tried again here).
 set -u
 srcdir=${srcdir:-.}
 top=${TOP_BUILDDIR:-.}
@@ -24,14 +25,17 @@ command -v node >/dev/null 2>&1 || skip "no node (apt-get install nodejs)"
 command -v npm >/dev/null 2>&1 || skip "no npm (apt-get install npm)"
 major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null)
 [ "${major:-0}" -ge 18 ] 2>/dev/null || skip "node $(node --version) is older than 18"
-{ [ -n "$server" ] && [ -x "$server" ]; } || skip "no redis-server (apt-get install redis-server)"
 [ -f "$pkg/scripts/enqueue.lua" ] || skip "the package is not staged ($pkg; make node-stage)"
 
 # npm prints its notices on stderr; keep them for a failure only.
 npm_log=$top/tests/node-npm.log
-if [ ! -d "$pkg/node_modules/ioredis" ]; then
+# node_modules/.delayq-ready says the install was whole: the tests that
+# use the package (tests/conformance/node.sh, the Python daemon test) look
+# for it, never for a directory a running npm may have half written.
+ready=$pkg/node_modules/.delayq-ready
+if [ ! -f "$ready" ]; then
     (cd "$pkg" && npm install --no-save --no-package-lock --no-audit --no-fund \
-        --prefer-offline >"$npm_log" 2>&1) ||
+        --prefer-offline >"$npm_log" 2>&1 && touch node_modules/.delayq-ready) ||
         skip "cannot install ioredis into $pkg (no npm registry or cache; see $npm_log)"
 fi
 if [ ! -d "$dev/node_modules/typescript" ] || [ ! -d "$dev/node_modules/@types/node" ]; then
@@ -41,6 +45,7 @@ if [ ! -d "$dev/node_modules/typescript" ] || [ ! -d "$dev/node_modules/@types/n
         echo "node-client: typescript could not be installed: the type check will skip"
 fi
 [ "${1:-}" = --install ] && exit 0
+{ [ -n "$server" ] && [ -x "$server" ]; } || skip "no redis-server (apt-get install redis-server)"
 
 DELAYQ_NODE_PKG=$(cd "$pkg" && pwd) \
 DELAYQ_TOP_BUILDDIR=$(cd "$top" && pwd) \

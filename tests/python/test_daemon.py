@@ -150,10 +150,10 @@ class DaemonTest(unittest.TestCase):
         """A job added by Python is cancelled by Node; jobs from Node, C and
         Python run once, each with its bytes."""
         pkg = os.path.join(TOP, "clients", "node")
-        if not shutil.which("node") or not os.path.isdir(os.path.join(pkg, "node_modules",
-                                                                       "ioredis")):
+        if not shutil.which("node") or not os.path.isfile(os.path.join(pkg, "node_modules",
+                                                                        ".delayq-ready")):
             self.skipTest("no node, or the Node client's ioredis is not installed in %s "
-                          "(tests/node-client.sh installs it)" % pkg)
+                          "(tests/node-client.sh --install installs it)" % pkg)
         self.dq.enqueue(Q, "write", b"never", id="py:cancel-me", delay=60000)
         node = r"""
 const { Client } = require(process.env.DQ_NODE_PKG);
