@@ -20,6 +20,7 @@ import redis
 
 import delayq
 from delayq import cron, scripts
+from delayq.keys import partition_of
 from ports import free_port
 
 TOP = os.environ.get("TOP_BUILDDIR", ".")
@@ -219,6 +220,15 @@ class ClientTest(RedisCase):
                 got = dq.enqueue_many("q", [{"type": "t", "id": "m%d" % i} for i in range(3)])
                 self.assertTrue(all(e.ok for e in got))
                 self.assertIsNotNone(replica.raw.hget("dq:{q}:jobs", "safe"))
+                # A queue of 4 partitions on one server: one WAIT for the
+                # whole call, not one per partition.
+                dq.set_partitions("pq", 4)
+                waits = master.raw.info("commandstats").get("cmdstat_wait", {}).get("calls", 0)
+                got = dq.enqueue_many("pq", [{"type": "t", "id": "p%d" % i} for i in range(12)])
+                self.assertTrue(all(e.ok for e in got))
+                self.assertEqual(len({partition_of("p%d" % i, 4) for i in range(12)}), 4)
+                self.assertEqual(master.raw.info("commandstats")["cmdstat_wait"]["calls"],
+                                 waits + 1)
         finally:
             if replica:
                 replica.stop()

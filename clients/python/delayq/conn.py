@@ -370,11 +370,18 @@ class Conn:
         return replies
 
     def _wait_written(self, s, calls, replies):
-        """Under durability "replicated", WAIT on each server that ran a
-        call of a script that writes."""
-        if s.writes and self.o.durability == "replicated":
-            for k in {c[0][0] for c, rep in zip(calls, replies) if not isinstance(rep, Exception)}:
-                self._wait(k)
+        """Under durability "replicated", WAIT once on each server that ran
+        a call of a script that writes (a partitioned queue's calls have
+        keys of several partitions, many of them on one server), as
+        libdelayq and the Node client do."""
+        if not (s.writes and self.o.durability == "replicated"):
+            return
+        keys = {c[0][0] for c, rep in zip(calls, replies) if not isinstance(rep, Exception)}
+        by_server = {}
+        for k in sorted(keys):
+            by_server.setdefault(self.r.get_node_from_key(k).name if self.cluster else "", k)
+        for k in by_server.values():
+            self._wait(k)
 
     def _send_loaded(self, s, batch):
         """The replies of one pipeline of `batch` (per master, in a
